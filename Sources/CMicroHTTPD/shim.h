@@ -1,0 +1,44 @@
+#ifndef LLMSPOOL_CMICROHTTPD_SHIM_H
+#define LLMSPOOL_CMICROHTTPD_SHIM_H
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <microhttpd.h>
+
+// MHD_start_daemon and MHD_get_daemon_info are variadic; these wrappers fix the options
+// the local endpoint uses. The daemon binds to 127.0.0.1 only.
+static inline struct MHD_Daemon *llms_mhd_start_loopback(
+    unsigned int flags, uint16_t port,
+    MHD_AccessHandlerCallback handler, void *handler_cls,
+    MHD_RequestCompletedCallback completed, void *completed_cls,
+    unsigned int connection_limit, unsigned int connection_timeout_seconds)
+{
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
+                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
+                            MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+                            MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
+                            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
+                            MHD_OPTION_END);
+}
+
+static inline uint16_t llms_mhd_bound_port(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info ? info->port : 0;
+}
+
+static const enum MHD_Result llms_mhd_yes = MHD_YES;
+static const enum MHD_Result llms_mhd_no = MHD_NO;
+static const ssize_t llms_mhd_content_end_of_stream = MHD_CONTENT_READER_END_OF_STREAM;
+static const ssize_t llms_mhd_content_end_with_error = MHD_CONTENT_READER_END_WITH_ERROR;
+static const uint64_t llms_mhd_size_unknown = MHD_SIZE_UNKNOWN;
+#endif

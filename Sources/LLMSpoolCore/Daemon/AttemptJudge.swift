@@ -1,0 +1,88 @@
+import Foundation
+
+/// Why an attempt did not produce a result.
+public struct AttemptFailure: Sendable, Equatable {
+    public enum Kind: String, Sendable {
+        case transport
+        case http
+        case providerError = "provider-error"
+        case incompleteStream = "incomplete-stream"
+        case malformedResponse = "malformed-response"
+        case disk
+        case invalidRequest = "invalid-request"
+    }
+
+    public let kind: Kind
+    public let message: String
+    public var httpStatus: Int?
+    /// The provider's error body, as it sent it (bounded).
+    public var providerBody: [UInt8]?
+
+    public init(_ kind: Kind, _ message: String, httpStatus: Int? = nil, providerBody: [UInt8]? = nil) {
+        self.kind = kind
+        self.message = message
+        self.httpStatus = httpStatus
+        self.providerBody = providerBody
+    }
+}
+
+/// Decides what an attempt amounted to. Pure: the transport's ending and the response
+/// (already read by the caller) in, a verdict out.
+public enum AttemptJudge {
+    /// What the finisher must publish.
+    public enum Verdict: Sendable, Equatable {
+        /// Success; `assembled` is the result to write, or nil when the `.partial` is the result.
+        case success(assembled: [UInt8]?)
+        case failure(AttemptFailure)
+        case cancelled
+    }
+
+    /// Whether the body must be read as an event stream: only when the request asked for a
+    /// stream and the server answered with one (servers answer errors as plain JSON).
+    public static func isEventStream(requested: Bool, headers: [String: String]) -> Bool {
+        requested && (headers["content-type"]?.lowercased().contains("text/event-stream") ?? false)
+    }
+
+    /// Judges everything that can be judged without reading the body; nil means "read it".
+    public static func judgeEnding(_ ending: AttemptOutcome.Ending, bodyPrefix: () -> [UInt8]) -> Verdict? {
+        switch ending {
+        case .cancelled:
+            return .cancelled
+        case .diskError(let error):
+            return .failure(AttemptFailure(.disk, "writing the answer failed: \(error)"))
+        case .transportError(let code, let message):
+            return .failure(AttemptFailure(.transport, "\(message) (curl code \(code))"))
+        case .response(let status) where !(200..<300).contains(status):
+            let body = bodyPrefix()
+            let detail = ProviderError.message(inBody: body).map { ": \($0)" } ?? ""
+            return .failure(AttemptFailure(.http, "the endpoint answered HTTP \(status)\(detail)", httpStatus: status, providerBody: body.isEmpty ? nil : body))
+        case .response:
+            return nil
+        }
+    }
+
+    /// A plain (non-streamed) 2xx answer must be a JSON object without `error`.
+    public static func judgePlain(status: Int, body: [UInt8]) -> Verdict {
+        guard let object = JSONObject.parse(body) else {
+            return .failure(AttemptFailure(.malformedResponse, "the answer is not a JSON object (\(body.count) bytes)", httpStatus: status, providerBody: Array(body.prefix(65536))))
+        }
+        if let error = object["error"], !(error is NSNull) {
+            let message = ProviderError.message(in: object) ?? "the answer carried an error"
+            return .failure(AttemptFailure(.providerError, message, httpStatus: status, providerBody: Array(body.prefix(65536))))
+        }
+        return .success(assembled: nil)
+    }
+
+    public static func judgeStream(status: Int, verdict: StreamVerdict) -> Verdict {
+        switch verdict {
+        case .complete(let assembled):
+            return .success(assembled: assembled)
+        case .providerError(let message, let body):
+            return .failure(AttemptFailure(.providerError, message, httpStatus: status, providerBody: body))
+        case .incomplete(let reason):
+            return .failure(AttemptFailure(.incompleteStream, reason, httpStatus: status))
+        case .malformed(let reason):
+            return .failure(AttemptFailure(.malformedResponse, reason, httpStatus: status))
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import CCurl
+import Foundation
+import Glibc
+import Synchronization
+
+/// The running daemon: watcher -> scheduler and transfers -> finisher, wired together.
+public final class SpoolDaemon: Sendable {
+    private let layout: SpoolLayout
+    private let watcher: Watcher
+    private let engine: TransferEngine
+    private let pool: WorkerPool
+    private let logger: Logger
+
+    /// `onReport` is called on a worker thread each time a task ends.
+    public init(config: Config, endpoint: Endpoint, logger: Logger, onReport: (@Sendable (TaskReport) -> Void)? = nil) throws {
+        SpoolDaemon.initializeCurl
+        let layout = SpoolLayout(root: config.spool)
+        let pool = WorkerPool(name: "llmspool.finisher", threads: 2)
+        let finisher = Finisher(layout: layout, logger: logger, report: onReport ?? { _ in })
+        // The engine and its delegate refer to each other; the box breaks the knot.
+        let engineBox = Mutex<TransferEngine?>(nil)
+        let post: @Sendable (Scheduler.Event) -> Void = { event in engineBox.withLock { $0 }?.post(event) }
+        let engine = try TransferEngine(
+            layout: layout, endpoint: endpoint,
+            settings: .init(concurrency: config.concurrency, connectTimeoutSeconds: config.connectTimeoutSeconds,
+                            requestTimeoutSeconds: config.requestTimeoutSeconds, shutdownGraceSeconds: config.shutdownGraceSeconds),
+            delegate: .init(
+                attemptEnded: { outcome in
+                    pool.submit {
+                        finisher.finish(outcome)
+                        post(.finalized(id: outcome.task.id))
+                    }
+                },
+                rejected: { id, path, problem in
+                    pool.submit {
+                        finisher.reject(id: id, requestPath: path, problem: problem)
+                        post(.finalized(id: id))
+                    }
+                }),
+            logger: logger)
+        engineBox.withLock { $0 = engine }
+        self.watcher = Watcher(
+            layout: layout, maxRequestBytes: config.maxRequestBytes, rescanInterval: config.rescanIntervalSeconds,
+            delegate: .init(found: { post(.arrived($0)) }, removed: { post(.requestRemoved(id: $0)) }),
+            logger: logger)
+        self.layout = layout
+        self.engine = engine
+        self.pool = pool
+        self.logger = logger
+    }
+
+    /// libcurl's global set-up is not thread-safe: done once, before any transfer thread.
+    private static let initializeCurl: Void = {
+        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+    }()
+
+    public var snapshot: TransferEngine.Snapshot { engine.snapshot }
+
+    public func start() throws {
+        try layout.create()
+        SpoolDaemon.raiseDescriptorLimit()
+        try watcher.start()
+        engine.start()
+        logger.info("watching", ["outgoing": layout.outgoing])
+    }
+
+    /// Stops intake, drains transfers for the grace period, writes every pending outcome.
+    public func stop() {
+        watcher.stop()
+        engine.shutdown()
+        pool.finish()
+        logger.info("stopped")
+    }
+
+    /// Thousands of streams need thousands of descriptors: take the hard limit.
+    static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+}

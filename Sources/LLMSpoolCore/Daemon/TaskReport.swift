@@ -1,0 +1,13 @@
+/// How a task ended, for whoever watches the daemon (the demo, tests, hooks).
+public struct TaskReport: Sendable, Equatable {
+    public enum Outcome: Sendable, Equatable {
+        case succeeded(resultPath: String)
+        case failed(recordPath: String, kind: AttemptFailure.Kind, message: String)
+        case cancelled
+        /// The outcome could not be written; the request stays in `outgoing` for a later try.
+        case deferred(reason: String)
+    }
+
+    public let id: String
+    public let outcome: Outcome
+}

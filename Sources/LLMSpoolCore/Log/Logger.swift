@@ -1,0 +1,104 @@
+import Foundation
+import Glibc
+
+/// One line per event to stderr, in text or JSON; values are escaped so that no file name
+/// can forge a line or smuggle control characters into a terminal.
+public final class Logger: Sendable {
+    /// How important a line is.
+    public enum Level: Int, Comparable, Sendable, CaseIterable {
+        case debug, info, warning, error
+
+        public var name: String {
+            switch self {
+            case .debug: "debug"
+            case .info: "info"
+            case .warning: "warning"
+            case .error: "error"
+            }
+        }
+
+        public init?(name: String) {
+            guard let level = Level.allCases.first(where: { $0.name == name }) else { return nil }
+            self = level
+        }
+
+        public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    /// The shape of a line.
+    public enum Format: String, Sendable {
+        case text, json
+    }
+
+    public let minimum: Level
+    public let format: Format
+    private let sink: @Sendable (String) -> Void
+
+    public init(minimum: Level = .info, format: Format = .text, sink: (@Sendable (String) -> Void)? = nil) {
+        self.minimum = minimum
+        self.format = format
+        self.sink = sink ?? { line in
+            var bytes = Array(line.utf8)
+            bytes.append(0x0A)
+            // One write per line keeps lines from different threads whole.
+            bytes.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+        }
+    }
+
+    public func log(_ level: Level, _ message: String, id: String? = nil, _ fields: KeyValuePairs<String, String> = [:]) {
+        guard level >= minimum else { return }
+        var pairs: [(String, String)] = []
+        if let id { pairs.append(("id", id)) }
+        pairs.append(contentsOf: fields.map { ($0.key, $0.value) })
+        sink(render(level, message, pairs))
+    }
+
+    public func debug(_ message: String, id: String? = nil, _ fields: KeyValuePairs<String, String> = [:]) { log(.debug, message, id: id, fields) }
+    public func info(_ message: String, id: String? = nil, _ fields: KeyValuePairs<String, String> = [:]) { log(.info, message, id: id, fields) }
+    public func warning(_ message: String, id: String? = nil, _ fields: KeyValuePairs<String, String> = [:]) { log(.warning, message, id: id, fields) }
+    public func error(_ message: String, id: String? = nil, _ fields: KeyValuePairs<String, String> = [:]) { log(.error, message, id: id, fields) }
+
+    func render(_ level: Level, _ message: String, _ pairs: [(String, String)]) -> String {
+        switch format {
+        case .text:
+            var line = "\(level.name): \(Logger.escape(message))"
+            for (key, value) in pairs {
+                line += " \(key)=\(Logger.quoteIfNeeded(Logger.escape(value)))"
+            }
+            return line
+        case .json:
+            var object: [String: String] = ["level": level.name, "msg": message]
+            for (key, value) in pairs { object[key] = value }
+            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+            return String(decoding: data, as: UTF8.self)
+        }
+    }
+
+    /// Escapes control characters, backslashes and invalid UTF-8 as `\xNN`.
+    public static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x5C: out += "\\\\"
+            case 0..<0x20, 0x7F, 0x80..<0xA0:
+                out += "\\x" + String(scalar.value, radix: 16, uppercase: false).leftPadded(to: 2)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    static func quoteIfNeeded(_ text: String) -> String {
+        if text.isEmpty || text.contains(" ") || text.contains("\"") || text.contains("=") {
+            return "\"" + text.replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        }
+        return text
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

@@ -1,0 +1,69 @@
+/// Splits a server-sent event stream into events, whatever the chunking: a line, an event
+/// or a UTF-8 character may be split across reads. Pure: bytes in, events out.
+public struct SSEParser: Sendable {
+    /// One dispatched event.
+    public enum Event: Equatable, Sendable {
+        /// The joined `data:` lines of one event.
+        case data(String)
+        /// A `:` line, used by servers as a keep-alive. It is not content.
+        case comment
+    }
+
+    private var line: [UInt8] = []
+    private var data: [UInt8] = []
+    private var hasData = false
+    private var afterCR = false
+
+    public init() {}
+
+    public mutating func feed<Bytes: Sequence>(_ bytes: Bytes, _ emit: (Event) -> Void) where Bytes.Element == UInt8 {
+        for byte in bytes {
+            if afterCR {
+                afterCR = false
+                if byte == 0x0A { continue }  // the LF of a CRLF
+            }
+            switch byte {
+            case 0x0D:
+                afterCR = true
+                endLine(emit)
+            case 0x0A:
+                endLine(emit)
+            default:
+                line.append(byte)
+            }
+        }
+    }
+
+    /// Ends the stream. An event that was not closed by a blank line is still delivered:
+    /// some servers end with `data: [DONE]` and no blank line.
+    public mutating func finish(_ emit: (Event) -> Void) {
+        if !line.isEmpty { endLine(emit) }
+        dispatch(emit)
+    }
+
+    private mutating func endLine(_ emit: (Event) -> Void) {
+        defer { line.removeAll(keepingCapacity: true) }
+        if line.isEmpty {
+            dispatch(emit)
+            return
+        }
+        if line[0] == UInt8(ascii: ":") {
+            emit(.comment)
+            return
+        }
+        let colon = line.firstIndex(of: UInt8(ascii: ":")) ?? line.endIndex
+        guard line[..<colon].elementsEqual("data".utf8) else { return }  // event:, id:, retry: carry nothing we use
+        var valueStart = colon < line.endIndex ? colon + 1 : colon
+        if valueStart < line.endIndex && line[valueStart] == UInt8(ascii: " ") { valueStart += 1 }
+        if hasData { data.append(0x0A) }
+        data.append(contentsOf: line[valueStart...])
+        hasData = true
+    }
+
+    private mutating func dispatch(_ emit: (Event) -> Void) {
+        guard hasData else { return }
+        emit(.data(String(decoding: data, as: UTF8.self)))
+        data.removeAll(keepingCapacity: true)
+        hasData = false
+    }
+}

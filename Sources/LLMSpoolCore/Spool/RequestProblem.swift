@@ -1,0 +1,33 @@
+/// Why a file in `outgoing` cannot be sent. `kind` is stable for programs; `message` is
+/// for people and names the first problem found.
+public struct RequestProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable {
+        case unusableName = "unusable-name"
+        case notRegularFile = "not-a-regular-file"
+        case unreadable
+        case tooLarge = "too-large"
+        case notUTF8 = "not-utf8"
+        case invalidJSON = "invalid-json"
+        case notAnObject = "not-an-object"
+        case missingField = "missing-field"
+        case wrongType = "wrong-type"
+    }
+
+    public let kind: Kind
+    public let message: String
+    /// 1-based position of the problem in the file, when it has one.
+    public let line: Int?
+    public let column: Int?
+
+    public init(_ kind: Kind, _ message: String, line: Int? = nil, column: Int? = nil) {
+        self.kind = kind
+        self.message = message
+        self.line = line
+        self.column = column
+    }
+
+    public var description: String {
+        if let line, let column { return "\(message) (line \(line), column \(column))" }
+        return message
+    }
+}

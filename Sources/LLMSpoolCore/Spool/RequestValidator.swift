@@ -1,0 +1,120 @@
+import Foundation
+
+/// What the daemon needs to know about a valid request before it uploads it.
+public struct RequestSummary: Sendable, Equatable {
+    public let model: String
+    public let stream: Bool
+    public let size: Int
+}
+
+/// Checks that a request is a UTF-8 JSON object with `model` and `messages`, before anything
+/// is sent. Pure: bytes in, verdict out.
+public enum RequestValidator {
+    public static func validate(_ bytes: [UInt8]) -> Result<RequestSummary, RequestProblem> {
+        if bytes.isEmpty { return .failure(RequestProblem(.invalidJSON, "the file is empty")) }
+        if let bad = firstInvalidUTF8(bytes) {
+            let (line, column) = position(ofByte: bad, in: bytes)
+            return .failure(RequestProblem(.notUTF8, "the file is not UTF-8 (invalid byte at offset \(bad))", line: line, column: column))
+        }
+        let object: Any
+        do {
+            object = try JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
+        } catch {
+            return .failure(jsonProblem(error, bytes))
+        }
+        guard let request = object as? [String: Any] else {
+            return .failure(RequestProblem(.notAnObject, "the request must be a JSON object, not \(JSONKind.name(of: object))"))
+        }
+        guard let modelValue = request["model"] else {
+            return .failure(RequestProblem(.missingField, "the request has no \"model\""))
+        }
+        guard let model = modelValue as? String, !JSONKind.isBool(modelValue), !model.isEmpty else {
+            return .failure(RequestProblem(.wrongType, "\"model\" must be a non-empty string, not \(JSONKind.name(of: modelValue))"))
+        }
+        guard let messages = request["messages"] else {
+            return .failure(RequestProblem(.missingField, "the request has no \"messages\""))
+        }
+        guard messages is [Any] else {
+            return .failure(RequestProblem(.wrongType, "\"messages\" must be an array, not \(JSONKind.name(of: messages))"))
+        }
+        var stream = false
+        if let value = request["stream"], !(value is NSNull) {
+            guard JSONKind.isBool(value), let flag = value as? Bool else {
+                return .failure(RequestProblem(.wrongType, "\"stream\" must be true or false, not \(JSONKind.name(of: value))"))
+            }
+            stream = flag
+        }
+        return .success(RequestSummary(model: model, stream: stream, size: bytes.count))
+    }
+
+    /// Foundation reports "around character N"; people want a line and a column.
+    static func jsonProblem(_ error: Error, _ bytes: [UInt8]) -> RequestProblem {
+        let detail = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String) ?? "\(error)"
+        var offset = bytes.count
+        if let range = detail.range(of: #"character (\d+)"#, options: .regularExpression) {
+            let digits = detail[range].split(separator: " ").last.flatMap { Int($0) }
+            offset = min(digits ?? offset, bytes.count)
+        }
+        let (line, column) = position(ofByte: offset, in: bytes)
+        let reason = detail.hasSuffix(".") ? String(detail.dropLast()) : detail
+        return RequestProblem(.invalidJSON, "the file is not valid JSON: \(reason)", line: line, column: column)
+    }
+
+    /// 1-based line and column (in bytes) of a byte offset.
+    static func position(ofByte offset: Int, in bytes: [UInt8]) -> (Int, Int) {
+        var line = 1
+        var lineStart = 0
+        for index in 0..<min(offset, bytes.count) where bytes[index] == 0x0A {
+            line += 1
+            lineStart = index + 1
+        }
+        return (line, offset - lineStart + 1)
+    }
+
+    /// The offset of the first byte that breaks UTF-8, or nil when the bytes are valid.
+    static func firstInvalidUTF8(_ bytes: [UInt8]) -> Int? {
+        var index = 0
+        let count = bytes.count
+        while index < count {
+            let lead = bytes[index]
+            if lead < 0x80 { index += 1; continue }
+            let length: Int
+            var minimum: UInt32
+            var scalar: UInt32
+            switch lead {
+            case 0xC2...0xDF: length = 2; minimum = 0x80; scalar = UInt32(lead & 0x1F)
+            case 0xE0...0xEF: length = 3; minimum = 0x800; scalar = UInt32(lead & 0x0F)
+            case 0xF0...0xF4: length = 4; minimum = 0x10000; scalar = UInt32(lead & 0x07)
+            default: return index
+            }
+            if index + length > count { return index }
+            for next in 1..<length {
+                let byte = bytes[index + next]
+                if byte & 0xC0 != 0x80 { return index }
+                scalar = scalar << 6 | UInt32(byte & 0x3F)
+            }
+            if scalar < minimum || scalar > 0x10FFFF || (0xD800...0xDFFF).contains(scalar) { return index }
+            index += length
+        }
+        return nil
+    }
+}
+
+/// Names JSON values the way people call them, and tells Foundation's booleans from numbers.
+enum JSONKind {
+    static func isBool(_ value: Any) -> Bool {
+        guard let number = value as? NSNumber else { return false }
+        // Foundation parses JSON booleans into NSNumbers of ObjC type "c" (char).
+        return String(cString: number.objCType) == "c"
+    }
+
+    static func name(of value: Any) -> String {
+        if value is NSNull { return "null" }
+        if isBool(value) { return "a boolean" }
+        if value is NSNumber { return "a number" }
+        if value is String { return "a string" }
+        if value is [Any] { return "an array" }
+        if value is [String: Any] { return "an object" }
+        return "\(type(of: value))"
+    }
+}

@@ -1,0 +1,56 @@
+import Glibc
+
+/// The spool's on-disk contract: every folder and every file name that the daemon and its
+/// users share is defined here and nowhere else.
+///
+/// | path | written by | appears when |
+/// | --- | --- | --- |
+/// | `outgoing/<id>.json` | the producer | it wants an answer; removed by the daemon when the task ends |
+/// | `incoming/<id>.partial` | the daemon | bytes arrive; renamed or removed when the attempt ends |
+/// | `incoming/<id>.sse` | the daemon | a streamed answer completed: the raw event stream |
+/// | `incoming/<id>.json` | the daemon | the task succeeded; always the last file of a success |
+/// | `failed/<id>.error.json` | the daemon | the task failed: what happened |
+/// | `failed/<id>.json` | the daemon | the request, moved from `outgoing` after its record is written |
+public struct SpoolLayout: Sendable, Equatable {
+    public static let requestSuffix = ".json"
+    public static let partialSuffix = ".partial"
+    public static let rawStreamSuffix = ".sse"
+    public static let errorRecordSuffix = ".error.json"
+    /// Producers write under a name with this prefix and rename it into place when done.
+    public static let hiddenPrefix = "."
+    public static let temporarySuffix = ".tmp"
+
+    public let root: String
+
+    public init(root: String) {
+        var trimmed = root
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
+        self.root = trimmed
+    }
+
+    public var outgoing: String { root + "/outgoing" }
+    public var incoming: String { root + "/incoming" }
+    public var failed: String { root + "/failed" }
+
+    public func request(_ id: String) -> String { "\(outgoing)/\(id)\(Self.requestSuffix)" }
+    public func partial(_ id: String) -> String { "\(incoming)/\(id)\(Self.partialSuffix)" }
+    public func rawStream(_ id: String) -> String { "\(incoming)/\(id)\(Self.rawStreamSuffix)" }
+    public func result(_ id: String) -> String { "\(incoming)/\(id)\(Self.requestSuffix)" }
+    public func failedRequest(_ id: String) -> String { "\(failed)/\(id)\(Self.requestSuffix)" }
+    public func errorRecord(_ id: String) -> String { "\(failed)/\(id)\(Self.errorRecordSuffix)" }
+
+    /// A hidden name beside `path` to write to before renaming onto it.
+    public static func temporary(for path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return hiddenPrefix + path + temporarySuffix }
+        let directory = path[..<slash]
+        let name = path[path.index(after: slash)...]
+        return "\(directory)/\(hiddenPrefix)\(name)\(temporarySuffix)"
+    }
+
+    /// Creates the spool's folders that are missing, readable by the owner only.
+    public func create(mode: mode_t = 0o700) throws {
+        for directory in [root, outgoing, incoming, failed] {
+            do { try Syscall.mkdir(directory, mode: mode) } catch let error as SystemError where error.errno == EEXIST {}
+        }
+    }
+}

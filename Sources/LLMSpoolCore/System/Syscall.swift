@@ -1,0 +1,109 @@
+import Glibc
+
+/// The one wrapper for system calls: EINTR is retried, every failure throws a
+/// `SystemError` that names the call and the path.
+public enum Syscall {
+    @inline(__always)
+    static func retrying<T: FixedWidthInteger>(_ call: String, _ path: String?, _ body: () -> T) throws -> T {
+        while true {
+            let result = body()
+            if result != -1 { return result }
+            let code = Glibc.errno
+            if code == EINTR { continue }
+            throw SystemError(errno: code, call: call, path: path)
+        }
+    }
+
+    public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws -> Int32 {
+        try retrying("open", path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
+    }
+
+    /// Closes without retrying: on Linux the descriptor is gone even when close reports EINTR.
+    public static func close(_ fd: Int32) {
+        _ = Glibc.close(fd)
+    }
+
+    public static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, path: String? = nil) throws -> Int {
+        try retrying("read", path) { Glibc.read(fd, buffer.baseAddress, buffer.count) }
+    }
+
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String? = nil) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = try retrying("write", path) {
+                Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            }
+            offset += written
+        }
+    }
+
+    public static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String? = nil) throws {
+        try bytes.withUnsafeBytes { try writeAll(fd, $0, path: path) }
+    }
+
+    public static func fsync(_ fd: Int32, path: String? = nil) throws {
+        _ = try retrying("fsync", path) { Glibc.fsync(fd) }
+    }
+
+    public static func rename(_ from: String, _ to: String) throws {
+        _ = try retrying("rename", "\(from) -> \(to)") { Glibc.rename(from, to) }
+    }
+
+    public static func unlink(_ path: String) throws {
+        _ = try retrying("unlink", path) { Glibc.unlink(path) }
+    }
+
+    /// Unlinks, treating an already-missing file as success.
+    public static func unlinkIfPresent(_ path: String) throws {
+        do { try unlink(path) } catch let error as SystemError where error.errno == ENOENT {}
+    }
+
+    public static func mkdir(_ path: String, mode: mode_t) throws {
+        _ = try retrying("mkdir", path) { Glibc.mkdir(path, mode) }
+    }
+
+    public static func fstat(_ fd: Int32, path: String? = nil) throws -> stat {
+        var info = stat()
+        _ = try retrying("fstat", path) { Glibc.fstat(fd, &info) }
+        return info
+    }
+
+    public static func lstat(_ path: String) throws -> stat {
+        var info = stat()
+        _ = try retrying("lstat", path) { Glibc.lstat(path, &info) }
+        return info
+    }
+
+    public static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return Glibc.lstat(path, &info) == 0
+    }
+
+    /// Makes a completed rename or unlink in `directory` durable.
+    public static func fsyncDirectory(_ directory: String) throws {
+        let fd = try open(directory, O_RDONLY | O_DIRECTORY)
+        defer { close(fd) }
+        try fsync(fd, path: directory)
+    }
+
+    /// The names in a directory, without "." and "..", read without a stat per entry.
+    public static func listDirectory(_ path: String) throws -> [String] {
+        guard let dir = opendir(path) else {
+            throw SystemError(errno: Glibc.errno, call: "opendir", path: path)
+        }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while true {
+            Glibc.errno = 0
+            guard let entry = readdir(dir) else {
+                if Glibc.errno != 0 { throw SystemError(errno: Glibc.errno, call: "readdir", path: path) }
+                break
+            }
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+}

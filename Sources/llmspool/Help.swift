@@ -1,0 +1,67 @@
+/// The text of `--help` for each command.
+enum Help {
+    static let main = """
+    llmspool: a spool daemon for long LLM calls. Drop an OpenAI-compatible chat-completion
+    request into spool/outgoing/<id>.json; the answer appears as spool/incoming/<id>.json.
+
+    Usage: llmspool <command> [options]
+
+    Commands:
+      run      watch a spool folder and send every request dropped into it
+      stub     serve the bundled OpenAI-compatible endpoint on 127.0.0.1
+      demo     run the stub and the daemon on ./spool with the sample requests, then exit
+
+    Run `llmspool <command> --help` for a command's options.
+    """
+
+    static let run = """
+    Usage: llmspool run [options]
+
+    Watches <spool>/outgoing and sends each request to <base_url>/chat/completions.
+    Stops on SIGINT or SIGTERM after letting transfers finish for the grace period;
+    a second signal stops at once. Requests not finished stay in outgoing for the next run.
+
+    Options:
+      --spool DIR          the spool folder (default: the config's, else ./spool)
+      --config FILE        a JSON config file (default: Config/llmspool.json when present)
+      --base-url URL       endpoint base URL including /v1 (overrides OPENAI_BASE_URL and the config)
+      --concurrency N      transfers at once (default 64)
+      --log-level LEVEL    debug, info, warning or error (default info)
+      --log-format FORMAT  text or json (default text)
+      -h, --help           show this help
+
+    Environment:
+      OPENAI_BASE_URL      the endpoint, as in the openai SDKs (default https://api.openai.com/v1)
+      OPENAI_API_KEY       the API key (the config's api_key_env may name another variable)
+    """
+
+    static let stub = """
+    Usage: llmspool stub [options]
+
+    Serves an OpenAI-compatible /v1/chat/completions on 127.0.0.1 with deterministic
+    answers ("Echo: <last user message>" then " tök1" ...), as server-sent events when the
+    request has "stream": true. A request may carry a "stub" object to override the
+    defaults: {"status": 500, "tokens": 3, "latency_ms": 100, "token_delay_ms": 50}.
+    Prints "listening on http://127.0.0.1:PORT/v1" once ready.
+
+    Options:
+      --port N             port to listen on (default 8088; 0 picks a free one)
+      --tokens N           pieces in each answer (default 8)
+      --latency-ms N       delay before each answer's first byte (default 0)
+      --token-delay-ms N   delay between streamed pieces (default 0)
+      -h, --help           show this help
+    """
+
+    static let demo = """
+    Usage: llmspool demo [options]
+
+    Starts the stub on a free loopback port and the daemon on the spool, drops the sample
+    requests from <spool>/samples into <spool>/outgoing, waits for each to finish, prints
+    where each result landed and exits. Needs no API key and no network.
+
+    Options:
+      --spool DIR          the spool folder (default ./spool)
+      --timeout SECONDS    give up after this long (default 60)
+      -h, --help           show this help
+    """
+}

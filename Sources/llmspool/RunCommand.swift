@@ -1,0 +1,53 @@
+import Foundation
+import LLMSpoolCore
+
+/// `llmspool run`: the daemon.
+enum RunCommand {
+    static let defaultConfigPath = "Config/llmspool.json"
+
+    static func main(_ argv: [String]) throws -> Int32 {
+        let args = try Arguments(argv, valued: ["--spool", "--config", "--base-url", "--concurrency", "--log-level", "--log-format"],
+                                 switches: ["--help"])
+        if args.has("--help") {
+            print(Help.run)
+            return 0
+        }
+        guard args.positionals.isEmpty else { throw Arguments.UsageError(description: "unexpected argument \(args.positionals[0])") }
+        let environment = ProcessInfo.processInfo.environment
+        let config = try loadConfig(args, environment: environment)
+        let logger = Logger(minimum: config.logLevel, format: config.logFormat)
+        let endpoint = try config.endpoint(environment: environment)
+        let signals = Signals()
+        let daemon = try SpoolDaemon(config: config, endpoint: endpoint, logger: logger)
+        try daemon.start()
+        logger.info("llmspool running", ["spool": config.spool, "endpoint": endpoint.baseURL,
+                                         "concurrency": "\(config.concurrency)", "api_key": endpoint.apiKey == nil ? "none" : "set"])
+        let signal = signals.wait()
+        logger.info("stopping", ["signal": signal == SIGTERM ? "SIGTERM" : "SIGINT"])
+        daemon.stop()
+        return 0
+    }
+
+    /// Defaults, then the config file, then the environment, then the command line.
+    static func loadConfig(_ args: Arguments, environment: [String: String]) throws -> Config {
+        var config = Config()
+        if let path = args["--config"] {
+            config = try Config.load(path: path)
+        } else if FileManager.default.fileExists(atPath: defaultConfigPath) {
+            config = try Config.load(path: defaultConfigPath)
+        }
+        config = config.applyingEnvironment(environment)
+        if let spool = args["--spool"] { config.spool = spool }
+        if let url = args["--base-url"] { config.baseURL = url }
+        config.concurrency = try args.integer("--concurrency", default: config.concurrency, range: 1...1_000_000)
+        if let name = args["--log-level"] {
+            guard let level = Logger.Level(name: name) else { throw Arguments.UsageError(description: "--log-level must be debug, info, warning or error") }
+            config.logLevel = level
+        }
+        if let name = args["--log-format"] {
+            guard let format = Logger.Format(rawValue: name) else { throw Arguments.UsageError(description: "--log-format must be text or json") }
+            config.logFormat = format
+        }
+        return config
+    }
+}

@@ -1,0 +1,38 @@
+import Dispatch
+import Glibc
+import Synchronization
+
+/// Turns SIGINT and SIGTERM into a wait the main thread can block on; a second signal
+/// ends the process at once. Keep the instance alive as long as the process runs.
+final class Signals: @unchecked Sendable {
+    // @unchecked Sendable holds because `sources` is set once in init and never changed;
+    // dispatch sources are safe to share, and the rest is atomic or a semaphore.
+    private let received = DispatchSemaphore(value: 0)
+    private let count = Atomic<Int>(0)
+    private let last = Atomic<Int32>(0)
+    private let queue = DispatchQueue(label: "llmspool.signals")
+    private let sources: [any DispatchSourceSignal]
+
+    init() {
+        var sources: [any DispatchSourceSignal] = []
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            sources.append(DispatchSource.makeSignalSource(signal: number, queue: queue))
+        }
+        self.sources = sources
+        for (source, number) in zip(sources, [SIGINT, SIGTERM]) {
+            source.setEventHandler { [self] in
+                if count.add(1, ordering: .relaxed).newValue > 1 { _exit(128 + number) }
+                last.store(number, ordering: .relaxed)
+                received.signal()
+            }
+            source.resume()
+        }
+    }
+
+    /// Blocks until the first SIGINT or SIGTERM; returns its number.
+    func wait() -> Int32 {
+        received.wait()
+        return last.load(ordering: .relaxed)
+    }
+}

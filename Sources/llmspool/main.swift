@@ -1,0 +1,33 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+
+// The executable is argument parsing and wiring only; everything else is in LLMSpoolCore.
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+let command = arguments.first ?? "--help"
+let rest = Array(arguments.dropFirst())
+
+func fail(_ message: String, status: Int32 = 2) -> Never {
+    FileHandle.standardError.write(Data("llmspool: \(message)\n".utf8))
+    exit(status)
+}
+
+do {
+    let status: Int32
+    switch command {
+    case "run": status = try RunCommand.main(rest)
+    case "stub": status = try StubCommand.main(rest)
+    case "demo": status = try DemoCommand.main(rest)
+    case "-h", "--help", "help":
+        print(Help.main)
+        status = 0
+    default:
+        fail("unknown command \"\(Logger.escape(command))\"; run `llmspool --help` for the list")
+    }
+    exit(status)
+} catch let error as Arguments.UsageError {
+    fail("\(command): \(error.description); see `llmspool \(command) --help`")
+} catch {
+    fail("\(command): \(error)", status: 1)
+}
