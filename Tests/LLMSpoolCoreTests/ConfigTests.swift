@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+@testable import LLMSpoolCore
+
+@Suite struct ConfigTests {
+    func temporaryFile(_ text: String, mode: mode_t = 0o600) throws -> String {
+        let path = NSTemporaryDirectory() + "llmspool-config-\(UUID().uuidString)"
+        try DurableFile.write(Array(text.utf8), to: path, mode: mode, syncDirectory: false)
+        _ = chmod(path, mode)
+        return path
+    }
+
+    @Test func theShippedConfigLoadsAndEqualsTheDefaults() throws {
+        let shipped = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Config/llmspool.json").path
+        #expect(try Config.load(path: shipped) == Config())
+    }
+
+    @Test func settingsOverrideDefaults() throws {
+        let path = try temporaryFile(#"{"concurrency": 3, "base_url": "http://127.0.0.1:1/v1", "log_level": "debug", "_note": "ignored"}"#)
+        defer { unlink(path) }
+        let config = try Config.load(path: path)
+        #expect(config.concurrency == 3)
+        #expect(config.baseURL == "http://127.0.0.1:1/v1")
+        #expect(config.logLevel == .debug)
+    }
+
+    @Test(arguments: [
+        (#"{"concurency": 3}"#, "unknown setting \"concurency\""),
+        (#"{"concurrency": "3"}"#, "\"concurrency\" must be a number"),
+        (#"{"concurrency": 0}"#, "at least"),
+        (#"{"base_url": 5}"#, "\"base_url\" must be a string"),
+        (#"{"log_level": "loud"}"#, "log_level"),
+        (#"[1]"#, "must be a JSON object"),
+        ("{\n\"a\": }", "line 2"),
+    ])
+    func badFilesNameTheFileAndTheSetting(text: String, mention: String) throws {
+        let path = try temporaryFile(text)
+        defer { unlink(path) }
+        let error = #expect(throws: ConfigError.self) { try Config.load(path: path) }
+        #expect(error?.message.contains(mention) == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains(path) == true)
+    }
+
+    @Test func environmentOverridesTheFileAndKeysStaySecret() throws {
+        let config = Config().applyingEnvironment(["OPENAI_BASE_URL": "http://127.0.0.1:9/v1/"])
+        let endpoint = try config.endpoint(environment: ["OPENAI_API_KEY": "sk-secret-123"])
+        #expect(endpoint.chatCompletionsURL == "http://127.0.0.1:9/v1/chat/completions")
+        #expect(endpoint.apiKey?.value == "sk-secret-123")
+        #expect(!"\(endpoint)".contains("sk-secret-123"))
+        #expect(!String(reflecting: endpoint).contains("sk-secret-123"))
+        var other = config
+        other.apiKeyEnv = "MY_KEY"
+        #expect(try other.endpoint(environment: ["MY_KEY": "k2", "OPENAI_API_KEY": "k1"]).apiKey?.value == "k2")
+        #expect(try config.endpoint(environment: [:]).apiKey == nil)
+    }
+
+    @Test func aKeyFileReadableByOthersIsRefused() throws {
+        let open = try temporaryFile("sk-file\n", mode: 0o644)
+        defer { unlink(open) }
+        var config = Config()
+        config.apiKeyFile = open
+        let error = #expect(throws: ConfigError.self) { try config.endpoint(environment: [:]) }
+        #expect(error?.message.contains("chmod 600") == true)
+        let closed = try temporaryFile("sk-file\n", mode: 0o600)
+        defer { unlink(closed) }
+        config.apiKeyFile = closed
+        #expect(try config.endpoint(environment: [:]).apiKey?.value == "sk-file")
+    }
+
+    @Test func aBaseURLMustBeHTTP() {
+        var config = Config()
+        config.baseURL = "ftp://x"
+        #expect(throws: ConfigError.self) { try config.endpoint(environment: [:]) }
+    }
+}
