@@ -23,7 +23,7 @@ enum DemoCommand {
         let stub = try StubServer(port: 0, defaults: StubDirectives(tokens: 12, tokenDelayMs: 15))
         let reports = Mutex<[String: TaskReport]>([:])
         let arrived = DispatchSemaphore(value: 0)
-        let daemon = try SpoolDaemon(config: config, endpoint: Endpoint(baseURL: stub.baseURL, apiKey: nil),
+        let daemon = try SpoolDaemon(config: config, endpoints: [Endpoint(name: "stub", baseURL: stub.baseURL, apiKey: nil)],
                                      logger: Logger(minimum: config.logLevel)) { report in
             reports.withLock { $0[report.id] = report }
             arrived.signal()

@@ -24,7 +24,8 @@ enum Help {
     Options:
       --spool DIR          the spool folder (default: the config's, else ./spool)
       --config FILE        a JSON config file (default: Config/llmspool.json when present)
-      --base-url URL       endpoint base URL including /v1 (overrides OPENAI_BASE_URL and the config)
+      --base-url URL       endpoint base URL including /v1 (overrides OPENAI_BASE_URL and the
+                           config's base_url and endpoints list)
       --concurrency N      transfers at once (default 64)
       --log-level LEVEL    debug, info, warning or error (default info)
       --log-format FORMAT  text or json (default text)

@@ -16,12 +16,15 @@ enum RunCommand {
         let environment = ProcessInfo.processInfo.environment
         let config = try loadConfig(args, environment: environment)
         let logger = Logger(minimum: config.logLevel, format: config.logFormat)
-        let endpoint = try config.endpoint(environment: environment)
+        let endpoints = try config.resolvedEndpoints(environment: environment)
         let signals = Signals()
-        let daemon = try SpoolDaemon(config: config, endpoint: endpoint, logger: logger)
+        let daemon = try SpoolDaemon(config: config, endpoints: endpoints, logger: logger)
         try daemon.start()
-        logger.info("llmspool running", ["spool": config.spool, "endpoint": endpoint.baseURL,
-                                         "concurrency": "\(config.concurrency)", "api_key": endpoint.apiKey == nil ? "none" : "set"])
+        for endpoint in endpoints {
+            logger.info("endpoint", ["name": endpoint.name, "url": endpoint.baseURL, "api_key": endpoint.apiKey == nil ? "none" : "set",
+                                     "concurrency": "\(min(endpoint.concurrency, config.concurrency))"])
+        }
+        logger.info("llmspool running", ["spool": config.spool, "concurrency": "\(config.concurrency)"])
         let signal = signals.wait()
         logger.info("stopping", ["signal": signal == SIGTERM ? "SIGTERM" : "SIGINT"])
         daemon.stop()
@@ -38,7 +41,11 @@ enum RunCommand {
         }
         config = config.applyingEnvironment(environment)
         if let spool = args["--spool"] { config.spool = spool }
-        if let url = args["--base-url"] { config.baseURL = url }
+        if let url = args["--base-url"] {
+            // One endpoint, replacing any list the config file has.
+            config.baseURL = url
+            config.endpoints = []
+        }
         config.concurrency = try args.integer("--concurrency", default: config.concurrency, range: 1...1_000_000)
         if let name = args["--log-level"] {
             guard let level = Logger.Level(name: name) else { throw Arguments.UsageError(description: "--log-level must be debug, info, warning or error") }

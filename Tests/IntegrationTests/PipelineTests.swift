@@ -73,7 +73,7 @@ import Testing
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()
-        try harness.startDaemon()
+        try harness.startDaemon(config: ["max_attempts": 2, "retry_initial_seconds": 0.05, "cooldown_after_failures": 100])
         try harness.drop("broken", bytes: Array("{\n  \"model\": \"m\",\n  \"messages\": [oops]\n}".utf8))
         try harness.drop("refused", Harness.request("please fail", stub: ["status": 500]))
         try harness.drop("refused-stream", Harness.request("please fail", stream: true, stub: ["status": 500]))
@@ -91,10 +91,12 @@ import Testing
             let record = try harness.json(harness.layout.errorRecord(id))
             #expect(record["kind"] as? String == "http")
             #expect(record["http_status"] as? Int == 500)
-            #expect(record["attempts"] as? Int == 1)
+            #expect(record["attempts"] as? Int == 2, "a 500 is retried, then fails")
+            #expect((record["message"] as? String)?.contains("gave up after 2 attempts") == true)
             let provider = try #require(record["provider_error"] as? [String: Any])
             #expect(ProviderError.message(in: provider)?.contains("500") == true)
-            #expect((record["attempt_log"] as? [[String: Any]])?.count == 1)
+            let log = try #require(record["attempt_log"] as? [[String: Any]])
+            #expect(log.map { $0["http_status"] as? Int } == [500, 500])
         }
         try waitUntil("the requests moved to failed", timeout: 10) {
             ["broken", "refused", "refused-stream"].allSatisfy { FileManager.default.fileExists(atPath: harness.layout.failedRequest($0)) }
@@ -126,13 +128,15 @@ import Testing
         let harness = try Harness()
         defer { harness.stop() }
         // Port 9 (discard) on loopback has no listener: the connection is refused at once.
-        try harness.startDaemon(arguments: ["--base-url", "http://127.0.0.1:9/v1"])
+        try harness.startDaemon(config: ["max_attempts": 3, "retry_initial_seconds": 0.05, "cooldown_after_failures": 100],
+                                arguments: ["--base-url", "http://127.0.0.1:9/v1"])
         try harness.drop("nowhere", Harness.request("hello?"))
         try waitUntil("the failure is recorded", timeout: 30) {
             FileManager.default.fileExists(atPath: harness.layout.errorRecord("nowhere"))
         }
         let record = try harness.json(harness.layout.errorRecord("nowhere"))
         #expect(record["kind"] as? String == "transport")
+        #expect(record["attempts"] as? Int == 3)
         #expect(harness.filesContainingSecret().isEmpty)
     }
 

@@ -5,9 +5,11 @@ import Testing
     @Test func transportAndDiskFailuresNeedNoBody() {
         var asked = false
         let verdict = AttemptJudge.judgeEnding(.transportError(code: 7, message: "Connection refused")) { asked = true; return [] }
-        #expect(verdict == .failure(AttemptFailure(.transport, "Connection refused (curl code 7)")))
+        #expect(verdict == .failure(AttemptFailure(.transport, "Connection refused (curl code 7)", curlCode: 7)))
         #expect(!asked)
         #expect(AttemptJudge.judgeEnding(.cancelled) { [] } == .cancelled)
+        #expect(AttemptJudge.judgeEnding(.timedOut(.idle, message: "no content for 2 s")) { [] }
+                == .failure(AttemptFailure(.transport, "idle timer fired: no content for 2 s", timer: .idle)))
         guard case .failure(let failure)? = AttemptJudge.judgeEnding(.diskError(SystemError(errno: 28, call: "write", path: "/p")), bodyPrefix: { [] }) else {
             Issue.record("a disk error is a failure")
             return
@@ -23,7 +25,7 @@ import Testing
     }
 
     @Test func plainAnswersMustBeJSONObjectsWithoutError() {
-        #expect(AttemptJudge.judgePlain(status: 200, body: Array(#"{"choices":[]}"#.utf8)) == .success(assembled: nil))
+        #expect(AttemptJudge.judgePlain(status: 200, body: Array(#"{"choices":[]}"#.utf8)) == .success(assembled: nil, usage: nil))
         guard case .failure(let bad) = AttemptJudge.judgePlain(status: 200, body: Array("<html>".utf8)) else {
             Issue.record("HTML is not an answer")
             return
@@ -35,7 +37,7 @@ import Testing
         }
         #expect(error.kind == .providerError)
         #expect(error.message == "model loading")
-        #expect(AttemptJudge.judgePlain(status: 200, body: Array(#"{"error":null,"choices":[]}"#.utf8)) == .success(assembled: nil))
+        #expect(AttemptJudge.judgePlain(status: 200, body: Array(#"{"error":null,"choices":[]}"#.utf8)) == .success(assembled: nil, usage: nil))
     }
 
     @Test func onlyARequestedEventStreamIsParsedAsOne() {
@@ -45,7 +47,7 @@ import Testing
     }
 
     @Test func streamVerdictsMapToFailureKinds() {
-        #expect(AttemptJudge.judgeStream(status: 200, verdict: .complete([1])) == .success(assembled: [1]))
+        #expect(AttemptJudge.judgeStream(status: 200, verdict: .complete([1])) == .success(assembled: [1], usage: nil))
         #expect(AttemptJudge.judgeStream(status: 200, verdict: .incomplete("cut")) == .failure(AttemptFailure(.incompleteStream, "cut", httpStatus: 200)))
         #expect(AttemptJudge.judgeStream(status: 200, verdict: .malformed("m")) == .failure(AttemptFailure(.malformedResponse, "m", httpStatus: 200)))
     }

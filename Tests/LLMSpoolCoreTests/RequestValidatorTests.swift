@@ -14,9 +14,14 @@ import Testing
     @Test func aValidRequestIsSummarised() throws {
         let text = #"{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}"#
         let summary = try RequestValidator.validate(Array(text.utf8)).get()
-        #expect(summary == RequestSummary(model: "m", stream: true, size: text.utf8.count))
+        #expect(summary == RequestSummary(model: "m", stream: true, size: text.utf8.count, estimatedTokens: 1))
         let plain = try RequestValidator.validate(Array(#"{"model":"m","messages":[],"stream":null}"#.utf8)).get()
         #expect(plain.stream == false)
+    }
+
+    @Test func tokensAreEstimatedFromPromptAndBudget() throws {
+        let text = #"{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"12345678"},{"role":"user","content":[{"type":"text","text":"abcd"}]}]}"#
+        #expect(try RequestValidator.validate(Array(text.utf8)).get().estimatedTokens == 12 / 4 + 1 + 100)
     }
 
     @Test func invalidJSONNamesLineAndColumn() throws {

@@ -1,104 +1,195 @@
+import Foundation
 import Testing
 @testable import LLMSpoolCore
 
 @Suite struct SchedulerTests {
-    func task(_ id: String) -> TaskDescriptor {
-        TaskDescriptor(id: id, requestPath: "/s/outgoing/\(id).json", summary: RequestSummary(model: "m", stream: false, size: 10))
+    static let answered = EndpointFeedback(.answered)
+    static let failedRetryably = EndpointFeedback(.retryableFailure)
+
+    func task(_ id: String, tokens: Int = 10, notBefore: Double? = nil, preferred: Int = 0) -> TaskDescriptor {
+        TaskDescriptor(id: id, requestPath: "/s/outgoing/\(id).json",
+                       summary: RequestSummary(model: "m", stream: false, size: 10, estimatedTokens: tokens),
+                       history: TaskHistory(firstSeen: Date(timeIntervalSince1970: 0),
+                                            notBefore: notBefore.map { Date(timeIntervalSince1970: $0) }, preferredEndpoint: preferred))
     }
 
-    func arrive(_ scheduler: inout Scheduler, _ id: String) -> [Scheduler.Action] {
-        scheduler.handle(.arrived(.valid(task(id))))
+    func scheduler(concurrency: Int = 2, gates: [EndpointGate]? = nil) -> Scheduler {
+        Scheduler(concurrency: concurrency, gates: gates ?? [EndpointGate(concurrency: concurrency, now: 0)])
+    }
+
+    func arrive(_ scheduler: inout Scheduler, _ id: String, now: Double = 0) -> [Scheduler.Action] {
+        scheduler.handle(.arrived(.valid(task(id))), now: now)
+    }
+
+    func started(_ actions: [Scheduler.Action]) -> [String] {
+        actions.compactMap { if case .start(let task, _) = $0 { return task.id } else { return nil } }
     }
 
     @Test func startsUpToTheLimitThenQueuesInArrivalOrder() {
-        var scheduler = Scheduler(concurrency: 2)
-        #expect(arrive(&scheduler, "a") == [.start(task("a"))])
-        #expect(arrive(&scheduler, "b") == [.start(task("b"))])
-        #expect(arrive(&scheduler, "c") == [])
-        #expect(arrive(&scheduler, "d") == [])
-        #expect(scheduler.queuedCount == 2)
-        #expect(scheduler.handle(.transferEnded(id: "b")) == [.start(task("c"))])
-        #expect(scheduler.handle(.transferEnded(id: "a")) == [.start(task("d"))])
-        #expect(scheduler.transferring == 2)
+        var s = scheduler(concurrency: 2)
+        #expect(arrive(&s, "a") == [.start(task("a"), endpoint: 0)])
+        #expect(started(arrive(&s, "b")) == ["b"])
+        #expect(arrive(&s, "c").isEmpty)
+        #expect(arrive(&s, "d").isEmpty)
+        #expect(s.counts == Scheduler.Counts(queued: 2, deferred: 0, transferring: 2, finishing: 0))
+        #expect(started(s.handle(.transferEnded(id: "b", feedback: Self.answered), now: 1)) == ["c"])
+        #expect(started(s.handle(.transferEnded(id: "a", feedback: Self.answered), now: 1)) == ["d"])
+        #expect(s.counts == Scheduler.Counts(queued: 0, deferred: 0, transferring: 2, finishing: 2))
     }
 
     @Test func aKnownIdIsNeverStartedTwice() {
-        var scheduler = Scheduler(concurrency: 4)
-        _ = arrive(&scheduler, "a")
-        #expect(arrive(&scheduler, "a") == [])
-        #expect(scheduler.handle(.arrived(.invalid(id: "a", requestPath: "p", problem: RequestProblem(.invalidJSON, "x")))) == [])
-        _ = scheduler.handle(.transferEnded(id: "a"))
-        #expect(scheduler.state(of: "a") == .finishing)
-        #expect(arrive(&scheduler, "a") == [], "still finishing: a rescan must not restart it")
-        _ = scheduler.handle(.finalized(id: "a"))
-        #expect(scheduler.state(of: "a") == nil)
-        #expect(arrive(&scheduler, "a") == [.start(task("a"))], "a new drop after the end is a new task")
+        var s = scheduler(concurrency: 4)
+        _ = arrive(&s, "a")
+        #expect(arrive(&s, "a").isEmpty)
+        #expect(s.handle(.arrived(.invalid(id: "a", requestPath: "p", problem: RequestProblem(.invalidJSON, "x"))), now: 0).isEmpty)
+        #expect(s.handle(.arrived(.alreadyEnded(id: "a", requestPath: "p")), now: 0).isEmpty)
+        _ = s.handle(.transferEnded(id: "a", feedback: Self.answered), now: 0)
+        #expect(s.state(of: "a") == .finishing)
+        #expect(arrive(&s, "a").isEmpty, "still finishing: a rescan must not restart it")
+        _ = s.handle(.finalized(id: "a"), now: 0)
+        #expect(s.state(of: "a") == nil)
+        #expect(started(arrive(&s, "a")) == ["a"], "a new drop after the end is a new task")
     }
 
-    @Test func anInvalidRequestIsRejectedWithoutTakingASlot() {
-        var scheduler = Scheduler(concurrency: 1)
+    @Test func invalidAndEndedRequestsTakeNoSlot() {
+        var s = scheduler(concurrency: 1)
         let problem = RequestProblem(.invalidJSON, "bad")
-        #expect(scheduler.handle(.arrived(.invalid(id: "x", requestPath: "p", problem: problem))) == [.reject(id: "x", requestPath: "p", problem: problem)])
-        #expect(scheduler.transferring == 0)
-        #expect(arrive(&scheduler, "y") == [.start(task("y"))])
+        #expect(s.handle(.arrived(.invalid(id: "x", requestPath: "p", problem: problem)), now: 0) == [.reject(id: "x", requestPath: "p", problem: problem)])
+        #expect(s.handle(.arrived(.alreadyEnded(id: "y", requestPath: "q")), now: 0) == [.completeEnded(id: "y", requestPath: "q")])
+        #expect(s.transferring == 0)
+        #expect(started(arrive(&s, "z")) == ["z"])
     }
 
-    @Test func removingAQueuedRequestWithdrawsIt() {
-        var scheduler = Scheduler(concurrency: 1)
-        _ = arrive(&scheduler, "a")
-        _ = arrive(&scheduler, "b")
-        _ = arrive(&scheduler, "c")
-        #expect(scheduler.handle(.requestRemoved(id: "b")) == [.dropQueued(id: "b")])
-        #expect(scheduler.handle(.transferEnded(id: "a")) == [.start(task("c"))])
+    @Test func removalWithdrawsQueuedAndDeferredTasksAndCancelsRunningOnes() {
+        var s = scheduler(concurrency: 1)
+        _ = arrive(&s, "a")
+        _ = arrive(&s, "b")
+        _ = arrive(&s, "c")
+        #expect(s.handle(.requestRemoved(id: "b"), now: 0) == [.withdrawn(id: "b")])
+        #expect(s.handle(.requestRemoved(id: "a"), now: 0) == [.cancelTransfer(id: "a")])
+        #expect(started(s.handle(.transferEnded(id: "a", feedback: EndpointFeedback(.neutral)), now: 0)) == ["c"])
+        #expect(s.handle(.requestRemoved(id: "a"), now: 0).isEmpty, "finishing: nothing to cancel")
+        #expect(s.handle(.requestRemoved(id: "zzz"), now: 0).isEmpty)
+        _ = s.handle(.transferEnded(id: "c", feedback: Self.answered), now: 0)
+        _ = s.handle(.retry(task("c"), at: 100), now: 0)
+        #expect(s.state(of: "c") == .deferred(until: 100))
+        #expect(s.handle(.requestRemoved(id: "c"), now: 1) == [.withdrawn(id: "c")])
+        #expect(s.handle(.tick, now: 200).isEmpty, "a withdrawn retry never starts")
     }
 
-    @Test func removingARunningRequestCancelsItsTransfer() {
-        var scheduler = Scheduler(concurrency: 1)
-        _ = arrive(&scheduler, "a")
-        #expect(scheduler.handle(.requestRemoved(id: "a")) == [.cancelTransfer(id: "a")])
+    @Test func aRetryHoldsNoSlotAndStartsWhenDue() {
+        var s = scheduler(concurrency: 1)
+        _ = arrive(&s, "a")
+        _ = arrive(&s, "b")
+        #expect(started(s.handle(.transferEnded(id: "a", feedback: Self.failedRetryably), now: 10)) == ["b"])
+        #expect(s.handle(.retry(task("a"), at: 13), now: 10).isEmpty)
+        #expect(s.counts.deferred == 1)
+        #expect(s.nextWake == 13)
+        _ = s.handle(.transferEnded(id: "b", feedback: Self.answered), now: 11)
+        #expect(s.handle(.tick, now: 12.9).isEmpty, "never earlier than asked")
+        #expect(started(s.handle(.tick, now: 13)) == ["a"])
+        #expect(s.nextWake == nil)
     }
 
-    @Test func removalWhileFinishingOrUnknownDoesNothing() {
-        var scheduler = Scheduler(concurrency: 1)
-        _ = arrive(&scheduler, "a")
-        _ = scheduler.handle(.transferEnded(id: "a"))
-        #expect(scheduler.handle(.requestRemoved(id: "a")) == [])
-        #expect(scheduler.handle(.requestRemoved(id: "zzz")) == [])
+    @Test func aPersistedNotBeforeDefersTheTaskOnArrival() {
+        var s = scheduler(concurrency: 1)
+        #expect(s.handle(.arrived(.valid(task("a", notBefore: 50))), now: 10).isEmpty)
+        #expect(s.state(of: "a") == .deferred(until: 50))
+        #expect(started(s.handle(.tick, now: 50)) == ["a"])
+        #expect(started(s.handle(.arrived(.valid(task("b", notBefore: 5))), now: 10)) == [], "slot taken")
+        #expect(s.state(of: "b") == .queued, "a past not-before queues at once")
+    }
+
+    @Test func aRetryWithAPreferenceGoesToTheNextEndpoint() {
+        var s = scheduler(concurrency: 4, gates: [EndpointGate(concurrency: 4, now: 0), EndpointGate(concurrency: 4, now: 0)])
+        #expect(s.handle(.arrived(.valid(task("a", preferred: 1))), now: 0) == [.start(task("a", preferred: 1), endpoint: 1)])
+    }
+
+    @Test func aCoolingEndpointIsSkippedForTheNext() {
+        var s = scheduler(concurrency: 4, gates: [EndpointGate(concurrency: 4, cooldownAfterFailures: 1, cooldownSeconds: 30, now: 0),
+                                                  EndpointGate(concurrency: 4, now: 0)])
+        _ = arrive(&s, "a")
+        _ = s.handle(.transferEnded(id: "a", feedback: Self.failedRetryably), now: 1)
+        #expect(s.handle(.arrived(.valid(task("b"))), now: 2) == [.start(task("b"), endpoint: 1)])
+        #expect(s.handle(.arrived(.valid(task("c"))), now: 40) == [.start(task("c"), endpoint: 0)], "primary again after the cool-down")
+    }
+
+    @Test func whenEveryEndpointCoolsTheQueueWaitsForTheFirstToRecover() {
+        var s = scheduler(concurrency: 4, gates: [EndpointGate(concurrency: 4, cooldownAfterFailures: 1, cooldownSeconds: 30, now: 0)])
+        _ = arrive(&s, "a")
+        _ = s.handle(.transferEnded(id: "a", feedback: Self.failedRetryably), now: 0)
+        #expect(arrive(&s, "b", now: 1).isEmpty)
+        #expect(s.nextWake == 30)
+        #expect(started(s.handle(.tick, now: 30)) == ["b"])
+    }
+
+    @Test func aRateLimitedEndpointMakesTheQueueWaitRatherThanFallBack() {
+        var s = scheduler(concurrency: 10, gates: [EndpointGate(concurrency: 10, requestsPerMinute: 60, now: 0),
+                                                   EndpointGate(concurrency: 10, now: 0)])
+        for id in ["a", "b"] { _ = arrive(&s, id, now: 0) }
+        // 60 a minute starts full: the bucket holds 60, so both start at once.
+        #expect(s.transferring == 2)
+        var limited = scheduler(concurrency: 10, gates: [EndpointGate(concurrency: 10, requestsPerMinute: 1, now: 0)])
+        #expect(started(arrive(&limited, "a", now: 0)) == ["a"])
+        #expect(arrive(&limited, "b", now: 0).isEmpty)
+        let wake = try! #require(limited.nextWake)
+        #expect(abs(wake - 60) < 0.001, "one a minute: the next start is a minute later")
+        #expect(limited.handle(.tick, now: 59).isEmpty)
+        #expect(started(limited.handle(.tick, now: 60)) == ["b"])
+    }
+
+    @Test func a429PausesTheWholeEndpoint() {
+        var s = scheduler(concurrency: 4)
+        _ = arrive(&s, "a")
+        _ = s.handle(.transferEnded(id: "a", feedback: EndpointFeedback(.retryableFailure, pauseSeconds: 5)), now: 10)
+        #expect(arrive(&s, "b", now: 11).isEmpty)
+        #expect(s.nextWake == 15)
+        #expect(started(s.handle(.tick, now: 15)) == ["b"])
+    }
+
+    @Test func perEndpointConcurrencyIsRespected() {
+        var s = scheduler(concurrency: 10, gates: [EndpointGate(concurrency: 1, now: 0)])
+        #expect(started(arrive(&s, "a")) == ["a"])
+        #expect(arrive(&s, "b").isEmpty)
+        #expect(started(s.handle(.transferEnded(id: "a", feedback: Self.answered), now: 0)) == ["b"])
     }
 
     @Test func drainStopsStartingButLetsRunningEnd() {
-        var scheduler = Scheduler(concurrency: 1)
-        _ = arrive(&scheduler, "a")
-        _ = arrive(&scheduler, "b")
-        #expect(scheduler.handle(.drain) == [])
-        #expect(scheduler.handle(.transferEnded(id: "a")) == [])
-        #expect(arrive(&scheduler, "c") == [])
+        var s = scheduler(concurrency: 1)
+        _ = arrive(&s, "a")
+        _ = arrive(&s, "b")
+        #expect(s.handle(.drain, now: 0).isEmpty)
+        #expect(s.handle(.transferEnded(id: "a", feedback: Self.answered), now: 0).isEmpty)
+        #expect(arrive(&s, "c").isEmpty)
+        #expect(s.nextWake == nil)
     }
 
-    @Test func endedEventsForUnknownIdsAreIgnored() {
-        var scheduler = Scheduler(concurrency: 1)
-        #expect(scheduler.handle(.transferEnded(id: "ghost")) == [])
-        #expect(scheduler.transferring == 0)
-        #expect(scheduler.handle(.finalized(id: "ghost")) == [])
+    @Test func eventsForUnknownIdsAreIgnored() {
+        var s = scheduler(concurrency: 1)
+        #expect(s.handle(.transferEnded(id: "ghost", feedback: Self.answered), now: 0).isEmpty)
+        #expect(s.handle(.retry(task("ghost"), at: 1), now: 0).isEmpty)
+        #expect(s.transferring == 0)
+        #expect(s.handle(.finalized(id: "ghost"), now: 0).isEmpty)
+        #expect(s.isIdle)
     }
 
     @Test func aLongQueueIsServedInOrder() {
-        var scheduler = Scheduler(concurrency: 1)
-        _ = arrive(&scheduler, "first")
-        for index in 0..<5000 { _ = arrive(&scheduler, "t\(index)") }
-        var started: [String] = []
+        var s = scheduler(concurrency: 1)
+        _ = arrive(&s, "first")
+        for index in 0..<5000 { _ = arrive(&s, "t\(index)") }
+        var order: [String] = []
         var current = "first"
         for _ in 0..<5000 {
-            let actions = scheduler.handle(.transferEnded(id: current))
-            _ = scheduler.handle(.finalized(id: current))
-            guard case .start(let next)? = actions.first else { break }
-            started.append(next.id)
-            current = next.id
+            let next = started(s.handle(.transferEnded(id: current, feedback: Self.answered), now: 0))
+            _ = s.handle(.finalized(id: current), now: 0)
+            guard let id = next.first else { break }
+            order.append(id)
+            current = id
         }
-        #expect(started == (0..<5000).map { "t\($0)" })
-        #expect(scheduler.isIdle == false)
-        _ = scheduler.handle(.transferEnded(id: current))
-        _ = scheduler.handle(.finalized(id: current))
-        #expect(scheduler.isIdle)
+        #expect(order == (0..<5000).map { "t\($0)" })
+        _ = s.handle(.transferEnded(id: current, feedback: Self.answered), now: 0)
+        _ = s.handle(.finalized(id: current), now: 0)
+        #expect(s.isIdle)
+        #expect(s.counts == Scheduler.Counts())
     }
 }

@@ -11,10 +11,21 @@ public struct Config: Sendable, Equatable {
     public var apiKeyEnv = "OPENAI_API_KEY"
     /// A file holding the API key, readable by its owner only. Takes precedence over `apiKeyEnv`.
     public var apiKeyFile: String?
+    /// An ordered fallback list; when empty, one endpoint is made of the settings above.
+    public var endpoints: [EndpointSettings] = []
     public var concurrency = 64
     public var connectTimeoutSeconds = 10.0
+    /// How long an attempt may go without content (SSE comments do not count).
+    public var idleTimeoutSeconds = 300.0
     /// The longest one attempt may take, start to end.
     public var requestTimeoutSeconds = 3600.0
+    public var retry = RetrySettings()
+    /// Per endpoint, unless an endpoint sets its own; 0 means no limit.
+    public var requestsPerMinute = 0.0
+    public var tokensPerMinute = 0.0
+    /// After this many retryable failures in a row an endpoint cools down.
+    public var cooldownAfterFailures = 3
+    public var cooldownSeconds = 30.0
     public var maxRequestBytes = 32 * 1024 * 1024
     /// A safety-net rescan of `outgoing`, in case an inotify event was missed.
     public var rescanIntervalSeconds = 60.0
@@ -25,15 +36,27 @@ public struct Config: Sendable, Equatable {
 
     public init() {}
 
-    /// Every key the file may hold, with what it means; `check-config` and the docs use it.
+    /// Every key the file may hold, with its default and meaning: `--help`, the README
+    /// and the unknown-key error use it.
     public static let keys: [(key: String, help: String)] = [
         ("spool", "the spool folder (default ./spool)"),
         ("base_url", "the endpoint's base URL including /v1 (default https://api.openai.com/v1; OPENAI_BASE_URL overrides)"),
         ("api_key_env", "name of the environment variable holding the API key (default OPENAI_API_KEY)"),
         ("api_key_file", "path of a file holding the API key, mode 0600 (default none)"),
+        ("endpoints", "ordered fallback list of endpoints (default: one, from the settings above)"),
         ("concurrency", "transfers at once (default 64)"),
         ("connect_timeout_seconds", "connect timeout per attempt (default 10)"),
+        ("idle_timeout_seconds", "an attempt fails after this long without content (default 300)"),
         ("request_timeout_seconds", "total time one attempt may take (default 3600)"),
+        ("max_attempts", "attempts in all, the first included (default 10)"),
+        ("retry_initial_seconds", "first backoff (default 0.5)"),
+        ("retry_max_seconds", "longest backoff (default 60)"),
+        ("max_retry_after_seconds", "longest Retry-After honoured; longer fails the request (default 3600)"),
+        ("max_lifetime_seconds", "no attempt starts later than this after the request was seen (default 86400)"),
+        ("requests_per_minute", "per endpoint, 0 for no limit (default 0)"),
+        ("tokens_per_minute", "per endpoint, estimated, 0 for no limit (default 0)"),
+        ("cooldown_after_failures", "retryable failures in a row that make an endpoint cool down (default 3)"),
+        ("cooldown_seconds", "how long it cools down (default 30)"),
         ("max_request_bytes", "largest request file accepted (default 33554432)"),
         ("rescan_interval_seconds", "safety-net rescan of outgoing (default 60)"),
         ("shutdown_grace_seconds", "how long SIGTERM lets transfers finish (default 10)"),
@@ -64,42 +87,42 @@ public struct Config: Sendable, Equatable {
 
     public func merging(_ settings: [String: Any], source: String) throws -> Config {
         var config = self
-        let known = Set(Config.keys.map(\.key))
-        for key in settings.keys.sorted() where !known.contains(key) && !key.hasPrefix("_") {
-            throw ConfigError("\(source): unknown setting \"\(key)\" (known: \(Config.keys.map(\.key).joined(separator: ", ")))")
-        }
-        func string(_ key: String) throws -> String? {
-            guard let value = settings[key], !(value is NSNull) else { return nil }
-            guard let text = value as? String, !JSONKind.isBool(value) else {
-                throw ConfigError("\(source): \"\(key)\" must be a string")
+        let reader = SettingsReader(settings: settings, source: source, known: Config.keys.map(\.key))
+        try reader.checkKeys()
+        if let value = try reader.string("spool") { config.spool = value }
+        if let value = try reader.string("base_url") { config.baseURL = value }
+        if let value = try reader.string("api_key_env") { config.apiKeyEnv = value }
+        if let value = try reader.string("api_key_file") { config.apiKeyFile = value }
+        if let list = settings["endpoints"] {
+            guard let items = list as? [Any] else { throw ConfigError("\(source): \"endpoints\" must be an array of objects") }
+            config.endpoints = try items.enumerated().map { index, item in
+                guard let object = item as? [String: Any] else {
+                    throw ConfigError("\(source): endpoints[\(index)] must be an object")
+                }
+                return try EndpointSettings(object, source: "\(source): endpoints[\(index)]", index: index)
             }
-            return text
         }
-        func number(_ key: String, minimum: Double) throws -> Double? {
-            guard let value = settings[key], !(value is NSNull) else { return nil }
-            guard let number = value as? NSNumber, !JSONKind.isBool(value) else {
-                throw ConfigError("\(source): \"\(key)\" must be a number")
-            }
-            guard number.doubleValue >= minimum else {
-                throw ConfigError("\(source): \"\(key)\" must be at least \(minimum)")
-            }
-            return number.doubleValue
-        }
-        if let value = try string("spool") { config.spool = value }
-        if let value = try string("base_url") { config.baseURL = value }
-        if let value = try string("api_key_env") { config.apiKeyEnv = value }
-        if let value = try string("api_key_file") { config.apiKeyFile = value }
-        if let value = try number("concurrency", minimum: 1) { config.concurrency = Int(value) }
-        if let value = try number("connect_timeout_seconds", minimum: 0.001) { config.connectTimeoutSeconds = value }
-        if let value = try number("request_timeout_seconds", minimum: 0.001) { config.requestTimeoutSeconds = value }
-        if let value = try number("max_request_bytes", minimum: 1) { config.maxRequestBytes = Int(value) }
-        if let value = try number("rescan_interval_seconds", minimum: 0.1) { config.rescanIntervalSeconds = value }
-        if let value = try number("shutdown_grace_seconds", minimum: 0) { config.shutdownGraceSeconds = value }
-        if let value = try string("log_level") {
+        if let value = try reader.number("concurrency", minimum: 1) { config.concurrency = Int(value) }
+        if let value = try reader.number("connect_timeout_seconds", minimum: 0.001) { config.connectTimeoutSeconds = value }
+        if let value = try reader.number("idle_timeout_seconds", minimum: 0.001) { config.idleTimeoutSeconds = value }
+        if let value = try reader.number("request_timeout_seconds", minimum: 0.001) { config.requestTimeoutSeconds = value }
+        if let value = try reader.number("max_attempts", minimum: 1) { config.retry.maxAttempts = Int(value) }
+        if let value = try reader.number("retry_initial_seconds", minimum: 0) { config.retry.initialBackoffSeconds = value }
+        if let value = try reader.number("retry_max_seconds", minimum: 0) { config.retry.maxBackoffSeconds = value }
+        if let value = try reader.number("max_retry_after_seconds", minimum: 0) { config.retry.maxRetryAfterSeconds = value }
+        if let value = try reader.number("max_lifetime_seconds", minimum: 0) { config.retry.maxLifetimeSeconds = value }
+        if let value = try reader.number("requests_per_minute", minimum: 0) { config.requestsPerMinute = value }
+        if let value = try reader.number("tokens_per_minute", minimum: 0) { config.tokensPerMinute = value }
+        if let value = try reader.number("cooldown_after_failures", minimum: 1) { config.cooldownAfterFailures = Int(value) }
+        if let value = try reader.number("cooldown_seconds", minimum: 0) { config.cooldownSeconds = value }
+        if let value = try reader.number("max_request_bytes", minimum: 1) { config.maxRequestBytes = Int(value) }
+        if let value = try reader.number("rescan_interval_seconds", minimum: 0.1) { config.rescanIntervalSeconds = value }
+        if let value = try reader.number("shutdown_grace_seconds", minimum: 0) { config.shutdownGraceSeconds = value }
+        if let value = try reader.string("log_level") {
             guard let level = Logger.Level(name: value) else { throw ConfigError("\(source): \"log_level\" must be debug, info, warning or error") }
             config.logLevel = level
         }
-        if let value = try string("log_format") {
+        if let value = try reader.string("log_format") {
             guard let format = Logger.Format(rawValue: value) else { throw ConfigError("\(source): \"log_format\" must be text or json") }
             config.logFormat = format
         }
@@ -113,44 +136,148 @@ public struct Config: Sendable, Equatable {
         return config
     }
 
-    /// Resolves the endpoint and its key. The key stays in memory only.
+    /// The fallback list, in order, with keys read. Keys stay in memory only.
+    public func resolvedEndpoints(environment: [String: String]) throws -> [Endpoint] {
+        let list = endpoints.isEmpty
+            ? [EndpointSettings(name: "default", baseURL: baseURL, apiKeyEnv: apiKeyEnv, apiKeyFile: apiKeyFile)]
+            : endpoints
+        return try list.map { settings in
+            try settings.resolve(environment: environment, defaults: self)
+        }
+    }
+
+    /// The first endpoint: kept for callers that use one.
     public func endpoint(environment: [String: String]) throws -> Endpoint {
+        try resolvedEndpoints(environment: environment)[0]
+    }
+}
+
+/// One endpoint of the fallback list, as configured.
+public struct EndpointSettings: Sendable, Equatable {
+    public var name: String
+    public var baseURL: String
+    public var apiKeyEnv: String
+    public var apiKeyFile: String?
+    /// Replaces the request's `model` when sent here.
+    public var model: String?
+    public var concurrency: Int?
+    public var requestsPerMinute: Double?
+    public var tokensPerMinute: Double?
+
+    public static let keys = ["name", "base_url", "api_key_env", "api_key_file", "model", "concurrency", "requests_per_minute", "tokens_per_minute"]
+
+    public init(name: String, baseURL: String, apiKeyEnv: String = "OPENAI_API_KEY", apiKeyFile: String? = nil, model: String? = nil,
+                concurrency: Int? = nil, requestsPerMinute: Double? = nil, tokensPerMinute: Double? = nil) {
+        self.name = name
+        self.baseURL = baseURL
+        self.apiKeyEnv = apiKeyEnv
+        self.apiKeyFile = apiKeyFile
+        self.model = model
+        self.concurrency = concurrency
+        self.requestsPerMinute = requestsPerMinute
+        self.tokensPerMinute = tokensPerMinute
+    }
+
+    init(_ object: [String: Any], source: String, index: Int) throws {
+        let reader = SettingsReader(settings: object, source: source, known: EndpointSettings.keys)
+        try reader.checkKeys()
+        guard let url = try reader.string("base_url") else { throw ConfigError("\(source): \"base_url\" is required") }
+        self.init(name: try reader.string("name") ?? "endpoint\(index)", baseURL: url,
+                  apiKeyEnv: try reader.string("api_key_env") ?? "OPENAI_API_KEY",
+                  apiKeyFile: try reader.string("api_key_file"), model: try reader.string("model"),
+                  concurrency: try reader.number("concurrency", minimum: 1).map { Int($0) },
+                  requestsPerMinute: try reader.number("requests_per_minute", minimum: 0),
+                  tokensPerMinute: try reader.number("tokens_per_minute", minimum: 0))
+    }
+
+    func resolve(environment: [String: String], defaults: Config) throws -> Endpoint {
         guard baseURL.hasPrefix("http://") || baseURL.hasPrefix("https://") else {
-            throw ConfigError("base_url \"\(baseURL)\" must start with http:// or https://")
+            throw ConfigError("endpoint \(name): base_url \"\(baseURL)\" must start with http:// or https://")
         }
         var key: Secret?
         if let apiKeyFile {
-            let info: stat
-            do { info = try Syscall.lstat(apiKeyFile) } catch { throw ConfigError("cannot read api_key_file: \(error)") }
-            if info.st_mode & 0o077 != 0 {
-                throw ConfigError("api_key_file \(apiKeyFile) is readable by other users; run: chmod 600 \(apiKeyFile)")
-            }
-            let bytes: [UInt8]
-            do { bytes = try FileReader.prefix(path: apiKeyFile, limit: 64 * 1024) } catch { throw ConfigError("cannot read api_key_file: \(error)") }
-            let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            if text.isEmpty { throw ConfigError("api_key_file \(apiKeyFile) is empty") }
-            key = Secret(text)
+            key = try EndpointSettings.readKeyFile(apiKeyFile)
         } else if let value = environment[apiKeyEnv], !value.isEmpty {
             key = Secret(value)
         }
         if let value = key?.value, value.contains(where: { $0 == "\n" || $0 == "\r" }) {
-            throw ConfigError("the API key contains a line break")
+            throw ConfigError("endpoint \(name): the API key contains a line break")
         }
-        return Endpoint(baseURL: baseURL, apiKey: key)
+        return Endpoint(name: name, baseURL: baseURL, apiKey: key, model: model,
+                        concurrency: concurrency ?? defaults.concurrency,
+                        requestsPerMinute: requestsPerMinute ?? defaults.requestsPerMinute,
+                        tokensPerMinute: tokensPerMinute ?? defaults.tokensPerMinute)
+    }
+
+    static func readKeyFile(_ path: String) throws -> Secret {
+        let info: stat
+        do { info = try Syscall.lstat(path) } catch { throw ConfigError("cannot read api_key_file: \(error)") }
+        if info.st_mode & 0o077 != 0 {
+            throw ConfigError("api_key_file \(path) is readable by other users; run: chmod 600 \(path)")
+        }
+        let bytes: [UInt8]
+        do { bytes = try FileReader.prefix(path: path, limit: 64 * 1024) } catch { throw ConfigError("cannot read api_key_file: \(error)") }
+        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if text.isEmpty { throw ConfigError("api_key_file \(path) is empty") }
+        return Secret(text)
     }
 }
 
-/// Where requests go and with which key.
+/// Where requests go, with which key, under which limits.
 public struct Endpoint: Sendable, Equatable {
+    public let name: String
     public let baseURL: String
     public let apiKey: Secret?
+    public let model: String?
+    public let concurrency: Int
+    public let requestsPerMinute: Double
+    public let tokensPerMinute: Double
 
-    public init(baseURL: String, apiKey: Secret?) {
+    public init(name: String = "default", baseURL: String, apiKey: Secret?, model: String? = nil, concurrency: Int = 64,
+                requestsPerMinute: Double = 0, tokensPerMinute: Double = 0) {
         var trimmed = baseURL
         while trimmed.hasSuffix("/") { trimmed.removeLast() }
+        self.name = name
         self.baseURL = trimmed
         self.apiKey = apiKey
+        self.model = model
+        self.concurrency = concurrency
+        self.requestsPerMinute = requestsPerMinute
+        self.tokensPerMinute = tokensPerMinute
     }
 
     public var chatCompletionsURL: String { baseURL + "/chat/completions" }
+}
+
+/// Typed reads from a JSON settings object, with errors that name the source and key.
+struct SettingsReader {
+    let settings: [String: Any]
+    let source: String
+    let known: [String]
+
+    func checkKeys() throws {
+        let knownSet = Set(known)
+        for key in settings.keys.sorted() where !knownSet.contains(key) && !key.hasPrefix("_") {
+            throw ConfigError("\(source): unknown setting \"\(key)\" (known: \(known.joined(separator: ", ")))")
+        }
+    }
+
+    func string(_ key: String) throws -> String? {
+        guard let value = settings[key], !(value is NSNull) else { return nil }
+        guard let text = value as? String, !JSONKind.isBool(value) else {
+            throw ConfigError("\(source): \"\(key)\" must be a string")
+        }
+        return text
+    }
+
+    func number(_ key: String, minimum: Double) throws -> Double? {
+        guard let value = settings[key], !(value is NSNull) else { return nil }
+        guard let number = value as? NSNumber, !JSONKind.isBool(value), !(value is String) else {
+            throw ConfigError("\(source): \"\(key)\" must be a number")
+        }
+        guard number.doubleValue >= minimum else {
+            throw ConfigError("\(source): \"\(key)\" must be at least \(minimum)")
+        }
+        return number.doubleValue
+    }
 }

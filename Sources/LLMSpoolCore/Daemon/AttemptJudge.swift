@@ -12,17 +12,30 @@ public struct AttemptFailure: Sendable, Equatable {
         case invalidRequest = "invalid-request"
     }
 
+    /// Which timer ended the attempt.
+    public enum Timer: String, Sendable {
+        case connect, idle, total
+    }
+
     public let kind: Kind
     public let message: String
     public var httpStatus: Int?
     /// The provider's error body, as it sent it (bounded).
     public var providerBody: [UInt8]?
+    public var curlCode: Int32?
+    public var timer: Timer?
+    /// The status code carried inside an error event of a 200 stream, if any.
+    public var embeddedCode: Int?
 
-    public init(_ kind: Kind, _ message: String, httpStatus: Int? = nil, providerBody: [UInt8]? = nil) {
+    public init(_ kind: Kind, _ message: String, httpStatus: Int? = nil, providerBody: [UInt8]? = nil,
+                curlCode: Int32? = nil, timer: Timer? = nil, embeddedCode: Int? = nil) {
         self.kind = kind
         self.message = message
         self.httpStatus = httpStatus
         self.providerBody = providerBody
+        self.curlCode = curlCode
+        self.timer = timer
+        self.embeddedCode = embeddedCode
     }
 }
 
@@ -32,7 +45,7 @@ public enum AttemptJudge {
     /// What the finisher must publish.
     public enum Verdict: Sendable, Equatable {
         /// Success; `assembled` is the result to write, or nil when the `.partial` is the result.
-        case success(assembled: [UInt8]?)
+        case success(assembled: [UInt8]?, usage: [String: Int]?)
         case failure(AttemptFailure)
         case cancelled
     }
@@ -51,7 +64,9 @@ public enum AttemptJudge {
         case .diskError(let error):
             return .failure(AttemptFailure(.disk, "writing the answer failed: \(error)"))
         case .transportError(let code, let message):
-            return .failure(AttemptFailure(.transport, "\(message) (curl code \(code))"))
+            return .failure(AttemptFailure(.transport, "\(message) (curl code \(code))", curlCode: code))
+        case .timedOut(let timer, let message):
+            return .failure(AttemptFailure(.transport, "\(timer.rawValue) timer fired: \(message)", timer: timer))
         case .response(let status) where !(200..<300).contains(status):
             let body = bodyPrefix()
             let detail = ProviderError.message(inBody: body).map { ": \($0)" } ?? ""
@@ -68,21 +83,43 @@ public enum AttemptJudge {
         }
         if let error = object["error"], !(error is NSNull) {
             let message = ProviderError.message(in: object) ?? "the answer carried an error"
-            return .failure(AttemptFailure(.providerError, message, httpStatus: status, providerBody: Array(body.prefix(65536))))
+            return .failure(AttemptFailure(.providerError, message, httpStatus: status, providerBody: Array(body.prefix(65536)),
+                                           embeddedCode: embeddedCode(object)))
         }
-        return .success(assembled: nil)
+        return .success(assembled: nil, usage: usage(object))
     }
 
     public static func judgeStream(status: Int, verdict: StreamVerdict) -> Verdict {
         switch verdict {
         case .complete(let assembled):
-            return .success(assembled: assembled)
+            return .success(assembled: assembled, usage: JSONObject.parse(assembled).flatMap(usage))
         case .providerError(let message, let body):
-            return .failure(AttemptFailure(.providerError, message, httpStatus: status, providerBody: body))
+            return .failure(AttemptFailure(.providerError, message, httpStatus: status, providerBody: body,
+                                           embeddedCode: JSONObject.parse(body).flatMap(embeddedCode)))
         case .incomplete(let reason):
             return .failure(AttemptFailure(.incompleteStream, reason, httpStatus: status))
         case .malformed(let reason):
             return .failure(AttemptFailure(.malformedResponse, reason, httpStatus: status))
         }
+    }
+
+    /// The numeric token counts of an answer's `usage`.
+    static func usage(_ object: [String: Any]) -> [String: Int]? {
+        guard let usage = object["usage"] as? [String: Any] else { return nil }
+        var counts: [String: Int] = [:]
+        for (key, value) in usage {
+            if let number = value as? Int { counts[key] = number }
+        }
+        return counts.isEmpty ? nil : counts
+    }
+
+    /// The status code an error object carries (`code` or `status`, number or numeric string).
+    static func embeddedCode(_ object: [String: Any]) -> Int? {
+        guard let error = object["error"] as? [String: Any] else { return nil }
+        for key in ["code", "status"] {
+            if let number = error[key] as? Int { return number }
+            if let text = error[key] as? String, let number = Int(text) { return number }
+        }
+        return nil
     }
 }

@@ -1,26 +1,22 @@
 import Foundation
 
-/// The contents of `failed/<id>.error.json`: what went wrong, when, after how many attempts.
+/// The contents of `failed/<id>.error.json`: what went wrong, when, and every attempt.
 /// It never holds request headers, so the API key cannot reach it.
-struct ErrorRecord {
-    let id: String
-    let failure: AttemptFailure
-    let attempt: AttemptOutcome?
-    let problem: RequestProblem?
-    let requestFile: String
-
-    func encoded() -> [UInt8] {
-        let now = ErrorRecord.timestamp(Date())
+enum ErrorRecord {
+    static func encode(id: String, failure: AttemptFailure, history: TaskHistory, problem: RequestProblem?, requestFile: String) -> [UInt8] {
         var object: [String: Any] = [
             "id": id,
             "status": "failed",
             "kind": failure.kind.rawValue,
             "message": failure.message,
-            "failed_at": now,
+            "failed_at": Timestamp.string(Date()),
+            "first_seen": Timestamp.string(history.firstSeen),
             "request": requestFile,
-            "attempts": attempt == nil ? 0 : 1,
+            "attempts": history.attempts.count,
+            "attempt_log": history.attempts.map(TaskRecord.encode),
         ]
         if let status = failure.httpStatus { object["http_status"] = status }
+        if let timer = failure.timer { object["timer"] = timer.rawValue }
         if let body = failure.providerBody { object["provider_error"] = JSONObject.embeddable(body) }
         if let problem {
             var detail: [String: Any] = ["kind": problem.kind.rawValue, "message": problem.message]
@@ -30,25 +26,6 @@ struct ErrorRecord {
             }
             object["problem"] = detail
         }
-        if let attempt {
-            var entry: [String: Any] = [
-                "started_at": ErrorRecord.timestamp(attempt.startedAt),
-                "ended_at": ErrorRecord.timestamp(attempt.endedAt),
-                "endpoint": attempt.endpoint,
-                "kind": failure.kind.rawValue,
-                "message": failure.message,
-                "bytes_sent": attempt.bytesSent,
-                "bytes_received": attempt.bytesReceived,
-            ]
-            if let status = failure.httpStatus { entry["http_status"] = status }
-            object["attempt_log"] = [entry]
-        }
         return JSONObject.encode(object)
-    }
-
-    static func timestamp(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
     }
 }

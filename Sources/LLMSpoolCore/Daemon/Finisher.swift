@@ -1,17 +1,21 @@
 import Foundation
 import Glibc
 
-/// Writes the outcome of each attempt to the spool, on the worker pool. The order of
-/// every step is what makes a crash at any instant leave one outcome, never two:
+/// Writes the outcome of each attempt to the spool, on the worker pool, and decides
+/// whether a failed attempt is tried again. The order of every step is what makes a crash
+/// at any instant leave one outcome, never two (see `TaskRecord` for the roll-forward):
 ///
-/// Success: fsync `.partial` -> (stream: write the assembled result to a hidden temporary
-/// and fsync it, rename `.partial` to `.sse`) -> rename into `incoming/<id>.json` ->
-/// fsync `incoming` -> unlink the request -> fsync `outgoing`. Until the request is gone,
-/// a crash leaves it in `outgoing` and the task runs again from zero; the result is
-/// replaced by rename, never appended to.
+/// Success: fsync `.partial` -> (stream: write the assembled result to a hidden temporary,
+/// fsync it) -> commit: the task record says `done` with the result's inode (durable) ->
+/// (stream: rename `.partial` to `.sse`) -> rename into `incoming/<id>.json` -> fsync
+/// `incoming` -> unlink the request -> fsync `outgoing`.
 ///
-/// Failure: write `failed/<id>.error.json` durably -> rename the request to
+/// Final failure: commit: the task record says `failed` and carries the error record
+/// (durable) -> write `failed/<id>.error.json` durably -> rename the request to
 /// `failed/<id>.json` -> fsync `failed` and `outgoing` -> unlink `.partial`.
+///
+/// Retry: unlink `.partial` -> the task record (attempts, next-attempt time) durably ->
+/// the scheduler holds the task, without a slot, until it is due.
 public final class Finisher: Sendable {
     /// Largest provider error body kept in a record.
     static let providerBodyLimit = 64 * 1024
@@ -20,45 +24,135 @@ public final class Finisher: Sendable {
 
     private let layout: SpoolLayout
     private let logger: Logger
+    private let retry: RetrySettings
+    private let endpointCount: Int
+    private let random: @Sendable () -> Double
     private let report: @Sendable (TaskReport) -> Void
 
-    public init(layout: SpoolLayout, logger: Logger, report: @escaping @Sendable (TaskReport) -> Void) {
+    public init(layout: SpoolLayout, logger: Logger, retry: RetrySettings, endpointCount: Int,
+                random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+                report: @escaping @Sendable (TaskReport) -> Void) {
         self.layout = layout
         self.logger = logger
+        self.retry = retry
+        self.endpointCount = max(1, endpointCount)
+        self.random = random
         self.report = report
     }
 
-    /// Publishes an attempt's outcome. Returns once the spool reflects it.
-    public func finish(_ outcome: AttemptOutcome) {
+    /// Publishes an attempt's outcome, or schedules the next attempt. Returns the event
+    /// the scheduler must receive.
+    public func finish(_ outcome: AttemptOutcome) -> Scheduler.Event {
         let id = outcome.task.id
         let partial = layout.partial(id)
         let verdict = judge(outcome, partial: partial)
+        var task = outcome.task
+        var entry = AttemptEntry(startedAt: outcome.startedAt, endedAt: outcome.endedAt, endpoint: outcome.endpointName,
+                                 outcome: "ok", bytesSent: outcome.bytesSent, bytesReceived: outcome.bytesReceived)
+        if case .response(let status) = outcome.ending { entry.httpStatus = status }
         switch verdict {
         case .cancelled:
-            closePartial(outcome.partialFD, sync: false)
+            closePartial(outcome.partialFD)
             try? Syscall.unlinkIfPresent(partial)
+            entry.outcome = "cancelled"
+            task.history.attempts.append(entry)
+            try? TaskRecord(id: id, status: .cancelled, request: task.identity, history: task.history).write(layout, durable: false)
             logger.info("cancelled: the request left outgoing while in flight", id: id, ["bytes_received": "\(outcome.bytesReceived)"])
             report(TaskReport(id: id, outcome: .cancelled))
-        case .success(let assembled):
+            return .finalized(id: id)
+        case .success(let assembled, let usage):
+            task.history.attempts.append(entry)
             do {
-                try publishSuccess(outcome, assembled: assembled)
-                let seconds = String(format: "%.3f", outcome.endedAt.timeIntervalSince(outcome.startedAt))
-                logger.info("done", id: id, ["result": layout.result(id), "bytes": "\(outcome.bytesReceived)", "seconds": seconds])
-                report(TaskReport(id: id, outcome: .succeeded(resultPath: layout.result(id))))
+                try publishSuccess(outcome, history: task.history, assembled: assembled, usage: usage)
             } catch {
-                defer_(id: id, partial: partial, because: "publishing the result failed: \(error)")
+                return postpone(task, because: "publishing the result failed: \(error)")
             }
+            let seconds = String(format: "%.3f", outcome.endedAt.timeIntervalSince(outcome.startedAt))
+            logger.info("done", id: id, ["result": layout.result(id), "endpoint": outcome.endpointName,
+                                         "attempts": "\(task.history.attempts.count)", "bytes": "\(outcome.bytesReceived)", "seconds": seconds])
+            report(TaskReport(id: id, outcome: .succeeded(resultPath: layout.result(id))))
+            return .finalized(id: id)
         case .failure(let failure):
-            closePartial(outcome.partialFD, sync: false)
-            fail(id: id, requestPath: outcome.task.requestPath, failure: failure, attempt: outcome)
+            closePartial(outcome.partialFD)
+            try? Syscall.unlinkIfPresent(partial)
+            entry.outcome = failure.kind.rawValue
+            entry.message = failure.message
+            entry.timer = failure.timer?.rawValue
+            task.history.attempts.append(entry)
+            let now = Date()
+            let decision = RetryPolicy.decide(failure, headers: outcome.headers, attempts: task.history.attempts.count,
+                                              firstSeen: task.history.firstSeen, now: now, settings: retry, random: random())
+            switch decision {
+            case .retry(let delay, _):
+                let at = now.addingTimeInterval(delay)
+                task.history.notBefore = at
+                task.history.preferredEndpoint = (outcome.endpointIndex + 1) % endpointCount
+                do {
+                    try TaskRecord(id: id, status: .active, request: task.identity, history: task.history).write(layout, durable: true)
+                } catch {
+                    logger.warning("cannot record the attempt; it is kept in memory only", id: id, ["reason": "\(error)"])
+                }
+                logger.info("attempt failed; will retry", id: id, ["attempt": "\(task.history.attempts.count)", "kind": failure.kind.rawValue,
+                                                                   "reason": failure.message, "retry_in_seconds": String(format: "%.2f", delay)])
+                return .retry(task, at: at.timeIntervalSince1970)
+            case .giveUp(let reason):
+                var final = failure
+                if reason != "not retryable" {
+                    final = AttemptFailure(failure.kind, "\(failure.message); \(reason)", httpStatus: failure.httpStatus,
+                                           providerBody: failure.providerBody, curlCode: failure.curlCode, timer: failure.timer,
+                                           embeddedCode: failure.embeddedCode)
+                }
+                return fail(task: task, failure: final, problem: nil, commit: true)
+            }
         }
     }
 
-    /// Fails a request that was never sent (bad file, bad name).
-    public func reject(id: String, requestPath: String, problem: RequestProblem) {
-        var failure = AttemptFailure(.invalidRequest, "\(requestPath): \(problem.description)")
-        failure.providerBody = nil
-        fail(id: id, requestPath: requestPath, failure: failure, attempt: nil, problem: problem)
+    /// Fails a request that was never sent (bad file, bad name). Validation is repeatable,
+    /// so no commit record is needed: a crash here only means the same rejection again.
+    public func reject(id: String, requestPath: String, problem: RequestProblem) -> Scheduler.Event {
+        let task = TaskDescriptor(id: id, requestPath: requestPath, summary: RequestSummary(model: "", stream: false, size: 0))
+        let failure = AttemptFailure(.invalidRequest, "\(requestPath): \(problem.description)")
+        let event = fail(task: task, failure: failure, problem: problem, commit: false)
+        // A rejection that could not be written is found again by the next scan.
+        if case .retry = event { return .finalized(id: id) }
+        return event
+    }
+
+    /// Completes the clean-up of a task whose record says it ended before a restart.
+    public func completeEnded(id: String, requestPath: String) -> Scheduler.Event {
+        guard let record = TaskRecord.load(layout, id: id) else { return .finalized(id: id) }
+        do {
+            switch record.status {
+            case .done:
+                try Syscall.unlinkIfPresent(requestPath)
+                try Syscall.fsyncDirectory(layout.outgoing)
+                logger.info("done (completed after a restart)", id: id, ["result": layout.result(id)])
+                report(TaskReport(id: id, outcome: .succeeded(resultPath: layout.result(id))))
+            case .failed:
+                if !Syscall.exists(layout.errorRecord(id)), let bytes = record.errorRecord {
+                    try DurableFile.write(bytes, to: layout.errorRecord(id))
+                }
+                try moveToFailed(id: id, requestPath: requestPath)
+                logger.warning("failed (completed after a restart)", id: id, ["record": layout.errorRecord(id)])
+                report(TaskReport(id: id, outcome: .failed(recordPath: layout.errorRecord(id), kind: .invalidRequest,
+                                                           message: "completed after a restart")))
+            case .active, .cancelled:
+                break
+            }
+        } catch {
+            logger.error("cannot complete the clean-up; will try again on the next scan", id: id, ["reason": "\(error)"])
+        }
+        return .finalized(id: id)
+    }
+
+    /// A queued or waiting request was withdrawn by deleting its file.
+    public func withdrawn(id: String) {
+        if var record = TaskRecord.load(layout, id: id), record.status == .active {
+            record.status = .cancelled
+            try? record.write(layout, durable: false)
+        }
+        logger.info("cancelled: the request was removed before it started", id: id)
+        report(TaskReport(id: id, outcome: .cancelled))
     }
 
     private func judge(_ outcome: AttemptOutcome, partial: String) -> AttemptJudge.Verdict {
@@ -85,60 +179,74 @@ public final class Finisher: Sendable {
         }
     }
 
-    private func publishSuccess(_ outcome: AttemptOutcome, assembled: [UInt8]?) throws {
+    private func publishSuccess(_ outcome: AttemptOutcome, history: TaskHistory, assembled: [UInt8]?, usage: [String: Int]?) throws {
         let id = outcome.task.id
         let partial = layout.partial(id)
         let result = layout.result(id)
         try Syscall.fsync(outcome.partialFD, path: partial)
         Syscall.close(outcome.partialFD)
+        var source = partial
         if let assembled {
-            let temporary = SpoolLayout.temporary(for: result)
-            let fd = try Syscall.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
+            source = SpoolLayout.temporary(for: result)
+            let fd = try Syscall.open(source, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
             defer { Syscall.close(fd) }
-            try Syscall.writeAll(fd, assembled, path: temporary)
-            try Syscall.fsync(fd, path: temporary)
-            try Syscall.rename(partial, layout.rawStream(id))
-            try Syscall.rename(temporary, result)
-        } else {
-            try Syscall.rename(partial, result)
+            try Syscall.writeAll(fd, assembled, path: source)
+            try Syscall.fsync(fd, path: source)
         }
+        let inode = UInt64(try Syscall.lstat(source).st_ino)
+        try TaskRecord(id: id, status: .done, request: outcome.task.identity, history: history, endpoint: outcome.endpointName,
+                       usage: usage, resultInode: inode).write(layout, durable: true)
+        if assembled != nil { try Syscall.rename(partial, layout.rawStream(id)) }
+        try Syscall.rename(source, result)
         try Syscall.fsyncDirectory(layout.incoming)
         try Syscall.unlinkIfPresent(outcome.task.requestPath)
         try Syscall.fsyncDirectory(layout.outgoing)
     }
 
-    private func fail(id: String, requestPath: String, failure: AttemptFailure, attempt: AttemptOutcome?, problem: RequestProblem? = nil) {
+    private func fail(task: TaskDescriptor, failure: AttemptFailure, problem: RequestProblem?, commit: Bool) -> Scheduler.Event {
+        let id = task.id
         let recordPath = layout.errorRecord(id)
-        let record = ErrorRecord(id: id, failure: failure, attempt: attempt, problem: problem, requestFile: layout.failedRequest(id))
+        let bytes = ErrorRecord.encode(id: id, failure: failure, history: task.history, problem: problem, requestFile: layout.failedRequest(id))
         do {
-            try DurableFile.write(record.encoded(), to: recordPath)
-            do {
-                try Syscall.rename(requestPath, layout.failedRequest(id))
-            } catch let error as SystemError where error.errno == ENOENT {
-                logger.warning("the request vanished before it could be moved to failed", id: id)
+            if commit {
+                try TaskRecord(id: id, status: .failed, request: task.identity, history: task.history, errorRecord: bytes).write(layout, durable: true)
             }
-            try Syscall.fsyncDirectory(layout.failed)
-            try Syscall.fsyncDirectory(DurableFile.directory(of: requestPath))
+            try DurableFile.write(bytes, to: recordPath)
+            try moveToFailed(id: id, requestPath: task.requestPath)
             try? Syscall.unlinkIfPresent(layout.partial(id))
-            logger.warning("failed", id: id, ["kind": failure.kind.rawValue, "reason": failure.message, "record": recordPath])
-            report(TaskReport(id: id, outcome: .failed(recordPath: recordPath, kind: failure.kind, message: failure.message)))
         } catch {
-            defer_(id: id, partial: layout.partial(id), because: "writing the failure record failed: \(error)")
+            return postpone(task, because: "writing the failure record failed: \(error)")
         }
+        logger.warning("failed", id: id, ["kind": failure.kind.rawValue, "reason": failure.message, "record": recordPath])
+        report(TaskReport(id: id, outcome: .failed(recordPath: recordPath, kind: failure.kind, message: failure.message)))
+        return .finalized(id: id)
     }
 
-    /// The outcome could not be written (a full disk, most often): the request stays in
-    /// `outgoing` and is tried again by a later scan. No half result is left behind.
-    private func defer_(id: String, partial: String, because reason: String) {
-        try? Syscall.unlinkIfPresent(partial)
-        try? Syscall.unlinkIfPresent(SpoolLayout.temporary(for: layout.result(id)))
-        logger.error("outcome not written; the request stays in outgoing for a later attempt", id: id, ["reason": reason])
-        report(TaskReport(id: id, outcome: .deferred(reason: reason)))
+    private func moveToFailed(id: String, requestPath: String) throws {
+        do {
+            try Syscall.rename(requestPath, layout.failedRequest(id))
+        } catch let error as SystemError where error.errno == ENOENT {
+            logger.warning("the request vanished before it could be moved to failed", id: id)
+        }
+        try Syscall.fsyncDirectory(layout.failed)
+        try Syscall.fsyncDirectory(DurableFile.directory(of: requestPath))
     }
 
-    private func closePartial(_ fd: Int32, sync: Bool) {
-        guard fd >= 0 else { return }
-        if sync { try? Syscall.fsync(fd) }
-        Syscall.close(fd)
+    /// The outcome could not be written (a full disk, most often): nothing half-done is
+    /// left, the request stays in `outgoing`, and the task is tried again later.
+    private func postpone(_ task: TaskDescriptor, because reason: String) -> Scheduler.Event {
+        try? Syscall.unlinkIfPresent(layout.partial(task.id))
+        try? Syscall.unlinkIfPresent(SpoolLayout.temporary(for: layout.result(task.id)))
+        let delay = RetryPolicy.backoff(afterAttempts: max(1, task.history.attempts.count), settings: retry, random: random())
+        logger.error("outcome not written; the request stays in outgoing and is tried again", id: task.id,
+                     ["reason": reason, "retry_in_seconds": String(format: "%.2f", delay)])
+        report(TaskReport(id: task.id, outcome: .deferred(reason: reason)))
+        var next = task
+        next.history.notBefore = Date().addingTimeInterval(delay)
+        return .retry(next, at: Date().timeIntervalSince1970 + delay)
+    }
+
+    private func closePartial(_ fd: Int32) {
+        if fd >= 0 { Syscall.close(fd) }
     }
 }

@@ -11,32 +11,23 @@ public final class SpoolDaemon: Sendable {
     private let pool: WorkerPool
     private let logger: Logger
 
-    /// `onReport` is called on a worker thread each time a task ends.
-    public init(config: Config, endpoint: Endpoint, logger: Logger, onReport: (@Sendable (TaskReport) -> Void)? = nil) throws {
+    /// `onReport` is called on a worker thread each time a task ends (or is postponed).
+    public init(config: Config, endpoints: [Endpoint], logger: Logger, onReport: (@Sendable (TaskReport) -> Void)? = nil) throws {
         SpoolDaemon.initializeCurl
         let layout = SpoolLayout(root: config.spool)
         let pool = WorkerPool(name: "llmspool.finisher", threads: 2)
-        let finisher = Finisher(layout: layout, logger: logger, report: onReport ?? { _ in })
+        let finisher = Finisher(layout: layout, logger: logger, retry: config.retry, endpointCount: endpoints.count,
+                                report: onReport ?? { _ in })
         // The engine and its delegate refer to each other; the box breaks the knot.
         let engineBox = Mutex<TransferEngine?>(nil)
         let post: @Sendable (Scheduler.Event) -> Void = { event in engineBox.withLock { $0 }?.post(event) }
         let engine = try TransferEngine(
-            layout: layout, endpoint: endpoint,
-            settings: .init(concurrency: config.concurrency, connectTimeoutSeconds: config.connectTimeoutSeconds,
-                            requestTimeoutSeconds: config.requestTimeoutSeconds, shutdownGraceSeconds: config.shutdownGraceSeconds),
+            layout: layout, endpoints: endpoints, settings: TransferEngine.Settings(config),
             delegate: .init(
-                attemptEnded: { outcome in
-                    pool.submit {
-                        finisher.finish(outcome)
-                        post(.finalized(id: outcome.task.id))
-                    }
-                },
-                rejected: { id, path, problem in
-                    pool.submit {
-                        finisher.reject(id: id, requestPath: path, problem: problem)
-                        post(.finalized(id: id))
-                    }
-                }),
+                attemptEnded: { outcome in pool.submit { post(finisher.finish(outcome)) } },
+                rejected: { id, path, problem in pool.submit { post(finisher.reject(id: id, requestPath: path, problem: problem)) } },
+                alreadyEnded: { id, path in pool.submit { post(finisher.completeEnded(id: id, requestPath: path)) } },
+                withdrawn: { id in pool.submit { finisher.withdrawn(id: id) } }),
             logger: logger)
         engineBox.withLock { $0 = engine }
         self.watcher = Watcher(

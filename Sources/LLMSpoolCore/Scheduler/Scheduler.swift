@@ -1,14 +1,18 @@
-/// The queue of tasks: which start, in what order, how many at once, and which reports
-/// are duplicates. A pure state machine: events in, actions out, no I/O.
+/// The queue of tasks: which start, on which endpoint, in what order, how many at once,
+/// when retries are due, and which reports are duplicates. A pure state machine: events
+/// and the time in, actions out, no I/O.
 ///
-/// A task's life: `queued` -> `transferring` -> `finishing` -> forgotten. While an id is
-/// known, every further report about it (a rescan, a second inotify event, an edit of the
-/// file in flight) is a duplicate and is dropped, so an answer is never fetched twice.
+/// A task's life: `queued` -> `transferring` -> `finishing` -> (`deferred` -> `queued` ...)
+/// -> forgotten. While an id is known, every further report about it (a rescan, a second
+/// inotify event, an edit of the file in flight) is a duplicate and is dropped, so an
+/// answer is never fetched twice at once.
 public struct Scheduler: Sendable {
     public enum State: Equatable, Sendable {
         case queued
-        case transferring
-        /// The transfer ended (or never started); its outcome is being written.
+        /// Waiting for a retry (or a persisted not-before time); holds no slot.
+        case deferred(until: Double)
+        case transferring(endpoint: Int)
+        /// The attempt ended (or never started); its outcome is being written.
         case finishing
     }
 
@@ -16,100 +20,216 @@ public struct Scheduler: Sendable {
         /// Intake found a file.
         case arrived(Intake)
         /// The transfer of `id` ended, however it ended.
-        case transferEnded(id: String)
+        case transferEnded(id: String, feedback: EndpointFeedback)
+        /// The finisher decided to try again at `at`; the descriptor carries the history.
+        case retry(TaskDescriptor, at: Double)
         /// The outcome of `id` is on disk; the task is over.
         case finalized(id: String)
         /// The request file of `id` left `outgoing` without the daemon's doing.
         case requestRemoved(id: String)
+        /// Time passed: start what became due.
+        case tick
         /// Stop starting transfers.
         case drain
     }
 
     public enum Action: Equatable, Sendable {
-        case start(TaskDescriptor)
+        case start(TaskDescriptor, endpoint: Int)
         case reject(id: String, requestPath: String, problem: RequestProblem)
+        /// Finish the clean-up of a task whose record says it ended.
+        case completeEnded(id: String, requestPath: String)
         /// Abort a running transfer; its outcome is a cancellation.
         case cancelTransfer(id: String)
-        /// A queued task was withdrawn before it started.
-        case dropQueued(id: String)
+        /// A queued or deferred task was withdrawn before it started.
+        case withdrawn(id: String)
+    }
+
+    /// Counts by state, kept up to date rather than counted.
+    public struct Counts: Sendable, Equatable {
+        public var queued = 0
+        public var deferred = 0
+        public var transferring = 0
+        public var finishing = 0
+    }
+
+    struct Entry: Sendable {
+        var state: State
+        var task: TaskDescriptor?
     }
 
     public let concurrency: Int
-    public private(set) var states: [String: State] = [:]
-    public private(set) var transferring = 0
-    private var queue: [TaskDescriptor] = []
+    public private(set) var gates: [EndpointGate]
+    public private(set) var counts = Counts()
+    private var entries: [String: Entry] = [:]
+    private var queue: [String] = []
     private var queueHead = 0
+    private var timers = MinHeap<Timer>(by: { $0.due < $1.due })
+    private var rateWake: Double?
     private var draining = false
 
-    public init(concurrency: Int) {
-        precondition(concurrency > 0, "concurrency must be positive")
-        self.concurrency = concurrency
+    struct Timer: Sendable {
+        let due: Double
+        let id: String
     }
 
-    public var queuedCount: Int { states.values.lazy.filter { $0 == .queued }.count }
-    public var isIdle: Bool { states.isEmpty }
-    public func state(of id: String) -> State? { states[id] }
+    public init(concurrency: Int, gates: [EndpointGate]) {
+        precondition(concurrency > 0 && !gates.isEmpty, "a scheduler needs a positive concurrency and an endpoint")
+        self.concurrency = concurrency
+        self.gates = gates
+    }
 
-    public mutating func handle(_ event: Event) -> [Action] {
+    public var isIdle: Bool { entries.isEmpty }
+    public var transferring: Int { counts.transferring }
+    public var knownCount: Int { entries.count }
+    public func state(of id: String) -> State? { entries[id]?.state }
+
+    /// When a `.tick` may next start something; nil when only an event can.
+    public var nextWake: Double? {
+        guard !draining else { return nil }
+        let due = timers.min?.due
+        switch (due, rateWake) {
+        case let (a?, b?): return min(a, b)
+        case let (a?, nil): return a
+        case let (nil, b?): return b
+        case (nil, nil): return nil
+        }
+    }
+
+    public mutating func handle(_ event: Event, now: Double) -> [Action] {
         switch event {
         case .arrived(let intake):
-            guard states[intake.id] == nil else { return [] }
+            guard entries[intake.id] == nil else { return [] }
             switch intake {
             case .valid(let task):
-                states[task.id] = .queued
-                queue.append(task)
-                return fill()
+                if let notBefore = task.history.notBefore?.timeIntervalSince1970, notBefore > now {
+                    set(task.id, Entry(state: .deferred(until: notBefore), task: task))
+                    timers.push(Timer(due: notBefore, id: task.id))
+                    return []
+                }
+                set(task.id, Entry(state: .queued, task: task))
+                queue.append(task.id)
+                return fill(now)
             case .invalid(let id, let path, let problem):
-                states[id] = .finishing
+                set(id, Entry(state: .finishing, task: nil))
                 return [.reject(id: id, requestPath: path, problem: problem)]
+            case .alreadyEnded(let id, let path):
+                set(id, Entry(state: .finishing, task: nil))
+                return [.completeEnded(id: id, requestPath: path)]
             }
-        case .transferEnded(let id):
-            guard states[id] == .transferring else { return [] }
-            states[id] = .finishing
-            transferring -= 1
-            return fill()
+        case .transferEnded(let id, let feedback):
+            guard case .transferring(let endpoint)? = entries[id]?.state else { return [] }
+            gates[endpoint].release(feedback, now: now)
+            entries[id]?.task = nil
+            set(id, Entry(state: .finishing, task: nil))
+            return fill(now)
+        case .retry(let task, let at):
+            guard entries[task.id]?.state == .finishing else { return [] }
+            set(task.id, Entry(state: .deferred(until: at), task: task))
+            timers.push(Timer(due: at, id: task.id))
+            return releaseDue(now) + fill(now)
         case .finalized(let id):
-            states[id] = nil
+            set(id, nil)
             return []
         case .requestRemoved(let id):
-            switch states[id] {
-            case .queued:
-                // The queue entry stays and is skipped when reached: removal from the middle
-                // of a large queue would cost a scan.
-                states[id] = nil
-                return [.dropQueued(id: id)]
-            case .transferring:
+            switch entries[id]?.state {
+            case .queued?, .deferred?:
+                // Queue and timer entries stay and are skipped when reached: removing
+                // them from the middle would cost a scan.
+                set(id, nil)
+                return [.withdrawn(id: id)]
+            case .transferring?:
                 return [.cancelTransfer(id: id)]
-            case .finishing, nil:
+            case .finishing?, nil:
                 return []
             }
+        case .tick:
+            return releaseDue(now) + fill(now)
         case .drain:
             draining = true
             return []
         }
     }
 
-    private mutating func fill() -> [Action] {
-        var actions: [Action] = []
-        while !draining && transferring < concurrency, let task = popQueued() {
-            states[task.id] = .transferring
-            transferring += 1
-            actions.append(.start(task))
+    private mutating func set(_ id: String, _ entry: Entry?) {
+        if let old = entries[id]?.state { adjust(old, by: -1) }
+        entries[id] = entry
+        if let new = entry?.state { adjust(new, by: 1) }
+    }
+
+    private mutating func adjust(_ state: State, by delta: Int) {
+        switch state {
+        case .queued: counts.queued += delta
+        case .deferred: counts.deferred += delta
+        case .transferring: counts.transferring += delta
+        case .finishing: counts.finishing += delta
         }
+    }
+
+    /// Moves deferred tasks whose time has come to the back of the queue.
+    private mutating func releaseDue(_ now: Double) -> [Action] {
+        while let timer = timers.min, timer.due <= now {
+            _ = timers.pop()
+            guard let entry = entries[timer.id], entry.state == .deferred(until: timer.due) else { continue }
+            set(timer.id, Entry(state: .queued, task: entry.task))
+            queue.append(timer.id)
+        }
+        return []
+    }
+
+    private mutating func fill(_ now: Double) -> [Action] {
+        rateWake = nil
+        var actions: [Action] = []
+        while !draining && counts.transferring < concurrency, let id = peekQueued(), let task = entries[id]?.task {
+            guard let endpoint = chooseEndpoint(for: task, now: now) else { break }
+            queueHead += 1
+            gates[endpoint].admit(estimatedTokens: task.summary.estimatedTokens, now: now)
+            set(id, Entry(state: .transferring(endpoint: endpoint), task: task))
+            actions.append(.start(task, endpoint: endpoint))
+        }
+        compactQueue()
         return actions
     }
 
-    private mutating func popQueued() -> TaskDescriptor? {
-        while queueHead < queue.count {
-            let task = queue[queueHead]
-            queueHead += 1
-            if queueHead > 1024 && queueHead * 2 > queue.count {
-                queue.removeFirst(queueHead)
-                queueHead = 0
+    /// The first endpoint, in the task's preferred order, that is not cooling down; nil
+    /// (and a wake time, when one is known) when that endpoint cannot take it yet.
+    private mutating func chooseEndpoint(for task: TaskDescriptor, now: Double) -> Int? {
+        let count = gates.count
+        var earliestCoolingEnd: Double?
+        for offset in 0..<count {
+            let index = (task.history.preferredEndpoint + offset) % count
+            switch gates[index].readiness(estimatedTokens: task.summary.estimatedTokens, now: now) {
+            case .ready:
+                return index
+            case .full:
+                return nil
+            case .waitUntil(let time):
+                rateWake = min(rateWake ?? time, time)
+                return nil
+            case .coolingDown(let until):
+                earliestCoolingEnd = min(earliestCoolingEnd ?? until, until)
             }
-            // Skip entries withdrawn while queued (and re-queued copies of the same id).
-            if states[task.id] == .queued { return task }
+        }
+        if let earliestCoolingEnd { rateWake = min(rateWake ?? earliestCoolingEnd, earliestCoolingEnd) }
+        return nil
+    }
+
+    /// The id at the head of the queue, skipping entries withdrawn or already started.
+    private mutating func peekQueued() -> String? {
+        while queueHead < queue.count {
+            let id = queue[queueHead]
+            if entries[id]?.state == .queued { return id }
+            queueHead += 1
         }
         return nil
+    }
+
+    private mutating func compactQueue() {
+        if queueHead > 1024 && queueHead * 2 > queue.count {
+            queue.removeFirst(queueHead)
+            queueHead = 0
+        } else if queueHead == queue.count && queueHead > 0 {
+            queue.removeAll(keepingCapacity: true)
+            queueHead = 0
+        }
     }
 }

@@ -2,9 +2,15 @@ import Glibc
 
 /// Reads a request from `outgoing` without following links or blocking on FIFOs.
 public enum RequestFile {
+    /// A request's bytes and the identity of the file they came from.
+    public struct Loaded: Sendable {
+        public let bytes: [UInt8]
+        public let identity: FileIdentity
+    }
+
     /// The file's bytes, or the problem that makes it unsendable. A file that vanished
     /// (already finished or cancelled) is `nil`.
-    public static func read(path: String, limit: Int) -> Result<[UInt8], RequestProblem>? {
+    public static func read(path: String, limit: Int) -> Result<Loaded, RequestProblem>? {
         let fd: Int32
         do {
             fd = try Syscall.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
@@ -32,7 +38,7 @@ public enum RequestFile {
                 }
                 bytes.append(contentsOf: chunk)
             }
-            return .success(bytes)
+            return .success(Loaded(bytes: bytes, identity: FileIdentity(info)))
         } catch let problem as RequestProblem {
             return .failure(problem)
         } catch {

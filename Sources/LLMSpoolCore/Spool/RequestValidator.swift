@@ -5,6 +5,15 @@ public struct RequestSummary: Sendable, Equatable {
     public let model: String
     public let stream: Bool
     public let size: Int
+    /// Prompt characters / 4 plus `max_tokens`: what the token bucket charges up front.
+    public let estimatedTokens: Int
+
+    public init(model: String, stream: Bool, size: Int, estimatedTokens: Int = 0) {
+        self.model = model
+        self.stream = stream
+        self.size = size
+        self.estimatedTokens = estimatedTokens
+    }
 }
 
 /// Checks that a request is a UTF-8 JSON object with `model` and `messages`, before anything
@@ -44,7 +53,25 @@ public enum RequestValidator {
             }
             stream = flag
         }
-        return .success(RequestSummary(model: model, stream: stream, size: bytes.count))
+        return .success(RequestSummary(model: model, stream: stream, size: bytes.count,
+                                       estimatedTokens: estimateTokens(request, messages: messages as? [Any] ?? [])))
+    }
+
+    /// A rough count, enough for a token bucket: four characters a token, plus the
+    /// completion budget the request asks for.
+    static func estimateTokens(_ request: [String: Any], messages: [Any]) -> Int {
+        var characters = 0
+        for case let message as [String: Any] in messages {
+            if let text = message["content"] as? String {
+                characters += text.utf8.count
+            } else if let parts = message["content"] as? [Any] {
+                for case let part as [String: Any] in parts {
+                    characters += (part["text"] as? String)?.utf8.count ?? 0
+                }
+            }
+        }
+        let budget = (request["max_completion_tokens"] as? Int) ?? (request["max_tokens"] as? Int) ?? 0
+        return characters / 4 + 1 + max(0, budget)
     }
 
     /// Foundation reports "around character N"; people want a line and a column.

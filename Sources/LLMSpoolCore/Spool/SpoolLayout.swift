@@ -11,6 +11,7 @@ import Glibc
 /// | `incoming/<id>.json` | the daemon | the task succeeded; always the last file of a success |
 /// | `failed/<id>.error.json` | the daemon | the task failed: what happened |
 /// | `failed/<id>.json` | the daemon | the request, moved from `outgoing` after its record is written |
+/// | `state/<id>.json` | the daemon | the task's attempts and the commit point of its outcome (`TaskRecord`) |
 public struct SpoolLayout: Sendable, Equatable {
     public static let requestSuffix = ".json"
     public static let partialSuffix = ".partial"
@@ -31,6 +32,8 @@ public struct SpoolLayout: Sendable, Equatable {
     public var outgoing: String { root + "/outgoing" }
     public var incoming: String { root + "/incoming" }
     public var failed: String { root + "/failed" }
+    /// The daemon's own bookkeeping; producers and consumers need not look inside.
+    public var state: String { root + "/state" }
 
     public func request(_ id: String) -> String { "\(outgoing)/\(id)\(Self.requestSuffix)" }
     public func partial(_ id: String) -> String { "\(incoming)/\(id)\(Self.partialSuffix)" }
@@ -38,6 +41,7 @@ public struct SpoolLayout: Sendable, Equatable {
     public func result(_ id: String) -> String { "\(incoming)/\(id)\(Self.requestSuffix)" }
     public func failedRequest(_ id: String) -> String { "\(failed)/\(id)\(Self.requestSuffix)" }
     public func errorRecord(_ id: String) -> String { "\(failed)/\(id)\(Self.errorRecordSuffix)" }
+    public func taskRecord(_ id: String) -> String { "\(state)/\(id)\(Self.requestSuffix)" }
 
     /// A hidden name beside `path` to write to before renaming onto it.
     public static func temporary(for path: String) -> String {
@@ -49,7 +53,7 @@ public struct SpoolLayout: Sendable, Equatable {
 
     /// Creates the spool's folders that are missing, readable by the owner only.
     public func create(mode: mode_t = 0o700) throws {
-        for directory in [root, outgoing, incoming, failed] {
+        for directory in [root, outgoing, incoming, failed, state] {
             do { try Syscall.mkdir(directory, mode: mode) } catch let error as SystemError where error.errno == EEXIST {}
         }
     }

@@ -2,15 +2,28 @@ import CCurl
 import Foundation
 import Glibc
 
-/// One HTTP attempt in flight: its curl handle, its two files and what has arrived.
-/// Owned by the engine's thread; libcurl calls back into it on that thread only.
+/// One HTTP attempt in flight: its curl handle, its body source, its `.partial`, what has
+/// arrived and when content last arrived. Owned by the engine's thread; libcurl calls back
+/// into it on that thread only.
 final class Transfer {
+    /// Where the request body comes from: the file itself, or a rewritten copy in memory
+    /// (an endpoint that replaces `model`).
+    enum Body {
+        case file(fd: Int32)
+        case memory([UInt8], offset: Int)
+    }
+
     let task: TaskDescriptor
+    let endpointIndex: Int
+    let endpointName: String
     let handle: UnsafeMutableRawPointer
-    let requestFD: Int32
+    var body: Body
     let partialFD: Int32
     let partialPath: String
     let startedAt = Date()
+    let startedMonotonic: Double
+    /// Reset only by content: SSE data events, or any body byte of a plain answer.
+    var lastContent: Double
     var headerList: UnsafeMutablePointer<curl_slist>?
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     var headers: [String: String] = [:]
@@ -18,13 +31,20 @@ final class Transfer {
     var bytesReceived: Int64 = 0
     var diskError: SystemError?
     var readError: SystemError?
+    private var sse: SSEParser?
 
-    init(task: TaskDescriptor, handle: UnsafeMutableRawPointer, requestFD: Int32, partialFD: Int32, partialPath: String) {
+    init(task: TaskDescriptor, endpointIndex: Int, endpointName: String, handle: UnsafeMutableRawPointer, body: Body,
+         partialFD: Int32, partialPath: String, now: Double) {
         self.task = task
+        self.endpointIndex = endpointIndex
+        self.endpointName = endpointName
         self.handle = handle
-        self.requestFD = requestFD
+        self.body = body
         self.partialFD = partialFD
         self.partialPath = partialPath
+        self.startedMonotonic = now
+        self.lastContent = now
+        if task.summary.stream { sse = SSEParser() }
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
     }
 
@@ -32,32 +52,65 @@ final class Transfer {
         errorBuffer.deallocate()
     }
 
-    /// libcurl asks for the next piece of the body: it comes straight from the request file.
+    var bodySize: Int {
+        switch body {
+        case .file: task.summary.size
+        case .memory(let bytes, _): bytes.count
+        }
+    }
+
+    /// Closes the body file, if the body is one.
+    func closeBody() {
+        if case .file(let fd) = body { Syscall.close(fd) }
+    }
+
+    /// libcurl asks for the next piece of the body.
     func readBody(into buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
-        do {
-            let count = try Syscall.read(requestFD, into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity), path: task.requestPath)
+        switch body {
+        case .file(let fd):
+            do {
+                let count = try Syscall.read(fd, into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity), path: task.requestPath)
+                bytesSent += Int64(count)
+                return count
+            } catch let error as SystemError {
+                readError = error
+                return llms_curl_readfunc_abort
+            } catch {
+                return llms_curl_readfunc_abort
+            }
+        case .memory(let bytes, let offset):
+            let count = min(capacity, bytes.count - offset)
+            bytes.withUnsafeBytes { source in
+                UnsafeMutableRawPointer(buffer).copyMemory(from: source.baseAddress! + offset, byteCount: count)
+            }
+            body = .memory(bytes, offset: offset + count)
             bytesSent += Int64(count)
             return count
-        } catch let error as SystemError {
-            readError = error
-            return llms_curl_readfunc_abort
-        } catch {
-            return llms_curl_readfunc_abort
         }
     }
 
     /// Response bytes go to the `.partial` as they arrive.
-    func writeBody(_ buffer: UnsafeMutablePointer<CChar>, count: Int) -> Int {
+    func writeBody(_ buffer: UnsafeMutablePointer<CChar>, count: Int, now: Double) -> Int {
+        let bytes = UnsafeRawBufferPointer(start: buffer, count: count)
         do {
-            try Syscall.writeAll(partialFD, UnsafeRawBufferPointer(start: buffer, count: count), path: partialPath)
-            bytesReceived += Int64(count)
-            return count
+            try Syscall.writeAll(partialFD, bytes, path: partialPath)
         } catch let error as SystemError {
             diskError = error
             return 0  // anything but `count` makes libcurl stop with CURLE_WRITE_ERROR
         } catch {
             return 0
         }
+        bytesReceived += Int64(count)
+        if sse == nil {
+            lastContent = now
+        } else {
+            var sawData = false
+            sse!.feed(bytes) { event in
+                if case .data = event { sawData = true }
+            }
+            if sawData { lastContent = now }
+        }
+        return count
     }
 
     func receiveHeader(_ buffer: UnsafeMutablePointer<CChar>, count: Int) -> Int {

@@ -8,35 +8,53 @@ import Synchronization
 /// message and wakes the loop with `curl_multi_wakeup`.
 public final class TransferEngine: @unchecked Sendable {
     // @unchecked Sendable holds because every stored `var` below is read and written only
-    // on `thread`; the only state shared with other threads is `inbox` (a Mutex) and
-    // `multi`, whose `curl_multi_wakeup` libcurl documents as callable from any thread.
+    // on the loop's thread; the only state shared with other threads is `inbox` and
+    // `snapshotBox` (Mutexes) and `multi`, whose `curl_multi_wakeup` libcurl documents as
+    // callable from any thread.
 
     /// Settings the engine needs for each attempt.
     public struct Settings: Sendable {
         public var concurrency: Int
         public var connectTimeoutSeconds: Double
+        public var idleTimeoutSeconds: Double
         public var requestTimeoutSeconds: Double
         public var shutdownGraceSeconds: Double
+        public var cooldownAfterFailures: Int
+        public var cooldownSeconds: Double
+        public var maxRequestBytes: Int
 
-        public init(concurrency: Int, connectTimeoutSeconds: Double, requestTimeoutSeconds: Double, shutdownGraceSeconds: Double) {
-            self.concurrency = concurrency
-            self.connectTimeoutSeconds = connectTimeoutSeconds
-            self.requestTimeoutSeconds = requestTimeoutSeconds
-            self.shutdownGraceSeconds = shutdownGraceSeconds
+        public init(_ config: Config) {
+            concurrency = config.concurrency
+            connectTimeoutSeconds = config.connectTimeoutSeconds
+            idleTimeoutSeconds = config.idleTimeoutSeconds
+            requestTimeoutSeconds = config.requestTimeoutSeconds
+            shutdownGraceSeconds = config.shutdownGraceSeconds
+            cooldownAfterFailures = config.cooldownAfterFailures
+            cooldownSeconds = config.cooldownSeconds
+            maxRequestBytes = config.maxRequestBytes
         }
     }
 
-    /// What the engine hands to the rest of the daemon.
+    /// What the engine hands to the rest of the daemon. Each call must end, sooner or
+    /// later, in a `.finalized` or `.retry` event posted back.
     public struct Delegate: Sendable {
-        /// An attempt ended; the finisher must write its outcome and then post `.finalized`.
+        /// An attempt ended; the finisher writes its outcome or schedules a retry.
         public var attemptEnded: @Sendable (AttemptOutcome) -> Void
-        /// A request cannot be sent; the finisher must fail it and then post `.finalized`.
+        /// A request cannot be sent; the finisher fails it.
         public var rejected: @Sendable (_ id: String, _ requestPath: String, _ problem: RequestProblem) -> Void
+        /// A request's record says it already ended; the finisher completes its clean-up.
+        public var alreadyEnded: @Sendable (_ id: String, _ requestPath: String) -> Void
+        /// A queued or waiting request was withdrawn by deleting its file.
+        public var withdrawn: @Sendable (_ id: String) -> Void
 
         public init(attemptEnded: @escaping @Sendable (AttemptOutcome) -> Void,
-                    rejected: @escaping @Sendable (String, String, RequestProblem) -> Void) {
+                    rejected: @escaping @Sendable (String, String, RequestProblem) -> Void,
+                    alreadyEnded: @escaping @Sendable (String, String) -> Void,
+                    withdrawn: @escaping @Sendable (String) -> Void) {
             self.attemptEnded = attemptEnded
             self.rejected = rejected
+            self.alreadyEnded = alreadyEnded
+            self.withdrawn = withdrawn
         }
     }
 
@@ -45,19 +63,22 @@ public final class TransferEngine: @unchecked Sendable {
         case shutdown
     }
 
-    /// Counts for status lines and tests, readable from any thread.
+    /// Counts for status and tests, readable from any thread.
     public struct Snapshot: Sendable, Equatable {
         public var queued = 0
+        public var deferred = 0
         public var transferring = 0
-        public var known = 0
+        public var finishing = 0
     }
+
+    private static let idleSweepSeconds = 0.25
 
     private let multi: UnsafeMutableRawPointer
     private let inbox = Mutex<[Message]>([])
     private let snapshotBox = Mutex(Snapshot())
     private let finished = DispatchSemaphore(value: 0)
     private let layout: SpoolLayout
-    private let endpoint: Endpoint
+    private let endpoints: [Endpoint]
     private let settings: Settings
     private let delegate: Delegate
     private let logger: Logger
@@ -65,18 +86,24 @@ public final class TransferEngine: @unchecked Sendable {
     private var scheduler: Scheduler
     private var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
     private var transfersByID: [String: Transfer] = [:]
-    private var shutdownDeadline: Date?
+    private var shutdownDeadline: Double?
+    private var lastIdleSweep = 0.0
 
-    public init(layout: SpoolLayout, endpoint: Endpoint, settings: Settings, delegate: Delegate, logger: Logger) throws {
+    public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, delegate: Delegate, logger: Logger) throws {
         guard let multi = curl_multi_init() else { throw ConfigError("libcurl could not create a multi handle") }
         self.multi = multi
         self.layout = layout
-        self.endpoint = endpoint
+        self.endpoints = endpoints
         self.settings = settings
         self.delegate = delegate
         self.logger = logger
-        self.scheduler = Scheduler(concurrency: settings.concurrency)
-        // Our own scheduler limits concurrency; libcurl's cache keeps that many connections warm.
+        let now = Date().timeIntervalSince1970
+        self.scheduler = Scheduler(concurrency: settings.concurrency, gates: endpoints.map {
+            EndpointGate(concurrency: min($0.concurrency, settings.concurrency), requestsPerMinute: $0.requestsPerMinute,
+                         tokensPerMinute: $0.tokensPerMinute, cooldownAfterFailures: settings.cooldownAfterFailures,
+                         cooldownSeconds: settings.cooldownSeconds, now: now)
+        })
+        // Our scheduler limits concurrency; libcurl's cache keeps that many connections warm.
         _ = llms_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, settings.concurrency)
     }
 
@@ -110,6 +137,10 @@ public final class TransferEngine: @unchecked Sendable {
         finished.wait()
     }
 
+    static func monotonic() -> Double {
+        Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+    }
+
     private func run() {
         var pending: [Message] = []
         while true {
@@ -117,9 +148,13 @@ public final class TransferEngine: @unchecked Sendable {
             for message in pending { handle(message) }
             pending.removeAll(keepingCapacity: true)
 
+            let now = Date().timeIntervalSince1970
+            if let wake = scheduler.nextWake, wake <= now {
+                apply(scheduler.handle(.tick, now: now))
+            }
             if let deadline = shutdownDeadline {
                 if transfers.isEmpty { break }
-                if Date() >= deadline {
+                if TransferEngine.monotonic() >= deadline {
                     abortAll()
                     break
                 }
@@ -127,21 +162,31 @@ public final class TransferEngine: @unchecked Sendable {
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             collectCompleted()
+            sweepIdle()
             publishSnapshot()
-            var ready: Int32 = 0
-            curl_multi_poll(multi, nil, 0, 1000, &ready)
+            curl_multi_poll(multi, nil, 0, pollTimeoutMilliseconds(), nil)
         }
         publishSnapshot()
         finished.signal()
     }
 
+    /// Sleep no longer than until the next retry is due, or the next idle sweep.
+    private func pollTimeoutMilliseconds() -> Int32 {
+        var timeout = 1000.0
+        if let wake = scheduler.nextWake {
+            timeout = min(timeout, max(0, (wake - Date().timeIntervalSince1970) * 1000) + 1)
+        }
+        if !transfers.isEmpty { timeout = min(timeout, TransferEngine.idleSweepSeconds * 1000) }
+        return Int32(timeout)
+    }
+
     private func handle(_ message: Message) {
         switch message {
         case .event(let event):
-            apply(scheduler.handle(event))
+            apply(scheduler.handle(event, now: Date().timeIntervalSince1970))
         case .shutdown:
-            apply(scheduler.handle(.drain))
-            shutdownDeadline = Date().addingTimeInterval(settings.shutdownGraceSeconds)
+            apply(scheduler.handle(.drain, now: Date().timeIntervalSince1970))
+            shutdownDeadline = TransferEngine.monotonic() + settings.shutdownGraceSeconds
             if !transfers.isEmpty {
                 logger.info("waiting for transfers in flight", ["count": "\(transfers.count)", "grace_seconds": "\(settings.shutdownGraceSeconds)"])
             }
@@ -151,29 +196,53 @@ public final class TransferEngine: @unchecked Sendable {
     private func apply(_ actions: [Scheduler.Action]) {
         for action in actions {
             switch action {
-            case .start(let task):
-                begin(task)
+            case .start(let task, let endpoint):
+                begin(task, endpointIndex: endpoint)
             case .reject(let id, let path, let problem):
                 delegate.rejected(id, path, problem)
+            case .completeEnded(let id, let path):
+                delegate.alreadyEnded(id, path)
             case .cancelTransfer(let id):
                 if let transfer = transfersByID[id] { end(transfer, as: .cancelled) }
-            case .dropQueued(let id):
-                logger.info("request withdrawn before it started", id: id)
+            case .withdrawn(let id):
+                delegate.withdrawn(id)
             }
         }
     }
 
-    private func begin(_ task: TaskDescriptor) {
-        let requestFD: Int32
+    /// Ends a task that could not start; the outcome goes through the finisher like any other.
+    private func endBeforeStart(_ task: TaskDescriptor, endpointIndex: Int, _ ending: AttemptOutcome.Ending) {
+        apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: Date().timeIntervalSince1970))
+        delegate.attemptEnded(AttemptOutcome(task: task, ending: ending, partialFD: -1, startedAt: Date(), endedAt: Date(),
+                                             endpointIndex: endpointIndex, endpointName: endpoints[endpointIndex].name))
+    }
+
+    private func openBody(_ task: TaskDescriptor, endpoint: Endpoint) throws -> Transfer.Body? {
+        if let model = endpoint.model, model != task.summary.model {
+            // A model rewrite needs the body parsed; it is held in memory for this attempt.
+            guard case .success(let loaded)? = RequestFile.read(path: task.requestPath, limit: settings.maxRequestBytes),
+                  var object = JSONObject.parse(loaded.bytes) else { return nil }
+            object["model"] = model
+            return .memory(Array(try JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes])), offset: 0)
+        }
+        return .file(fd: try Syscall.open(task.requestPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK))
+    }
+
+    private func begin(_ task: TaskDescriptor, endpointIndex: Int) {
+        let endpoint = endpoints[endpointIndex]
+        let body: Transfer.Body
         do {
-            requestFD = try Syscall.open(task.requestPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+            guard let opened = try openBody(task, endpoint: endpoint) else {
+                endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
+                return
+            }
+            body = opened
         } catch let error as SystemError where error.errno == ENOENT {
-            // Finished or withdrawn since intake saw it: nothing to do.
-            apply(scheduler.handle(.transferEnded(id: task.id)))
-            apply(scheduler.handle(.finalized(id: task.id)))
+            // Finished or withdrawn since intake saw it.
+            endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
             return
         } catch {
-            apply(scheduler.handle(.transferEnded(id: task.id)))
+            apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: Date().timeIntervalSince1970))
             delegate.rejected(task.id, task.requestPath, RequestProblem(.unreadable, "cannot open the request: \(error)"))
             return
         }
@@ -182,38 +251,34 @@ public final class TransferEngine: @unchecked Sendable {
         do {
             partialFD = try Syscall.open(partialPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
         } catch let error as SystemError {
-            Syscall.close(requestFD)
-            apply(scheduler.handle(.transferEnded(id: task.id)))
-            delegate.attemptEnded(AttemptOutcome(task: task, ending: .diskError(error), partialFD: -1, headers: [:],
-                                                 bytesSent: 0, bytesReceived: 0, startedAt: Date(), endedAt: Date(),
-                                                 endpoint: endpoint.baseURL))
+            if case .file(let fd) = body { Syscall.close(fd) }
+            endBeforeStart(task, endpointIndex: endpointIndex, .diskError(error))
             return
         } catch {
-            Syscall.close(requestFD)
             return
         }
         guard let handle = curl_easy_init() else {
-            Syscall.close(requestFD)
+            if case .file(let fd) = body { Syscall.close(fd) }
             Syscall.close(partialFD)
-            try? Syscall.unlinkIfPresent(partialPath)
-            apply(scheduler.handle(.transferEnded(id: task.id)))
-            delegate.rejected(task.id, task.requestPath, RequestProblem(.unreadable, "libcurl could not create a handle"))
+            endBeforeStart(task, endpointIndex: endpointIndex, .transportError(code: 27, message: "libcurl could not create a handle"))
             return
         }
-        let transfer = Transfer(task: task, handle: handle, requestFD: requestFD, partialFD: partialFD, partialPath: partialPath)
-        configure(transfer)
+        let transfer = Transfer(task: task, endpointIndex: endpointIndex, endpointName: endpoint.name, handle: handle, body: body,
+                                partialFD: partialFD, partialPath: partialPath, now: TransferEngine.monotonic())
+        configure(transfer, endpoint: endpoint)
         transfers[handle] = transfer
         transfersByID[task.id] = transfer
         curl_multi_add_handle(multi, handle)
-        logger.debug("upload started", id: task.id, ["bytes": "\(task.summary.size)", "stream": "\(task.summary.stream)"])
+        logger.debug("upload started", id: task.id, ["endpoint": endpoint.name, "attempt": "\(task.history.attempts.count + 1)",
+                                                      "bytes": "\(transfer.bodySize)", "stream": "\(task.summary.stream)"])
     }
 
-    private func configure(_ transfer: Transfer) {
+    private func configure(_ transfer: Transfer, endpoint: Endpoint) {
         let handle = transfer.handle
         let me = Unmanaged.passUnretained(transfer).toOpaque()
         CurlHandle.set(handle, CURLOPT_URL, string: endpoint.chatCompletionsURL)
         CurlHandle.set(handle, CURLOPT_POST, 1)
-        CurlHandle.set(handle, CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(transfer.task.summary.size))
+        CurlHandle.set(handle, CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(transfer.bodySize))
         CurlHandle.set(handle, CURLOPT_NOSIGNAL, 1)
         CurlHandle.set(handle, CURLOPT_TCP_KEEPALIVE, 1)
         CurlHandle.set(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(settings.connectTimeoutSeconds * 1000))
@@ -225,7 +290,8 @@ public final class TransferEngine: @unchecked Sendable {
         })
         CurlHandle.set(handle, CURLOPT_WRITEDATA, pointer: me)
         CurlHandle.set(handle, CURLOPT_WRITEFUNCTION, callback: { buffer, size, count, context in
-            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().writeBody(buffer!, count: size * count)
+            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+                .writeBody(buffer!, count: size * count, now: TransferEngine.monotonic())
         })
         CurlHandle.set(handle, CURLOPT_HEADERDATA, pointer: me)
         CurlHandle.set(handle, CURLOPT_HEADERFUNCTION, callback: { buffer, size, count, context in
@@ -247,19 +313,34 @@ public final class TransferEngine: @unchecked Sendable {
         while let message = curl_multi_info_read(multi, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
                   let transfer = transfers[handle] else { continue }
-            let code = llms_curlmsg_result(message)
-            let ending: AttemptOutcome.Ending
-            if let diskError = transfer.diskError {
-                ending = .diskError(diskError)
-            } else if code == CURLE_OK {
-                ending = .response(status: CurlHandle.responseCode(handle))
-            } else {
-                var text = String(cString: transfer.errorBuffer)
-                if text.isEmpty { text = String(cString: curl_easy_strerror(code)) }
-                if let readError = transfer.readError { text += " (reading the request: \(readError))" }
-                ending = .transportError(code: Int32(code.rawValue), message: text)
-            }
-            end(transfer, as: ending)
+            end(transfer, as: TransferEngine.ending(of: transfer, code: llms_curlmsg_result(message)))
+        }
+    }
+
+    static func ending(of transfer: Transfer, code: CURLcode) -> AttemptOutcome.Ending {
+        if let diskError = transfer.diskError { return .diskError(diskError) }
+        if code == CURLE_OK { return .response(status: CurlHandle.responseCode(transfer.handle)) }
+        var text = String(cString: transfer.errorBuffer)
+        if text.isEmpty { text = String(cString: curl_easy_strerror(code)) }
+        if let readError = transfer.readError { text += " (reading the request: \(readError))" }
+        if code == CURLE_OPERATION_TIMEDOUT {
+            let connecting = text.hasPrefix("Connection time") || text.hasPrefix("Resolving time") || text.contains("connect")
+            return .timedOut(connecting ? .connect : .total, message: text)
+        }
+        return .transportError(code: Int32(code.rawValue), message: text)
+    }
+
+    /// Ends every attempt that has gone `idle_timeout_seconds` without content.
+    private func sweepIdle() {
+        let now = TransferEngine.monotonic()
+        guard now - lastIdleSweep >= TransferEngine.idleSweepSeconds else { return }
+        lastIdleSweep = now
+        let limit = settings.idleTimeoutSeconds
+        let stalled = transfers.values.filter { now - $0.lastContent > limit }
+        for transfer in stalled {
+            let message = String(format: "no content for %.1f s (idle_timeout_seconds %g); %lld bytes had arrived",
+                                 now - transfer.lastContent, limit, transfer.bytesReceived)
+            end(transfer, as: .timedOut(.idle, message: message))
         }
     }
 
@@ -269,14 +350,16 @@ public final class TransferEngine: @unchecked Sendable {
         curl_multi_remove_handle(multi, handle)
         curl_easy_cleanup(handle)
         curl_slist_free_all(transfer.headerList)
-        Syscall.close(transfer.requestFD)
+        transfer.closeBody()
         transfers[handle] = nil
         transfersByID[transfer.task.id] = nil
-        apply(scheduler.handle(.transferEnded(id: transfer.task.id)))
+        let now = Date()
+        let feedback = EndpointFeedback.from(ending, headers: transfer.headers, now: now)
+        apply(scheduler.handle(.transferEnded(id: transfer.task.id, feedback: feedback), now: now.timeIntervalSince1970))
         delegate.attemptEnded(AttemptOutcome(
             task: transfer.task, ending: ending, partialFD: transfer.partialFD, headers: transfer.headers,
             bytesSent: transfer.bytesSent, bytesReceived: transfer.bytesReceived,
-            startedAt: transfer.startedAt, endedAt: Date(), endpoint: endpoint.baseURL))
+            startedAt: transfer.startedAt, endedAt: now, endpointIndex: transfer.endpointIndex, endpointName: transfer.endpointName))
     }
 
     /// At the end of the grace period: stop what is still running. Requests stay in
@@ -287,7 +370,7 @@ public final class TransferEngine: @unchecked Sendable {
             curl_multi_remove_handle(multi, handle)
             curl_easy_cleanup(handle)
             curl_slist_free_all(transfer.headerList)
-            Syscall.close(transfer.requestFD)
+            transfer.closeBody()
             Syscall.close(transfer.partialFD)
             try? Syscall.unlinkIfPresent(transfer.partialPath)
             logger.info("transfer stopped by shutdown; it will restart on the next run", id: transfer.task.id)
@@ -297,7 +380,8 @@ public final class TransferEngine: @unchecked Sendable {
     }
 
     private func publishSnapshot() {
-        let current = Snapshot(queued: scheduler.queuedCount, transferring: scheduler.transferring, known: scheduler.states.count)
+        let counts = scheduler.counts
+        let current = Snapshot(queued: counts.queued, deferred: counts.deferred, transferring: counts.transferring, finishing: counts.finishing)
         snapshotBox.withLock { $0 = current }
     }
 }

@@ -163,14 +163,33 @@ public final class Watcher: @unchecked Sendable {
                 return  // gone already
             case .failure(let problem)?:
                 delegate.found(.invalid(id: id, requestPath: path, problem: problem))
-            case .success(let bytes)?:
-                switch RequestValidator.validate(bytes) {
-                case .success(let summary):
-                    delegate.found(.valid(TaskDescriptor(id: id, requestPath: path, summary: summary)))
-                case .failure(let problem):
-                    delegate.found(.invalid(id: id, requestPath: path, problem: problem))
-                }
+            case .success(let loaded)?:
+                delegate.found(Watcher.intake(id: id, path: path, loaded: loaded, layout: layout))
             }
+        }
+    }
+
+    /// What a readable request amounts to: a task (new, or resumed from its record), a
+    /// task that already ended before a restart, or an invalid request.
+    static func intake(id: String, path: String, loaded: RequestFile.Loaded, layout: SpoolLayout) -> Intake {
+        let record = TaskRecord.load(layout, id: id)
+        var history = TaskHistory(firstSeen: Date())
+        if let record {
+            let resultInode = (try? Syscall.lstat(layout.result(id))).map { UInt64($0.st_ino) }
+            switch Recovery.decide(record: record, identity: loaded.identity, resultInode: resultInode) {
+            case .alreadyEnded:
+                return .alreadyEnded(id: id, requestPath: path)
+            case .resume(let saved):
+                history = saved
+            case .fresh:
+                break
+            }
+        }
+        switch RequestValidator.validate(loaded.bytes) {
+        case .success(let summary):
+            return .valid(TaskDescriptor(id: id, requestPath: path, summary: summary, identity: loaded.identity, history: history))
+        case .failure(let problem):
+            return .invalid(id: id, requestPath: path, problem: problem)
         }
     }
 }

@@ -1,0 +1,190 @@
+import Foundation
+import Glibc
+
+/// The persisted state of one task, `state/<id>.json`: its attempts (so that the attempt
+/// count and the next-attempt time survive a restart) and the commit point of its outcome.
+///
+/// The finisher writes the record with the final status *before* it publishes the outcome,
+/// so a daemon that dies half-way through publishing finds, on restart, a request whose
+/// record says it already ended, and completes the clean-up instead of running it again:
+/// - `done` with `result_inode` equal to the inode of `incoming/<id>.json`: remove the request.
+/// - `failed`: write the error record it carries if missing, move the request to `failed`.
+/// A record whose `request` identity differs from the file in `outgoing` belongs to an
+/// earlier request of the same name and is ignored. Whoever moves a failed request back to
+/// `outgoing` (the `retry` command) removes its record first.
+public struct TaskRecord: Sendable, Equatable {
+    public enum Status: String, Sendable {
+        case active, done, failed, cancelled
+    }
+
+    public var id: String
+    public var status: Status
+    public var request: FileIdentity?
+    public var history: TaskHistory
+    /// The endpoint that answered, for a done task.
+    public var endpoint: String?
+    /// Token counts from the answer's `usage`.
+    public var usage: [String: Int]?
+    /// The inode of the published result, for a done task.
+    public var resultInode: UInt64?
+    /// The error record to publish, for a failed task.
+    public var errorRecord: [UInt8]?
+
+    public init(id: String, status: Status, request: FileIdentity?, history: TaskHistory, endpoint: String? = nil,
+                usage: [String: Int]? = nil, resultInode: UInt64? = nil, errorRecord: [UInt8]? = nil) {
+        self.id = id
+        self.status = status
+        self.request = request
+        self.history = history
+        self.endpoint = endpoint
+        self.usage = usage
+        self.resultInode = resultInode
+        self.errorRecord = errorRecord
+    }
+
+    public func encoded() -> [UInt8] {
+        var object: [String: Any] = [
+            "id": id,
+            "status": status.rawValue,
+            "first_seen": Timestamp.string(history.firstSeen),
+            "attempts": history.attempts.map(TaskRecord.encode),
+            "preferred_endpoint": history.preferredEndpoint,
+            "updated_at": Timestamp.string(Date()),
+        ]
+        if let request {
+            object["request"] = ["device": request.device, "inode": request.inode, "size": request.size, "mtime_ns": request.modifiedNanoseconds]
+        }
+        if let notBefore = history.notBefore { object["next_attempt_at"] = Timestamp.string(notBefore) }
+        if let endpoint { object["endpoint"] = endpoint }
+        if let usage { object["usage"] = usage }
+        if let resultInode { object["result_inode"] = resultInode }
+        if let errorRecord { object["error_record"] = JSONObject.embeddable(errorRecord) }
+        return JSONObject.encode(object)
+    }
+
+    public static func decode(_ bytes: [UInt8]) -> TaskRecord? {
+        guard let object = JSONObject.parse(bytes),
+              let id = object["id"] as? String,
+              let status = (object["status"] as? String).flatMap(Status.init(rawValue:)),
+              let firstSeen = (object["first_seen"] as? String).flatMap(Timestamp.date) else { return nil }
+        var request: FileIdentity?
+        if let identity = object["request"] as? [String: Any],
+           let device = (identity["device"] as? NSNumber)?.uint64Value,
+           let inode = (identity["inode"] as? NSNumber)?.uint64Value,
+           let size = (identity["size"] as? NSNumber)?.int64Value,
+           let modified = (identity["mtime_ns"] as? NSNumber)?.int64Value {
+            request = FileIdentity(device: device, inode: inode, size: size, modifiedNanoseconds: modified)
+        }
+        let attempts = (object["attempts"] as? [Any] ?? []).compactMap { ($0 as? [String: Any]).flatMap(decodeAttempt) }
+        let history = TaskHistory(firstSeen: firstSeen, attempts: attempts,
+                                  notBefore: (object["next_attempt_at"] as? String).flatMap(Timestamp.date),
+                                  preferredEndpoint: object["preferred_endpoint"] as? Int ?? 0)
+        var errorRecord: [UInt8]?
+        if let embedded = object["error_record"] {
+            errorRecord = JSONObject.encode(embedded)
+        }
+        return TaskRecord(id: id, status: status, request: request, history: history,
+                          endpoint: object["endpoint"] as? String, usage: object["usage"] as? [String: Int],
+                          resultInode: (object["result_inode"] as? NSNumber)?.uint64Value, errorRecord: errorRecord)
+    }
+
+    /// The record of `id`, or nil when there is none or it cannot be read (then the task
+    /// simply starts afresh).
+    public static func load(_ layout: SpoolLayout, id: String) -> TaskRecord? {
+        guard let bytes = try? FileReader.prefix(path: layout.taskRecord(id), limit: 16 << 20) else { return nil }
+        return decode(bytes)
+    }
+
+    /// Writes the record by rename. `durable` adds the fsyncs that make it a commit point.
+    public func write(_ layout: SpoolLayout, durable: Bool) throws {
+        let path = layout.taskRecord(id)
+        if durable {
+            try DurableFile.write(encoded(), to: path)
+        } else {
+            let temporary = SpoolLayout.temporary(for: path)
+            let fd = try Syscall.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
+            defer { Syscall.close(fd) }
+            try Syscall.writeAll(fd, encoded(), path: temporary)
+            try Syscall.rename(temporary, path)
+        }
+    }
+
+    static func encode(_ attempt: AttemptEntry) -> [String: Any] {
+        var entry: [String: Any] = [
+            "started_at": Timestamp.string(attempt.startedAt),
+            "ended_at": Timestamp.string(attempt.endedAt),
+            "endpoint": attempt.endpoint,
+            "outcome": attempt.outcome,
+            "bytes_sent": attempt.bytesSent,
+            "bytes_received": attempt.bytesReceived,
+        ]
+        if let message = attempt.message { entry["message"] = message }
+        if let status = attempt.httpStatus { entry["http_status"] = status }
+        if let timer = attempt.timer { entry["timer"] = timer }
+        return entry
+    }
+
+    static func decodeAttempt(_ entry: [String: Any]) -> AttemptEntry? {
+        guard let started = (entry["started_at"] as? String).flatMap(Timestamp.date),
+              let ended = (entry["ended_at"] as? String).flatMap(Timestamp.date),
+              let endpoint = entry["endpoint"] as? String, let outcome = entry["outcome"] as? String else { return nil }
+        return AttemptEntry(startedAt: started, endedAt: ended, endpoint: endpoint, outcome: outcome,
+                            message: entry["message"] as? String, httpStatus: entry["http_status"] as? Int,
+                            timer: entry["timer"] as? String,
+                            bytesSent: (entry["bytes_sent"] as? NSNumber)?.int64Value ?? 0,
+                            bytesReceived: (entry["bytes_received"] as? NSNumber)?.int64Value ?? 0)
+    }
+}
+
+/// What a restart should do with a request, given its record. Pure.
+public enum Recovery {
+    public enum Decision: Sendable, Equatable {
+        case fresh
+        case resume(TaskHistory)
+        case alreadyEnded
+    }
+
+    public static func decide(record: TaskRecord?, identity: FileIdentity?, resultInode: UInt64?) -> Decision {
+        guard let record, let identity, record.request == identity else { return .fresh }
+        switch record.status {
+        case .active:
+            return .resume(record.history)
+        case .done:
+            if let published = record.resultInode, published == resultInode { return .alreadyEnded }
+            return .fresh
+        case .failed:
+            return .alreadyEnded
+        case .cancelled:
+            return .fresh
+        }
+    }
+}
+
+/// RFC 3339 timestamps with milliseconds, as every record writes them.
+public enum Timestamp {
+    nonisolated(unsafe) private static let formatter: ISO8601DateFormatter = {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter
+    }()
+    private static let lock = NSLock()
+
+    public static func string(_ date: Date) -> String {
+        lock.lock()
+        defer { lock.unlock() }
+        return formatter.string(from: date)
+    }
+
+    public static func date(_ text: String) -> Date? {
+        lock.lock()
+        defer { lock.unlock() }
+        return formatter.date(from: text)
+    }
+}
+
+extension FileIdentity {
+    init(_ info: stat) {
+        self.init(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int64(info.st_size),
+                  modifiedNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+    }
+}
