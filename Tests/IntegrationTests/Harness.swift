@@ -58,7 +58,9 @@ final class Harness: @unchecked Sendable {
     /// Starts `llmspool run` against the stub, with a key in its environment that must
     /// never reach a file.
     func startDaemon(config: [String: Any] = [:], arguments: [String] = []) throws {
-        var settings: [String: Any] = ["spool": layout.root, "base_url": stubURL, "log_level": "debug", "rescan_interval_seconds": 60]
+        // Fast retries and no cool-down unless a test asks: each test sees its own rules.
+        var settings: [String: Any] = ["spool": layout.root, "base_url": stubURL, "log_level": "debug", "rescan_interval_seconds": 60,
+                                       "retry_initial_seconds": 0.05, "cooldown_after_failures": 1000]
         settings.merge(config) { $1 }
         let configPath = root + "/config.json"
         try DurableFile.write(Array(try JSONSerialization.data(withJSONObject: settings)), to: configPath)
@@ -133,6 +135,25 @@ final class Harness: @unchecked Sendable {
 
     static func content(of result: [String: Any]) -> String? {
         ((result["choices"] as? [[String: Any]])?.first?["message"] as? [String: Any])?["content"] as? String
+    }
+
+    /// What the stub saw: one entry per request that reached it, in order.
+    func stubArrivals() throws -> [(prompt: String, attempt: Int, at: Double)] {
+        guard let port = UInt16(stubURL.split(separator: ":").last?.split(separator: "/").first ?? "") else {
+            throw HarnessError("no port in \(stubURL)")
+        }
+        let data = try LoopbackGet.body(port: port, path: "/stub/requests")
+        guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let entries = object["requests"] as? [[String: Any]] else { throw HarnessError("bad /stub/requests answer") }
+        return entries.map { ($0["prompt"] as? String ?? "", $0["attempt"] as? Int ?? 0, $0["at"] as? Double ?? 0) }
+    }
+
+    func arrivals(of prompt: String) throws -> [Double] {
+        try stubArrivals().filter { $0.prompt == prompt }.map(\.at)
+    }
+
+    func record(_ id: String) throws -> [String: Any] {
+        try json(layout.taskRecord(id))
     }
 
     /// Every file under the harness folder whose bytes contain the test key.

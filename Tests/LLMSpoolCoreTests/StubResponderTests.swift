@@ -13,7 +13,7 @@ import Testing
         let request: [String: Any] = ["model": "m", "messages": [["role": "user", "content": "héllo"]]]
         let plain = responder.respond(method: "POST", path: "/v1/chat/completions", body: body(request))
         #expect(plain.status == 200)
-        let plainObject = try #require(JSONObject.parse(plain.pieces.joined().map { $0 }))
+        let plainObject = try #require(JSONObject.parse(plain.body))
         let expected = StubAnswer.content(prompt: "héllo", tokens: 5)
         #expect(expected == "Echo: héllo tök1 tök2 tök3 tök4")
         let plainMessage = ((plainObject["choices"] as? [[String: Any]])?.first?["message"] as? [String: Any])?["content"] as? String
@@ -22,10 +22,10 @@ import Testing
         var streamed = request
         streamed["stream"] = true
         let stream = responder.respond(method: "POST", path: "/v1/chat/completions", body: body(streamed))
-        #expect(stream.contentType == "text/event-stream")
+        #expect(stream.headers.contains { $0 == ("Content-Type", "text/event-stream") })
         var parser = SSEParser()
         var assembler = StreamAssembler()
-        parser.feed(stream.pieces.joined()) { assembler.consume($0) }
+        parser.feed(stream.body) { assembler.consume($0) }
         parser.finish { assembler.consume($0) }
         #expect(assembler.sawDone)
         guard case .complete(let bytes) = assembler.verdict() else {
@@ -42,7 +42,7 @@ import Testing
         let request: [String: Any] = ["model": "m", "messages": [], "stub": ["status": 503, "tokens": 2]]
         let answer = responder.respond(method: "POST", path: "/v1/chat/completions", body: body(request))
         #expect(answer.status == 503)
-        let object = try #require(JSONObject.parse(answer.pieces.joined().map { $0 }))
+        let object = try #require(JSONObject.parse(answer.body))
         #expect(ProviderError.message(in: object)?.contains("503") == true)
         #expect(StubDirectives().overridden(by: ["stub": ["tokens": 2, "token_delay_ms": 7]]) == StubDirectives(tokens: 2, tokenDelayMs: 7))
     }
@@ -52,5 +52,60 @@ import Testing
         #expect(responder.respond(method: "GET", path: "/v1/chat/completions", body: []).status == 405)
         #expect(responder.respond(method: "POST", path: "/v1/embeddings", body: []).status == 404)
         #expect(responder.respond(method: "GET", path: "/healthz", body: []).status == 200)
+    }
+}
+
+@Suite struct StubFaultTests {
+    let responder = StubResponder(defaults: StubDirectives(tokens: 4))
+
+    func request(stream: Bool, faults: [[String: Any]]) -> [UInt8] {
+        let object: [String: Any] = ["model": "m", "stream": stream, "messages": [["role": "user", "content": "x"]], "stub": ["faults": faults]]
+        return Array(try! JSONSerialization.data(withJSONObject: object))
+    }
+
+    func verdict(_ response: StubResponder.Response) -> StreamVerdict {
+        var parser = SSEParser()
+        var assembler = StreamAssembler()
+        parser.feed(response.body) { assembler.consume($0) }
+        parser.finish { assembler.consume($0) }
+        return assembler.verdict()
+    }
+
+    @Test func faultsApplyToTheirAttemptOnly() {
+        let body = request(stream: false, faults: [["status": 429, "retry_after": 3], ["status": 503, "retry_after_ms": "1500", "x_should_retry": "true"]])
+        let first = responder.respond(method: "POST", path: "/v1/chat/completions", body: body, attempt: 1)
+        #expect(first.status == 429)
+        #expect(first.headers.contains { $0 == ("Retry-After", "3") })
+        let second = responder.respond(method: "POST", path: "/v1/chat/completions", body: body, attempt: 2)
+        #expect(second.status == 503)
+        #expect(second.headers.contains { $0 == ("retry-after-ms", "1500") })
+        #expect(second.headers.contains { $0 == ("x-should-retry", "true") })
+        #expect(responder.respond(method: "POST", path: "/v1/chat/completions", body: body, attempt: 3).status == 200)
+    }
+
+    @Test func streamFaultsBreakTheStreamAsAsked() {
+        let cut = responder.respond(method: "POST", path: "/v1/chat/completions", body: request(stream: true, faults: [["cut_after": 2]]))
+        #expect(cut.abortAtEnd)
+        #expect(cut.pieces.count == 2)
+        let truncated = responder.respond(method: "POST", path: "/v1/chat/completions", body: request(stream: true, faults: [["truncate_after": 3]]))
+        #expect(!truncated.abortAtEnd)
+        guard case .incomplete = verdict(truncated) else {
+            Issue.record("a truncated stream must be incomplete")
+            return
+        }
+        let erroring = responder.respond(method: "POST", path: "/v1/chat/completions", body: request(stream: true, faults: [["error_in_stream": true]]))
+        guard case .providerError(let message, _) = verdict(erroring) else {
+            Issue.record("an error event must be a provider error")
+            return
+        }
+        #expect(message.contains("inside the stream"))
+        let stalled = responder.respond(method: "POST", path: "/v1/chat/completions", body: request(stream: true, faults: [["stall_ms": 1000, "keepalive_ms": 250]]))
+        let comments = stalled.pieces.filter { $0.bytes.first == UInt8(ascii: ":") }
+        #expect(comments.count == 4)
+        #expect(comments.allSatisfy { $0.delayMs == 250 })
+        guard case .complete = verdict(stalled) else {
+            Issue.record("a stall ends in a whole answer when nobody gives up")
+            return
+        }
     }
 }

@@ -1,15 +1,24 @@
 import Foundation
 
-/// The HTTP-free half of the stub: a request body in, a response (status, content type,
-/// body pieces with delays) out.
+/// The HTTP-free half of the stub: a request body and its attempt number in, a response
+/// (status, headers, pieces with delays, how it ends) out.
 public struct StubResponder: Sendable {
-    /// One response; `pieces` are sent in order, each after its delay.
+    /// One piece of a response body, sent after its delay.
+    public struct Piece: Sendable {
+        public var bytes: [UInt8]
+        public var delayMs: Int
+    }
+
+    /// One response.
     public struct Response: Sendable {
         public var status: Int
-        public var contentType: String
+        public var headers: [(String, String)]
         public var latencyMs: Int
-        public var pieceDelayMs: Int
-        public var pieces: [[UInt8]]
+        public var pieces: [Piece]
+        /// Drop the connection after the last piece instead of ending the body.
+        public var abortAtEnd = false
+
+        public var body: [UInt8] { pieces.flatMap(\.bytes) }
     }
 
     public static let created = 1_700_000_000
@@ -20,57 +29,91 @@ public struct StubResponder: Sendable {
         self.defaults = defaults
     }
 
-    public func respond(method: String, path: String, body: [UInt8]) -> Response {
+    /// `attempt` counts from 1 for each distinct request body.
+    public func respond(method: String, path: String, body: [UInt8], attempt: Int = 1) -> Response {
         if method == "GET" && path == "/healthz" {
-            return Response(status: 200, contentType: "text/plain", latencyMs: 0, pieceDelayMs: 0, pieces: [Array("ok\n".utf8)])
+            return Response(status: 200, headers: [("Content-Type", "text/plain")], latencyMs: 0, pieces: [Piece(bytes: Array("ok\n".utf8), delayMs: 0)])
         }
         guard path.hasSuffix("/chat/completions") else {
-            return error(404, "no route for \(method) \(path)", latency: 0)
+            return error(404, "no route for \(method) \(path)")
         }
-        guard method == "POST" else { return error(405, "use POST", latency: 0) }
+        guard method == "POST" else { return error(405, "use POST") }
         guard let request = JSONObject.parse(body) else {
-            return error(400, "the request body is not a JSON object", latency: 0)
+            return error(400, "the request body is not a JSON object")
         }
         let directives = defaults.overridden(by: request)
+        let fault = attempt <= directives.faults.count ? directives.faults[attempt - 1] : nil
+        if let fault, let status = fault.status {
+            var response = error(status, "stub answered \(status) as asked (attempt \(attempt))", latency: fault.headerDelayMs)
+            if let value = fault.retryAfter { response.headers.append(("Retry-After", value)) }
+            if let value = fault.retryAfterMs { response.headers.append(("retry-after-ms", value)) }
+            if let value = fault.shouldRetry { response.headers.append(("x-should-retry", value)) }
+            return response
+        }
         guard directives.status == 200 else {
             return error(directives.status, "stub answered \(directives.status) as asked", latency: directives.latencyMs)
         }
+        let latency = directives.latencyMs + (fault?.headerDelayMs ?? 0)
         let model = (request["model"] as? String) ?? "stub"
-        let pieces = StubAnswer.pieces(prompt: StubAnswer.prompt(of: request), tokens: directives.tokens)
+        let words = StubAnswer.pieces(prompt: StubAnswer.prompt(of: request), tokens: directives.tokens)
         let id = "chatcmpl-stub-\(StubResponder.fingerprint(body))"
         let promptTokens = body.count / 4 + 1
-        let usage: [String: Any] = ["prompt_tokens": promptTokens, "completion_tokens": pieces.count, "total_tokens": promptTokens + pieces.count]
-        let stream = (request["stream"] as? Bool) == true && JSONKind.isBool(request["stream"]!)
+        let usage: [String: Any] = ["prompt_tokens": promptTokens, "completion_tokens": words.count, "total_tokens": promptTokens + words.count]
+        let stream = request["stream"].map { JSONKind.isBool($0) && ($0 as? Bool) == true } ?? false
         if !stream {
             let object: [String: Any] = [
                 "id": id, "object": "chat.completion", "created": StubResponder.created, "model": model,
-                "choices": [["index": 0, "message": ["role": "assistant", "content": pieces.joined()], "finish_reason": "stop"]],
+                "choices": [["index": 0, "message": ["role": "assistant", "content": words.joined()], "finish_reason": "stop"]],
                 "usage": usage,
             ]
-            return Response(status: 200, contentType: "application/json", latencyMs: directives.latencyMs,
-                            pieceDelayMs: 0, pieces: [StubResponder.json(object)])
+            var pieces = [Piece(bytes: StubResponder.json(object), delayMs: 0)]
+            var abort = false
+            if let cut = fault?.cutAfter ?? fault?.truncateAfter {
+                // A plain answer cut short: half of it, then the end.
+                let whole = pieces[0].bytes
+                pieces = [Piece(bytes: Array(whole.prefix(min(whole.count / 2, max(cut, 1) * 8))), delayMs: 0)]
+                abort = fault?.cutAfter != nil
+            }
+            return Response(status: 200, headers: [("Content-Type", "application/json")], latencyMs: latency, pieces: pieces, abortAtEnd: abort)
         }
-        func chunk(_ choices: [[String: Any]], usage: Any? = nil) -> [UInt8] {
+        func event(_ choices: [[String: Any]], usage: Any? = nil) -> [UInt8] {
             var object: [String: Any] = ["id": id, "object": "chat.completion.chunk", "created": StubResponder.created, "model": model, "choices": choices]
             if let usage { object["usage"] = usage }
             return Array("data: ".utf8) + StubResponder.json(object) + Array("\n\n".utf8)
         }
-        var events: [[UInt8]] = [chunk([["index": 0, "delta": ["role": "assistant", "content": ""], "finish_reason": NSNull()]])]
-        for piece in pieces {
-            events.append(chunk([["index": 0, "delta": ["content": piece], "finish_reason": NSNull()]]))
+        let delay = directives.tokenDelayMs
+        var pieces = [Piece(bytes: event([["index": 0, "delta": ["role": "assistant", "content": ""], "finish_reason": NSNull()]]), delayMs: 0)]
+        if let fault, fault.stallMs > 0 {
+            for _ in 0..<max(1, fault.stallMs / fault.keepaliveMs) {
+                pieces.append(Piece(bytes: Array(": keep-alive\n\n".utf8), delayMs: fault.keepaliveMs))
+            }
         }
-        events.append(chunk([["index": 0, "delta": [String: Any](), "finish_reason": "stop"]]))
+        for (index, word) in words.enumerated() {
+            pieces.append(Piece(bytes: event([["index": 0, "delta": ["content": word], "finish_reason": NSNull()]]), delayMs: delay))
+            if index == 0, fault?.errorInStream == true {
+                pieces.append(Piece(bytes: Array(#"data: {"error":{"message":"stub error inside the stream","type":"server_error","code":503}}"#.utf8) + Array("\n\n".utf8), delayMs: 0))
+            }
+        }
+        pieces.append(Piece(bytes: event([["index": 0, "delta": [String: Any](), "finish_reason": "stop"]]), delayMs: delay))
         if let options = request["stream_options"] as? [String: Any], (options["include_usage"] as? Bool) == true {
-            events.append(chunk([], usage: usage))
+            pieces.append(Piece(bytes: event([], usage: usage), delayMs: 0))
         }
-        events.append(Array("data: [DONE]\n\n".utf8))
-        return Response(status: 200, contentType: "text/event-stream", latencyMs: directives.latencyMs,
-                        pieceDelayMs: directives.tokenDelayMs, pieces: events)
+        pieces.append(Piece(bytes: Array("data: [DONE]\n\n".utf8), delayMs: 0))
+        var abort = false
+        if let cut = fault?.cutAfter {
+            pieces = Array(pieces.prefix(max(1, cut)))
+            abort = true
+        } else if let cut = fault?.truncateAfter {
+            pieces = Array(pieces.prefix(max(1, cut)))
+        }
+        return Response(status: 200, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")],
+                        latencyMs: latency, pieces: pieces, abortAtEnd: abort)
     }
 
-    private func error(_ status: Int, _ message: String, latency: Int) -> Response {
+    private func error(_ status: Int, _ message: String, latency: Int = 0) -> Response {
         let object: [String: Any] = ["error": ["message": message, "type": "stub_error", "code": status]]
-        return Response(status: status, contentType: "application/json", latencyMs: latency, pieceDelayMs: 0, pieces: [StubResponder.json(object)])
+        return Response(status: status, headers: [("Content-Type", "application/json")], latencyMs: latency,
+                        pieces: [Piece(bytes: StubResponder.json(object), delayMs: 0)])
     }
 
     static func json(_ object: Any) -> [UInt8] {
@@ -78,7 +121,7 @@ public struct StubResponder: Sendable {
     }
 
     /// FNV-1a of the body: a stable id for a stable request.
-    static func fingerprint(_ bytes: [UInt8]) -> String {
+    public static func fingerprint(_ bytes: [UInt8]) -> String {
         var hash: UInt64 = 0xcbf29ce484222325
         for byte in bytes {
             hash ^= UInt64(byte)

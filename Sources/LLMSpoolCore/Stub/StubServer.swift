@@ -1,14 +1,29 @@
 import CMicroHTTPD
 import Foundation
 import Glibc
+import Synchronization
 
 /// The bundled OpenAI-compatible endpoint, on 127.0.0.1 over libmicrohttpd. It serves the
-/// tests, the benchmarks and the demo; `StubResponder` decides every answer.
+/// tests, the benchmarks and the demo; `StubResponder` decides every answer. It counts the
+/// attempts of each distinct request body (for fault injection) and keeps a log of what
+/// arrived when, served at `GET /stub/requests`.
 public final class StubServer: @unchecked Sendable {
     // @unchecked Sendable holds because `daemon` is written once in init and only read
-    // after; libmicrohttpd serialises its own callbacks per connection.
+    // after (stop() runs once, from the owner); `attempts` and `log` are Mutexes.
+
+    /// One request as the stub saw it.
+    public struct Arrival: Sendable {
+        public let key: String
+        public let attempt: Int
+        public let at: Double
+        public let prompt: String
+    }
+
+    static let logLimit = 200_000
 
     private let responder: StubResponder
+    private let attempts = Mutex<[String: Int]>([:])
+    private let log = Mutex<[Arrival]>([])
     private var daemon: OpaquePointer?
     public private(set) var port: UInt16 = 0
 
@@ -38,33 +53,63 @@ public final class StubServer: @unchecked Sendable {
         }
     }
 
+    public var arrivals: [Arrival] { log.withLock { $0 } }
+
+    /// Counts the attempt and logs the arrival; returns the attempt number.
+    func record(_ body: [UInt8]) -> Int {
+        let key = StubResponder.fingerprint(body)
+        let attempt = attempts.withLock { counts -> Int in
+            counts[key, default: 0] += 1
+            return counts[key]!
+        }
+        let prompt = JSONObject.parse(body).map(StubAnswer.prompt(of:)) ?? ""
+        let arrival = Arrival(key: key, attempt: attempt, at: Date().timeIntervalSince1970, prompt: prompt)
+        log.withLock { entries in
+            if entries.count >= StubServer.logLimit { entries.removeFirst(entries.count / 2) }
+            entries.append(arrival)
+        }
+        return attempt
+    }
+
+    func respond(method: String, path: String, body: [UInt8]) -> StubResponder.Response {
+        if method == "GET" && path == "/stub/requests" {
+            let entries = arrivals.map { ["key": $0.key, "attempt": $0.attempt, "at": $0.at, "prompt": $0.prompt] as [String: Any] }
+            return StubResponder.Response(status: 200, headers: [("Content-Type", "application/json")], latencyMs: 0,
+                                          pieces: [.init(bytes: StubResponder.json(["requests": entries]), delayMs: 0)])
+        }
+        let attempt = method == "POST" ? record(body) : 1
+        return responder.respond(method: method, path: path, body: body, attempt: attempt)
+    }
+
     /// The request body as it arrives, one per connection.
     final class Exchange {
         var body: [UInt8] = []
     }
 
-    /// Feeds one response's pieces to libmicrohttpd, sleeping between them.
+    /// Feeds one response's pieces to libmicrohttpd, sleeping before each as asked.
     final class PieceReader {
-        let pieces: [[UInt8]]
-        let delayMs: Int
+        let pieces: [StubResponder.Piece]
+        let abortAtEnd: Bool
         var index = 0
         var offset = 0
 
-        init(pieces: [[UInt8]], delayMs: Int) {
-            self.pieces = pieces
-            self.delayMs = delayMs
+        init(_ response: StubResponder.Response) {
+            pieces = response.pieces
+            abortAtEnd = response.abortAtEnd
         }
 
         func read(into buffer: UnsafeMutablePointer<CChar>, max: Int) -> Int {
-            guard index < pieces.count else { return llms_mhd_content_end_of_stream }
-            if offset == 0 && index > 0 && delayMs > 0 { usleep(UInt32(delayMs) * 1000) }
+            guard index < pieces.count else {
+                return abortAtEnd ? llms_mhd_content_end_with_error : llms_mhd_content_end_of_stream
+            }
             let piece = pieces[index]
-            let count = min(max, piece.count - offset)
-            piece.withUnsafeBytes { bytes in
+            if offset == 0 && piece.delayMs > 0 { usleep(UInt32(piece.delayMs) * 1000) }
+            let count = min(max, piece.bytes.count - offset)
+            piece.bytes.withUnsafeBytes { bytes in
                 UnsafeMutableRawPointer(buffer).copyMemory(from: bytes.baseAddress! + offset, byteCount: count)
             }
             offset += count
-            if offset == piece.count {
+            if offset == piece.bytes.count {
                 index += 1
                 offset = 0
             }
@@ -87,11 +132,11 @@ public final class StubServer: @unchecked Sendable {
             return llms_mhd_yes
         }
         let server = Unmanaged<StubServer>.fromOpaque(cls).takeUnretainedValue()
-        let answer = server.responder.respond(method: method.map { String(cString: $0) } ?? "",
-                                              path: url.map { String(cString: $0) } ?? "",
-                                              body: exchange.body)
+        let answer = server.respond(method: method.map { String(cString: $0) } ?? "",
+                                    path: url.map { String(cString: $0) } ?? "",
+                                    body: exchange.body)
         if answer.latencyMs > 0 { usleep(UInt32(answer.latencyMs) * 1000) }
-        let reader = PieceReader(pieces: answer.pieces, delayMs: answer.pieceDelayMs)
+        let reader = PieceReader(answer)
         let response = MHD_create_response_from_callback(
             llms_mhd_size_unknown, 16 * 1024,
             { context, _, buffer, max in
@@ -100,7 +145,9 @@ public final class StubServer: @unchecked Sendable {
             Unmanaged.passRetained(reader).toOpaque(),
             { context in Unmanaged<PieceReader>.fromOpaque(context!).release() })
         guard let response else { return llms_mhd_no }
-        _ = MHD_add_response_header(response, "Content-Type", answer.contentType)
+        for (name, value) in answer.headers {
+            _ = MHD_add_response_header(response, name, value)
+        }
         let queued = MHD_queue_response(connection, UInt32(answer.status), response)
         MHD_destroy_response(response)
         return queued

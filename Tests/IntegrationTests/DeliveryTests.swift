@@ -1,0 +1,131 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+import Testing
+
+/// Delivery against a misbehaving endpoint, over real sockets: the stub injects each fault
+/// for the first attempts of a request and logs when each attempt arrived.
+@Suite(.serialized) struct DeliveryTests {
+    func waitForResult(_ harness: Harness, _ id: String, timeout: TimeInterval = 30) throws {
+        try waitUntil("\(id) has a result", timeout: timeout) {
+            FileManager.default.fileExists(atPath: harness.layout.result(id))
+        }
+    }
+
+    @Test func aRetryAfterOfThreeSecondsIsWaitedInFull() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        try harness.drop("patient", Harness.request("wait for me", stub: ["faults": [["status": 429, "retry_after": 3]]]))
+        try waitForResult(harness, "patient")
+        let times = try harness.arrivals(of: "wait for me")
+        #expect(times.count == 2)
+        #expect(times[1] - times[0] >= 3.0, "the stub saw the retry \(times[1] - times[0]) s after the 429")
+        #expect(Harness.content(of: try harness.json(harness.layout.result("patient"))) == StubAnswer.content(prompt: "wait for me", tokens: 8))
+        let attempts = try #require(try harness.record("patient")["attempts"] as? [[String: Any]])
+        #expect(attempts.map { $0["http_status"] as? Int } == [429, 200])
+    }
+
+    @Test func aStreamCutTwiceThenWholeGivesExactlyTheWholeAnswer() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        let prompt = "cut me twice"
+        try harness.drop("cut", Harness.request(prompt, stream: true, stub: ["tokens": 6, "faults": [["cut_after": 3], ["truncate_after": 4]]]))
+        try waitForResult(harness, "cut")
+        #expect(Harness.content(of: try harness.json(harness.layout.result("cut"))) == StubAnswer.content(prompt: prompt, tokens: 6))
+        let raw = String(decoding: try FileReader.prefix(path: harness.layout.rawStream("cut"), limit: 1 << 20), as: UTF8.self)
+        #expect(raw.components(separatedBy: "tök1").count == 2, "each chunk is delivered once: the .partial restarts from zero")
+        #expect(raw.components(separatedBy: "[DONE]").count == 2)
+        #expect(try harness.arrivals(of: prompt).count == 3)
+        let attempts = try #require(try harness.record("cut")["attempts"] as? [[String: Any]])
+        #expect(attempts.map { $0["outcome"] as? String } == ["transport", "incomplete-stream", "ok"])
+    }
+
+    @Test func aStallWithKeepAlivesIsEndedByTheIdleTimerAndRetried() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["idle_timeout_seconds": 1])
+        let prompt = "stall then talk"
+        try harness.drop("stall", Harness.request(prompt, stream: true, stub: ["faults": [["stall_ms": 6000, "keepalive_ms": 100]]]))
+        try waitForResult(harness, "stall")
+        let times = try harness.arrivals(of: prompt)
+        #expect(times.count == 2)
+        #expect(times[1] - times[0] >= 1.0)
+        #expect(times[1] - times[0] < 5.0, "keep-alives must not reset the idle timer")
+        let attempts = try #require(try harness.record("stall")["attempts"] as? [[String: Any]])
+        #expect(attempts.first?["timer"] as? String == "idle")
+        #expect(attempts.count == 2)
+    }
+
+    @Test func anErrorInsideAStreamIsRetried() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        try harness.drop("inner", Harness.request("inner error", stream: true, stub: ["faults": [["error_in_stream": true]]]))
+        try waitForResult(harness, "inner")
+        let attempts = try #require(try harness.record("inner")["attempts"] as? [[String: Any]])
+        #expect(attempts.map { $0["outcome"] as? String } == ["provider-error", "ok"])
+    }
+
+    @Test func a400IsTriedOnce() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        try harness.drop("bad", Harness.request("reject me", stub: ["faults": [["status": 400]]]))
+        try waitUntil("the failure is recorded", timeout: 30) {
+            FileManager.default.fileExists(atPath: harness.layout.failedRequest("bad"))
+        }
+        let record = try harness.json(harness.layout.errorRecord("bad"))
+        #expect(record["attempts"] as? Int == 1)
+        #expect(record["http_status"] as? Int == 400)
+        #expect(try harness.arrivals(of: "reject me").count == 1)
+    }
+
+    @Test func aDeadPrimaryFallsBackToTheSecondary() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: [
+            "endpoints": [
+                ["name": "primary", "base_url": "http://127.0.0.1:9/v1"],
+                ["name": "secondary", "base_url": harness.stubURL, "model": "fallback-model"],
+            ],
+        ])
+        try harness.drop("fallback", Harness.request("anyone there?"))
+        try waitForResult(harness, "fallback")
+        let result = try harness.json(harness.layout.result("fallback"))
+        #expect(result["model"] as? String == "fallback-model", "the secondary's model rewrite was sent")
+        let record = try harness.record("fallback")
+        #expect(record["endpoint"] as? String == "secondary")
+        let attempts = try #require(record["attempts"] as? [[String: Any]])
+        #expect(attempts.map { $0["endpoint"] as? String } == ["primary", "secondary"])
+        #expect(attempts.first?["outcome"] as? String == "transport")
+    }
+
+    @Test func attemptsAndTheNextAttemptTimeSurviveARestart() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        let prompt = "remember me"
+        try harness.drop("durable", Harness.request(prompt, stub: ["faults": [["status": 503, "retry_after": 4]]]))
+        try waitUntil("the first attempt is recorded", timeout: 20) {
+            ((try? harness.record("durable"))?["attempts"] as? [Any])?.count == 1
+        }
+        #expect(harness.stopDaemon() == 0)
+        #expect(FileManager.default.fileExists(atPath: harness.layout.request("durable")), "the request waits in outgoing")
+        try harness.startDaemon()
+        try waitForResult(harness, "durable")
+        let times = try harness.arrivals(of: prompt)
+        #expect(times.count == 2)
+        #expect(times[1] - times[0] >= 4.0, "the restarted daemon kept the next-attempt time")
+        let attempts = try #require(try harness.record("durable")["attempts"] as? [[String: Any]])
+        #expect(attempts.map { $0["http_status"] as? Int } == [503, 200], "the attempt count carried over")
+    }
+}
