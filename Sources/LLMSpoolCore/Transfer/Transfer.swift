@@ -21,9 +21,7 @@ final class Transfer {
     let partialFD: Int32
     let partialPath: String
     let startedAt = Date()
-    let startedMonotonic: Double
-    /// Reset only by content: SSE data events, or any body byte of a plain answer.
-    var lastContent: Double
+    var clock: AttemptClock
     var headerList: UnsafeMutablePointer<curl_slist>?
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     var headers: [String: String] = [:]
@@ -42,8 +40,7 @@ final class Transfer {
         self.body = body
         self.partialFD = partialFD
         self.partialPath = partialPath
-        self.startedMonotonic = now
-        self.lastContent = now
+        self.clock = AttemptClock(startedAt: now)
         if task.summary.stream { sse = SSEParser() }
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
     }
@@ -102,13 +99,13 @@ final class Transfer {
         }
         bytesReceived += Int64(count)
         if sse == nil {
-            lastContent = now
+            clock.contentArrived(at: now)
         } else {
             var sawData = false
             sse!.feed(bytes) { event in
                 if case .data = event { sawData = true }
             }
-            if sawData { lastContent = now }
+            if sawData { clock.contentArrived(at: now) }
         }
         return count
     }

@@ -330,17 +330,23 @@ public final class TransferEngine: @unchecked Sendable {
         return .transportError(code: Int32(code.rawValue), message: text)
     }
 
-    /// Ends every attempt that has gone `idle_timeout_seconds` without content.
+    /// Ends every attempt whose idle timer or total deadline has passed. libcurl enforces
+    /// the deadline too; whichever notices first ends the attempt.
     private func sweepIdle() {
         let now = TransferEngine.monotonic()
         guard now - lastIdleSweep >= TransferEngine.idleSweepSeconds else { return }
         lastIdleSweep = now
-        let limit = settings.idleTimeoutSeconds
-        let stalled = transfers.values.filter { now - $0.lastContent > limit }
-        for transfer in stalled {
-            let message = String(format: "no content for %.1f s (idle_timeout_seconds %g); %lld bytes had arrived",
-                                 now - transfer.lastContent, limit, transfer.bytesReceived)
-            end(transfer, as: .timedOut(.idle, message: message))
+        let idle = settings.idleTimeoutSeconds
+        let total = settings.requestTimeoutSeconds
+        let expired = transfers.values.compactMap { transfer in
+            transfer.clock.expired(at: now, idleLimit: idle, totalLimit: total).map { (transfer, $0) }
+        }
+        for (transfer, timer) in expired {
+            let message = timer == .idle
+                ? String(format: "no content for %.1f s (idle_timeout_seconds %g); %lld bytes had arrived",
+                         transfer.clock.idleSeconds(at: now), idle, transfer.bytesReceived)
+                : String(format: "the attempt passed request_timeout_seconds (%g); %lld bytes had arrived", total, transfer.bytesReceived)
+            end(transfer, as: .timedOut(timer, message: message))
         }
     }
 
