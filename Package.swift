@@ -10,13 +10,14 @@ let package = Package(
     targets: [
         // One system-library target per C library; each carries a small shim header.
         .systemLibrary(name: "CInotifyTools", path: "Sources/CInotifyTools"),
+        .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
                        providers: [.apt(["libmicrohttpd-dev"])]),
         .target(
             name: "LLMSpoolCore",
-            dependencies: ["CInotifyTools", "CCurl", "CMicroHTTPD"],
+            dependencies: ["CInotifyTools", "CCurl", "CMicroHTTPD", "CSystem"],
             path: "Sources/LLMSpoolCore"
         ),
         .executableTarget(

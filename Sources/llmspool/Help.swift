@@ -20,6 +20,8 @@ enum Help {
     Watches <spool>/outgoing and sends each request to <base_url>/chat/completions.
     Stops on SIGINT or SIGTERM after letting transfers finish for the grace period;
     a second signal stops at once. Requests not finished stay in outgoing for the next run.
+    SIGHUP rereads the configuration (endpoints, limits, timers, retry rules) without
+    dropping transfers.
 
     Options:
       --spool DIR          the spool folder (default: the config's, else ./spool)

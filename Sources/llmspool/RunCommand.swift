@@ -17,8 +17,16 @@ enum RunCommand {
         let config = try loadConfig(args, environment: environment)
         let logger = Logger(minimum: config.logLevel, format: config.logFormat)
         let endpoints = try config.resolvedEndpoints(environment: environment)
-        let signals = Signals()
         let daemon = try SpoolDaemon(config: config, endpoints: endpoints, logger: logger)
+        let signals = Signals(onHangup: {
+            // Reread the same sources; a bad file keeps the running configuration.
+            do {
+                let reloaded = try loadConfig(args, environment: environment)
+                daemon.reload(config: reloaded, endpoints: try reloaded.resolvedEndpoints(environment: environment))
+            } catch {
+                logger.error("configuration not reloaded; keeping the running one", ["reason": "\(error)"])
+            }
+        })
         try daemon.start()
         for endpoint in endpoints {
             logger.info("endpoint", ["name": endpoint.name, "url": endpoint.baseURL, "api_key": endpoint.apiKey == nil ? "none" : "set",

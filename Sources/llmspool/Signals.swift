@@ -2,8 +2,9 @@ import Dispatch
 import Glibc
 import Synchronization
 
-/// Turns SIGINT and SIGTERM into a wait the main thread can block on; a second signal
-/// ends the process at once. Keep the instance alive as long as the process runs.
+/// Turns SIGINT and SIGTERM into a wait the main thread can block on (a second one ends
+/// the process at once) and SIGHUP into a call of `onHangup`. Keep the instance alive as
+/// long as the process runs.
 final class Signals: @unchecked Sendable {
     // @unchecked Sendable holds because `sources` is set once in init and never changed;
     // dispatch sources are safe to share, and the rest is atomic or a semaphore.
@@ -13,15 +14,21 @@ final class Signals: @unchecked Sendable {
     private let queue = DispatchQueue(label: "llmspool.signals")
     private let sources: [any DispatchSourceSignal]
 
-    init() {
+    init(onHangup: (@Sendable () -> Void)? = nil) {
         var sources: [any DispatchSourceSignal] = []
-        for number in [SIGINT, SIGTERM] {
+        var numbers = [SIGINT, SIGTERM]
+        if onHangup != nil { numbers.append(SIGHUP) }
+        for number in numbers {
             signal(number, SIG_IGN)
             sources.append(DispatchSource.makeSignalSource(signal: number, queue: queue))
         }
         self.sources = sources
-        for (source, number) in zip(sources, [SIGINT, SIGTERM]) {
+        for (source, number) in zip(sources, numbers) {
             source.setEventHandler { [self] in
+                if number == SIGHUP {
+                    onHangup?()
+                    return
+                }
                 if count.add(1, ordering: .relaxed).newValue > 1 { _exit(128 + number) }
                 last.store(number, ordering: .relaxed)
                 received.signal()

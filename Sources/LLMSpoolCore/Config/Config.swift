@@ -27,8 +27,14 @@ public struct Config: Sendable, Equatable {
     public var cooldownAfterFailures = 3
     public var cooldownSeconds = 30.0
     public var maxRequestBytes = 32 * 1024 * 1024
+    public var watchMode = WatchMode.auto
+    public var pollIntervalSeconds = 1.0
     /// A safety-net rescan of `outgoing`, in case an inotify event was missed.
     public var rescanIntervalSeconds = 60.0
+    /// A file that is not valid yet is judged only after it has been quiet this long.
+    public var settleSeconds = 2.0
+    /// Intake pauses while the spool's filesystem has less free space than this.
+    public var minFreeBytes: UInt64 = 64 * 1024 * 1024
     /// How long SIGTERM waits for transfers in flight before stopping them.
     public var shutdownGraceSeconds = 10.0
     public var logLevel = Logger.Level.info
@@ -58,7 +64,11 @@ public struct Config: Sendable, Equatable {
         ("cooldown_after_failures", "retryable failures in a row that make an endpoint cool down (default 3)"),
         ("cooldown_seconds", "how long it cools down (default 30)"),
         ("max_request_bytes", "largest request file accepted (default 33554432)"),
+        ("watch_mode", "auto, inotify or poll (default auto: poll on network and FUSE filesystems)"),
+        ("poll_interval_seconds", "how often polling scans outgoing (default 1)"),
         ("rescan_interval_seconds", "safety-net rescan of outgoing (default 60)"),
+        ("settle_seconds", "a file not yet valid is judged after this long without change (default 2)"),
+        ("min_free_bytes", "intake pauses below this much free space (default 67108864)"),
         ("shutdown_grace_seconds", "how long SIGTERM lets transfers finish (default 10)"),
         ("log_level", "debug, info, warning or error (default info)"),
         ("log_format", "text or json (default text)"),
@@ -117,6 +127,13 @@ public struct Config: Sendable, Equatable {
         if let value = try reader.number("cooldown_seconds", minimum: 0) { config.cooldownSeconds = value }
         if let value = try reader.number("max_request_bytes", minimum: 1) { config.maxRequestBytes = Int(value) }
         if let value = try reader.number("rescan_interval_seconds", minimum: 0.1) { config.rescanIntervalSeconds = value }
+        if let value = try reader.number("poll_interval_seconds", minimum: 0.05) { config.pollIntervalSeconds = value }
+        if let value = try reader.number("settle_seconds", minimum: 0) { config.settleSeconds = value }
+        if let value = try reader.number("min_free_bytes", minimum: 0) { config.minFreeBytes = UInt64(value) }
+        if let value = try reader.string("watch_mode") {
+            guard let mode = WatchMode(rawValue: value) else { throw ConfigError("\(source): \"watch_mode\" must be auto, inotify or poll") }
+            config.watchMode = mode
+        }
         if let value = try reader.number("shutdown_grace_seconds", minimum: 0) { config.shutdownGraceSeconds = value }
         if let value = try reader.string("log_level") {
             guard let level = Logger.Level(name: value) else { throw ConfigError("\(source): \"log_level\" must be debug, info, warning or error") }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 
 /// Writes the outcome of each attempt to the spool, on the worker pool, and decides
 /// whether a failed attempt is tried again. The order of every step is what makes a crash
@@ -22,10 +23,15 @@ public final class Finisher: Sendable {
     /// Largest plain answer checked for JSON validity.
     static let plainAnswerLimit = 256 * 1024 * 1024
 
+    /// What a configuration reload may change.
+    struct Policy: Sendable {
+        var retry: RetrySettings
+        var endpointCount: Int
+    }
+
     private let layout: SpoolLayout
     private let logger: Logger
-    private let retry: RetrySettings
-    private let endpointCount: Int
+    private let policy: Mutex<Policy>
     private let random: @Sendable () -> Double
     private let report: @Sendable (TaskReport) -> Void
 
@@ -34,10 +40,13 @@ public final class Finisher: Sendable {
                 report: @escaping @Sendable (TaskReport) -> Void) {
         self.layout = layout
         self.logger = logger
-        self.retry = retry
-        self.endpointCount = max(1, endpointCount)
+        self.policy = Mutex(Policy(retry: retry, endpointCount: max(1, endpointCount)))
         self.random = random
         self.report = report
+    }
+
+    public func reconfigure(retry: RetrySettings, endpointCount: Int) {
+        policy.withLock { $0 = Policy(retry: retry, endpointCount: max(1, endpointCount)) }
     }
 
     /// Publishes an attempt's outcome, or schedules the next attempt. Returns the event
@@ -80,13 +89,25 @@ public final class Finisher: Sendable {
             entry.timer = failure.timer?.rawValue
             task.history.attempts.append(entry)
             let now = Date()
-            let decision = RetryPolicy.decide(failure, headers: outcome.headers, attempts: task.history.attempts.count,
-                                              firstSeen: task.history.firstSeen, now: now, settings: retry, random: random())
+            let policy = self.policy.withLock { $0 }
+            var decision: RetryPolicy.Decision
+            if failure.kind == .disk {
+                // A full disk is the machine's trouble, not the request's: it does not use
+                // up attempts, only the request's lifetime.
+                let delay = RetryPolicy.backoff(afterAttempts: task.history.attempts.count, settings: policy.retry, random: random())
+                decision = now.timeIntervalSince(task.history.firstSeen) + delay <= policy.retry.maxLifetimeSeconds
+                    ? .retry(afterSeconds: delay, reason: "disk")
+                    : .giveUp(reason: "the disk stayed full past max_lifetime_seconds")
+            } else {
+                let counted = task.history.attempts.filter { $0.outcome != AttemptFailure.Kind.disk.rawValue }.count
+                decision = RetryPolicy.decide(failure, headers: outcome.headers, attempts: counted,
+                                              firstSeen: task.history.firstSeen, now: now, settings: policy.retry, random: random())
+            }
             switch decision {
             case .retry(let delay, _):
                 let at = now.addingTimeInterval(delay)
                 task.history.notBefore = at
-                task.history.preferredEndpoint = (outcome.endpointIndex + 1) % endpointCount
+                if failure.kind != .disk { task.history.preferredEndpoint = (outcome.endpointIndex + 1) % policy.endpointCount }
                 do {
                     try TaskRecord(id: id, status: .active, request: task.identity, history: task.history).write(layout, durable: true)
                 } catch {
@@ -237,7 +258,7 @@ public final class Finisher: Sendable {
     private func postpone(_ task: TaskDescriptor, because reason: String) -> Scheduler.Event {
         try? Syscall.unlinkIfPresent(layout.partial(task.id))
         try? Syscall.unlinkIfPresent(SpoolLayout.temporary(for: layout.result(task.id)))
-        let delay = RetryPolicy.backoff(afterAttempts: max(1, task.history.attempts.count), settings: retry, random: random())
+        let delay = RetryPolicy.backoff(afterAttempts: max(1, task.history.attempts.count), settings: policy.withLock { $0.retry }, random: random())
         logger.error("outcome not written; the request stays in outgoing and is tried again", id: task.id,
                      ["reason": reason, "retry_in_seconds": String(format: "%.2f", delay)])
         report(TaskReport(id: task.id, outcome: .deferred(reason: reason)))

@@ -8,6 +8,7 @@ public final class SpoolDaemon: Sendable {
     private let layout: SpoolLayout
     private let watcher: Watcher
     private let engine: TransferEngine
+    private let finisher: Finisher
     private let pool: WorkerPool
     private let logger: Logger
 
@@ -16,13 +17,14 @@ public final class SpoolDaemon: Sendable {
         SpoolDaemon.initializeCurl
         let layout = SpoolLayout(root: config.spool)
         let pool = WorkerPool(name: "llmspool.finisher", threads: 2)
+        let known = KnownTasks()
         let finisher = Finisher(layout: layout, logger: logger, retry: config.retry, endpointCount: endpoints.count,
                                 report: onReport ?? { _ in })
         // The engine and its delegate refer to each other; the box breaks the knot.
         let engineBox = Mutex<TransferEngine?>(nil)
         let post: @Sendable (Scheduler.Event) -> Void = { event in engineBox.withLock { $0 }?.post(event) }
         let engine = try TransferEngine(
-            layout: layout, endpoints: endpoints, settings: TransferEngine.Settings(config),
+            layout: layout, endpoints: endpoints, settings: TransferEngine.Settings(config), known: known,
             delegate: .init(
                 attemptEnded: { outcome in pool.submit { post(finisher.finish(outcome)) } },
                 rejected: { id, path, problem in pool.submit { post(finisher.reject(id: id, requestPath: path, problem: problem)) } },
@@ -30,12 +32,12 @@ public final class SpoolDaemon: Sendable {
                 withdrawn: { id in pool.submit { finisher.withdrawn(id: id) } }),
             logger: logger)
         engineBox.withLock { $0 = engine }
-        self.watcher = Watcher(
-            layout: layout, maxRequestBytes: config.maxRequestBytes, rescanInterval: config.rescanIntervalSeconds,
-            delegate: .init(found: { post(.arrived($0)) }, removed: { post(.requestRemoved(id: $0)) }),
-            logger: logger)
+        self.watcher = Watcher(layout: layout, settings: Watcher.Settings(config), known: known,
+                               delegate: .init(found: { post(.arrived($0)) }, removed: { post(.requestRemoved(id: $0)) }),
+                               logger: logger)
         self.layout = layout
         self.engine = engine
+        self.finisher = finisher
         self.pool = pool
         self.logger = logger
     }
@@ -49,6 +51,7 @@ public final class SpoolDaemon: Sendable {
 
     public func start() throws {
         try layout.create()
+        removeLeftovers()
         SpoolDaemon.raiseDescriptorLimit()
         try watcher.start()
         engine.start()
@@ -61,6 +64,28 @@ public final class SpoolDaemon: Sendable {
         engine.shutdown()
         pool.finish()
         logger.info("stopped")
+    }
+
+    /// Applies a reloaded configuration: endpoints, limits, timers and retry rules. The
+    /// spool, the watcher's settings and logging keep their values until a restart.
+    public func reload(config: Config, endpoints: [Endpoint]) {
+        finisher.reconfigure(retry: config.retry, endpointCount: endpoints.count)
+        engine.reconfigure(endpoints: endpoints, settings: TransferEngine.Settings(config))
+    }
+
+    /// Before anything runs, every `.partial` is from an attempt that died with an earlier
+    /// daemon, and every hidden temporary from a write that never finished: neither may
+    /// ever become a result. Their requests are still in `outgoing` and run again.
+    func removeLeftovers() {
+        var removed = 0
+        for directory in [layout.incoming, layout.failed, layout.state] {
+            for name in (try? Syscall.listDirectory(directory)) ?? [] {
+                let stale = name.hasSuffix(SpoolLayout.partialSuffix)
+                    || (name.hasPrefix(SpoolLayout.hiddenPrefix) && name.hasSuffix(SpoolLayout.temporarySuffix))
+                if stale, (try? Syscall.unlink("\(directory)/\(name)")) != nil { removed += 1 }
+            }
+        }
+        if removed > 0 { logger.info("removed leftovers of an earlier run", ["files": "\(removed)"]) }
     }
 
     /// Thousands of streams need thousands of descriptors: take the hard limit.

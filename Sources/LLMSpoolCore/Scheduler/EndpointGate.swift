@@ -45,8 +45,9 @@ public struct EndpointGate: Sendable, Equatable {
     private var tokens: TokenBucket?
 
     public init(concurrency: Int, requestsPerMinute: Double? = nil, tokensPerMinute: Double? = nil,
-                cooldownAfterFailures: Int = 3, cooldownSeconds: Double = 30, now: Double) {
+                cooldownAfterFailures: Int = 3, cooldownSeconds: Double = 30, active: Int = 0, now: Double) {
         self.concurrency = max(1, concurrency)
+        self.active = active
         self.cooldownAfterFailures = max(1, cooldownAfterFailures)
         self.cooldownSeconds = cooldownSeconds
         if let requestsPerMinute, requestsPerMinute > 0 { requests = TokenBucket(perMinute: requestsPerMinute, now: now) }

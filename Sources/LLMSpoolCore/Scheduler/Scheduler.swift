@@ -57,7 +57,7 @@ public struct Scheduler: Sendable {
         var task: TaskDescriptor?
     }
 
-    public let concurrency: Int
+    public private(set) var concurrency: Int
     public private(set) var gates: [EndpointGate]
     public private(set) var counts = Counts()
     private var entries: [String: Entry] = [:]
@@ -118,7 +118,7 @@ public struct Scheduler: Sendable {
             }
         case .transferEnded(let id, let feedback):
             guard case .transferring(let endpoint)? = entries[id]?.state else { return [] }
-            gates[endpoint].release(feedback, now: now)
+            if endpoint < gates.count { gates[endpoint].release(feedback, now: now) }
             entries[id]?.task = nil
             set(id, Entry(state: .finishing, task: nil))
             return fill(now)
@@ -148,6 +148,24 @@ public struct Scheduler: Sendable {
             draining = true
             return []
         }
+    }
+
+    /// New limits and endpoints (a configuration reload). Running transfers keep their
+    /// slots: `gates` arrive with their `active` counts already set.
+    public mutating func reconfigure(concurrency: Int, gates: [EndpointGate], now: Double) -> [Action] {
+        precondition(concurrency > 0 && !gates.isEmpty, "a scheduler needs a positive concurrency and an endpoint")
+        self.concurrency = concurrency
+        self.gates = gates
+        return fill(now)
+    }
+
+    /// How many transfers run on each endpoint now.
+    public var activeByEndpoint: [Int: Int] {
+        var counts: [Int: Int] = [:]
+        for entry in entries.values {
+            if case .transferring(let endpoint) = entry.state { counts[endpoint, default: 0] += 1 }
+        }
+        return counts
     }
 
     private mutating func set(_ id: String, _ entry: Entry?) {
@@ -196,7 +214,7 @@ public struct Scheduler: Sendable {
         let count = gates.count
         var earliestCoolingEnd: Double?
         for offset in 0..<count {
-            let index = (task.history.preferredEndpoint + offset) % count
+            let index = (task.history.preferredEndpoint % count + offset) % count
             switch gates[index].readiness(estimatedTokens: task.summary.estimatedTokens, now: now) {
             case .ready:
                 return index

@@ -60,6 +60,7 @@ public final class TransferEngine: @unchecked Sendable {
 
     enum Message {
         case event(Scheduler.Event)
+        case reconfigure([Endpoint], Settings)
         case shutdown
     }
 
@@ -78,10 +79,11 @@ public final class TransferEngine: @unchecked Sendable {
     private let snapshotBox = Mutex(Snapshot())
     private let finished = DispatchSemaphore(value: 0)
     private let layout: SpoolLayout
-    private let endpoints: [Endpoint]
-    private let settings: Settings
     private let delegate: Delegate
+    private let known: KnownTasks
     private let logger: Logger
+    private var endpoints: [Endpoint]
+    private var settings: Settings
 
     private var scheduler: Scheduler
     private var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
@@ -89,26 +91,36 @@ public final class TransferEngine: @unchecked Sendable {
     private var shutdownDeadline: Double?
     private var lastIdleSweep = 0.0
 
-    public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, delegate: Delegate, logger: Logger) throws {
+    public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, known: KnownTasks, delegate: Delegate, logger: Logger) throws {
         guard let multi = curl_multi_init() else { throw ConfigError("libcurl could not create a multi handle") }
         self.multi = multi
         self.layout = layout
         self.endpoints = endpoints
         self.settings = settings
+        self.known = known
         self.delegate = delegate
         self.logger = logger
-        let now = Date().timeIntervalSince1970
-        self.scheduler = Scheduler(concurrency: settings.concurrency, gates: endpoints.map {
-            EndpointGate(concurrency: min($0.concurrency, settings.concurrency), requestsPerMinute: $0.requestsPerMinute,
-                         tokensPerMinute: $0.tokensPerMinute, cooldownAfterFailures: settings.cooldownAfterFailures,
-                         cooldownSeconds: settings.cooldownSeconds, now: now)
-        })
+        self.scheduler = Scheduler(concurrency: settings.concurrency,
+                                   gates: TransferEngine.gates(endpoints, settings, active: [:], now: Date().timeIntervalSince1970))
         // Our scheduler limits concurrency; libcurl's cache keeps that many connections warm.
         _ = llms_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, settings.concurrency)
     }
 
     deinit {
         curl_multi_cleanup(multi)
+    }
+
+    static func gates(_ endpoints: [Endpoint], _ settings: Settings, active: [Int: Int], now: Double) -> [EndpointGate] {
+        endpoints.enumerated().map { index, endpoint in
+            EndpointGate(concurrency: min(endpoint.concurrency, settings.concurrency), requestsPerMinute: endpoint.requestsPerMinute,
+                         tokensPerMinute: endpoint.tokensPerMinute, cooldownAfterFailures: settings.cooldownAfterFailures,
+                         cooldownSeconds: settings.cooldownSeconds, active: active[index] ?? 0, now: now)
+        }
+    }
+
+    /// Applies new endpoints and limits without touching transfers in flight.
+    public func reconfigure(endpoints: [Endpoint], settings: Settings) {
+        enqueue(.reconfigure(endpoints, settings))
     }
 
     public var snapshot: Snapshot { snapshotBox.withLock { $0 } }
@@ -184,6 +196,23 @@ public final class TransferEngine: @unchecked Sendable {
         switch message {
         case .event(let event):
             apply(scheduler.handle(event, now: Date().timeIntervalSince1970))
+            switch event {
+            case .arrived(let intake) where scheduler.state(of: intake.id) != nil:
+                known.insert(intake.id)
+            case .finalized(let id):
+                known.remove(id)
+            default:
+                break
+            }
+        case .reconfigure(let newEndpoints, let newSettings):
+            let now = Date().timeIntervalSince1970
+            endpoints = newEndpoints
+            settings = newSettings
+            _ = llms_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, newSettings.concurrency)
+            let gates = TransferEngine.gates(newEndpoints, newSettings, active: scheduler.activeByEndpoint, now: now)
+            apply(scheduler.reconfigure(concurrency: newSettings.concurrency, gates: gates, now: now))
+            logger.info("configuration reloaded", ["endpoints": newEndpoints.map(\.name).joined(separator: ","),
+                                                   "concurrency": "\(newSettings.concurrency)"])
         case .shutdown:
             apply(scheduler.handle(.drain, now: Date().timeIntervalSince1970))
             shutdownDeadline = TransferEngine.monotonic() + settings.shutdownGraceSeconds
@@ -205,6 +234,7 @@ public final class TransferEngine: @unchecked Sendable {
             case .cancelTransfer(let id):
                 if let transfer = transfersByID[id] { end(transfer, as: .cancelled) }
             case .withdrawn(let id):
+                known.remove(id)
                 delegate.withdrawn(id)
             }
         }
@@ -214,7 +244,7 @@ public final class TransferEngine: @unchecked Sendable {
     private func endBeforeStart(_ task: TaskDescriptor, endpointIndex: Int, _ ending: AttemptOutcome.Ending) {
         apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: Date().timeIntervalSince1970))
         delegate.attemptEnded(AttemptOutcome(task: task, ending: ending, partialFD: -1, startedAt: Date(), endedAt: Date(),
-                                             endpointIndex: endpointIndex, endpointName: endpoints[endpointIndex].name))
+                                             endpointIndex: endpointIndex, endpointName: endpoints[min(endpointIndex, endpoints.count - 1)].name))
     }
 
     private func openBody(_ task: TaskDescriptor, endpoint: Endpoint) throws -> Transfer.Body? {
@@ -229,7 +259,7 @@ public final class TransferEngine: @unchecked Sendable {
     }
 
     private func begin(_ task: TaskDescriptor, endpointIndex: Int) {
-        let endpoint = endpoints[endpointIndex]
+        let endpoint = endpoints[min(endpointIndex, endpoints.count - 1)]
         let body: Transfer.Body
         do {
             guard let opened = try openBody(task, endpoint: endpoint) else {

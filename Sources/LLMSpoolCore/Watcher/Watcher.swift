@@ -3,15 +3,18 @@ import Foundation
 import Glibc
 import Synchronization
 
-/// Finds requests in `outgoing`: inotify for speed, a directory scan as the truth. The
+/// Finds requests in `outgoing`: inotify for speed, directory scans as the truth. The
 /// watch is added before the first scan, so nothing dropped while the daemon was starting
-/// is missed; overflow and loss of the folder trigger a rescan, and so does a timer.
+/// is missed; overflow and loss of the folder trigger a rescan, and so does a timer. On a
+/// network share it polls. It pauses intake while the spool's filesystem is nearly full,
+/// and gives a file that is not yet valid a settle period before judging it.
 ///
 /// libinotifytools keeps process-global state and is not thread-safe, so every call into
 /// it happens on this object's own thread.
 public final class Watcher: @unchecked Sendable {
-    // @unchecked Sendable holds because `lastScan` and the library's state are touched only
-    // on the watcher thread; `stopRequested` is atomic and the rest is immutable.
+    // @unchecked Sendable holds because every `var` below and the library's state are
+    // touched only on the watcher thread; `stopRequested` is atomic, `known` locks itself,
+    // `startError` is a Mutex and the rest is immutable.
 
     /// What the watcher tells the daemon.
     public struct Delegate: Sendable {
@@ -24,25 +27,57 @@ public final class Watcher: @unchecked Sendable {
         }
     }
 
+    /// The watcher's settings.
+    public struct Settings: Sendable {
+        public var mode = WatchMode.auto
+        public var pollInterval = 1.0
+        public var rescanInterval = 60.0
+        public var settleSeconds = 2.0
+        public var minFreeBytes: UInt64 = 64 << 20
+        public var maxRequestBytes = 32 << 20
+
+        public init() {}
+
+        public init(_ config: Config) {
+            mode = config.watchMode
+            pollInterval = config.pollIntervalSeconds
+            rescanInterval = config.rescanIntervalSeconds
+            settleSeconds = config.settleSeconds
+            minFreeBytes = config.minFreeBytes
+            maxRequestBytes = config.maxRequestBytes
+        }
+    }
+
     private static let watchedEvents = Int32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM
         | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
+    /// Validation problems a writer still at work can cause; others are final at once.
+    private static let unsettledKinds: Set<RequestProblem.Kind> = [.invalidJSON, .notUTF8, .notAnObject, .missingField, .wrongType]
+
     private let layout: SpoolLayout
-    private let maxRequestBytes: Int
-    private let rescanInterval: TimeInterval
+    private let settings: Settings
     private let delegate: Delegate
+    private let known: KnownTasks
     private let logger: Logger
     private let stopRequested = Atomic<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
     private let ready = DispatchSemaphore(value: 0)
     private let startError = Mutex<String?>(nil)
-    private var lastScan = Date.distantPast
-    private var reportedUnusable = Set<String>()
 
-    public init(layout: SpoolLayout, maxRequestBytes: Int, rescanInterval: TimeInterval, delegate: Delegate, logger: Logger) {
+    private var mode = WatchMode.inotify
+    private var lastScan = 0.0
+    private var reportedUnusable = Set<String>()
+    /// Files not yet valid, by name: when to look at them again.
+    private var settling: [String: Double] = [:]
+    /// Names seen by the last poll, to notice removals without inotify.
+    private var polledNames = Set<String>()
+    private var intakePaused = false
+    private var lastSpaceCheck = -1.0
+
+    public init(layout: SpoolLayout, settings: Settings, known: KnownTasks, delegate: Delegate, logger: Logger) {
         self.layout = layout
-        self.maxRequestBytes = maxRequestBytes
-        self.rescanInterval = rescanInterval
+        self.settings = settings
+        self.known = known
         self.delegate = delegate
         self.logger = logger
     }
@@ -64,34 +99,54 @@ public final class Watcher: @unchecked Sendable {
         stopped.wait()
     }
 
+    private var stopping: Bool { stopRequested.load(ordering: .relaxed) }
+
+    private static func now() -> Double { Date().timeIntervalSince1970 }
+
     private func run() {
         defer {
             inotifytools_cleanup()
             stopped.signal()
         }
-        // The library waits with select(), so its descriptor must stay below FD_SETSIZE:
-        // it is initialised before the transfer engine opens any sockets.
-        guard inotifytools_initialize() != 0 else {
-            startError.withLock { $0 = "cannot start inotify: \(String(cString: strerror(inotifytools_error())))" }
-            ready.signal()
-            return
+        let resolved = WatchMode.resolve(settings.mode, path: layout.outgoing)
+        mode = resolved.mode
+        if mode == .inotify {
+            // The library waits with select(), so its descriptor must stay below FD_SETSIZE:
+            // it is initialised before the transfer engine opens any sockets.
+            if inotifytools_initialize() == 0 {
+                fallBackToPolling("cannot start inotify: \(String(cString: strerror(inotifytools_error())))")
+            } else if !addWatch() {
+                fallBackToPolling("cannot watch \(layout.outgoing): \(String(cString: strerror(inotifytools_error()))) (is fs.inotify.max_user_watches exhausted?)")
+            } else {
+                logger.info("watching with inotify", ["reason": resolved.reason])
+            }
+        } else {
+            logger.info("watching by polling", ["reason": resolved.reason, "interval_seconds": "\(settings.pollInterval)"])
         }
-        guard addWatch() else {
-            startError.withLock { $0 = "cannot watch \(layout.outgoing): \(String(cString: strerror(inotifytools_error())))" }
+        guard Syscall.exists(layout.outgoing) else {
+            startError.withLock { $0 = "\(layout.outgoing) does not exist" }
             ready.signal()
             return
         }
         ready.signal()
         scan(reason: "start")
-        while !stopRequested.load(ordering: .relaxed) {
-            // Whole seconds only; 1 s bounds how long stop() waits.
-            if let event = inotifytools_next_events(1, 1) {
-                handle(event)
+        while !stopping {
+            if mode == .inotify {
+                // Whole seconds only; 1 s bounds how long stop() and the settle checks wait.
+                if let event = inotifytools_next_events(1, 1) { handle(event) }
+                if Watcher.now() - lastScan >= settings.rescanInterval { scan(reason: "periodic") }
+            } else {
+                usleep(UInt32(min(settings.pollInterval, 1) * 1_000_000))
+                if Watcher.now() - lastScan >= settings.pollInterval { scan(reason: "poll") }
             }
-            if Date().timeIntervalSince(lastScan) >= rescanInterval {
-                scan(reason: "periodic")
-            }
+            recheckSettling()
+            if intakePaused && hasFreeSpace() { scan(reason: "free space is back") }
         }
+    }
+
+    private func fallBackToPolling(_ reason: String) {
+        mode = .poll
+        logger.warning("falling back to polling", ["reason": reason, "interval_seconds": "\(settings.pollInterval)"])
     }
 
     private func addWatch() -> Bool {
@@ -109,22 +164,24 @@ public final class Watcher: @unchecked Sendable {
             rewatch()
             return
         }
-        let name = String(cString: llms_inotify_event_name(event))
         if mask & UInt32(IN_ISDIR) != 0 { return }
+        let name = String(cString: llms_inotify_event_name(event))
         if mask & UInt32(IN_CLOSE_WRITE | IN_MOVED_TO) != 0 {
-            consider(name)
-        } else if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0, case .request(let id) = RequestName.classify(name) {
-            delegate.removed(id)
+            consider(name, force: true)
+        } else if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
+            settling[name] = nil
+            if case .request(let id) = RequestName.classify(name) { delegate.removed(id) }
         }
     }
 
     /// The watched folder was deleted or moved: wait for it to exist again, watch it, rescan.
     private func rewatch() {
         logger.warning("outgoing was removed or moved; watching for it again", ["path": layout.outgoing])
-        for watch in [layout.outgoing] { _ = inotifytools_remove_watch_by_filename(watch) }
-        while !stopRequested.load(ordering: .relaxed) {
+        _ = inotifytools_remove_watch_by_filename(layout.outgoing)
+        while !stopping {
             try? layout.create()
             if addWatch() {
+                logger.info("watching outgoing again", ["path": layout.outgoing])
                 scan(reason: "folder recreated")
                 return
             }
@@ -132,23 +189,64 @@ public final class Watcher: @unchecked Sendable {
         }
     }
 
+    /// Looks at every name in `outgoing`. Ids the scheduler already holds cost nothing.
     private func scan(reason: String) {
-        lastScan = Date()
+        lastScan = Watcher.now()
         let names: [String]
         do {
             names = try Syscall.listDirectory(layout.outgoing)
+        } catch let error as SystemError where error.errno == ENOENT {
+            logger.warning("outgoing is missing; creating it again", ["path": layout.outgoing])
+            try? layout.create()
+            return
         } catch {
             logger.error("cannot scan outgoing", ["reason": "\(error)"])
             return
         }
-        logger.debug("scanning outgoing", ["reason": reason, "entries": "\(names.count)"])
-        for name in names where !stopRequested.load(ordering: .relaxed) {
-            consider(name)
+        if reason != "poll" { logger.debug("scanning outgoing", ["reason": reason, "entries": "\(names.count)"]) }
+        if mode == .poll {
+            let current = Set(names)
+            for gone in polledNames.subtracting(current) {
+                if case .request(let id) = RequestName.classify(gone) { delegate.removed(id) }
+            }
+            polledNames = current
+        }
+        for name in names where !stopping {
+            consider(name, force: false)
         }
     }
 
+    private func recheckSettling() {
+        guard !settling.isEmpty else { return }
+        let now = Watcher.now()
+        for (name, due) in settling where due <= now {
+            settling[name] = nil
+            consider(name, force: true)
+        }
+    }
+
+    /// Whether the spool's filesystem has room above the floor; checked at most once a second.
+    private func hasFreeSpace() -> Bool {
+        let now = Watcher.now()
+        guard now - lastSpaceCheck >= 1 || lastSpaceCheck < 0 else { return !intakePaused }
+        lastSpaceCheck = now
+        var info = statvfs()
+        guard statvfs(layout.root, &info) == 0 else { return true }
+        let free = UInt64(info.f_bavail) * UInt64(info.f_frsize)
+        let enough = free >= settings.minFreeBytes
+        if enough && intakePaused {
+            intakePaused = false
+            logger.info("intake resumed", ["free_bytes": "\(free)", "min_free_bytes": "\(settings.minFreeBytes)"])
+        } else if !enough && !intakePaused {
+            intakePaused = true
+            logger.warning("intake paused: the spool's filesystem is nearly full", ["free_bytes": "\(free)", "min_free_bytes": "\(settings.minFreeBytes)"])
+        }
+        return enough
+    }
+
     /// Reads and validates one candidate; the scheduler decides whether it is new.
-    private func consider(_ name: String) {
+    /// `force` reads it even when its id is known (an inotify event says it changed).
+    private func consider(_ name: String, force: Bool) {
         switch RequestName.classify(name) {
         case .ignored:
             return
@@ -157,14 +255,27 @@ public final class Watcher: @unchecked Sendable {
                 logger.warning("left in outgoing: \(reason)", ["file": name])
             }
         case .request(let id):
+            if !force && known.contains(id) { return }
+            guard hasFreeSpace() else { return }
             let path = layout.request(id)
-            switch RequestFile.read(path: path, limit: maxRequestBytes) {
+            switch RequestFile.read(path: path, limit: settings.maxRequestBytes) {
             case nil:
                 return  // gone already
             case .failure(let problem)?:
                 delegate.found(.invalid(id: id, requestPath: path, problem: problem))
             case .success(let loaded)?:
-                delegate.found(Watcher.intake(id: id, path: path, loaded: loaded, layout: layout))
+                let intake = Watcher.intake(id: id, path: path, loaded: loaded, layout: layout)
+                if case .invalid(_, _, let problem) = intake, Watcher.unsettledKinds.contains(problem.kind) {
+                    let modified = Double(loaded.identity.modifiedNanoseconds) / 1e9
+                    let quietUntil = modified + settings.settleSeconds
+                    if quietUntil > Watcher.now() {
+                        settling[name] = quietUntil
+                        logger.debug("not valid yet; waiting for the writer to finish", id: id, ["problem": problem.description])
+                        return
+                    }
+                }
+                settling[name] = nil
+                delegate.found(intake)
             }
         }
     }
