@@ -24,12 +24,52 @@ final class Harness: @unchecked Sendable {
     private var daemon: Process?
     private(set) var daemonLog: String
 
-    init() throws {
+    private var mounted: String?
+
+    /// `tmpfsBytes` puts the spool on a tmpfs of that size (root only), for a real full disk.
+    init(tmpfsBytes: Int? = nil) throws {
         root = NSTemporaryDirectory() + "llmspool-it-\(UUID().uuidString)"
         try Syscall.mkdir(root, mode: 0o700)
-        layout = SpoolLayout(root: root + "/spool")
+        let spool = root + "/spool"
+        if let tmpfsBytes {
+            try Syscall.mkdir(spool, mode: 0o700)
+            try Harness.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(tmpfsBytes)", "tmpfs", spool])
+            mounted = spool
+        }
+        layout = SpoolLayout(root: spool)
         try layout.create()
         daemonLog = root + "/daemon.log"
+        _ = FileManager.default.createFile(atPath: daemonLog, contents: nil)
+    }
+
+    /// Runs a program to its end; throws when it fails.
+    @discardableResult
+    static func run(_ program: String, _ arguments: [String], environment: [String: String]? = nil) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        guard process.terminationStatus == 0 else {
+            throw HarnessError("\(program) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(text)")
+        }
+        return text
+    }
+
+    static var isRoot: Bool { getuid() == 0 }
+
+    static func which(_ program: String) -> String? {
+        for directory in ["/usr/bin", "/bin", "/usr/local/bin"] where FileManager.default.isExecutableFile(atPath: "\(directory)/\(program)") {
+            return "\(directory)/\(program)"
+        }
+        return nil
     }
 
     /// Starts the stub on a free port and waits for its "listening on" line.
@@ -56,14 +96,9 @@ final class Harness: @unchecked Sendable {
     }
 
     /// Starts `llmspool run` against the stub, with a key in its environment that must
-    /// never reach a file.
-    func startDaemon(config: [String: Any] = [:], arguments: [String] = []) throws {
-        // Fast retries and no cool-down unless a test asks: each test sees its own rules.
-        var settings: [String: Any] = ["spool": layout.root, "base_url": stubURL, "log_level": "debug", "rescan_interval_seconds": 60,
-                                       "retry_initial_seconds": 0.05, "cooldown_after_failures": 1000]
-        settings.merge(config) { $1 }
-        let configPath = root + "/config.json"
-        try DurableFile.write(Array(try JSONSerialization.data(withJSONObject: settings)), to: configPath)
+    /// never reach a file. Its log is appended to `daemonLog` across restarts.
+    func startDaemon(config: [String: Any] = [:], arguments: [String] = [], waitUntilWatching: Bool = true) throws {
+        try writeConfig(config)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Harness.binary)
         process.arguments = ["run", "--config", configPath] + arguments
@@ -71,12 +106,29 @@ final class Harness: @unchecked Sendable {
         environment["OPENAI_API_KEY"] = Harness.secret
         environment.removeValue(forKey: "OPENAI_BASE_URL")
         process.environment = environment
-        _ = FileManager.default.createFile(atPath: daemonLog, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: daemonLog))
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: daemonLog))
+        log.seekToEndOfFile()
+        process.standardError = log
         process.standardOutput = FileHandle.nullDevice
+        let watchingBefore = self.log.components(separatedBy: "info: watching outgoing=").count
         try process.run()
         daemon = process
-        try waitUntil("the daemon is watching", timeout: 20) { self.log.contains("watching") }
+        if waitUntilWatching {
+            try waitUntil("the daemon is watching", timeout: 20) {
+                self.log.components(separatedBy: "info: watching outgoing=").count > watchingBefore
+            }
+        }
+    }
+
+    var configPath: String { root + "/config.json" }
+
+    /// Writes the daemon's config file: the harness's defaults overridden by `config`.
+    func writeConfig(_ config: [String: Any]) throws {
+        // Fast retries and no cool-down unless a test asks: each test sees its own rules.
+        var settings: [String: Any] = ["spool": layout.root, "base_url": stubURL, "log_level": "debug", "rescan_interval_seconds": 60,
+                                       "retry_initial_seconds": 0.05, "cooldown_after_failures": 1000]
+        settings.merge(config) { $1 }
+        try DurableFile.write(Array(try JSONSerialization.data(withJSONObject: settings)), to: configPath)
     }
 
     var log: String {
@@ -93,6 +145,20 @@ final class Harness: @unchecked Sendable {
         return daemon.terminationStatus
     }
 
+    /// SIGKILL: the daemon gets no chance to clean up.
+    func killDaemon() {
+        guard let daemon else { return }
+        if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) }
+        daemon.waitUntilExit()
+        self.daemon = nil
+    }
+
+    func signalDaemon(_ number: Int32) {
+        if let daemon, daemon.isRunning { kill(daemon.processIdentifier, number) }
+    }
+
+    var daemonIsRunning: Bool { daemon?.isRunning ?? false }
+
     func stop() {
         stopDaemon()
         if let stub {
@@ -100,6 +166,7 @@ final class Harness: @unchecked Sendable {
             stub.waitUntilExit()
             self.stub = nil
         }
+        if let mounted { _ = try? Harness.run("/bin/umount", ["-l", mounted]) }
         try? FileManager.default.removeItem(atPath: root)
     }
 

@@ -160,10 +160,13 @@ public final class Watcher: @unchecked Sendable {
             scan(reason: "overflow")
             return
         }
-        if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED) != 0 {
-            rewatch()
+        // One of these arrives per loss of the folder; the IN_IGNORED that follows each
+        // says only that the old watch is gone.
+        if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT) != 0 {
+            rewatch(dropping: event.pointee.wd)
             return
         }
+        if mask & UInt32(IN_IGNORED) != 0 { return }
         if mask & UInt32(IN_ISDIR) != 0 { return }
         let name = String(cString: llms_inotify_event_name(event))
         if mask & UInt32(IN_CLOSE_WRITE | IN_MOVED_TO) != 0 {
@@ -175,9 +178,10 @@ public final class Watcher: @unchecked Sendable {
     }
 
     /// The watched folder was deleted or moved: wait for it to exist again, watch it, rescan.
-    private func rewatch() {
+    private func rewatch(dropping watch: Int32) {
         logger.warning("outgoing was removed or moved; watching for it again", ["path": layout.outgoing])
-        _ = inotifytools_remove_watch_by_filename(layout.outgoing)
+        // A moved folder keeps its watch: drop it, or its events would pass for ours.
+        _ = inotifytools_remove_watch_by_wd(watch)
         while !stopping {
             try? layout.create()
             if addWatch() {
