@@ -212,4 +212,46 @@ import Testing
         #expect(harness.daemonIsRunning)
         #expect(Harness.content(of: try harness.json(harness.layout.result("streaming"))) == StubAnswer.content(prompt: "streams across the reload", tokens: 20))
     }
+
+    /// The state a crash between the commit and the clean-up leaves: the record says the
+    /// task ended. A restart completes the clean-up and never sends the request again.
+    @Test func aRestartRollsAnInterruptedOutcomeForward() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let layout = harness.layout
+        // Crashed after publishing the result, before removing the request.
+        try harness.drop("was-done", Harness.request("already answered"))
+        try DurableFile.write(Array(#"{"object":"chat.completion","choices":[]}"#.utf8), to: layout.result("was-done"))
+        let done = TaskRecord(id: "was-done", status: .done, request: FileIdentity(try Syscall.lstat(layout.request("was-done"))),
+                              history: TaskHistory(firstSeen: Date()), resultInode: UInt64(try Syscall.lstat(layout.result("was-done")).st_ino))
+        try done.write(layout, durable: true)
+        // Crashed after committing the failure, before writing its record or moving the request.
+        try harness.drop("was-failed", Harness.request("already refused"))
+        let failed = TaskRecord(id: "was-failed", status: .failed, request: FileIdentity(try Syscall.lstat(layout.request("was-failed"))),
+                                history: TaskHistory(firstSeen: Date()), errorRecord: Array(#"{"kind":"http","http_status":400}"#.utf8))
+        try failed.write(layout, durable: true)
+        // Committed as done, but the result never got its name: run again.
+        try harness.drop("not-published", Harness.request("publish me"))
+        try TaskRecord(id: "not-published", status: .done, request: FileIdentity(try Syscall.lstat(layout.request("not-published"))),
+                       history: TaskHistory(firstSeen: Date()), resultInode: 1).write(layout, durable: true)
+        // A record of an earlier request of the same name: ignored.
+        try TaskRecord(id: "renewed", status: .failed, request: FileIdentity(device: 0, inode: 1, size: 1, modifiedNanoseconds: 1),
+                       history: TaskHistory(firstSeen: Date())).write(layout, durable: true)
+        try harness.drop("renewed", Harness.request("a new request under an old name"))
+
+        try harness.startDaemon()
+        try waitUntil("outgoing is empty", timeout: 20) { harness.files(in: layout.outgoing).isEmpty }
+        try waitUntil("every outcome is on disk", timeout: 20) {
+            exists(layout.failedRequest("was-failed")) && exists(layout.result("not-published")) && exists(layout.result("renewed"))
+        }
+        let prompts = try harness.stubArrivals().map(\.prompt)
+        #expect(!prompts.contains("already answered"), "a finished task is never sent again")
+        #expect(!prompts.contains("already refused"))
+        #expect(prompts.filter { $0 == "publish me" }.count == 1)
+        #expect(prompts.filter { $0 == "a new request under an old name" }.count == 1)
+        #expect(try harness.json(layout.result("was-done"))["choices"] as? [Any] != nil, "the published result is kept as it was")
+        #expect(try harness.json(layout.errorRecord("was-failed"))["http_status"] as? Int == 400)
+        #expect(harness.log.contains("done (completed after a restart) id=was-done"))
+    }
 }

@@ -42,23 +42,32 @@ final class Harness: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: daemonLog, contents: nil)
     }
 
-    /// Runs a program to its end; throws when it fails.
+    /// Runs a program to its end; throws when it fails. It uses posix_spawn and waitpid
+    /// rather than Foundation's Process, which notices a child's exit through a descriptor
+    /// that a daemon the child leaves behind (tmux's server) keeps open for ever.
     @discardableResult
-    static func run(_ program: String, _ arguments: [String], environment: [String: String]? = nil) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0 else {
-            throw HarnessError("\(program) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(text)")
+    static func run(_ program: String, _ arguments: [String]) throws -> String {
+        let outputPath = NSTemporaryDirectory() + "llmspool-run-\(UUID().uuidString)"
+        defer { unlink(outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv = ([program] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, program, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw HarnessError("cannot start \(program): errno \(spawned)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        // WIFEXITED and WEXITSTATUS, which Swift does not import.
+        let exited = status & 0x7F == 0
+        let code = (status >> 8) & 0xFF
+        guard exited && code == 0 else {
+            throw HarnessError("\(program) \(arguments.joined(separator: " ")) ended with status \(status): \(text)")
         }
         return text
     }

@@ -1,0 +1,124 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+import Testing
+
+/// Requests saved by real programs, each the way it writes files: in place, through a
+/// temporary and a rename, with backups and swap files. Each request must be sent exactly
+/// once, and none of the programs' own files ever.
+@Suite(.serialized) struct ProducerTests {
+    static func json(_ prompt: String) -> String {
+        #"{"model": "stub-model", "messages": [{"role": "user", "content": "\#(prompt)"}]}"#
+    }
+
+    /// Runs `write` against a fresh daemon; returns once the request `id` is answered, after
+    /// checking what the stub and the folders saw.
+    func expectSentOnce(_ id: String, prompt: String, settle: Double = 2, _ write: (Harness, String) throws -> Void) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["settle_seconds": settle])
+        try write(harness, harness.layout.request(id))
+        try waitUntil("\(id) is answered", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.result(id)) }
+        try waitUntil("outgoing holds no request", timeout: 10) {
+            harness.files(in: harness.layout.outgoing).allSatisfy { if case .request = RequestName.classify($0) { false } else { true } }
+        }
+        // Give a late duplicate the time to show itself: one more settle period and a scan.
+        usleep(UInt32((settle + 0.5) * 1_000_000))
+        let arrivals = try harness.stubArrivals()
+        #expect(arrivals.map(\.prompt) == [prompt], "sent exactly once, and nothing else was sent")
+        #expect(harness.files(in: harness.layout.failed).isEmpty, "no temporary file was taken for a request")
+        #expect(Harness.content(of: try harness.json(harness.layout.result(id))) == StubAnswer.content(prompt: prompt, tokens: 8))
+    }
+
+    @Test func cp() throws {
+        try expectSentOnce("via-cp", prompt: "copied") { harness, path in
+            try Self.json("copied").write(toFile: harness.root + "/source.json", atomically: false, encoding: .utf8)
+            try Harness.run("/bin/cp", [harness.root + "/source.json", path])
+        }
+    }
+
+    @Test func mv() throws {
+        try expectSentOnce("via-mv", prompt: "moved") { harness, path in
+            try Self.json("moved").write(toFile: harness.root + "/source.json", atomically: false, encoding: .utf8)
+            try Harness.run("/bin/mv", [harness.root + "/source.json", path])
+        }
+    }
+
+    @Test func shellRedirectionInSeveralSteps() throws {
+        try expectSentOnce("via-shell", prompt: "piecemeal") { _, path in
+            let script = """
+            printf '{"model": "stub-model",' > '\(path)'
+            sleep 0.4
+            printf ' "messages": [{"role": "user",' >> '\(path)'
+            sleep 0.4
+            printf ' "content": "piecemeal"}]}' >> '\(path)'
+            """
+            try Harness.run("/bin/sh", ["-c", script])
+        }
+    }
+
+    @Test(.enabled(if: Harness.which("rsync") != nil, "rsync is not installed"))
+    func rsync() throws {
+        try expectSentOnce("via-rsync", prompt: "synced") { harness, path in
+            try Self.json("synced").write(toFile: harness.root + "/via-rsync.json", atomically: false, encoding: .utf8)
+            try Harness.run(Harness.which("rsync")!, [harness.root + "/via-rsync.json", DurableFile.directory(of: path) + "/"])
+        }
+    }
+
+    @Test(.enabled(if: Harness.which("vim") != nil, "vim is not installed"))
+    func vim() throws {
+        try expectSentOnce("via-vim", prompt: "typed in vim") { harness, path in
+            // Backups and a swap file on: vim writes path~, .via-vim.json.swp and probes with 4913.
+            try Harness.run(Harness.which("vim")!, ["-u", "NONE", "-i", "NONE", "-N", "-es",
+                                                    "-c", "set backup writebackup backupcopy=no swapfile",
+                                                    "-c", "call setline(1, ['\(Self.json("typed in vim"))'])",
+                                                    "-c", "wq", path])
+        }
+    }
+
+    @Test(.enabled(if: Harness.which("vim") != nil, "vim is not installed"))
+    func vimEditingAnInvalidDraftInPlace() throws {
+        try expectSentOnce("via-vim-edit", prompt: "fixed in vim") { harness, path in
+            // A draft saved broken, then fixed: judged only after it settles, sent once.
+            try Harness.run(Harness.which("vim")!, ["-u", "NONE", "-i", "NONE", "-N", "-es", "-c", "call setline(1, ['{\"model\": '])",
+                                                    "-c", "wq", path])
+            try Harness.run(Harness.which("vim")!, ["-u", "NONE", "-i", "NONE", "-N", "-es",
+                                                    "-c", "set backup writebackup backupcopy=no",
+                                                    "-c", "call setline(1, ['\(Self.json("fixed in vim"))'])",
+                                                    "-c", "wq", path])
+        }
+    }
+
+    @Test(.enabled(if: Harness.which("emacs") != nil, "emacs is not installed"))
+    func emacs() throws {
+        try expectSentOnce("via-emacs", prompt: "typed in emacs") { harness, path in
+            let json = Self.json("typed in emacs").replacingOccurrences(of: "\"", with: "\\\"")
+            try Harness.run(Harness.which("emacs")!, ["--batch", "-Q", "--eval",
+                                                      "(progn (setq make-backup-files t) (find-file \"\(path)\") (insert \"\(json)\") (save-buffer))"])
+        }
+    }
+
+    @Test(.enabled(if: Harness.which("nano") != nil && Harness.which("tmux") != nil, "nano or tmux is not installed"))
+    func nano() throws {
+        try expectSentOnce("via-nano", prompt: "typed in nano") { harness, path in
+            let tmux = Harness.which("tmux")!
+            let session = "llmspool-nano-\(getpid())"
+            let socket = harness.root + "/tmux.sock"
+            try Harness.run(tmux, ["-S", socket, "new-session", "-d", "-s", session, "-x", "200", "-y", "50",
+                                   "\(Harness.which("nano")!) --ignorercfiles --backup '\(path)'"])
+            defer { _ = try? Harness.run(tmux, ["-S", socket, "kill-server"]) }
+            try waitUntil("nano is up", timeout: 10) {
+                (try? Harness.run(tmux, ["-S", socket, "capture-pane", "-p", "-t", session]))?.contains("GNU nano") == true
+            }
+            try Harness.run(tmux, ["-S", socket, "send-keys", "-t", session, "-l", Self.json("typed in nano")])
+            try Harness.run(tmux, ["-S", socket, "send-keys", "-t", session, "C-o"])
+            try waitUntil("nano asks for the file name", timeout: 10) {
+                (try? Harness.run(tmux, ["-S", socket, "capture-pane", "-p", "-t", session]))?.contains("File Name to Write") == true
+            }
+            try Harness.run(tmux, ["-S", socket, "send-keys", "-t", session, "Enter"])
+            try waitUntil("nano saved", timeout: 10) { FileManager.default.fileExists(atPath: path) }
+            try Harness.run(tmux, ["-S", socket, "send-keys", "-t", session, "C-x"])
+        }
+    }
+}
