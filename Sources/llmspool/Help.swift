@@ -8,8 +8,17 @@ enum Help {
 
     Commands:
       run      watch a spool folder and send every request dropped into it
+      submit   drop a request safely (--wait follows it, printing the answer as it streams)
+      wait     follow a request someone else dropped to its end
+      status   counts and requests in flight, with or without a running daemon
+      show     everything known about one request
+      retry    move failed requests back to outgoing
+      cancel   cancel queued or running requests
+      clean    remove old results, failures and records
       stub     serve the bundled OpenAI-compatible endpoint on 127.0.0.1
       demo     run the stub and the daemon on ./spool with the sample requests, then exit
+
+    Every command takes --spool DIR (default ./spool) where it applies.
 
     Run `llmspool <command> --help` for a command's options.
     """
@@ -66,5 +75,60 @@ enum Help {
       --spool DIR          the spool folder (default ./spool)
       --timeout SECONDS    give up after this long (default 60)
       -h, --help           show this help
+    """
+
+    static let submit = """
+    Usage: llmspool submit FILE|- [--id ID] [--wait] [--timeout SECONDS] [--spool DIR]
+
+    Validates the request, writes it to a hidden file in <spool>/outgoing, fsyncs it and
+    renames it into place, then prints its id (a time-sorted random one unless --id).
+    With --wait it follows the request to its end: the answer's text goes to stdout as it
+    streams; on a terminal, stderr shows a live line (state, elapsed time, tokens per
+    second, attempt) until text arrives. Exit status: 0 done, 1 failed or cancelled (the
+    error on stderr), 124 --timeout passed (the request stays in the spool).
+    """
+
+    static let wait = """
+    Usage: llmspool wait ID [--timeout SECONDS] [--spool DIR]
+
+    Follows a request that is already in the spool, as submit --wait does. Works whether
+    the daemon is running or starts later.
+    """
+
+    static let status = """
+    Usage: llmspool status [--json] [--watch] [--interval SECONDS] [--spool DIR]
+
+    Queued, in flight (id, elapsed, bytes and tokens received, attempt, endpoint), waiting
+    to retry (next attempt, last error), done and failed counts, and token totals. Reads the
+    folders (and the daemon's state/.daemon.json when one runs); locks nothing. --json prints
+    one object with counts under queued, in_flight, deferred, done, failed.
+    """
+
+    static let show = """
+    Usage: llmspool show ID [--spool DIR]
+
+    Everything known about one request, as JSON: its state, files, attempts with timings
+    and errors, endpoint and usage. Exit status 1 when the spool knows no such request.
+    """
+
+    static let retry = """
+    Usage: llmspool retry ID... | --all-failed [--spool DIR]
+
+    Moves failed requests back to outgoing, with a fresh attempt count.
+    """
+
+    static let cancel = """
+    Usage: llmspool cancel ID... [--spool DIR]
+
+    Cancels queued, waiting or running requests, as deleting their files does: a running
+    transfer stops and its partial answer is removed.
+    """
+
+    static let clean = """
+    Usage: llmspool clean --older-than AGE [--spool DIR]
+
+    Removes results (with their .sse), failed requests with their records, and records of
+    finished tasks last changed more than AGE ago (90s, 15m, 12h, 7d, 2w). Never touches
+    outgoing or a task still running.
     """
 }

@@ -19,6 +19,13 @@ do {
     case "run": status = try RunCommand.main(rest)
     case "stub": status = try StubCommand.main(rest)
     case "demo": status = try DemoCommand.main(rest)
+    case "submit": status = try SubmitCommand.submit(rest)
+    case "wait": status = try SubmitCommand.wait(rest)
+    case "status": status = try StatusCommand.status(rest)
+    case "show": status = try StatusCommand.show(rest)
+    case "retry": status = try ManageCommand.retry(rest)
+    case "cancel": status = try ManageCommand.cancel(rest)
+    case "clean": status = try ManageCommand.clean(rest)
     case "-h", "--help", "help":
         print(Help.main)
         status = 0

@@ -72,6 +72,43 @@ final class Harness: @unchecked Sendable {
         return text
     }
 
+    /// A finished command: its exit status and what it printed on each stream.
+    struct Finished {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+    }
+
+    /// Runs `llmspool` with `arguments` to its end (posix_spawn, as `run`), stdin from a file.
+    func cli(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> Finished {
+        let stamp = UUID().uuidString
+        let out = root + "/cli-\(stamp).out", err = root + "/cli-\(stamp).err", input = root + "/cli-\(stamp).in"
+        try (stdin ?? "").write(toFile: input, atomically: false, encoding: .utf8)
+        defer { for path in [out, err, input] { unlink(path) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let argv = ([Harness.binary] + arguments).map { strdup($0) } + [nil]
+        var merged = ProcessInfo.processInfo.environment
+        merged.merge(environment) { $1 }
+        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, Harness.binary, &actions, nil, argv, envp)
+        guard spawned == 0 else { throw HarnessError("cannot start llmspool: errno \(spawned)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        return Finished(status: (status >> 8) & 0xFF,
+                        stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
+                        stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+    }
+
     static var isRoot: Bool { getuid() == 0 }
 
     static func which(_ program: String) -> String? {

@@ -39,6 +39,7 @@ public struct Config: Sendable, Equatable {
     public var shutdownGraceSeconds = 10.0
     public var logLevel = Logger.Level.info
     public var logFormat = Logger.Format.text
+    public var hooks = HookRunner.Settings()
 
     public init() {}
 
@@ -70,6 +71,10 @@ public struct Config: Sendable, Equatable {
         ("settle_seconds", "a file not yet valid is judged after this long without change (default 2)"),
         ("min_free_bytes", "intake pauses below this much free space (default 67108864)"),
         ("shutdown_grace_seconds", "how long SIGTERM lets transfers finish (default 10)"),
+        ("on_complete", "command run when a request succeeds: an argument array, or a string for /bin/sh -c (default none)"),
+        ("on_failure", "command run when a request fails, likewise (default none)"),
+        ("hook_concurrency", "hooks running at once (default 4)"),
+        ("hook_timeout_seconds", "a hook is killed after this long (default 60)"),
         ("log_level", "debug, info, warning or error (default info)"),
         ("log_format", "text or json (default text)"),
     ]
@@ -135,6 +140,10 @@ public struct Config: Sendable, Equatable {
             config.watchMode = mode
         }
         if let value = try reader.number("shutdown_grace_seconds", minimum: 0) { config.shutdownGraceSeconds = value }
+        if let value = try reader.hook("on_complete") { config.hooks.onComplete = value }
+        if let value = try reader.hook("on_failure") { config.hooks.onFailure = value }
+        if let value = try reader.number("hook_concurrency", minimum: 1) { config.hooks.concurrency = Int(value) }
+        if let value = try reader.number("hook_timeout_seconds", minimum: 0.001) { config.hooks.timeoutSeconds = value }
         if let value = try reader.string("log_level") {
             guard let level = Logger.Level(name: value) else { throw ConfigError("\(source): \"log_level\" must be debug, info, warning or error") }
             config.logLevel = level
@@ -285,6 +294,18 @@ struct SettingsReader {
             throw ConfigError("\(source): \"\(key)\" must be a string")
         }
         return text
+    }
+
+    func hook(_ key: String) throws -> HookCommand? {
+        guard let value = settings[key], !(value is NSNull) else { return nil }
+        if let line = value as? String, !JSONKind.isBool(value) {
+            guard !line.isEmpty else { throw ConfigError("\(source): \"\(key)\" is empty") }
+            return .shell(line)
+        }
+        if let list = value as? [Any], !list.isEmpty, list.allSatisfy({ $0 is String }) {
+            return .argv(list.compactMap { $0 as? String })
+        }
+        throw ConfigError("\(source): \"\(key)\" must be a non-empty array of strings (run as is) or a string (run by /bin/sh -c)")
     }
 
     func number(_ key: String, minimum: Double) throws -> Double? {

@@ -168,7 +168,8 @@ public final class Finisher: Sendable {
 
     /// A queued or waiting request was withdrawn by deleting its file.
     public func withdrawn(id: String) {
-        if var record = TaskRecord.load(layout, id: id), record.status == .active {
+        var record = TaskRecord.load(layout, id: id) ?? TaskRecord(id: id, status: .cancelled, request: nil, history: TaskHistory(firstSeen: Date()))
+        if record.status == .active || record.status == .cancelled {
             record.status = .cancelled
             try? record.write(layout, durable: false)
         }

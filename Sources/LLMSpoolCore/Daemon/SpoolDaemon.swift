@@ -10,7 +10,10 @@ public final class SpoolDaemon: Sendable {
     private let engine: TransferEngine
     private let finisher: Finisher
     private let pool: WorkerPool
+    private let hooks: HookRunner
     private let logger: Logger
+    private let statusStop = Atomic<Bool>(false)
+    private let statusStopped = DispatchSemaphore(value: 0)
 
     /// `onReport` is called on a worker thread each time a task ends (or is postponed).
     public init(config: Config, endpoints: [Endpoint], logger: Logger, onReport: (@Sendable (TaskReport) -> Void)? = nil) throws {
@@ -18,8 +21,12 @@ public final class SpoolDaemon: Sendable {
         let layout = SpoolLayout(root: config.spool)
         let pool = WorkerPool(name: "llmspool.finisher", threads: 2)
         let known = KnownTasks()
+        let hooks = HookRunner(settings: config.hooks, layout: layout, logger: logger)
         let finisher = Finisher(layout: layout, logger: logger, retry: config.retry, endpointCount: endpoints.count,
-                                report: onReport ?? { _ in })
+                                report: { report in
+                                    hooks.handle(report)
+                                    onReport?(report)
+                                })
         // The engine and its delegate refer to each other; the box breaks the knot.
         let engineBox = Mutex<TransferEngine?>(nil)
         let post: @Sendable (Scheduler.Event) -> Void = { event in engineBox.withLock { $0 }?.post(event) }
@@ -39,6 +46,7 @@ public final class SpoolDaemon: Sendable {
         self.engine = engine
         self.finisher = finisher
         self.pool = pool
+        self.hooks = hooks
         self.logger = logger
     }
 
@@ -55,7 +63,25 @@ public final class SpoolDaemon: Sendable {
         SpoolDaemon.raiseDescriptorLimit()
         try watcher.start()
         engine.start()
+        startStatusWriter()
         logger.info("watching", ["outgoing": layout.outgoing])
+    }
+
+    /// Rewrites `state/.daemon.json` once a second, on a thread of its own.
+    private func startStatusWriter() {
+        let thread = Thread { [self] in
+            while !statusStop.load(ordering: .relaxed) {
+                let snapshot = engine.snapshot
+                let status = LiveStatus(pid: getpid(), updatedAt: Date(), queued: snapshot.queued, deferred: snapshot.deferred,
+                                        inFlight: snapshot.inFlight)
+                try? DurableFile.write(status.encoded(), to: LiveStatus.path(layout), syncDirectory: false)
+                usleep(1_000_000)
+            }
+            try? Syscall.unlinkIfPresent(LiveStatus.path(layout))
+            statusStopped.signal()
+        }
+        thread.name = "llmspool.status"
+        thread.start()
     }
 
     /// Stops intake, drains transfers for the grace period, writes every pending outcome.
@@ -63,6 +89,9 @@ public final class SpoolDaemon: Sendable {
         watcher.stop()
         engine.shutdown()
         pool.finish()
+        hooks.finish()
+        statusStop.store(true, ordering: .relaxed)
+        statusStopped.wait()
         logger.info("stopped")
     }
 

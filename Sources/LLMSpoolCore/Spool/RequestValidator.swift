@@ -7,12 +7,17 @@ public struct RequestSummary: Sendable, Equatable {
     public let size: Int
     /// Prompt characters / 4 plus `max_tokens`: what the token bucket charges up front.
     public let estimatedTokens: Int
+    /// The offset of the object's opening brace, when the daemon must add
+    /// `"stream_options": {"include_usage": true}` right after it (a stream that did not
+    /// ask for its usage); nil when the body goes as it is.
+    public let usageSplice: Int?
 
-    public init(model: String, stream: Bool, size: Int, estimatedTokens: Int = 0) {
+    public init(model: String, stream: Bool, size: Int, estimatedTokens: Int = 0, usageSplice: Int? = nil) {
         self.model = model
         self.stream = stream
         self.size = size
         self.estimatedTokens = estimatedTokens
+        self.usageSplice = usageSplice
     }
 }
 
@@ -53,8 +58,15 @@ public enum RequestValidator {
             }
             stream = flag
         }
+        var splice: Int?
+        if stream && request["stream_options"] == nil {
+            // The object has members (model, messages), so a member and a comma can go
+            // right after its brace without reading or rewriting the rest.
+            splice = bytes.firstIndex(of: UInt8(ascii: "{"))
+        }
         return .success(RequestSummary(model: model, stream: stream, size: bytes.count,
-                                       estimatedTokens: estimateTokens(request, messages: messages as? [Any] ?? [])))
+                                       estimatedTokens: estimateTokens(request, messages: messages as? [Any] ?? []),
+                                       usageSplice: splice))
     }
 
     /// A rough count, enough for a token bucket: four characters a token, plus the

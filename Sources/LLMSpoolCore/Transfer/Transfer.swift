@@ -11,7 +11,12 @@ final class Transfer {
     enum Body {
         case file(fd: Int32)
         case memory([UInt8], offset: Int)
+        /// `prefix` first, then the file from its current offset.
+        case spliced(prefix: [UInt8], sent: Int, fd: Int32, fileBytes: Int)
     }
+
+    /// What the daemon adds after the opening brace of a stream that did not ask for usage.
+    static let usageMember = Array(#""stream_options":{"include_usage":true},"#.utf8)
 
     let task: TaskDescriptor
     let endpointIndex: Int
@@ -27,6 +32,8 @@ final class Transfer {
     var headers: [String: String] = [:]
     var bytesSent: Int64 = 0
     var bytesReceived: Int64 = 0
+    /// SSE data events received: roughly the tokens of a stream.
+    var events = 0
     var diskError: SystemError?
     var readError: SystemError?
     private var sse: SSEParser?
@@ -53,28 +60,45 @@ final class Transfer {
         switch body {
         case .file: task.summary.size
         case .memory(let bytes, _): bytes.count
+        case .spliced(let prefix, _, _, let fileBytes): prefix.count + fileBytes
         }
     }
 
     /// Closes the body file, if the body is one.
     func closeBody() {
-        if case .file(let fd) = body { Syscall.close(fd) }
+        switch body {
+        case .file(let fd), .spliced(_, _, let fd, _): Syscall.close(fd)
+        case .memory: break
+        }
+    }
+
+    private func readFile(_ fd: Int32, into buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
+        do {
+            let count = try Syscall.read(fd, into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity), path: task.requestPath)
+            bytesSent += Int64(count)
+            return count
+        } catch let error as SystemError {
+            readError = error
+            return llms_curl_readfunc_abort
+        } catch {
+            return llms_curl_readfunc_abort
+        }
     }
 
     /// libcurl asks for the next piece of the body.
     func readBody(into buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
         switch body {
         case .file(let fd):
-            do {
-                let count = try Syscall.read(fd, into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity), path: task.requestPath)
-                bytesSent += Int64(count)
-                return count
-            } catch let error as SystemError {
-                readError = error
-                return llms_curl_readfunc_abort
-            } catch {
-                return llms_curl_readfunc_abort
+            return readFile(fd, into: buffer, capacity: capacity)
+        case .spliced(let prefix, let sent, let fd, let fileBytes):
+            guard sent < prefix.count else { return readFile(fd, into: buffer, capacity: capacity) }
+            let count = min(capacity, prefix.count - sent)
+            prefix.withUnsafeBytes { source in
+                UnsafeMutableRawPointer(buffer).copyMemory(from: source.baseAddress! + sent, byteCount: count)
             }
+            body = .spliced(prefix: prefix, sent: sent + count, fd: fd, fileBytes: fileBytes)
+            bytesSent += Int64(count)
+            return count
         case .memory(let bytes, let offset):
             let count = min(capacity, bytes.count - offset)
             bytes.withUnsafeBytes { source in
@@ -101,11 +125,14 @@ final class Transfer {
         if sse == nil {
             clock.contentArrived(at: now)
         } else {
-            var sawData = false
+            var dataEvents = 0
             sse!.feed(bytes) { event in
-                if case .data = event { sawData = true }
+                if case .data = event { dataEvents += 1 }
             }
-            if sawData { clock.contentArrived(at: now) }
+            if dataEvents > 0 {
+                events += dataEvents
+                clock.contentArrived(at: now)
+            }
         }
         return count
     }

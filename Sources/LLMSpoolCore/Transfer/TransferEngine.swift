@@ -70,6 +70,18 @@ public final class TransferEngine: @unchecked Sendable {
         public var deferred = 0
         public var transferring = 0
         public var finishing = 0
+        /// Refreshed about once a second.
+        public var inFlight: [LiveTransfer] = []
+    }
+
+    /// One transfer as `status` shows it.
+    public struct LiveTransfer: Sendable, Equatable {
+        public var id: String
+        public var startedAt: Date
+        public var bytesReceived: Int64
+        public var events: Int
+        public var attempt: Int
+        public var endpoint: String
     }
 
     private static let idleSweepSeconds = 0.25
@@ -90,6 +102,7 @@ public final class TransferEngine: @unchecked Sendable {
     private var transfersByID: [String: Transfer] = [:]
     private var shutdownDeadline: Double?
     private var lastIdleSweep = 0.0
+    private var lastLivePublish = 0.0
 
     public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, known: KnownTasks, delegate: Delegate, logger: Logger) throws {
         guard let multi = curl_multi_init() else { throw ConfigError("libcurl could not create a multi handle") }
@@ -253,9 +266,20 @@ public final class TransferEngine: @unchecked Sendable {
             guard case .success(let loaded)? = RequestFile.read(path: task.requestPath, limit: settings.maxRequestBytes),
                   var object = JSONObject.parse(loaded.bytes) else { return nil }
             object["model"] = model
+            if task.summary.usageSplice != nil { object["stream_options"] = ["include_usage": true] }
             return .memory(Array(try JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes])), offset: 0)
         }
-        return .file(fd: try Syscall.open(task.requestPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK))
+        let fd = try Syscall.open(task.requestPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        if let brace = task.summary.usageSplice {
+            // Everything up to and including the brace, then the usage member, then the rest.
+            guard lseek(fd, off_t(brace + 1), SEEK_SET) == off_t(brace + 1) else {
+                Syscall.close(fd)
+                throw SystemError(errno: errno, call: "lseek", path: task.requestPath)
+            }
+            let head = Array(repeating: UInt8(ascii: " "), count: brace) + [UInt8(ascii: "{")]
+            return .spliced(prefix: head + Transfer.usageMember, sent: 0, fd: fd, fileBytes: task.summary.size - brace - 1)
+        }
+        return .file(fd: fd)
     }
 
     private func begin(_ task: TaskDescriptor, endpointIndex: Int) {
@@ -417,7 +441,21 @@ public final class TransferEngine: @unchecked Sendable {
 
     private func publishSnapshot() {
         let counts = scheduler.counts
-        let current = Snapshot(queued: counts.queued, deferred: counts.deferred, transferring: counts.transferring, finishing: counts.finishing)
-        snapshotBox.withLock { $0 = current }
+        let now = TransferEngine.monotonic()
+        var live: [LiveTransfer]?
+        if now - lastLivePublish >= 1 {
+            lastLivePublish = now
+            live = transfers.values.map {
+                LiveTransfer(id: $0.task.id, startedAt: $0.startedAt, bytesReceived: $0.bytesReceived, events: $0.events,
+                             attempt: $0.task.history.attempts.count + 1, endpoint: $0.endpointName)
+            }
+        }
+        snapshotBox.withLock {
+            $0.queued = counts.queued
+            $0.deferred = counts.deferred
+            $0.transferring = counts.transferring
+            $0.finishing = counts.finishing
+            if let live { $0.inFlight = live }
+        }
     }
 }

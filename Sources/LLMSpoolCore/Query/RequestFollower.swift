@@ -1,0 +1,148 @@
+import Foundation
+import Glibc
+
+/// Follows one request to its end from outside the daemon, by watching its files: the
+/// answer's text as it streams into the `.partial`, then the outcome. It works with the
+/// daemon started before or after it, on a request anyone dropped.
+public final class RequestFollower {
+    /// How the request ended.
+    public enum Ending: Equatable, Sendable {
+        case done(resultPath: String)
+        case failed(message: String, recordPath: String)
+        case cancelled
+        case timedOut
+    }
+
+    /// What the live status line shows.
+    public struct Progress: Sendable, Equatable {
+        public var state: RequestState
+        public var elapsed: Double
+        public var tokensPerSecond: Double?
+        public var attempt: Int
+    }
+
+    private let layout: SpoolLayout
+    private let id: String
+    private let onText: (String) -> Void
+    private let onProgress: (Progress) -> Void
+    private let started = Date()
+
+    private var partialFD: Int32 = -1
+    private var partialInode: UInt64 = 0
+    private var parser = SSEParser()
+    /// Text already written out, and the text of the attempt being read.
+    private var printed = ""
+    private var attemptText = ""
+    private var firstTokenAt: Date?
+    private var tokens = 0
+    private var attempt = 1
+
+    public init(layout: SpoolLayout, id: String, onText: @escaping (String) -> Void, onProgress: @escaping (Progress) -> Void) {
+        self.layout = layout
+        self.id = id
+        self.onText = onText
+        self.onProgress = onProgress
+    }
+
+    deinit {
+        if partialFD >= 0 { Syscall.close(partialFD) }
+    }
+
+    public func run(timeout: Double? = nil, pollInterval: Double = 0.05) -> Ending {
+        let query = SpoolQuery(layout: layout)
+        var lastProgress = Date.distantPast
+        var sawRequest = Syscall.exists(layout.request(id))
+        while true {
+            readPartial()
+            let state = query.state(of: id, live: nil)
+            switch state {
+            case .done:
+                readPartial()
+                finishText()
+                return .done(resultPath: layout.result(id))
+            case .failed:
+                let record = (try? FileReader.prefix(path: layout.errorRecord(id), limit: 1 << 20)).flatMap(JSONObject.parse)
+                return .failed(message: record?["message"] as? String ?? "the request failed", recordPath: layout.errorRecord(id))
+            case .cancelled:
+                return .cancelled
+            case .unknown where sawRequest:
+                // Gone from outgoing with no outcome yet: the outcome is being written.
+                break
+            case .queued, .inFlight, .deferred:
+                sawRequest = true
+            case .unknown:
+                break
+            }
+            if let timeout, Date().timeIntervalSince(started) > timeout { return .timedOut }
+            if Date().timeIntervalSince(lastProgress) >= 0.2 {
+                lastProgress = Date()
+                let rate = firstTokenAt.map { Double(tokens) / max(Date().timeIntervalSince($0), 0.001) }
+                onProgress(Progress(state: state, elapsed: Date().timeIntervalSince(started), tokensPerSecond: rate, attempt: attempt))
+            }
+            usleep(UInt32(pollInterval * 1_000_000))
+        }
+    }
+
+    /// Reads what arrived in the `.partial` since the last look. A new file (a retry
+    /// starts from zero) starts a new attempt: text already shown is not shown again.
+    private func readPartial() {
+        if let info = try? Syscall.lstat(layout.partial(id)), UInt64(info.st_ino) != partialInode {
+            if partialFD >= 0 {
+                Syscall.close(partialFD)
+                attempt += 1
+            }
+            partialFD = (try? Syscall.open(layout.partial(id), O_RDONLY | O_NOFOLLOW | O_NONBLOCK)) ?? -1
+            partialInode = UInt64(info.st_ino)
+            parser = SSEParser()
+            attemptText = ""
+        }
+        guard partialFD >= 0 else { return }
+        try? FileReader.forEachChunk(fd: partialFD, path: layout.partial(id)) { chunk in
+            parser.feed(chunk) { event in
+                guard case .data(let payload) = event, let delta = RequestFollower.delta(payload) else { return }
+                tokens += 1
+                if firstTokenAt == nil { firstTokenAt = Date() }
+                append(delta)
+            }
+        }
+    }
+
+    private func append(_ delta: String) {
+        attemptText += delta
+        if attemptText.hasPrefix(printed) {
+            let fresh = String(attemptText.dropFirst(printed.count))
+            if !fresh.isEmpty {
+                onText(fresh)
+                printed = attemptText
+            }
+        } else if !printed.hasPrefix(attemptText) {
+            // This attempt says something else: start over on a new line.
+            onText("\n")
+            onText(attemptText)
+            printed = attemptText
+        }
+    }
+
+    /// The result is the truth: whatever of it was not shown yet is shown now.
+    private func finishText() {
+        guard let bytes = try? FileReader.prefix(path: layout.result(id), limit: 256 << 20),
+              let object = JSONObject.parse(bytes),
+              let message = (object["choices"] as? [[String: Any]])?.first?["message"] as? [String: Any],
+              let content = message["content"] as? String else { return }
+        if content.hasPrefix(printed) {
+            let rest = String(content.dropFirst(printed.count))
+            if !rest.isEmpty { onText(rest) }
+        } else {
+            onText("\n" + content)
+        }
+        printed = content
+    }
+
+    /// The text delta of the first choice in one chunk.
+    static func delta(_ payload: String) -> String? {
+        guard payload != "[DONE]", let object = JSONObject.parse(Array(payload.utf8)),
+              let choice = (object["choices"] as? [[String: Any]])?.first,
+              let delta = choice["delta"] as? [String: Any] else { return nil }
+        return delta["content"] as? String
+    }
+}

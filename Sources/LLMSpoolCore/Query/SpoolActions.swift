@@ -1,0 +1,86 @@
+import Foundation
+import Glibc
+
+/// The operator's changes to a spool: `retry`, `cancel`, `clean`. Each works with or
+/// without a daemon, through the same files the daemon watches.
+public struct SpoolActions: Sendable {
+    public let layout: SpoolLayout
+
+    public init(layout: SpoolLayout) {
+        self.layout = layout
+    }
+
+    /// Ids with a failed request.
+    public func failedIDs() -> [String] {
+        ((try? Syscall.listDirectory(layout.failed)) ?? []).compactMap { name in
+            guard case .request(let id) = RequestName.classify(name), !name.hasSuffix(SpoolLayout.errorRecordSuffix) else { return nil }
+            return id
+        }.sorted()
+    }
+
+    /// Moves a failed request back to `outgoing`. Its task record goes first: a record that
+    /// says `failed` would send the request straight back (see `TaskRecord`).
+    public func retry(_ id: String) throws {
+        let failed = layout.failedRequest(id)
+        guard Syscall.exists(failed) else { throw ConfigError("\(id): no failed request \(failed)") }
+        guard !Syscall.exists(layout.request(id)) else { throw ConfigError("\(id): \(layout.request(id)) already exists") }
+        try Syscall.unlinkIfPresent(layout.taskRecord(id))
+        try Syscall.unlinkIfPresent(layout.errorRecord(id))
+        try Syscall.fsyncDirectory(layout.state)
+        try Syscall.rename(failed, layout.request(id))
+        try Syscall.fsyncDirectory(layout.outgoing)
+        try Syscall.fsyncDirectory(layout.failed)
+    }
+
+    /// Cancels a queued, waiting or running request, as deleting its file does.
+    public func cancel(_ id: String) throws {
+        do {
+            try Syscall.unlink(layout.request(id))
+        } catch let error as SystemError where error.errno == ENOENT {
+            throw ConfigError("\(id): not in \(layout.outgoing) (finished, failed or never dropped)")
+        }
+    }
+
+    /// What `clean` removed.
+    public struct Cleaned: Sendable, Equatable {
+        public var results = 0
+        public var failures = 0
+        public var records = 0
+    }
+
+    /// Removes results, failures and finished task records last changed before `cutoff`.
+    /// Never touches `outgoing` or a task that is still running.
+    public func clean(olderThan cutoff: Date) throws -> Cleaned {
+        var cleaned = Cleaned()
+        func old(_ path: String) -> Bool {
+            guard let info = try? Syscall.lstat(path) else { return false }
+            return Double(info.st_mtim.tv_sec) < cutoff.timeIntervalSince1970
+        }
+        let running = Set(SpoolQuery(layout: layout).outgoingIDs())
+        for name in try Syscall.listDirectory(layout.incoming) {
+            guard case .request(let id) = RequestName.classify(name), !running.contains(id), old(layout.result(id)) else { continue }
+            try Syscall.unlinkIfPresent(layout.result(id))
+            try Syscall.unlinkIfPresent(layout.rawStream(id))
+            cleaned.results += 1
+        }
+        for id in failedIDs() where !running.contains(id) && old(layout.failedRequest(id)) {
+            try Syscall.unlinkIfPresent(layout.errorRecord(id))
+            try Syscall.unlinkIfPresent(layout.failedRequest(id))
+            cleaned.failures += 1
+        }
+        for name in try Syscall.listDirectory(layout.state) {
+            guard case .request(let id) = RequestName.classify(name), !running.contains(id), old(layout.taskRecord(id)),
+                  let record = TaskRecord.load(layout, id: id), record.status != .active else { continue }
+            try Syscall.unlinkIfPresent(layout.taskRecord(id))
+            cleaned.records += 1
+        }
+        return cleaned
+    }
+
+    /// "90s", "15m", "12h", "7d", "2w" in seconds.
+    public static func age(_ text: String) -> Double? {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800]
+        guard let unit = text.last, let factor = units[unit], let value = Double(text.dropLast()), value >= 0 else { return nil }
+        return value * factor
+    }
+}
