@@ -14,9 +14,25 @@ import Testing
     @Test func aValidRequestIsSummarised() throws {
         let text = #"{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}"#
         let summary = try RequestValidator.validate(Array(text.utf8)).get()
-        #expect(summary == RequestSummary(model: "m", stream: true, size: text.utf8.count, estimatedTokens: 1))
+        #expect(summary == RequestSummary(model: "m", stream: true, size: text.utf8.count, estimatedTokens: 1, usageSplice: 0))
         let plain = try RequestValidator.validate(Array(#"{"model":"m","messages":[],"stream":null}"#.utf8)).get()
         #expect(plain.stream == false)
+    }
+
+    @Test func aStreamWithoutStreamOptionsIsAskedForItsUsage() throws {
+        let text = "\n  " + #"{"model":"m","stream":true,"messages":[]}"#
+        let summary = try RequestValidator.validate(Array(text.utf8)).get()
+        let brace = try #require(summary.usageSplice)
+        #expect(brace == 3)
+        // What the transfer sends: the bytes up to the brace, the member, the rest.
+        let bytes = Array(text.utf8)
+        let sent = Array(bytes[...brace]) + Array(#""stream_options":{"include_usage":true},"#.utf8) + Array(bytes[(brace + 1)...])
+        let object = try #require(JSONObject.parse(sent))
+        #expect((object["stream_options"] as? [String: Any])?["include_usage"] as? Bool == true)
+        #expect(object["model"] as? String == "m")
+        let asked = #"{"model":"m","stream":true,"stream_options":{"include_usage":false},"messages":[]}"#
+        #expect(try RequestValidator.validate(Array(asked.utf8)).get().usageSplice == nil, "the request's own choice stands")
+        #expect(try RequestValidator.validate(Array(#"{"model":"m","messages":[]}"#.utf8)).get().usageSplice == nil)
     }
 
     @Test func tokensAreEstimatedFromPromptAndBudget() throws {
