@@ -27,6 +27,10 @@ public struct Config: Sendable, Equatable {
     public var cooldownAfterFailures = 3
     public var cooldownSeconds = 30.0
     public var maxRequestBytes = 32 * 1024 * 1024
+    public var maxResponseBytes: Int64 = 256 * 1024 * 1024
+    public var maxJSONDepth = RequestValidator.defaultMaxDepth
+    /// Results, records and folders readable by the owner's group too (0640 and 0750).
+    public var groupReadable = false
     public var watchMode = WatchMode.auto
     public var pollIntervalSeconds = 1.0
     /// A safety-net rescan of `outgoing`, in case an inotify event was missed.
@@ -42,6 +46,9 @@ public struct Config: Sendable, Equatable {
     public var hooks = HookRunner.Settings()
 
     public init() {}
+
+    public var fileMode: mode_t { groupReadable ? 0o640 : 0o600 }
+    public var directoryMode: mode_t { groupReadable ? 0o750 : 0o700 }
 
     /// Every key the file may hold, with its default and meaning: `--help`, the README
     /// and the unknown-key error use it.
@@ -65,6 +72,9 @@ public struct Config: Sendable, Equatable {
         ("cooldown_after_failures", "retryable failures in a row that make an endpoint cool down (default 3)"),
         ("cooldown_seconds", "how long it cools down (default 30)"),
         ("max_request_bytes", "largest request file accepted (default 33554432)"),
+        ("max_response_bytes", "largest answer accepted; a larger one fails the request (default 268435456)"),
+        ("max_json_depth", "deepest nesting of a request (default 64)"),
+        ("group_readable", "results, records and folders readable by the group too (default false)"),
         ("watch_mode", "auto, inotify or poll (default auto: poll on network and FUSE filesystems)"),
         ("poll_interval_seconds", "how often polling scans outgoing (default 1)"),
         ("rescan_interval_seconds", "safety-net rescan of outgoing (default 60)"),
@@ -80,7 +90,11 @@ public struct Config: Sendable, Equatable {
     ]
 
     /// Reads a JSON config file; unknown keys and wrong types are errors that name the key.
+    /// A file other users can write is refused: it decides where the API key is sent.
     public static func load(path: String, base: Config = Config()) throws -> Config {
+        if let info = try? Syscall.lstat(path), info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o022 != 0 {
+            throw ConfigError("config \(path) is writable by other users, and it decides where the API key is sent; run: chmod go-w \(path)")
+        }
         let bytes: [UInt8]
         do {
             bytes = try FileReader.prefix(path: path, limit: 1 << 20)
@@ -131,6 +145,9 @@ public struct Config: Sendable, Equatable {
         if let value = try reader.number("cooldown_after_failures", minimum: 1) { config.cooldownAfterFailures = Int(value) }
         if let value = try reader.number("cooldown_seconds", minimum: 0) { config.cooldownSeconds = value }
         if let value = try reader.number("max_request_bytes", minimum: 1) { config.maxRequestBytes = Int(value) }
+        if let value = try reader.number("max_response_bytes", minimum: 1) { config.maxResponseBytes = Int64(value) }
+        if let value = try reader.number("max_json_depth", minimum: 2) { config.maxJSONDepth = Int(value) }
+        if let value = try reader.bool("group_readable") { config.groupReadable = value }
         if let value = try reader.number("rescan_interval_seconds", minimum: 0.1) { config.rescanIntervalSeconds = value }
         if let value = try reader.number("poll_interval_seconds", minimum: 0.05) { config.pollIntervalSeconds = value }
         if let value = try reader.number("settle_seconds", minimum: 0) { config.settleSeconds = value }
@@ -294,6 +311,12 @@ struct SettingsReader {
             throw ConfigError("\(source): \"\(key)\" must be a string")
         }
         return text
+    }
+
+    func bool(_ key: String) throws -> Bool? {
+        guard let value = settings[key], !(value is NSNull) else { return nil }
+        guard JSONKind.isBool(value), let flag = value as? Bool else { throw ConfigError("\(source): \"\(key)\" must be true or false") }
+        return flag
     }
 
     func hook(_ key: String) throws -> HookCommand? {

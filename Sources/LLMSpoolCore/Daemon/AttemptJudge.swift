@@ -10,6 +10,7 @@ public struct AttemptFailure: Sendable, Equatable {
         case malformedResponse = "malformed-response"
         case disk
         case invalidRequest = "invalid-request"
+        case responseTooLarge = "response-too-large"
     }
 
     /// Which timer ended the attempt.
@@ -63,6 +64,8 @@ public enum AttemptJudge {
             return .cancelled
         case .diskError(let error):
             return .failure(AttemptFailure(.disk, "writing the answer failed: \(error)"))
+        case .responseTooLarge(let limit):
+            return .failure(AttemptFailure(.responseTooLarge, "the answer grew past \(limit) bytes (max_response_bytes)"))
         case .transportError(let code, let message):
             return .failure(AttemptFailure(.transport, "\(message) (curl code \(code))", curlCode: code))
         case .timedOut(let timer, let message):

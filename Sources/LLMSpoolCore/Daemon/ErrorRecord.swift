@@ -3,7 +3,8 @@ import Foundation
 /// The contents of `failed/<id>.error.json`: what went wrong, when, and every attempt.
 /// It never holds request headers, so the API key cannot reach it.
 enum ErrorRecord {
-    static func encode(id: String, failure: AttemptFailure, history: TaskHistory, problem: RequestProblem?, requestFile: String) -> [UInt8] {
+    static func encode(id: String, failure: AttemptFailure, history: TaskHistory, problem: RequestProblem?, requestFile: String,
+                       originalName: String? = nil) -> [UInt8] {
         var object: [String: Any] = [
             "id": id,
             "status": "failed",
@@ -15,6 +16,7 @@ enum ErrorRecord {
             "attempts": history.attempts.count,
             "attempt_log": history.attempts.map(TaskRecord.encode),
         ]
+        if let originalName { object["original_name"] = originalName }
         if let status = failure.httpStatus { object["http_status"] = status }
         if let timer = failure.timer { object["timer"] = timer.rawValue }
         if let body = failure.providerBody { object["provider_error"] = JSONObject.embeddable(body) }

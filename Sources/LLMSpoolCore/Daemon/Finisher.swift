@@ -151,7 +151,7 @@ public final class Finisher: Sendable {
                 report(TaskReport(id: id, outcome: .succeeded(resultPath: layout.result(id))))
             case .failed:
                 if !Syscall.exists(layout.errorRecord(id)), let bytes = record.errorRecord {
-                    try DurableFile.write(bytes, to: layout.errorRecord(id))
+                    try DurableFile.write(bytes, to: layout.errorRecord(id), mode: layout.fileMode)
                 }
                 try moveToFailed(id: id, requestPath: requestPath)
                 logger.warning("failed (completed after a restart)", id: id, ["record": layout.errorRecord(id)])
@@ -210,7 +210,7 @@ public final class Finisher: Sendable {
         var source = partial
         if let assembled {
             source = SpoolLayout.temporary(for: result)
-            let fd = try Syscall.open(source, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
+            let fd = try Syscall.open(source, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: layout.fileMode)
             defer { Syscall.close(fd) }
             try Syscall.writeAll(fd, assembled, path: source)
             try Syscall.fsync(fd, path: source)
@@ -228,12 +228,13 @@ public final class Finisher: Sendable {
     private func fail(task: TaskDescriptor, failure: AttemptFailure, problem: RequestProblem?, commit: Bool) -> Scheduler.Event {
         let id = task.id
         let recordPath = layout.errorRecord(id)
-        let bytes = ErrorRecord.encode(id: id, failure: failure, history: task.history, problem: problem, requestFile: layout.failedRequest(id))
+        let bytes = ErrorRecord.encode(id: id, failure: failure, history: task.history, problem: problem, requestFile: layout.failedRequest(id),
+                                       originalName: layout.loadOriginalName(id))
         do {
             if commit {
                 try TaskRecord(id: id, status: .failed, request: task.identity, history: task.history, errorRecord: bytes).write(layout, durable: true)
             }
-            try DurableFile.write(bytes, to: recordPath)
+            try DurableFile.write(bytes, to: recordPath, mode: layout.fileMode)
             try moveToFailed(id: id, requestPath: task.requestPath)
             try? Syscall.unlinkIfPresent(layout.partial(id))
         } catch {

@@ -18,7 +18,7 @@ public final class SpoolDaemon: Sendable {
     /// `onReport` is called on a worker thread each time a task ends (or is postponed).
     public init(config: Config, endpoints: [Endpoint], logger: Logger, onReport: (@Sendable (TaskReport) -> Void)? = nil) throws {
         SpoolDaemon.initializeCurl
-        let layout = SpoolLayout(root: config.spool)
+        let layout = SpoolLayout(root: config.spool, groupReadable: config.groupReadable)
         let pool = WorkerPool(name: "llmspool.finisher", threads: 2)
         let known = KnownTasks()
         let hooks = HookRunner(settings: config.hooks, layout: layout, logger: logger)
@@ -59,6 +59,7 @@ public final class SpoolDaemon: Sendable {
 
     public func start() throws {
         try layout.create()
+        warnIfOpenToEveryone()
         removeLeftovers()
         SpoolDaemon.raiseDescriptorLimit()
         try watcher.start()
@@ -100,6 +101,15 @@ public final class SpoolDaemon: Sendable {
     public func reload(config: Config, endpoints: [Endpoint]) {
         finisher.reconfigure(retry: config.retry, endpointCount: endpoints.count)
         engine.reconfigure(endpoints: endpoints, settings: TransferEngine.Settings(config))
+    }
+
+    /// A drop folder every user can write to, without the sticky bit, lets anyone delete
+    /// (and so cancel) anyone's request.
+    func warnIfOpenToEveryone() {
+        guard let info = try? Syscall.lstat(layout.outgoing) else { return }
+        if info.st_mode & 0o002 != 0 && info.st_mode & S_ISVTX == 0 {
+            logger.warning("outgoing is writable by every user without the sticky bit: anyone can delete or replace requests; run: chmod +t \(layout.outgoing)")
+        }
     }
 
     /// Before anything runs, every `.partial` is from an attempt that died with an earlier

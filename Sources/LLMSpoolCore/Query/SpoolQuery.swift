@@ -156,6 +156,7 @@ public struct SpoolQuery: Sendable {
             files[name] = path
         }
         object["files"] = files
+        if let original = layout.loadOriginalName(id) { object["original_name"] = original }
         if let transfer = live?.inFlight.first(where: { $0.id == id }) {
             object["in_flight"] = ["started_at": Timestamp.string(transfer.startedAt), "bytes_received": transfer.bytesReceived,
                                    "tokens_received": transfer.events, "attempt": transfer.attempt, "endpoint": transfer.endpoint]

@@ -43,7 +43,7 @@ public enum RetryPolicy {
             return true
         case .incompleteStream, .malformedResponse, .disk:
             return true
-        case .invalidRequest:
+        case .invalidRequest, .responseTooLarge:
             return false
         }
     }

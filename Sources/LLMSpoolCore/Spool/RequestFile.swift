@@ -10,10 +10,24 @@ public enum RequestFile {
 
     /// The file's bytes, or the problem that makes it unsendable. A file that vanished
     /// (already finished or cancelled) is `nil`.
+    ///
+    /// Postfix's `safe_open`: `lstat` first, so that a link, a FIFO, a socket, a device or
+    /// a folder is never opened at all; a file with more than one link is refused (it could
+    /// be a name for a file its owner never meant to send); then `open` without following
+    /// links and without blocking, and the opened file must be the one `lstat` saw.
     public static func read(path: String, limit: Int) -> Result<Loaded, RequestProblem>? {
+        let seen: stat
+        do {
+            seen = try Syscall.lstat(path)
+        } catch let error as SystemError where error.errno == ENOENT {
+            return nil
+        } catch {
+            return .failure(RequestProblem(.unreadable, "cannot look at the request: \(error)"))
+        }
+        if let problem = problem(with: seen) { return .failure(problem) }
         let fd: Int32
         do {
-            fd = try Syscall.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+            fd = try Syscall.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
         } catch let error as SystemError {
             if error.errno == ENOENT { return nil }
             if error.errno == ELOOP { return .failure(RequestProblem(.notRegularFile, "the request is a symbolic link; links are never followed")) }
@@ -24,9 +38,10 @@ public enum RequestFile {
         defer { Syscall.close(fd) }
         do {
             let info = try Syscall.fstat(fd, path: path)
-            guard info.st_mode & S_IFMT == S_IFREG else {
-                return .failure(RequestProblem(.notRegularFile, "the request is not a regular file"))
+            guard info.st_dev == seen.st_dev && info.st_ino == seen.st_ino else {
+                return .failure(RequestProblem(.notRegularFile, "the request was replaced while it was being opened"))
             }
+            if let problem = problem(with: info) { return .failure(problem) }
             if Int(info.st_size) > limit {
                 return .failure(RequestProblem(.tooLarge, "the request is \(info.st_size) bytes; the limit is \(limit) (max_request_bytes)"))
             }
@@ -43,6 +58,23 @@ public enum RequestFile {
             return .failure(problem)
         } catch {
             return .failure(RequestProblem(.unreadable, "cannot read the request: \(error)"))
+        }
+    }
+
+    /// What is wrong with a file of this kind, if anything.
+    static func problem(with info: stat) -> RequestProblem? {
+        switch info.st_mode & S_IFMT {
+        case S_IFREG:
+            if info.st_nlink > 1 {
+                return RequestProblem(.hardLink, "the request has \(info.st_nlink) hard links; only a file with one name is read")
+            }
+            return nil
+        case S_IFLNK: return RequestProblem(.notRegularFile, "the request is a symbolic link; links are never followed")
+        case S_IFIFO: return RequestProblem(.notRegularFile, "the request is a FIFO, not a regular file")
+        case S_IFSOCK: return RequestProblem(.notRegularFile, "the request is a socket, not a regular file")
+        case S_IFCHR, S_IFBLK: return RequestProblem(.notRegularFile, "the request is a device node, not a regular file")
+        case S_IFDIR: return RequestProblem(.notRegularFile, "the request is a folder; folders in outgoing are never read")
+        default: return RequestProblem(.notRegularFile, "the request is not a regular file")
         }
     }
 }

@@ -8,7 +8,13 @@ public enum RequestName {
         case ignored
         /// Looks like a request but its id cannot be used; the reason says why.
         case unusable(reason: String)
+        /// A request whose name is unsafe to pass around (control characters, a leading
+        /// dash, too long): it is renamed to a safe id first.
+        case unsafe(reason: String)
     }
+
+    /// The longest id, in bytes: leaves room for `.<id>.error.json.tmp` within NAME_MAX.
+    public static let maxIDBytes = 200
 
     public static func classify(_ name: String) -> Kind {
         if name.hasPrefix(SpoolLayout.hiddenPrefix) { return .ignored }  // dot-files: producers' temporaries, vim swap files
@@ -23,6 +29,28 @@ public enum RequestName {
         if name.hasSuffix(SpoolLayout.errorRecordSuffix) {
             return .unusable(reason: "names ending in \(SpoolLayout.errorRecordSuffix) are reserved for error records")
         }
+        if id.utf8.count > maxIDBytes { return .unsafe(reason: "the id is longer than \(maxIDBytes) bytes") }
+        if id.hasPrefix("-") { return .unsafe(reason: "the id starts with a dash") }
+        if id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || (0x80..<0xA0).contains($0.value) }) {
+            return .unsafe(reason: "the id contains control characters")
+        }
+        if id.unicodeScalars.contains("\u{FFFD}") { return .unsafe(reason: "the name is not valid UTF-8") }
         return .request(id: id)
+    }
+
+    /// The safe id an unsafe name is renamed to: stable, so a rescan finds the same one.
+    public static func safeID(forRawName raw: [UInt8]) -> String {
+        "unsafe-" + StubResponder.fingerprint(raw)
+    }
+
+    /// Is this raw name (as the directory holds it) valid UTF-8?
+    public static func isUTF8(_ raw: [UInt8]) -> Bool {
+        RequestValidator.firstInvalidUTF8(raw) == nil
+    }
+
+    /// A printable form of any raw name: UTF-8 escaped as log lines escape it, other bytes as \xNN.
+    public static func escaped(_ raw: [UInt8]) -> String {
+        if isUTF8(raw) { return Logger.escape(String(decoding: raw, as: UTF8.self)) }
+        return raw.map { $0 >= 0x20 && $0 < 0x7F && $0 != 0x5C ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16).leftPadded(to: 2) }.joined()
     }
 }

@@ -4,6 +4,8 @@ public struct RequestProblem: Error, Sendable, Equatable, CustomStringConvertibl
     public enum Kind: String, Sendable {
         case unusableName = "unusable-name"
         case notRegularFile = "not-a-regular-file"
+        case hardLink = "hard-link"
+        case tooDeep = "too-deep"
         case unreadable
         case tooLarge = "too-large"
         case notUTF8 = "not-utf8"

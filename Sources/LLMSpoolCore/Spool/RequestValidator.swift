@@ -24,11 +24,18 @@ public struct RequestSummary: Sendable, Equatable {
 /// Checks that a request is a UTF-8 JSON object with `model` and `messages`, before anything
 /// is sent. Pure: bytes in, verdict out.
 public enum RequestValidator {
-    public static func validate(_ bytes: [UInt8]) -> Result<RequestSummary, RequestProblem> {
+    /// The deepest nesting a request may have.
+    public static let defaultMaxDepth = 64
+
+    public static func validate(_ bytes: [UInt8], maxDepth: Int = defaultMaxDepth) -> Result<RequestSummary, RequestProblem> {
         if bytes.isEmpty { return .failure(RequestProblem(.invalidJSON, "the file is empty")) }
         if let bad = firstInvalidUTF8(bytes) {
             let (line, column) = position(ofByte: bad, in: bytes)
             return .failure(RequestProblem(.notUTF8, "the file is not UTF-8 (invalid byte at offset \(bad))", line: line, column: column))
+        }
+        if let deep = firstOffset(deeperThan: maxDepth, in: bytes) {
+            let (line, column) = position(ofByte: deep, in: bytes)
+            return .failure(RequestProblem(.tooDeep, "the request nests deeper than \(maxDepth) levels", line: line, column: column))
         }
         let object: Any
         do {
@@ -97,6 +104,30 @@ public enum RequestValidator {
         let (line, column) = position(ofByte: offset, in: bytes)
         let reason = detail.hasSuffix(".") ? String(detail.dropLast()) : detail
         return RequestProblem(.invalidJSON, "the file is not valid JSON: \(reason)", line: line, column: column)
+    }
+
+    /// The offset of the first bracket that opens level `limit + 1`, outside strings; nil
+    /// when the bytes never nest that deep. A cheap pass before the parser, which would
+    /// otherwise recurse as deep as an attacker likes.
+    static func firstOffset(deeperThan limit: Int, in bytes: [UInt8]) -> Int? {
+        var depth = 0
+        var inString = false
+        var escaped = false
+        for (offset, byte) in bytes.enumerated() {
+            if inString {
+                if escaped { escaped = false } else if byte == 0x5C { escaped = true } else if byte == 0x22 { inString = false }
+                continue
+            }
+            switch byte {
+            case 0x22: inString = true
+            case 0x5B, 0x7B:
+                depth += 1
+                if depth > limit { return offset }
+            case 0x5D, 0x7D: depth -= 1
+            default: break
+            }
+        }
+        return nil
     }
 
     /// 1-based line and column (in bytes) of a byte offset.

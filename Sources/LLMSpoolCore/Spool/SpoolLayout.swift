@@ -12,6 +12,7 @@ import Glibc
 /// | `failed/<id>.error.json` | the daemon | the task failed: what happened |
 /// | `failed/<id>.json` | the daemon | the request, moved from `outgoing` after its record is written |
 /// | `state/<id>.json` | the daemon | the task's attempts and the commit point of its outcome (`TaskRecord`) |
+/// | `state/<id>.name` | the daemon | the escaped original name of a request renamed to a safe id |
 public struct SpoolLayout: Sendable, Equatable {
     public static let requestSuffix = ".json"
     public static let partialSuffix = ".partial"
@@ -22,11 +23,16 @@ public struct SpoolLayout: Sendable, Equatable {
     public static let temporarySuffix = ".tmp"
 
     public let root: String
+    /// Files and folders the daemon creates: the owner's only, unless the group may read.
+    public let fileMode: mode_t
+    public let directoryMode: mode_t
 
-    public init(root: String) {
+    public init(root: String, groupReadable: Bool = false) {
         var trimmed = root
         while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
         self.root = trimmed
+        fileMode = groupReadable ? 0o640 : 0o600
+        directoryMode = groupReadable ? 0o750 : 0o700
     }
 
     public var outgoing: String { root + "/outgoing" }
@@ -42,6 +48,14 @@ public struct SpoolLayout: Sendable, Equatable {
     public func failedRequest(_ id: String) -> String { "\(failed)/\(id)\(Self.requestSuffix)" }
     public func errorRecord(_ id: String) -> String { "\(failed)/\(id)\(Self.errorRecordSuffix)" }
     public func taskRecord(_ id: String) -> String { "\(state)/\(id)\(Self.requestSuffix)" }
+    /// The original name, escaped, of a request renamed to a safe id.
+    public func originalName(_ id: String) -> String { "\(state)/\(id).name" }
+
+    /// The escaped original name of a request renamed to a safe id, if it was.
+    public func loadOriginalName(_ id: String) -> String? {
+        guard let bytes = try? FileReader.prefix(path: originalName(id), limit: 4096), !bytes.isEmpty else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
+    }
 
     /// A hidden name beside `path` to write to before renaming onto it.
     public static func temporary(for path: String) -> String {
@@ -51,10 +65,10 @@ public struct SpoolLayout: Sendable, Equatable {
         return "\(directory)/\(hiddenPrefix)\(name)\(temporarySuffix)"
     }
 
-    /// Creates the spool's folders that are missing, readable by the owner only.
-    public func create(mode: mode_t = 0o700) throws {
+    /// Creates the spool's folders that are missing, with `directoryMode`.
+    public func create() throws {
         for directory in [root, outgoing, incoming, failed, state] {
-            do { try Syscall.mkdir(directory, mode: mode) } catch let error as SystemError where error.errno == EEXIST {}
+            do { try Syscall.mkdir(directory, mode: directoryMode) } catch let error as SystemError where error.errno == EEXIST {}
         }
     }
 }

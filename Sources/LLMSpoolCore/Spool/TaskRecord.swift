@@ -99,10 +99,10 @@ public struct TaskRecord: Sendable, Equatable {
     public func write(_ layout: SpoolLayout, durable: Bool) throws {
         let path = layout.taskRecord(id)
         if durable {
-            try DurableFile.write(encoded(), to: path)
+            try DurableFile.write(encoded(), to: path, mode: layout.fileMode)
         } else {
             let temporary = SpoolLayout.temporary(for: path)
-            let fd = try Syscall.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
+            let fd = try Syscall.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: layout.fileMode)
             defer { Syscall.close(fd) }
             try Syscall.writeAll(fd, encoded(), path: temporary)
             try Syscall.rename(temporary, path)

@@ -86,6 +86,38 @@ public enum Syscall {
         try fsync(fd, path: directory)
     }
 
+    /// The names in a directory as raw bytes (a name need not be UTF-8), without "." and "..".
+    public static func listDirectoryRaw(_ path: String) throws -> [[UInt8]] {
+        guard let dir = opendir(path) else {
+            throw SystemError(errno: Glibc.errno, call: "opendir", path: path)
+        }
+        defer { closedir(dir) }
+        var names: [[UInt8]] = []
+        while true {
+            Glibc.errno = 0
+            guard let entry = readdir(dir) else {
+                if Glibc.errno != 0 { throw SystemError(errno: Glibc.errno, call: "readdir", path: path) }
+                break
+            }
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: UInt8.self, capacity: Int(NAME_MAX) + 1) { Array(UnsafeBufferPointer(start: $0, count: strlen(UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)))) }
+            }
+            if name != [0x2E] && name != [0x2E, 0x2E] { names.append(name) }
+        }
+        return names
+    }
+
+    /// Renames a file whose name is given as raw bytes, within one directory.
+    public static func rename(in directory: String, rawName: [UInt8], to newName: String) throws {
+        let from = Array(directory.utf8) + [0x2F] + rawName + [0]
+        let to = "\(directory)/\(newName)"
+        _ = try from.withUnsafeBufferPointer { buffer in
+            try buffer.withMemoryRebound(to: CChar.self) { chars in
+                try retrying("rename", to) { Glibc.rename(chars.baseAddress!, to) }
+            }
+        }
+    }
+
     /// The names in a directory, without "." and "..", read without a stat per entry.
     public static func listDirectory(_ path: String) throws -> [String] {
         guard let dir = opendir(path) else {

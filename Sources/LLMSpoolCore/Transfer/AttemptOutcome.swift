@@ -13,6 +13,8 @@ public struct AttemptOutcome: Sendable {
         case timedOut(AttemptFailure.Timer, message: String)
         /// Writing the `.partial` failed.
         case diskError(SystemError)
+        /// The answer grew past `max_response_bytes`.
+        case responseTooLarge(limit: Int64)
         /// The request file left `outgoing` while it was in flight.
         case cancelled
     }
@@ -57,7 +59,7 @@ extension EndpointFeedback {
             return EndpointFeedback(RetryPolicy.permanentCurlCodes.contains(code) ? .neutral : .retryableFailure)
         case .timedOut:
             return EndpointFeedback(.retryableFailure)
-        case .diskError, .cancelled:
+        case .diskError, .cancelled, .responseTooLarge:
             return EndpointFeedback(.neutral)
         }
     }

@@ -35,11 +35,15 @@ final class Transfer {
     /// SSE data events received: roughly the tokens of a stream.
     var events = 0
     var diskError: SystemError?
+    /// Set when the answer passed the response limit.
+    var overLimit = false
+    let responseLimit: Int64
     var readError: SystemError?
     private var sse: SSEParser?
 
     init(task: TaskDescriptor, endpointIndex: Int, endpointName: String, handle: UnsafeMutableRawPointer, body: Body,
-         partialFD: Int32, partialPath: String, now: Double) {
+         partialFD: Int32, partialPath: String, responseLimit: Int64, now: Double) {
+        self.responseLimit = responseLimit
         self.task = task
         self.endpointIndex = endpointIndex
         self.endpointName = endpointName
@@ -113,6 +117,10 @@ final class Transfer {
     /// Response bytes go to the `.partial` as they arrive.
     func writeBody(_ buffer: UnsafeMutablePointer<CChar>, count: Int, now: Double) -> Int {
         let bytes = UnsafeRawBufferPointer(start: buffer, count: count)
+        if bytesReceived + Int64(count) > responseLimit {
+            overLimit = true
+            return 0
+        }
         do {
             try Syscall.writeAll(partialFD, bytes, path: partialPath)
         } catch let error as SystemError {

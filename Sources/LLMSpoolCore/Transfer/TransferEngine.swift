@@ -22,6 +22,8 @@ public final class TransferEngine: @unchecked Sendable {
         public var cooldownAfterFailures: Int
         public var cooldownSeconds: Double
         public var maxRequestBytes: Int
+        public var maxResponseBytes: Int64
+        public var fileMode: mode_t
 
         public init(_ config: Config) {
             concurrency = config.concurrency
@@ -32,6 +34,8 @@ public final class TransferEngine: @unchecked Sendable {
             cooldownAfterFailures = config.cooldownAfterFailures
             cooldownSeconds = config.cooldownSeconds
             maxRequestBytes = config.maxRequestBytes
+            maxResponseBytes = config.maxResponseBytes
+            fileMode = config.fileMode
         }
     }
 
@@ -303,7 +307,7 @@ public final class TransferEngine: @unchecked Sendable {
         let partialPath = layout.partial(task.id)
         let partialFD: Int32
         do {
-            partialFD = try Syscall.open(partialPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
+            partialFD = try Syscall.open(partialPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: settings.fileMode)
         } catch let error as SystemError {
             if case .file(let fd) = body { Syscall.close(fd) }
             endBeforeStart(task, endpointIndex: endpointIndex, .diskError(error))
@@ -318,7 +322,8 @@ public final class TransferEngine: @unchecked Sendable {
             return
         }
         let transfer = Transfer(task: task, endpointIndex: endpointIndex, endpointName: endpoint.name, handle: handle, body: body,
-                                partialFD: partialFD, partialPath: partialPath, now: TransferEngine.monotonic())
+                                partialFD: partialFD, partialPath: partialPath, responseLimit: settings.maxResponseBytes,
+                                now: TransferEngine.monotonic())
         configure(transfer, endpoint: endpoint)
         transfers[handle] = transfer
         transfersByID[task.id] = transfer
@@ -372,6 +377,7 @@ public final class TransferEngine: @unchecked Sendable {
     }
 
     static func ending(of transfer: Transfer, code: CURLcode) -> AttemptOutcome.Ending {
+        if transfer.overLimit { return .responseTooLarge(limit: transfer.responseLimit) }
         if let diskError = transfer.diskError { return .diskError(diskError) }
         if code == CURLE_OK { return .response(status: CurlHandle.responseCode(transfer.handle)) }
         var text = String(cString: transfer.errorBuffer)

@@ -35,6 +35,7 @@ public final class Watcher: @unchecked Sendable {
         public var settleSeconds = 2.0
         public var minFreeBytes: UInt64 = 64 << 20
         public var maxRequestBytes = 32 << 20
+        public var maxJSONDepth = RequestValidator.defaultMaxDepth
 
         public init() {}
 
@@ -45,10 +46,11 @@ public final class Watcher: @unchecked Sendable {
             settleSeconds = config.settleSeconds
             minFreeBytes = config.minFreeBytes
             maxRequestBytes = config.maxRequestBytes
+            maxJSONDepth = config.maxJSONDepth
         }
     }
 
-    private static let watchedEvents = Int32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM
+    private static let watchedEvents = Int32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM
         | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
     /// Validation problems a writer still at work can cause; others are final at once.
@@ -167,11 +169,25 @@ public final class Watcher: @unchecked Sendable {
             return
         }
         if mask & UInt32(IN_IGNORED) != 0 { return }
-        if mask & UInt32(IN_ISDIR) != 0 { return }
-        let name = String(cString: llms_inotify_event_name(event))
+        guard let pointer = llms_inotify_event_name(event) else { return }
+        let raw = Array(UnsafeRawBufferPointer(start: pointer, count: strlen(pointer)))
         if mask & UInt32(IN_CLOSE_WRITE | IN_MOVED_TO) != 0 {
-            consider(name, force: true)
-        } else if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
+            // A folder dropped under a request's name is refused like any other non-file.
+            considerRaw(raw, force: true)
+            return
+        }
+        if mask & UInt32(IN_CREATE) != 0 {
+            // Links, FIFOs, sockets, devices and folders are never closed after writing:
+            // creation is all they say. A regular file is read when its writer closes it.
+            let path = Array(layout.outgoing.utf8) + [0x2F] + raw + [0]
+            var info = stat()
+            let found = path.withUnsafeBufferPointer { $0.withMemoryRebound(to: CChar.self) { Glibc.lstat($0.baseAddress!, &info) } }
+            if found == 0 && (info.st_mode & S_IFMT != S_IFREG || info.st_nlink > 1) { considerRaw(raw, force: true) }
+            return
+        }
+        if mask & UInt32(IN_ISDIR) != 0 { return }
+        let name = String(decoding: raw, as: UTF8.self)
+        if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
             settling[name] = nil
             if case .request(let id) = RequestName.classify(name) { delegate.removed(id) }
         }
@@ -196,9 +212,9 @@ public final class Watcher: @unchecked Sendable {
     /// Looks at every name in `outgoing`. Ids the scheduler already holds cost nothing.
     private func scan(reason: String) {
         lastScan = Watcher.now()
-        let names: [String]
+        let raws: [[UInt8]]
         do {
-            names = try Syscall.listDirectory(layout.outgoing)
+            raws = try Syscall.listDirectoryRaw(layout.outgoing)
         } catch let error as SystemError where error.errno == ENOENT {
             logger.warning("outgoing is missing; creating it again", ["path": layout.outgoing])
             try? layout.create()
@@ -207,7 +223,8 @@ public final class Watcher: @unchecked Sendable {
             logger.error("cannot scan outgoing", ["reason": "\(error)"])
             return
         }
-        if reason != "poll" { logger.debug("scanning outgoing", ["reason": reason, "entries": "\(names.count)"]) }
+        if reason != "poll" { logger.debug("scanning outgoing", ["reason": reason, "entries": "\(raws.count)"]) }
+        let names = raws.filter(RequestName.isUTF8).map { String(decoding: $0, as: UTF8.self) }
         if mode == .poll {
             let current = Set(names)
             for gone in polledNames.subtracting(current) {
@@ -215,8 +232,47 @@ public final class Watcher: @unchecked Sendable {
             }
             polledNames = current
         }
-        for name in names where !stopping {
-            consider(name, force: false)
+        for raw in raws where !stopping {
+            considerRaw(raw, force: false)
+        }
+    }
+
+    /// A name as the directory holds it: unsafe names are renamed to a safe id first.
+    private func considerRaw(_ raw: [UInt8], force: Bool) {
+        guard RequestName.isUTF8(raw) else {
+            rename(unsafe: raw, because: "the name is not valid UTF-8")
+            return
+        }
+        let name = String(decoding: raw, as: UTF8.self)
+        if case .unsafe(let reason) = RequestName.classify(name) {
+            rename(unsafe: raw, because: reason)
+            return
+        }
+        consider(name, force: force)
+    }
+
+    /// Gives a request with an unsafe name a safe id: the escaped original name is kept in
+    /// `state/<id>.name` (written first, so the renamed file always has it on record),
+    /// then the file is renamed within `outgoing`, which brings it back as a new name.
+    private func rename(unsafe raw: [UInt8], because reason: String) {
+        guard raw.first != UInt8(ascii: "."), raw.count > 5, Array(raw.suffix(5)) == Array(SpoolLayout.requestSuffix.utf8) else { return }
+        let id = RequestName.safeID(forRawName: raw)
+        let escaped = RequestName.escaped(raw)
+        guard !Syscall.exists(layout.request(id)) else {
+            if reportedUnusable.insert(escaped).inserted {
+                logger.warning("left in outgoing: its safe id is taken by a request not finished yet", ["file": escaped, "safe_id": id])
+            }
+            return
+        }
+        do {
+            try DurableFile.write(Array(escaped.utf8), to: layout.originalName(id), mode: layout.fileMode)
+            try Syscall.rename(in: layout.outgoing, rawName: raw, to: id + SpoolLayout.requestSuffix)
+            logger.warning("renamed a request to a safe id: \(reason)", id: id, ["file": escaped])
+            if mode == .poll { consider(id + SpoolLayout.requestSuffix, force: false) }
+        } catch {
+            if reportedUnusable.insert(escaped).inserted {
+                logger.error("cannot rename a request with an unsafe name; left in place", ["file": escaped, "reason": "\(error)"])
+            }
         }
     }
 
@@ -258,6 +314,8 @@ public final class Watcher: @unchecked Sendable {
             if reportedUnusable.insert(name).inserted {
                 logger.warning("left in outgoing: \(reason)", ["file": name])
             }
+        case .unsafe(let reason):
+            rename(unsafe: Array(name.utf8), because: reason)
         case .request(let id):
             if !force && known.contains(id) { return }
             guard hasFreeSpace() else { return }
@@ -268,7 +326,7 @@ public final class Watcher: @unchecked Sendable {
             case .failure(let problem)?:
                 delegate.found(.invalid(id: id, requestPath: path, problem: problem))
             case .success(let loaded)?:
-                let intake = Watcher.intake(id: id, path: path, loaded: loaded, layout: layout)
+                let intake = Watcher.intake(id: id, path: path, loaded: loaded, layout: layout, maxDepth: settings.maxJSONDepth)
                 if case .invalid(_, _, let problem) = intake, Watcher.unsettledKinds.contains(problem.kind) {
                     let modified = Double(loaded.identity.modifiedNanoseconds) / 1e9
                     let quietUntil = modified + settings.settleSeconds
@@ -286,7 +344,7 @@ public final class Watcher: @unchecked Sendable {
 
     /// What a readable request amounts to: a task (new, or resumed from its record), a
     /// task that already ended before a restart, or an invalid request.
-    static func intake(id: String, path: String, loaded: RequestFile.Loaded, layout: SpoolLayout) -> Intake {
+    static func intake(id: String, path: String, loaded: RequestFile.Loaded, layout: SpoolLayout, maxDepth: Int) -> Intake {
         let record = TaskRecord.load(layout, id: id)
         var history = TaskHistory(firstSeen: Date())
         if let record {
@@ -300,7 +358,7 @@ public final class Watcher: @unchecked Sendable {
                 break
             }
         }
-        switch RequestValidator.validate(loaded.bytes) {
+        switch RequestValidator.validate(loaded.bytes, maxDepth: maxDepth) {
         case .success(let summary):
             return .valid(TaskDescriptor(id: id, requestPath: path, summary: summary, identity: loaded.identity, history: history))
         case .failure(let problem):
