@@ -101,17 +101,22 @@ public struct Config: Sendable, Equatable {
         } catch {
             throw ConfigError("cannot read config \(path): \(error)")
         }
+        return try parse(bytes, source: path, base: base)
+    }
+
+    /// Parses a config file's bytes; `source` names it in errors.
+    public static func parse(_ bytes: [UInt8], source: String, base: Config = Config()) throws -> Config {
         let object: Any
         do {
             object = try JSONSerialization.jsonObject(with: Data(bytes))
         } catch {
             let problem = RequestValidator.jsonProblem(error, bytes)
-            throw ConfigError("config \(path) is not valid JSON: \(problem)")
+            throw ConfigError("config \(source) is not valid JSON: \(problem)")
         }
         guard let settings = object as? [String: Any] else {
-            throw ConfigError("config \(path) must be a JSON object")
+            throw ConfigError("config \(source) must be a JSON object")
         }
-        return try base.merging(settings, source: path)
+        return try base.merging(settings, source: source)
     }
 
     public func merging(_ settings: [String: Any], source: String) throws -> Config {

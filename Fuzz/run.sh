@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the fuzz binary (libFuzzer + AddressSanitizer) and runs one target.
+#   Fuzz/run.sh sse|validator|config [SECONDS]      (default 600)
+# New inputs are added to Fuzz/corpus/<target>; crashes are written to Fuzz/findings/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target=${1:?usage: Fuzz/run.sh sse|validator|config [SECONDS]}
+seconds=${2:-600}
+binary=.build/fuzz/llmspool-fuzz
+mkdir -p .build/fuzz Fuzz/findings "Fuzz/corpus/$target"
+if [ ! -x "$binary" ] || [ -n "$(find Sources/LLMSpoolCore Fuzz/FuzzTargets.swift -newer "$binary" -name '*.swift' | head -1)" ]; then
+    includes=()
+    for module in Sources/C*/; do includes+=(-I "$module"); done
+    swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name LLMSpoolFuzz "${includes[@]}" \
+        $(find Sources/LLMSpoolCore -name '*.swift' | sort) Fuzz/FuzzTargets.swift \
+        $(pkg-config --cflags-only-I libcurl | sed 's/-I/-Xcc -I/g') \
+        -lcurl -linotifytools -lmicrohttpd -o "$binary"
+fi
+LLMSPOOL_FUZZ_TARGET=$target "$binary" "Fuzz/corpus/$target" -max_total_time="$seconds" -max_len=65536 \
+    -artifact_prefix=Fuzz/findings/"$target"- -print_final_stats=1
