@@ -10,9 +10,10 @@
 #include <microhttpd.h>
 
 // MHD_start_daemon and MHD_get_daemon_info are variadic; these wrappers fix the options
-// the local endpoint uses. The daemon binds to 127.0.0.1 only.
-static inline struct MHD_Daemon *llms_mhd_start_loopback(
-    unsigned int flags, uint16_t port,
+// the local endpoint and the metrics server use. They bind one IPv4 address; NULL
+// (or an address that does not parse) means 127.0.0.1.
+static inline struct MHD_Daemon *llms_mhd_start_ipv4(
+    unsigned int flags, const char *address, uint16_t port,
     MHD_AccessHandlerCallback handler, void *handler_cls,
     MHD_RequestCompletedCallback completed, void *completed_cls,
     unsigned int connection_limit, unsigned int connection_timeout_seconds)
@@ -21,7 +22,9 @@ static inline struct MHD_Daemon *llms_mhd_start_loopback(
     memset(&addr, 0, sizeof addr);
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (address == NULL || inet_pton(AF_INET, address, &addr.sin_addr) != 1) {
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    }
     return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
@@ -31,11 +34,27 @@ static inline struct MHD_Daemon *llms_mhd_start_loopback(
                             MHD_OPTION_END);
 }
 
+static inline struct MHD_Daemon *llms_mhd_start_loopback(
+    unsigned int flags, uint16_t port,
+    MHD_AccessHandlerCallback handler, void *handler_cls,
+    MHD_RequestCompletedCallback completed, void *completed_cls,
+    unsigned int connection_limit, unsigned int connection_timeout_seconds)
+{
+    return llms_mhd_start_ipv4(flags, NULL, port, handler, handler_cls, completed, completed_cls,
+                               connection_limit, connection_timeout_seconds);
+}
+
+static inline int llms_ipv4_parses(const char *address) {
+    struct in_addr parsed;
+    return inet_pton(AF_INET, address, &parsed) == 1;
+}
+
 static inline uint16_t llms_mhd_bound_port(struct MHD_Daemon *daemon) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
     return info ? info->port : 0;
 }
 
+static const enum MHD_ResponseMemoryMode llms_mhd_must_copy = MHD_RESPMEM_MUST_COPY;
 static const enum MHD_Result llms_mhd_yes = MHD_YES;
 static const enum MHD_Result llms_mhd_no = MHD_NO;
 static const ssize_t llms_mhd_content_end_of_stream = MHD_CONTENT_READER_END_OF_STREAM;

@@ -8,6 +8,8 @@ enum Help {
 
     Commands:
       run      watch a spool folder and send every request dropped into it
+      init     create a spool with the right folders and modes, and an example config
+      check-config  validate a configuration and print the effective settings
       submit   drop a request safely (--wait follows it, printing the answer as it streams)
       wait     follow a request someone else dropped to its end
       status   counts and requests in flight, with or without a running daemon
@@ -34,13 +36,18 @@ enum Help {
 
     Options:
       --spool DIR          the spool folder (default: the config's, else ./spool)
-      --config FILE        a JSON config file (default: Config/llmspool.json when present)
+      --config FILE        a JSON config file (default: $LLMSPOOL_CONFIG, then
+                           Config/llmspool.json, then /etc/llmspool/config.json, if present)
       --base-url URL       endpoint base URL including /v1 (overrides OPENAI_BASE_URL and the
                            config's base_url and endpoints list)
       --concurrency N      transfers at once (default 64)
       --log-level LEVEL    debug, info, warning or error (default info)
-      --log-format FORMAT  text or json (default text)
+      --log-format FORMAT  text or json (default text; timestamps unless JOURNAL_STREAM is set)
+      --metrics HOST:PORT  serve Prometheus /metrics and /healthz there (e.g. 127.0.0.1:9464)
       -h, --help           show this help
+
+    Under systemd (Type=notify) it sends READY=1, STATUS=, STOPPING=1 and, when
+    WATCHDOG_USEC is set, WATCHDOG=1 while its loops are alive.
 
     Environment:
       OPENAI_BASE_URL      the endpoint, as in the openai SDKs (default https://api.openai.com/v1)
@@ -130,5 +137,23 @@ enum Help {
     Removes results (with their .sse), failed requests with their records, and records of
     finished tasks last changed more than AGE ago (90s, 15m, 12h, 7d, 2w). Never touches
     outgoing or a task still running.
+    """
+
+    static let initialize = """
+    Usage: llmspool init [DIR] [--config FILE] [--group] [--force]
+
+    Creates the spool DIR (default ./spool) with outgoing, incoming, failed and state,
+    mode 0700 (0750 with --group), and writes a commented example configuration to FILE
+    (default DIR/config.json, mode 0600) naming that spool. An existing config is kept
+    unless --force. For a service: llmspool init /var/spool/llmspool --config /etc/llmspool/config.json
+    """
+
+    static let checkConfig = """
+    Usage: llmspool check-config [--config FILE] [run's other options]
+
+    Loads the configuration exactly as `run` would (file, environment, command line),
+    resolves every endpoint and its key, and prints the effective settings. Keys are never
+    printed: only whether one is set and where from. Exit status 1 with the problem when
+    the configuration cannot be used.
     """
 }

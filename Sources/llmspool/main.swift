@@ -17,6 +17,8 @@ do {
     let status: Int32
     switch command {
     case "run": status = try RunCommand.main(rest)
+    case "init": status = try SetupCommand.initialize(rest)
+    case "check-config": status = try SetupCommand.checkConfig(rest)
     case "stub": status = try StubCommand.main(rest)
     case "demo": status = try DemoCommand.main(rest)
     case "submit": status = try SubmitCommand.submit(rest)

@@ -77,7 +77,7 @@ import Testing
             }
             // Outcome lines across every run: a result or a failure is published once.
             let published = harness.log.components(separatedBy: "\n").filter {
-                ($0.hasPrefix("info: done") || $0.hasPrefix("warning: failed")) && $0.contains("id=\(id) ")
+                ($0.contains("info: done") || $0.contains("warning: failed")) && $0.contains("id=\(id) ")
             }
             #expect(published.count <= 1, "\(id) was published \(published.count) times: \(published)")
         }

@@ -93,6 +93,8 @@ final class Harness: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         let argv = ([Harness.binary] + arguments).map { strdup($0) } + [nil]
         var merged = ProcessInfo.processInfo.environment
+        merged["OPENAI_API_KEY"] = nil
+        merged["LLMSPOOL_CONFIG"] = nil
         merged.merge(environment) { $1 }
         let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -143,7 +145,8 @@ final class Harness: @unchecked Sendable {
 
     /// Starts `llmspool run` against the stub, with a key in its environment that must
     /// never reach a file. Its log is appended to `daemonLog` across restarts.
-    func startDaemon(config: [String: Any] = [:], arguments: [String] = [], waitUntilWatching: Bool = true) throws {
+    func startDaemon(config: [String: Any] = [:], arguments: [String] = [], environment extra: [String: String] = [:],
+                     waitUntilWatching: Bool = true) throws {
         try writeConfig(config)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Harness.binary)
@@ -151,19 +154,35 @@ final class Harness: @unchecked Sendable {
         var environment = ProcessInfo.processInfo.environment
         environment["OPENAI_API_KEY"] = Harness.secret
         environment.removeValue(forKey: "OPENAI_BASE_URL")
+        environment.merge(extra) { $1 }
         process.environment = environment
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: daemonLog))
         log.seekToEndOfFile()
         process.standardError = log
         process.standardOutput = FileHandle.nullDevice
-        let watchingBefore = self.log.components(separatedBy: "info: watching outgoing=").count
+        let watchingBefore = watchingLines
         try process.run()
         daemon = process
         if waitUntilWatching {
             try waitUntil("the daemon is watching", timeout: 20) {
-                self.log.components(separatedBy: "info: watching outgoing=").count > watchingBefore
+                self.watchingLines > watchingBefore
             }
         }
+    }
+
+    /// How many times a daemon said it is watching, in text or JSON logs.
+    var watchingLines: Int {
+        let log = self.log
+        return log.components(separatedBy: "info: watching outgoing=").count + log.components(separatedBy: #""msg":"watching","outgoing""#).count - 2
+    }
+
+    /// Waits for a daemon that was told to stop to exit by itself; returns its exit status.
+    func waitForDaemonExit(timeout: TimeInterval = 30) throws -> Int32 {
+        guard let daemon else { return -1 }
+        try waitUntil("the daemon exits", timeout: timeout) { !daemon.isRunning }
+        daemon.waitUntilExit()
+        self.daemon = nil
+        return daemon.terminationStatus
     }
 
     var configPath: String { root + "/config.json" }

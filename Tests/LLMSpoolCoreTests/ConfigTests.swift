@@ -73,3 +73,12 @@ import Testing
         #expect(throws: ConfigError.self) { try config.endpoint(environment: [:]) }
     }
 }
+
+@Suite struct ExampleConfigTests {
+    @Test func theRepositoryConfigIsWhatInitWrites() throws {
+        let shipped = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Config/llmspool.json").path
+        #expect(try String(contentsOfFile: shipped, encoding: .utf8) == ExampleConfig.text(spool: "./spool"))
+        let elsewhere = try Config.parse(Array(ExampleConfig.text(spool: "/var/spool/llm \"quoted\"").utf8), source: "example")
+        #expect(elsewhere.spool == "/var/spool/llm \"quoted\"")
+    }
+}

@@ -44,6 +44,8 @@ public struct Config: Sendable, Equatable {
     public var logLevel = Logger.Level.info
     public var logFormat = Logger.Format.text
     public var hooks = HookRunner.Settings()
+    /// HOST:PORT for /metrics and /healthz; none by default.
+    public var metricsAddress: String?
 
     public init() {}
 
@@ -85,6 +87,7 @@ public struct Config: Sendable, Equatable {
         ("on_failure", "command run when a request fails, likewise (default none)"),
         ("hook_concurrency", "hooks running at once (default 4)"),
         ("hook_timeout_seconds", "a hook is killed after this long (default 60)"),
+        ("metrics", "HOST:PORT serving Prometheus /metrics and /healthz (default none)"),
         ("log_level", "debug, info, warning or error (default info)"),
         ("log_format", "text or json (default text)"),
     ]
@@ -166,6 +169,7 @@ public struct Config: Sendable, Equatable {
         if let value = try reader.hook("on_failure") { config.hooks.onFailure = value }
         if let value = try reader.number("hook_concurrency", minimum: 1) { config.hooks.concurrency = Int(value) }
         if let value = try reader.number("hook_timeout_seconds", minimum: 0.001) { config.hooks.timeoutSeconds = value }
+        if let value = try reader.string("metrics") { config.metricsAddress = value }
         if let value = try reader.string("log_level") {
             guard let level = Logger.Level(name: value) else { throw ConfigError("\(source): \"log_level\" must be debug, info, warning or error") }
             config.logLevel = level

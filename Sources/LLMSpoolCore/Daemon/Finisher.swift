@@ -34,10 +34,12 @@ public final class Finisher: Sendable {
     private let policy: Mutex<Policy>
     private let random: @Sendable () -> Double
     private let report: @Sendable (TaskReport) -> Void
+    private let metrics: Metrics
 
-    public init(layout: SpoolLayout, logger: Logger, retry: RetrySettings, endpointCount: Int,
+    public init(layout: SpoolLayout, logger: Logger, retry: RetrySettings, endpointCount: Int, metrics: Metrics = Metrics(),
                 random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
                 report: @escaping @Sendable (TaskReport) -> Void) {
+        self.metrics = metrics
         self.layout = layout
         self.logger = logger
         self.policy = Mutex(Policy(retry: retry, endpointCount: max(1, endpointCount)))
@@ -76,6 +78,7 @@ public final class Finisher: Sendable {
             } catch {
                 return postpone(task, because: "publishing the result failed: \(error)")
             }
+            if let usage { metrics.usage(usage) }
             let seconds = String(format: "%.3f", outcome.endedAt.timeIntervalSince(outcome.startedAt))
             logger.info("done", id: id, ["result": layout.result(id), "endpoint": outcome.endpointName,
                                          "attempts": "\(task.history.attempts.count)", "bytes": "\(outcome.bytesReceived)", "seconds": seconds])
@@ -113,6 +116,7 @@ public final class Finisher: Sendable {
                 } catch {
                     logger.warning("cannot record the attempt; it is kept in memory only", id: id, ["reason": "\(error)"])
                 }
+                metrics.retry(failure.kind.rawValue)
                 logger.info("attempt failed; will retry", id: id, ["attempt": "\(task.history.attempts.count)", "kind": failure.kind.rawValue,
                                                                    "reason": failure.message, "retry_in_seconds": String(format: "%.2f", delay)])
                 return .retry(task, at: at.timeIntervalSince1970)

@@ -12,18 +12,28 @@ public final class SpoolDaemon: Sendable {
     private let pool: WorkerPool
     private let hooks: HookRunner
     private let logger: Logger
+    private let notifier: SystemdNotifier
+    public let metrics: Metrics
     private let statusStop = Atomic<Bool>(false)
     private let statusStopped = DispatchSemaphore(value: 0)
 
     /// `onReport` is called on a worker thread each time a task ends (or is postponed).
-    public init(config: Config, endpoints: [Endpoint], logger: Logger, onReport: (@Sendable (TaskReport) -> Void)? = nil) throws {
+    public init(config: Config, endpoints: [Endpoint], logger: Logger, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
+                onReport: (@Sendable (TaskReport) -> Void)? = nil) throws {
         SpoolDaemon.initializeCurl
         let layout = SpoolLayout(root: config.spool, groupReadable: config.groupReadable)
         let pool = WorkerPool(name: "llmspool.finisher", threads: 2)
         let known = KnownTasks()
         let hooks = HookRunner(settings: config.hooks, layout: layout, logger: logger)
-        let finisher = Finisher(layout: layout, logger: logger, retry: config.retry, endpointCount: endpoints.count,
+        let metrics = Metrics()
+        let finisher = Finisher(layout: layout, logger: logger, retry: config.retry, endpointCount: endpoints.count, metrics: metrics,
                                 report: { report in
+                                    switch report.outcome {
+                                    case .succeeded: metrics.outcome("done")
+                                    case .failed: metrics.outcome("failed")
+                                    case .cancelled: metrics.outcome("cancelled")
+                                    case .deferred: break
+                                    }
                                     hooks.handle(report)
                                     onReport?(report)
                                 })
@@ -31,7 +41,7 @@ public final class SpoolDaemon: Sendable {
         let engineBox = Mutex<TransferEngine?>(nil)
         let post: @Sendable (Scheduler.Event) -> Void = { event in engineBox.withLock { $0 }?.post(event) }
         let engine = try TransferEngine(
-            layout: layout, endpoints: endpoints, settings: TransferEngine.Settings(config), known: known,
+            layout: layout, endpoints: endpoints, settings: TransferEngine.Settings(config), known: known, metrics: metrics,
             delegate: .init(
                 attemptEnded: { outcome in pool.submit { post(finisher.finish(outcome)) } },
                 rejected: { id, path, problem in pool.submit { post(finisher.reject(id: id, requestPath: path, problem: problem)) } },
@@ -39,7 +49,7 @@ public final class SpoolDaemon: Sendable {
                 withdrawn: { id in pool.submit { finisher.withdrawn(id: id) } }),
             logger: logger)
         engineBox.withLock { $0 = engine }
-        self.watcher = Watcher(layout: layout, settings: Watcher.Settings(config), known: known,
+        self.watcher = Watcher(layout: layout, settings: Watcher.Settings(config), known: known, metrics: metrics,
                                delegate: .init(found: { post(.arrived($0)) }, removed: { post(.requestRemoved(id: $0)) }),
                                logger: logger)
         self.layout = layout
@@ -47,6 +57,8 @@ public final class SpoolDaemon: Sendable {
         self.finisher = finisher
         self.pool = pool
         self.hooks = hooks
+        self.metrics = metrics
+        self.notifier = notifier
         self.logger = logger
     }
 
@@ -65,6 +77,7 @@ public final class SpoolDaemon: Sendable {
         try watcher.start()
         engine.start()
         startStatusWriter()
+        notifier.send("READY=1")
         logger.info("watching", ["outgoing": layout.outgoing])
     }
 
@@ -75,8 +88,13 @@ public final class SpoolDaemon: Sendable {
                 let snapshot = engine.snapshot
                 let status = LiveStatus(pid: getpid(), updatedAt: Date(), queued: snapshot.queued, deferred: snapshot.deferred,
                                         inFlight: snapshot.inFlight)
-                try? DurableFile.write(status.encoded(), to: LiveStatus.path(layout), syncDirectory: false)
-                usleep(1_000_000)
+                try? DurableFile.write(status.encoded(), to: LiveStatus.path(layout), mode: layout.fileMode, syncDirectory: false)
+                if notifier.enabled {
+                    notifier.send("STATUS=\(snapshot.queued) queued, \(snapshot.transferring) in flight, \(snapshot.deferred) waiting to retry")
+                    // The watchdog is fed only while both loops show life.
+                    if notifier.watchdogInterval != nil && metrics.healthy() { notifier.send("WATCHDOG=1") }
+                }
+                usleep(UInt32(min(notifier.watchdogInterval ?? 1, 1) * 1_000_000))
             }
             try? Syscall.unlinkIfPresent(LiveStatus.path(layout))
             statusStopped.signal()
@@ -87,6 +105,7 @@ public final class SpoolDaemon: Sendable {
 
     /// Stops intake, drains transfers for the grace period, writes every pending outcome.
     public func stop() {
+        notifier.send("STOPPING=1")
         watcher.stop()
         engine.shutdown()
         pool.finish()

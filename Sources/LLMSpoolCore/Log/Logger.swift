@@ -32,11 +32,14 @@ public final class Logger: Sendable {
 
     public let minimum: Level
     public let format: Format
+    /// Off under journald (`JOURNAL_STREAM` set), which stamps every line itself.
+    public let timestamps: Bool
     private let sink: @Sendable (String) -> Void
 
-    public init(minimum: Level = .info, format: Format = .text, sink: (@Sendable (String) -> Void)? = nil) {
+    public init(minimum: Level = .info, format: Format = .text, timestamps: Bool = false, sink: (@Sendable (String) -> Void)? = nil) {
         self.minimum = minimum
         self.format = format
+        self.timestamps = timestamps
         self.sink = sink ?? { line in
             var bytes = Array(line.utf8)
             bytes.append(0x0A)
@@ -62,12 +65,14 @@ public final class Logger: Sendable {
         switch format {
         case .text:
             var line = "\(level.name): \(Logger.escape(message))"
+            if timestamps { line = Timestamp.string(Date()) + " " + line }
             for (key, value) in pairs {
                 line += " \(key)=\(Logger.quoteIfNeeded(Logger.escape(value)))"
             }
             return line
         case .json:
             var object: [String: String] = ["level": level.name, "msg": message]
+            if timestamps { object["time"] = Timestamp.string(Date()) }
             for (key, value) in pairs { object[key] = value }
             let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
             return String(decoding: data, as: UTF8.self)

@@ -27,6 +27,8 @@ final class Transfer {
     let partialPath: String
     let startedAt = Date()
     var clock: AttemptClock
+    /// When the first response byte (of the status line) arrived, on the monotonic clock.
+    var firstByteAt: Double?
     var headerList: UnsafeMutablePointer<curl_slist>?
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     var headers: [String: String] = [:]
@@ -146,6 +148,7 @@ final class Transfer {
     }
 
     func receiveHeader(_ buffer: UnsafeMutablePointer<CChar>, count: Int) -> Int {
+        if firstByteAt == nil { firstByteAt = TransferEngine.monotonic() }
         let line = String(decoding: UnsafeRawBufferPointer(start: buffer, count: count), as: UTF8.self)
             .trimmingCharacters(in: .whitespacesAndNewlines)
         if line.hasPrefix("HTTP/") {

@@ -97,6 +97,7 @@ public final class TransferEngine: @unchecked Sendable {
     private let layout: SpoolLayout
     private let delegate: Delegate
     private let known: KnownTasks
+    private let metrics: Metrics
     private let logger: Logger
     private var endpoints: [Endpoint]
     private var settings: Settings
@@ -108,13 +109,15 @@ public final class TransferEngine: @unchecked Sendable {
     private var lastIdleSweep = 0.0
     private var lastLivePublish = 0.0
 
-    public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, known: KnownTasks, delegate: Delegate, logger: Logger) throws {
+    public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, known: KnownTasks, metrics: Metrics = Metrics(),
+                delegate: Delegate, logger: Logger) throws {
         guard let multi = curl_multi_init() else { throw ConfigError("libcurl could not create a multi handle") }
         self.multi = multi
         self.layout = layout
         self.endpoints = endpoints
         self.settings = settings
         self.known = known
+        self.metrics = metrics
         self.delegate = delegate
         self.logger = logger
         self.scheduler = Scheduler(concurrency: settings.concurrency,
@@ -188,6 +191,7 @@ public final class TransferEngine: @unchecked Sendable {
                     break
                 }
             }
+            metrics.engineAlive()
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             collectCompleted()
@@ -420,6 +424,10 @@ public final class TransferEngine: @unchecked Sendable {
         transfers[handle] = nil
         transfersByID[transfer.task.id] = nil
         let now = Date()
+        let ended = TransferEngine.monotonic()
+        metrics.attempt(sent: transfer.bytesSent, received: transfer.bytesReceived,
+                        firstByteSeconds: transfer.firstByteAt.map { $0 - transfer.clock.startedAt },
+                        totalSeconds: ended - transfer.clock.startedAt)
         let feedback = EndpointFeedback.from(ending, headers: transfer.headers, now: now)
         apply(scheduler.handle(.transferEnded(id: transfer.task.id, feedback: feedback), now: now.timeIntervalSince1970))
         delegate.attemptEnded(AttemptOutcome(
@@ -447,6 +455,7 @@ public final class TransferEngine: @unchecked Sendable {
 
     private func publishSnapshot() {
         let counts = scheduler.counts
+        metrics.setGauges(queued: counts.queued, inFlight: counts.transferring, deferred: counts.deferred)
         let now = TransferEngine.monotonic()
         var live: [LiveTransfer]?
         if now - lastLivePublish >= 1 {

@@ -60,6 +60,7 @@ public final class Watcher: @unchecked Sendable {
     private let settings: Settings
     private let delegate: Delegate
     private let known: KnownTasks
+    private let metrics: Metrics
     private let logger: Logger
     private let stopRequested = Atomic<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
@@ -76,10 +77,11 @@ public final class Watcher: @unchecked Sendable {
     private var intakePaused = false
     private var lastSpaceCheck = -1.0
 
-    public init(layout: SpoolLayout, settings: Settings, known: KnownTasks, delegate: Delegate, logger: Logger) {
+    public init(layout: SpoolLayout, settings: Settings, known: KnownTasks, metrics: Metrics = Metrics(), delegate: Delegate, logger: Logger) {
         self.layout = layout
         self.settings = settings
         self.known = known
+        self.metrics = metrics
         self.delegate = delegate
         self.logger = logger
     }
@@ -133,6 +135,7 @@ public final class Watcher: @unchecked Sendable {
         ready.signal()
         scan(reason: "start")
         while !stopping {
+            metrics.watcherAlive()
             if mode == .inotify {
                 // Whole seconds only; 1 s bounds how long stop() and the settle checks wait.
                 if let event = inotifytools_next_events(1, 1) { handle(event) }
@@ -159,6 +162,7 @@ public final class Watcher: @unchecked Sendable {
         let mask = event.pointee.mask
         if event.pointee.wd == -1 || mask & UInt32(IN_Q_OVERFLOW) != 0 {
             logger.warning("inotify queue overflowed; rescanning outgoing")
+            metrics.overflow()
             scan(reason: "overflow")
             return
         }
@@ -212,6 +216,7 @@ public final class Watcher: @unchecked Sendable {
     /// Looks at every name in `outgoing`. Ids the scheduler already holds cost nothing.
     private func scan(reason: String) {
         lastScan = Watcher.now()
+        metrics.rescan(reason)
         let raws: [[UInt8]]
         do {
             raws = try Syscall.listDirectoryRaw(layout.outgoing)

@@ -1,0 +1,28 @@
+# make install PREFIX=/usr/local   (DESTDIR is honoured for packaging)
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR = $(DESTDIR)$(PREFIX)/bin
+MANDIR = $(DESTDIR)$(PREFIX)/share/man/man1
+COMPLETIONDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+UNITDIR = $(DESTDIR)$(PREFIX)/lib/systemd/system
+
+.PHONY: build install uninstall deb test
+build:
+	swift build -c release --product llmspool
+
+test:
+	bash .ci/deps --test && swift test
+
+install: build
+	install -d $(BINDIR) $(MANDIR) $(COMPLETIONDIR) $(UNITDIR)
+	install -m 0755 "$$(swift build -c release --show-bin-path)/llmspool" $(BINDIR)/llmspool
+	install -m 0644 doc/llmspool.1 $(MANDIR)/llmspool.1
+	install -m 0644 packaging/llmspool.bash-completion $(COMPLETIONDIR)/llmspool
+	sed 's|/usr/bin/llmspool|$(PREFIX)/bin/llmspool|' packaging/llmspool.service > $(UNITDIR)/llmspool.service
+	chmod 0644 $(UNITDIR)/llmspool.service
+
+uninstall:
+	rm -f $(BINDIR)/llmspool $(MANDIR)/llmspool.1 $(COMPLETIONDIR)/llmspool $(UNITDIR)/llmspool.service
+
+deb:
+	packaging/build-deb.sh

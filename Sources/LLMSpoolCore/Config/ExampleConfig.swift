@@ -1,0 +1,56 @@
+import Foundation
+
+/// The commented example configuration `llmspool init` writes. The repository's
+/// `Config/llmspool.json` is this text for the spool `./spool` (a test keeps them equal).
+public enum ExampleConfig {
+    public static func text(spool: String) -> String {
+        let quoted = String(decoding: (try? JSONSerialization.data(withJSONObject: [spool], options: [.withoutEscapingSlashes])) ?? Data("[\"./spool\"]".utf8), as: UTF8.self)
+        return template.replacingOccurrences(of: "\"spool\": \"./spool\"", with: "\"spool\": " + String(quoted.dropFirst().dropLast()))
+    }
+
+    static let template = #"""
+{
+  "_about": "llmspool configuration. Every setting is optional; the values below are the defaults. Keys starting with _ are comments. See README.md, Configuration.",
+  "spool": "./spool",
+
+  "base_url": "https://api.openai.com/v1",
+  "_base_url": "OPENAI_BASE_URL in the environment overrides base_url; --base-url overrides both.",
+  "api_key_env": "OPENAI_API_KEY",
+  "_api_key": "The key is never written here: name the environment variable that holds it (api_key_env), or a file readable by its owner only (api_key_file).",
+  "_endpoints": "Instead of base_url, an ordered fallback list: [{\"name\": \"primary\", \"base_url\": \"https://api.openai.com/v1\", \"api_key_env\": \"OPENAI_API_KEY\"}, {\"name\": \"local\", \"base_url\": \"http://127.0.0.1:8080/v1\", \"model\": \"llama-3.1-8b\", \"concurrency\": 4}]",
+
+  "concurrency": 64,
+  "requests_per_minute": 0,
+  "tokens_per_minute": 0,
+
+  "connect_timeout_seconds": 10,
+  "idle_timeout_seconds": 300,
+  "request_timeout_seconds": 3600,
+
+  "max_attempts": 10,
+  "retry_initial_seconds": 0.5,
+  "retry_max_seconds": 60,
+  "max_retry_after_seconds": 3600,
+  "max_lifetime_seconds": 86400,
+  "cooldown_after_failures": 3,
+  "cooldown_seconds": 30,
+
+  "max_request_bytes": 33554432,
+  "max_response_bytes": 268435456,
+  "max_json_depth": 64,
+  "group_readable": false,
+  "watch_mode": "auto",
+  "poll_interval_seconds": 1,
+  "rescan_interval_seconds": 60,
+  "settle_seconds": 2,
+  "min_free_bytes": 67108864,
+  "shutdown_grace_seconds": 10,
+  "_hooks": "on_complete / on_failure: an argument array run as is, e.g. [\"/usr/local/bin/notify\", \"--quiet\"], or a string run by /bin/sh -c. The environment carries LLMSPOOL_ID, LLMSPOOL_STATUS, LLMSPOOL_RESULT or LLMSPOOL_ERROR.",
+  "hook_concurrency": 4,
+  "hook_timeout_seconds": 60,
+  "_metrics": "metrics: HOST:PORT to serve Prometheus /metrics and /healthz, e.g. \"127.0.0.1:9464\" (or --metrics); none by default.",
+  "log_level": "info",
+  "log_format": "text"
+}
+"""# + "\n"
+}

@@ -1,0 +1,108 @@
+import Foundation
+import Synchronization
+
+/// The daemon's counters, gauges and histograms, rendered in Prometheus text format.
+/// Every thread may record; the lock is held for a few additions at a time.
+public final class Metrics: Sendable {
+    /// A cumulative histogram with fixed upper bounds, in seconds.
+    struct Histogram: Sendable {
+        static let bounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600]
+        var counts = [Int](repeating: 0, count: Histogram.bounds.count)
+        var sum = 0.0
+        var total = 0
+
+        mutating func observe(_ value: Double) {
+            for (index, bound) in Histogram.bounds.enumerated() where value <= bound { counts[index] += 1 }
+            sum += value
+            total += 1
+        }
+    }
+
+    struct State: Sendable {
+        var outcomes: [String: Int] = [:]
+        var retries: [String: Int] = [:]
+        var bytesIn: Int64 = 0
+        var bytesOut: Int64 = 0
+        var tokens: [String: Int] = [:]
+        var rescans: [String: Int] = [:]
+        var overflows = 0
+        var firstByte = Histogram()
+        var duration = Histogram()
+    }
+
+    private let state = Mutex(State())
+    /// Heartbeats of the two loops, for /healthz (seconds since the epoch).
+    private let watcherBeat = Atomic<Int64>(0)
+    private let engineBeat = Atomic<Int64>(0)
+    private let gauges = Mutex<(queued: Int, inFlight: Int, deferred: Int)>((0, 0, 0))
+
+    public init() {}
+
+    public func outcome(_ name: String) { state.withLock { $0.outcomes[name, default: 0] += 1 } }
+    public func retry(_ reason: String) { state.withLock { $0.retries[reason, default: 0] += 1 } }
+    public func rescan(_ reason: String) { state.withLock { $0.rescans[reason, default: 0] += 1 } }
+    public func overflow() { state.withLock { $0.overflows += 1 } }
+
+    public func usage(_ counts: [String: Int]) {
+        state.withLock { state in
+            for key in ["prompt_tokens", "completion_tokens"] { if let value = counts[key] { state.tokens[key, default: 0] += value } }
+        }
+    }
+
+    public func attempt(sent: Int64, received: Int64, firstByteSeconds: Double?, totalSeconds: Double) {
+        state.withLock {
+            $0.bytesOut += sent
+            $0.bytesIn += received
+            if let firstByteSeconds { $0.firstByte.observe(firstByteSeconds) }
+            $0.duration.observe(totalSeconds)
+        }
+    }
+
+    public func setGauges(queued: Int, inFlight: Int, deferred: Int) { gauges.withLock { $0 = (queued, inFlight, deferred) } }
+    public func watcherAlive() { watcherBeat.store(Int64(Date().timeIntervalSince1970), ordering: .relaxed) }
+    public func engineAlive() { engineBeat.store(Int64(Date().timeIntervalSince1970), ordering: .relaxed) }
+
+    /// Both loops have shown life within the last `seconds`.
+    public func healthy(within seconds: Int64 = 10) -> Bool {
+        let now = Int64(Date().timeIntervalSince1970)
+        return now - watcherBeat.load(ordering: .relaxed) <= seconds && now - engineBeat.load(ordering: .relaxed) <= seconds
+    }
+
+    public func render() -> String {
+        let current = state.withLock { $0 }
+        let gauge = gauges.withLock { $0 }
+        var out = ""
+        func family(_ name: String, _ type: String, _ help: String) { out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n" }
+        func labelled(_ name: String, _ label: String, _ values: [String: Int], known: [String]) {
+            for key in Set(known).union(values.keys).sorted() { out += "\(name){\(label)=\"\(key)\"} \(values[key] ?? 0)\n" }
+        }
+        family("llmspool_requests_total", "counter", "Requests that ended, by outcome.")
+        labelled("llmspool_requests_total", "outcome", current.outcomes, known: ["done", "failed", "cancelled"])
+        family("llmspool_retries_total", "counter", "Attempts that failed and were retried, by reason.")
+        labelled("llmspool_retries_total", "reason", current.retries, known: [])
+        family("llmspool_in_flight", "gauge", "Transfers in flight.")
+        out += "llmspool_in_flight \(gauge.inFlight)\n"
+        family("llmspool_queued", "gauge", "Requests waiting for a transfer slot.")
+        out += "llmspool_queued \(gauge.queued)\n"
+        family("llmspool_deferred", "gauge", "Requests waiting for a retry.")
+        out += "llmspool_deferred \(gauge.deferred)\n"
+        family("llmspool_received_bytes_total", "counter", "Response bytes received.")
+        out += "llmspool_received_bytes_total \(current.bytesIn)\n"
+        family("llmspool_sent_bytes_total", "counter", "Request bytes sent.")
+        out += "llmspool_sent_bytes_total \(current.bytesOut)\n"
+        family("llmspool_tokens_total", "counter", "Tokens the endpoints reported, by kind.")
+        labelled("llmspool_tokens_total", "kind", current.tokens.reduce(into: [:]) { $0[$1.key.replacingOccurrences(of: "_tokens", with: "")] = $1.value },
+                 known: ["prompt", "completion"])
+        for (name, help, histogram) in [("llmspool_first_byte_seconds", "Time from the start of an attempt to its first response byte.", current.firstByte),
+                                        ("llmspool_attempt_seconds", "Time an attempt took, start to end.", current.duration)] {
+            family(name, "histogram", help)
+            for (index, bound) in Histogram.bounds.enumerated() { out += "\(name)_bucket{le=\"\(bound)\"} \(histogram.counts[index])\n" }
+            out += "\(name)_bucket{le=\"+Inf\"} \(histogram.total)\n\(name)_sum \(histogram.sum)\n\(name)_count \(histogram.total)\n"
+        }
+        family("llmspool_watcher_rescans_total", "counter", "Scans of outgoing, by reason.")
+        labelled("llmspool_watcher_rescans_total", "reason", current.rescans, known: ["start", "periodic", "overflow"])
+        family("llmspool_watcher_overflows_total", "counter", "inotify queue overflows.")
+        out += "llmspool_watcher_overflows_total \(current.overflows)\n"
+        return out
+    }
+}

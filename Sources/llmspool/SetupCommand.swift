@@ -1,0 +1,87 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+
+/// `llmspool init` and `llmspool check-config`: set a spool up, and say what a
+/// configuration amounts to.
+enum SetupCommand {
+    static func initialize(_ argv: [String]) throws -> Int32 {
+        let args = try Arguments(argv, valued: ["--config"], switches: ["--help", "--group", "--force"])
+        if args.has("--help") {
+            print(Help.initialize)
+            return 0
+        }
+        guard args.positionals.count <= 1 else { throw Arguments.UsageError(description: "give at most one DIR") }
+        let directory = args.positionals.first ?? "./spool"
+        let absolute = directory.hasPrefix("/") ? directory : FileManager.default.currentDirectoryPath + "/" + directory
+        let layout = SpoolLayout(root: absolute, groupReadable: args.has("--group"))
+        try layout.create()
+        for folder in [layout.root, layout.outgoing, layout.incoming, layout.failed, layout.state] {
+            _ = chmod(folder, layout.directoryMode)
+        }
+        let configPath = args["--config"] ?? layout.root + "/config.json"
+        if Syscall.exists(configPath) && !args.has("--force") {
+            print("spool ready: \(layout.root) (kept the existing \(configPath); --force replaces it)")
+            return 0
+        }
+        try? Syscall.mkdir(DurableFile.directory(of: configPath), mode: 0o755)
+        var text = ExampleConfig.text(spool: layout.root)
+        if args.has("--group") { text = text.replacingOccurrences(of: "\"group_readable\": false", with: "\"group_readable\": true") }
+        try DurableFile.write(Array(text.utf8), to: configPath, mode: 0o600)
+        print("spool ready: \(layout.root)")
+        print("config written: \(configPath)")
+        print("start with: llmspool run --config \(configPath)")
+        return 0
+    }
+
+    static func checkConfig(_ argv: [String]) throws -> Int32 {
+        let args = try Arguments(argv, valued: ConfigSource.valued, switches: ["--help"])
+        if args.has("--help") {
+            print(Help.checkConfig)
+            return 0
+        }
+        let environment = ProcessInfo.processInfo.environment
+        let source = ConfigSource.path(args, environment: environment) ?? "(none: defaults)"
+        let config: Config
+        let endpoints: [Endpoint]
+        do {
+            config = try ConfigSource.load(args, environment: environment)
+            endpoints = try config.resolvedEndpoints(environment: environment)
+        } catch {
+            FileHandle.standardError.write(Data("llmspool: check-config: \(error)\n".utf8))
+            return 1
+        }
+        var lines = ["config: \(source)"]
+        lines.append("spool = \(config.spool)")
+        for (index, endpoint) in endpoints.enumerated() {
+            let settings = config.endpoints.indices.contains(index) ? config.endpoints[index] : nil
+            let keySource = settings?.apiKeyFile ?? config.apiKeyFile
+            let keyName = settings?.apiKeyEnv ?? config.apiKeyEnv
+            let key = endpoint.apiKey == nil ? "not set" : (keySource.map { "set (from file \($0))" } ?? "set (from $\(keyName))")
+            var line = "endpoint[\(index)] \(endpoint.name) = \(endpoint.chatCompletionsURL)  api key: \(key)  concurrency \(min(endpoint.concurrency, config.concurrency))"
+            if let model = endpoint.model { line += "  model -> \(model)" }
+            if endpoint.requestsPerMinute > 0 { line += "  \(Int(endpoint.requestsPerMinute)) requests/min" }
+            if endpoint.tokensPerMinute > 0 { line += "  \(Int(endpoint.tokensPerMinute)) tokens/min" }
+            lines.append(line)
+        }
+        let values: [(String, String)] = [
+            ("concurrency", "\(config.concurrency)"), ("connect_timeout_seconds", "\(config.connectTimeoutSeconds)"),
+            ("idle_timeout_seconds", "\(config.idleTimeoutSeconds)"), ("request_timeout_seconds", "\(config.requestTimeoutSeconds)"),
+            ("max_attempts", "\(config.retry.maxAttempts)"), ("retry_initial_seconds", "\(config.retry.initialBackoffSeconds)"),
+            ("retry_max_seconds", "\(config.retry.maxBackoffSeconds)"), ("max_retry_after_seconds", "\(config.retry.maxRetryAfterSeconds)"),
+            ("max_lifetime_seconds", "\(config.retry.maxLifetimeSeconds)"), ("cooldown_after_failures", "\(config.cooldownAfterFailures)"),
+            ("cooldown_seconds", "\(config.cooldownSeconds)"), ("max_request_bytes", "\(config.maxRequestBytes)"),
+            ("max_response_bytes", "\(config.maxResponseBytes)"), ("max_json_depth", "\(config.maxJSONDepth)"),
+            ("group_readable", "\(config.groupReadable)"), ("watch_mode", config.watchMode.rawValue),
+            ("poll_interval_seconds", "\(config.pollIntervalSeconds)"), ("rescan_interval_seconds", "\(config.rescanIntervalSeconds)"),
+            ("settle_seconds", "\(config.settleSeconds)"), ("min_free_bytes", "\(config.minFreeBytes)"),
+            ("shutdown_grace_seconds", "\(config.shutdownGraceSeconds)"),
+            ("on_complete", config.hooks.onComplete.map { "\($0)" } ?? "none"), ("on_failure", config.hooks.onFailure.map { "\($0)" } ?? "none"),
+            ("metrics", config.metricsAddress ?? "none"), ("log_level", config.logLevel.name), ("log_format", config.logFormat.rawValue),
+        ]
+        lines += values.map { "\($0.0) = \($0.1)" }
+        print(lines.joined(separator: "\n"))
+        print("configuration OK")
+        return 0
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+import Testing
+
+/// Running it for real: init, check-config, systemd notifications, metrics, logs.
+@Suite(.serialized) struct OperationsTests {
+    @Test func initThenCheckConfigOnAFreshFolder() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let spool = harness.root + "/fresh"
+        let created = try harness.cli(["init", spool])
+        #expect(created.status == 0, "\(created.stderr)")
+        #expect(created.stdout.contains("spool ready: \(spool)"))
+        for folder in ["", "/outgoing", "/incoming", "/failed", "/state"] {
+            #expect(try Syscall.lstat(spool + folder).st_mode & 0o777 == 0o700, "\(folder)")
+        }
+        let config = spool + "/config.json"
+        #expect(try Syscall.lstat(config).st_mode & 0o777 == 0o600)
+        #expect(try Config.load(path: config).spool == spool)
+        let checked = try harness.cli(["check-config", "--config", config], environment: ["OPENAI_API_KEY": Harness.secret])
+        #expect(checked.status == 0, "\(checked.stderr)")
+        #expect(checked.stdout.contains("spool = \(spool)"))
+        #expect(checked.stdout.contains("api key: set (from $OPENAI_API_KEY)"))
+        #expect(checked.stdout.contains("configuration OK"))
+        #expect(!checked.stdout.contains(Harness.secret), "the key is never printed")
+        // A second init keeps the config; --group opens the folders to the group.
+        #expect(try harness.cli(["init", spool]).stdout.contains("kept the existing"))
+        let grouped = harness.root + "/grouped"
+        #expect(try harness.cli(["init", grouped, "--group"]).status == 0)
+        #expect(try Syscall.lstat(grouped + "/outgoing").st_mode & 0o777 == 0o750)
+        #expect(try Config.load(path: grouped + "/config.json").groupReadable)
+        // A broken config is refused with its problem.
+        try #"{"concurrency": "many"}"#.write(toFile: harness.root + "/bad.json", atomically: false, encoding: .utf8)
+        _ = chmod(harness.root + "/bad.json", 0o600)
+        let bad = try harness.cli(["check-config", "--config", harness.root + "/bad.json"])
+        #expect(bad.status == 1)
+        #expect(bad.stderr.contains("\"concurrency\" must be a number"))
+    }
+
+    @Test func systemdHearsReadyStatusWatchdogAndStopping() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let socketPath = harness.root + "/notify.sock"
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in socketPath.utf8.enumerated() { buffer[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0)
+        var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var messages: [String] = []
+        func receive(until what: String, within seconds: Double) throws {
+            let deadline = Date().addingTimeInterval(seconds)
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while !messages.contains(where: { $0.hasPrefix(what) }) {
+                guard Date() < deadline else { throw HarnessError("no \(what) within \(seconds) s; got \(messages)") }
+                let count = recv(fd, &buffer, buffer.count, 0)
+                if count > 0 { messages.append(String(decoding: buffer[0..<count], as: UTF8.self)) }
+            }
+        }
+        try harness.startDaemon(environment: ["NOTIFY_SOCKET": socketPath, "WATCHDOG_USEC": "1000000"])
+        try receive(until: "READY=1", within: 10)
+        try receive(until: "STATUS=", within: 10)
+        try receive(until: "WATCHDOG=1", within: 10)
+        #expect(messages.first { $0.hasPrefix("STATUS=") }?.contains("queued") == true)
+        harness.signalDaemon(SIGTERM)
+        try receive(until: "STOPPING=1", within: 10)
+        #expect(try harness.waitForDaemonExit() == 0)
+    }
+
+    @Test func metricsAreScrapedAndParsed() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(arguments: ["--metrics", "127.0.0.1:0"])
+        try harness.drop("m1", Harness.request("counted", stream: true))
+        try harness.drop("m2", Harness.request("counted too", stub: ["faults": [["status": 503]]]))
+        try harness.drop("m3", Harness.request("refused", stub: ["status": 400]))
+        try waitUntil("three outcomes", timeout: 20) {
+            FileManager.default.fileExists(atPath: harness.layout.result("m1")) && FileManager.default.fileExists(atPath: harness.layout.result("m2"))
+                && FileManager.default.fileExists(atPath: harness.layout.errorRecord("m3"))
+        }
+        let portText = try #require(harness.log.range(of: #"serving metrics address=127\.0\.0\.1:0 port=\d+"#, options: .regularExpression)
+            .map { String(harness.log[$0].split(separator: "=").last!) })
+        let port = try #require(UInt16(portText))
+        var samples: [String: Double] = [:]
+        try waitUntil("the counters settle", timeout: 10) {
+            let text = String(decoding: try LoopbackGet.body(port: port, path: "/metrics"), as: UTF8.self)
+            samples = [:]
+            for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+                let parts = line.split(separator: " ")
+                guard parts.count == 2, let value = Double(parts[1]) else { throw HarnessError("not a sample: \(line)") }
+                samples[String(parts[0])] = value
+            }
+            return samples["llmspool_requests_total{outcome=\"failed\"}"] == 1
+        }
+        #expect(samples["llmspool_requests_total{outcome=\"done\"}"] == 2)
+        #expect(samples["llmspool_retries_total{reason=\"http\"}"] == 1)
+        #expect(samples["llmspool_attempt_seconds_count"] == 4)
+        #expect(samples["llmspool_first_byte_seconds_bucket{le=\"+Inf\"}"] == 4)
+        #expect((samples["llmspool_tokens_total{kind=\"completion\"}"] ?? 0) == 16)
+        #expect((samples["llmspool_received_bytes_total"] ?? 0) > 0)
+        #expect(samples["llmspool_watcher_rescans_total{reason=\"start\"}"] == 1)
+        #expect(samples["llmspool_in_flight"] == 0)
+        #expect(String(decoding: try LoopbackGet.body(port: port, path: "/healthz"), as: UTF8.self) == "ok\n")
+    }
+
+    @Test func logLinesFitTheirReader() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(arguments: ["--log-format", "json"], environment: ["JOURNAL_STREAM": "8:1234"])
+        try harness.drop("logged", Harness.request("log me"))
+        try waitUntil("answered", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("logged")) }
+        #expect(harness.stopDaemon() == 0)
+        let lines = harness.log.split(separator: "\n").map(String.init)
+        let objects = try lines.map { line -> [String: String] in
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String] else { throw HarnessError("not JSON: \(line)") }
+            return object
+        }
+        #expect(objects.contains { $0["msg"] == "done" && $0["id"] == "logged" }, "a line about a request carries its id")
+        #expect(objects.allSatisfy { $0["time"] == nil }, "journald stamps lines itself")
+        // Outside journald, text lines start with a timestamp.
+        try harness.startDaemon(arguments: ["--log-format", "text"])
+        let last = try #require(harness.log.split(separator: "\n").last)
+        #expect(last.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (debug|info|warning|error): "#, options: .regularExpression) != nil, "\(last)")
+    }
+
+    @Test(.enabled(if: Harness.which("systemd-analyze") != nil, "systemd-analyze is not installed"))
+    func theUnitFilePassesSystemdAnalyzeVerify() throws {
+        let unit = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../packaging/llmspool.service").standardized.path
+        let copy = NSTemporaryDirectory() + "llmspool-\(getpid()).service"
+        try String(contentsOfFile: unit, encoding: .utf8).replacingOccurrences(of: "/usr/bin/llmspool", with: Harness.binary)
+            .write(toFile: copy, atomically: false, encoding: .utf8)
+        defer { unlink(copy) }
+        // The unit names its man page; verify looks it up, so MANPATH points at the repository's.
+        let manRoot = NSTemporaryDirectory() + "llmspool-man-\(getpid())"
+        try FileManager.default.createDirectory(atPath: manRoot + "/man1", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: manRoot) }
+        try FileManager.default.copyItem(atPath: unit.replacingOccurrences(of: "packaging/llmspool.service", with: "doc/llmspool.1"),
+                                         toPath: manRoot + "/man1/llmspool.1")
+        setenv("MANPATH", manRoot, 1)
+        defer { unsetenv("MANPATH") }
+        try Harness.run(Harness.which("systemd-analyze")!, ["verify", copy])
+    }
+}

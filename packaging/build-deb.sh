@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds llmspool_<version>_<arch>.deb from the release build, with dpkg-deb.
+# The package installs /usr/bin/llmspool, the unit, the man page and bash completion, and
+# on install creates the llmspool user, /var/spool/llmspool and /etc/llmspool/config.json.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+version=${VERSION:-$(git describe --tags --always 2>/dev/null | sed 's/^v//; s/[^0-9A-Za-z.+~]/./g' || echo 0.1)}
+case "$version" in [0-9]*) ;; *) version="0.1+$version" ;; esac
+arch=$(dpkg --print-architecture)
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+make install PREFIX=/usr DESTDIR="$root" >/dev/null
+gzip -9n "$root/usr/share/man/man1/llmspool.1"
+install -d "$root/DEBIAN"
+cat > "$root/DEBIAN/control" <<CONTROL
+Package: llmspool
+Version: $version
+Architecture: $arch
+Maintainer: llmspool developers <dev@llmspool.invalid>
+Depends: libinotifytools0, libcurl4, libmicrohttpd12
+Section: net
+Priority: optional
+Description: spool daemon for long LLM calls
+ Drop an OpenAI-compatible request into a folder, get the answer as a file,
+ whatever happens in between: crashes, restarts, rate limits, stalls.
+CONTROL
+cat > "$root/DEBIAN/postinst" <<'POSTINST'
+#!/bin/sh
+set -e
+if [ "$1" = configure ]; then
+    getent passwd llmspool >/dev/null || adduser --system --group --home /var/spool/llmspool --no-create-home llmspool
+    if [ ! -e /etc/llmspool/config.json ]; then
+        llmspool init /var/spool/llmspool --config /etc/llmspool/config.json >/dev/null
+        chown -R llmspool:llmspool /var/spool/llmspool
+        chown root:llmspool /etc/llmspool/config.json
+        chmod 0640 /etc/llmspool/config.json
+    fi
+    if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
+fi
+POSTINST
+chmod 0755 "$root/DEBIAN/postinst"
+out="llmspool_${version}_${arch}.deb"
+dpkg-deb --root-owner-group --build "$root" "$out" >/dev/null
+echo "$out"
