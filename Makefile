@@ -1,4 +1,5 @@
 # make install PREFIX=/usr/local   (DESTDIR is honoured for packaging)
+# The Swift runtime is linked statically: the installed binary needs only the C libraries.
 PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR = $(DESTDIR)$(PREFIX)/bin
@@ -8,14 +9,14 @@ UNITDIR = $(DESTDIR)$(PREFIX)/lib/systemd/system
 
 .PHONY: build install uninstall deb test
 build:
-	swift build -c release --product llmspool
+	swift build -c release --static-swift-stdlib --product llmspool
 
 test:
 	bash .ci/deps --test && swift test
 
 install: build
 	install -d $(BINDIR) $(MANDIR) $(COMPLETIONDIR) $(UNITDIR)
-	install -m 0755 "$$(swift build -c release --show-bin-path)/llmspool" $(BINDIR)/llmspool
+	install -m 0755 "$$(swift build -c release --static-swift-stdlib --show-bin-path)/llmspool" $(BINDIR)/llmspool
 	install -m 0644 doc/llmspool.1 $(MANDIR)/llmspool.1
 	install -m 0644 packaging/llmspool.bash-completion $(COMPLETIONDIR)/llmspool
 	sed 's|/usr/bin/llmspool|$(PREFIX)/bin/llmspool|' packaging/llmspool.service > $(UNITDIR)/llmspool.service

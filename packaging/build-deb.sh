@@ -4,11 +4,16 @@
 # on install creates the llmspool user, /var/spool/llmspool and /etc/llmspool/config.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-version=${VERSION:-$(git describe --tags --always 2>/dev/null | sed 's/^v//; s/[^0-9A-Za-z.+~]/./g' || echo 0.1)}
-case "$version" in [0-9]*) ;; *) version="0.1+$version" ;; esac
+# A tag like v1.2.0 gives 1.2.0; without one, 0.1~git<date>.<hash>.
+if tag=$(git describe --tags --match 'v[0-9]*' 2>/dev/null); then
+    version=${VERSION:-$(echo "${tag#v}" | sed 's/-/+/; s/-/./g')}
+else
+    version=${VERSION:-0.1~git$(git log -1 --format=%cd.%h --date=format:%Y%m%d 2>/dev/null || echo 0)}
+fi
 arch=$(dpkg --print-architecture)
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
+chmod 0755 "$root"  # it becomes /: mktemp's 0700 must not reach the package
 make install PREFIX=/usr DESTDIR="$root" >/dev/null
 gzip -9n "$root/usr/share/man/man1/llmspool.1"
 install -d "$root/DEBIAN"

@@ -170,6 +170,39 @@ final class Harness: @unchecked Sendable {
         }
     }
 
+    /// Another daemon on the same spool, with its own config and log: for the shared-spool
+    /// tests. Stopped by `stop()` like the first.
+    func startExtraDaemon(_ name: String, config: [String: Any]) throws -> Process {
+        var settings: [String: Any] = ["spool": layout.root, "base_url": stubURL, "log_level": "debug", "retry_initial_seconds": 0.05,
+                                       "cooldown_after_failures": 1000]
+        settings.merge(config) { $1 }
+        let path = "\(root)/\(name).json"
+        try DurableFile.write(Array(try JSONSerialization.data(withJSONObject: settings)), to: path)
+        let logPath = "\(root)/\(name).log"
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Harness.binary)
+        process.arguments = ["run", "--config", path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["OPENAI_API_KEY"] = Harness.secret
+        environment.removeValue(forKey: "OPENAI_BASE_URL")
+        process.environment = environment
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        extraDaemons.append(process)
+        try waitUntil("\(name) is watching", timeout: 20) {
+            ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").contains("info: watching outgoing=")
+        }
+        return process
+    }
+
+    func extraLog(_ name: String) -> String {
+        (try? String(contentsOfFile: "\(root)/\(name).log", encoding: .utf8)) ?? ""
+    }
+
+    private var extraDaemons: [Process] = []
+
     /// How many times a daemon said it is watching, in text or JSON logs.
     var watchingLines: Int {
         let log = self.log
@@ -226,6 +259,11 @@ final class Harness: @unchecked Sendable {
 
     func stop() {
         stopDaemon()
+        for process in extraDaemons {
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+        }
+        extraDaemons.removeAll()
         if let stub {
             if stub.isRunning { stub.terminate() }
             stub.waitUntilExit()

@@ -44,6 +44,11 @@ public struct Config: Sendable, Equatable {
     public var logLevel = Logger.Level.info
     public var logFormat = Logger.Format.text
     public var hooks = HookRunner.Settings()
+    /// Claims for daemons sharing the spool; nil: on when the watcher polls.
+    public var leases: Bool?
+    public var leaseSeconds = 30.0
+    /// This daemon's name in leases; the host name by default.
+    public var hostID = ProcessInfo.processInfo.hostName
     /// HOST:PORT for /metrics and /healthz; none by default.
     public var metricsAddress: String?
 
@@ -87,6 +92,9 @@ public struct Config: Sendable, Equatable {
         ("on_failure", "command run when a request fails, likewise (default none)"),
         ("hook_concurrency", "hooks running at once (default 4)"),
         ("hook_timeout_seconds", "a hook is killed after this long (default 60)"),
+        ("leases", "claim each request before sending it, for several daemons on one spool (default: on when polling)"),
+        ("lease_seconds", "a claim not renewed for this long is taken over (default 30)"),
+        ("host_id", "this daemon's name in claims (default: the host name)"),
         ("metrics", "HOST:PORT serving Prometheus /metrics and /healthz (default none)"),
         ("log_level", "debug, info, warning or error (default info)"),
         ("log_format", "text or json (default text)"),
@@ -170,6 +178,12 @@ public struct Config: Sendable, Equatable {
         if let value = try reader.number("hook_concurrency", minimum: 1) { config.hooks.concurrency = Int(value) }
         if let value = try reader.number("hook_timeout_seconds", minimum: 0.001) { config.hooks.timeoutSeconds = value }
         if let value = try reader.string("metrics") { config.metricsAddress = value }
+        if let value = try reader.bool("leases") { config.leases = value }
+        if let value = try reader.number("lease_seconds", minimum: 1) { config.leaseSeconds = value }
+        if let value = try reader.string("host_id") {
+            guard !value.isEmpty, !value.contains(":") else { throw ConfigError("\(source): \"host_id\" must be a non-empty name without a colon") }
+            config.hostID = value
+        }
         if let value = try reader.string("log_level") {
             guard let level = Logger.Level(name: value) else { throw ConfigError("\(source): \"log_level\" must be debug, info, warning or error") }
             config.logLevel = level

@@ -60,7 +60,7 @@ public enum AttemptJudge {
     /// Judges everything that can be judged without reading the body; nil means "read it".
     public static func judgeEnding(_ ending: AttemptOutcome.Ending, bodyPrefix: () -> [UInt8]) -> Verdict? {
         switch ending {
-        case .cancelled:
+        case .cancelled, .leaseLost:
             return .cancelled
         case .diskError(let error):
             return .failure(AttemptFailure(.disk, "writing the answer failed: \(error)"))

@@ -35,11 +35,14 @@ public final class Finisher: Sendable {
     private let random: @Sendable () -> Double
     private let report: @Sendable (TaskReport) -> Void
     private let metrics: Metrics
+    /// Set when daemons share the spool: nothing is published without the lease.
+    private let leases: LeaseManager?
 
-    public init(layout: SpoolLayout, logger: Logger, retry: RetrySettings, endpointCount: Int, metrics: Metrics = Metrics(),
+    public init(layout: SpoolLayout, logger: Logger, retry: RetrySettings, endpointCount: Int, metrics: Metrics = Metrics(), leases: LeaseManager? = nil,
                 random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
                 report: @escaping @Sendable (TaskReport) -> Void) {
         self.metrics = metrics
+        self.leases = leases
         self.layout = layout
         self.logger = logger
         self.policy = Mutex(Policy(retry: retry, endpointCount: max(1, endpointCount)))
@@ -55,6 +58,14 @@ public final class Finisher: Sendable {
     /// the scheduler must receive.
     public func finish(_ outcome: AttemptOutcome) -> Scheduler.Event {
         let id = outcome.task.id
+        defer { leases?.release(id) }
+        if let leases, outcome.ending == .leaseLost || !leases.stillMine(id) {
+            // The request is another daemon's now: its partial, record and result are its
+            // own. This attempt leaves nothing behind.
+            if outcome.partialFD >= 0 { Syscall.close(outcome.partialFD) }
+            logger.info("attempt discarded: another daemon holds the request now", id: id)
+            return .finalized(id: id)
+        }
         let partial = layout.partial(id)
         let verdict = judge(outcome, partial: partial)
         var task = outcome.task

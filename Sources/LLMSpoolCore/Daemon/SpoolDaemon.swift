@@ -13,6 +13,7 @@ public final class SpoolDaemon: Sendable {
     private let hooks: HookRunner
     private let logger: Logger
     private let notifier: SystemdNotifier
+    private let leases: LeaseManager?
     public let metrics: Metrics
     private let statusStop = Atomic<Bool>(false)
     private let statusStopped = DispatchSemaphore(value: 0)
@@ -26,7 +27,9 @@ public final class SpoolDaemon: Sendable {
         let known = KnownTasks()
         let hooks = HookRunner(settings: config.hooks, layout: layout, logger: logger)
         let metrics = Metrics()
-        let finisher = Finisher(layout: layout, logger: logger, retry: config.retry, endpointCount: endpoints.count, metrics: metrics,
+        let polling = WatchMode.resolve(config.watchMode, path: config.spool).mode == .poll
+        let leases = (config.leases ?? polling) ? LeaseManager(layout: layout, hostID: config.hostID, seconds: config.leaseSeconds, logger: logger) : nil
+        let finisher = Finisher(layout: layout, logger: logger, retry: config.retry, endpointCount: endpoints.count, metrics: metrics, leases: leases,
                                 report: { report in
                                     switch report.outcome {
                                     case .succeeded: metrics.outcome("done")
@@ -59,6 +62,7 @@ public final class SpoolDaemon: Sendable {
         self.hooks = hooks
         self.metrics = metrics
         self.notifier = notifier
+        self.leases = leases
         self.logger = logger
     }
 
@@ -74,6 +78,12 @@ public final class SpoolDaemon: Sendable {
         warnIfOpenToEveryone()
         removeLeftovers()
         SpoolDaemon.raiseDescriptorLimit()
+        if let leases {
+            watcher.leases = leases
+            engine.leases = leases
+            leases.startKeeper(lost: { [engine] id in engine.leaseLost(id) })
+            logger.info("claiming requests with leases", ["owner": leases.owner, "lease_seconds": "\(leases.seconds)"])
+        }
         try watcher.start()
         engine.start()
         startStatusWriter()
@@ -110,6 +120,7 @@ public final class SpoolDaemon: Sendable {
         engine.shutdown()
         pool.finish()
         hooks.finish()
+        leases?.stopKeeper()
         statusStop.store(true, ordering: .relaxed)
         statusStopped.wait()
         logger.info("stopped")

@@ -13,6 +13,7 @@ import Glibc
 /// | `failed/<id>.json` | the daemon | the request, moved from `outgoing` after its record is written |
 /// | `state/<id>.json` | the daemon | the task's attempts and the commit point of its outcome (`TaskRecord`) |
 /// | `state/<id>.name` | the daemon | the escaped original name of a request renamed to a safe id |
+/// | `state/leases/<id>.lease` | the daemon | the claim of the daemon sending it, on a shared spool |
 public struct SpoolLayout: Sendable, Equatable {
     public static let requestSuffix = ".json"
     public static let partialSuffix = ".partial"
@@ -40,6 +41,10 @@ public struct SpoolLayout: Sendable, Equatable {
     public var failed: String { root + "/failed" }
     /// The daemon's own bookkeeping; producers and consumers need not look inside.
     public var state: String { root + "/state" }
+    /// Claims of daemons sharing the spool (see `LeaseManager`).
+    public var leases: String { root + "/state/leases" }
+    public func lease(_ id: String) -> String { "\(leases)/\(id).lease" }
+    public func takeover(_ id: String) -> String { "\(leases)/\(id).takeover" }
 
     public func request(_ id: String) -> String { "\(outgoing)/\(id)\(Self.requestSuffix)" }
     public func partial(_ id: String) -> String { "\(incoming)/\(id)\(Self.partialSuffix)" }
@@ -67,7 +72,7 @@ public struct SpoolLayout: Sendable, Equatable {
 
     /// Creates the spool's folders that are missing, with `directoryMode`.
     public func create() throws {
-        for directory in [root, outgoing, incoming, failed, state] {
+        for directory in [root, outgoing, incoming, failed, state, leases] {
             do { try Syscall.mkdir(directory, mode: directoryMode) } catch let error as SystemError where error.errno == EEXIST {}
         }
     }

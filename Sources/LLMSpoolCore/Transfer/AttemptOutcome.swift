@@ -15,6 +15,8 @@ public struct AttemptOutcome: Sendable {
         case diskError(SystemError)
         /// The answer grew past `max_response_bytes`.
         case responseTooLarge(limit: Int64)
+        /// Another daemon took the request over: this attempt must leave no trace.
+        case leaseLost
         /// The request file left `outgoing` while it was in flight.
         case cancelled
     }
@@ -59,7 +61,7 @@ extension EndpointFeedback {
             return EndpointFeedback(RetryPolicy.permanentCurlCodes.contains(code) ? .neutral : .retryableFailure)
         case .timedOut:
             return EndpointFeedback(.retryableFailure)
-        case .diskError, .cancelled, .responseTooLarge:
+        case .diskError, .cancelled, .responseTooLarge, .leaseLost:
             return EndpointFeedback(.neutral)
         }
     }

@@ -64,6 +64,7 @@ public final class TransferEngine: @unchecked Sendable {
 
     enum Message {
         case event(Scheduler.Event)
+        case leaseLost(String)
         case reconfigure([Endpoint], Settings)
         case shutdown
     }
@@ -108,6 +109,8 @@ public final class TransferEngine: @unchecked Sendable {
     private var shutdownDeadline: Double?
     private var lastIdleSweep = 0.0
     private var lastLivePublish = 0.0
+    /// Set before `start` when daemons share the spool.
+    public var leases: LeaseManager?
 
     public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, known: KnownTasks, metrics: Metrics = Metrics(),
                 delegate: Delegate, logger: Logger) throws {
@@ -136,6 +139,11 @@ public final class TransferEngine: @unchecked Sendable {
                          tokensPerMinute: endpoint.tokensPerMinute, cooldownAfterFailures: settings.cooldownAfterFailures,
                          cooldownSeconds: settings.cooldownSeconds, active: active[index] ?? 0, now: now)
         }
+    }
+
+    /// Another daemon holds the lease of `id` now: its transfer here must stop.
+    public func leaseLost(_ id: String) {
+        enqueue(.leaseLost(id))
     }
 
     /// Applies new endpoints and limits without touching transfers in flight.
@@ -225,6 +233,8 @@ public final class TransferEngine: @unchecked Sendable {
             default:
                 break
             }
+        case .leaseLost(let id):
+            if let transfer = transfersByID[id] { end(transfer, as: .leaseLost) }
         case .reconfigure(let newEndpoints, let newSettings):
             let now = Date().timeIntervalSince1970
             endpoints = newEndpoints
@@ -290,7 +300,30 @@ public final class TransferEngine: @unchecked Sendable {
         return .file(fd: fd)
     }
 
+    /// A task another daemon holds: forget it here; the watcher looks again later.
+    private func skip(_ task: TaskDescriptor) {
+        let now = Date().timeIntervalSince1970
+        apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: now))
+        apply(scheduler.handle(.finalized(id: task.id), now: now))
+        known.remove(task.id)
+    }
+
     private func begin(_ task: TaskDescriptor, endpointIndex: Int) {
+        if let leases {
+            // An exclusive create on the spool's filesystem: quick locally, one round trip on NFS.
+            switch leases.claim(task.id) {
+            case .claimed:
+                break
+            case .heldElsewhere:
+                logger.debug("another daemon holds this request", id: task.id)
+                skip(task)
+                return
+            case .failed(let reason):
+                logger.warning("cannot claim the request; will look again", id: task.id, ["reason": reason])
+                skip(task)
+                return
+            }
+        }
         let endpoint = endpoints[min(endpointIndex, endpoints.count - 1)]
         let body: Transfer.Body
         do {
@@ -300,8 +333,14 @@ public final class TransferEngine: @unchecked Sendable {
             }
             body = opened
         } catch let error as SystemError where error.errno == ENOENT {
-            // Finished or withdrawn since intake saw it.
-            endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
+            // Finished or withdrawn since intake saw it. On a shared spool another daemon
+            // may have just finished it: its records are not ours to touch.
+            if let leases {
+                leases.release(task.id)
+                skip(task)
+            } else {
+                endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
+            }
             return
         } catch {
             apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: Date().timeIntervalSince1970))
@@ -311,7 +350,10 @@ public final class TransferEngine: @unchecked Sendable {
         let partialPath = layout.partial(task.id)
         let partialFD: Int32
         do {
-            partialFD = try Syscall.open(partialPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: settings.fileMode)
+            // A new file, never the old one truncated: a daemon that lost this request may
+            // still be writing to the old one.
+            try Syscall.unlinkIfPresent(partialPath)
+            partialFD = try Syscall.open(partialPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: settings.fileMode)
         } catch let error as SystemError {
             if case .file(let fd) = body { Syscall.close(fd) }
             endBeforeStart(task, endpointIndex: endpointIndex, .diskError(error))
@@ -447,6 +489,7 @@ public final class TransferEngine: @unchecked Sendable {
             transfer.closeBody()
             Syscall.close(transfer.partialFD)
             try? Syscall.unlinkIfPresent(transfer.partialPath)
+            leases?.release(transfer.task.id)
             logger.info("transfer stopped by shutdown; it will restart on the next run", id: transfer.task.id)
         }
         transfers.removeAll()

@@ -62,6 +62,8 @@ public final class Watcher: @unchecked Sendable {
     private let known: KnownTasks
     private let metrics: Metrics
     private let logger: Logger
+    /// Set before `start` when daemons share the spool.
+    public var leases: LeaseManager?
     private let stopRequested = Atomic<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
     private let ready = DispatchSemaphore(value: 0)
@@ -323,6 +325,7 @@ public final class Watcher: @unchecked Sendable {
             rename(unsafe: Array(name.utf8), because: reason)
         case .request(let id):
             if !force && known.contains(id) { return }
+            if let leases, leases.isHeldElsewhere(id) { return }
             guard hasFreeSpace() else { return }
             let path = layout.request(id)
             switch RequestFile.read(path: path, limit: settings.maxRequestBytes) {

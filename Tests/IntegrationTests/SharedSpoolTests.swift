@@ -1,0 +1,74 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+import Testing
+
+/// Several daemons on one spool, as on a share: polling, leases, takeover.
+@Suite(.serialized) struct SharedSpoolTests {
+    static func config(_ host: String) -> [String: Any] {
+        ["watch_mode": "poll", "poll_interval_seconds": 0.2, "leases": true, "lease_seconds": 3, "host_id": host, "concurrency": 8]
+    }
+
+    func doneLines(_ log: String) -> Int {
+        log.split(separator: "\n").filter { $0.contains("info: done ") || $0.contains("info: done id=") }.count
+    }
+
+    @Test func threeDaemonsAnswerEachRequestExactlyOnce() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let names = ["d1", "d2", "d3"]
+        for name in names { _ = try harness.startExtraDaemon(name, config: Self.config(name)) }
+        let count = 1000
+        for index in 0..<count {
+            try harness.drop("s\(index)", Harness.request("shared \(index)", stub: ["latency_ms": 20]))
+        }
+        try waitUntil("every request is answered", timeout: 180) {
+            harness.files(in: harness.layout.incoming).filter { $0.hasSuffix(".json") }.count == count
+        }
+        try waitUntil("outgoing is empty", timeout: 30) { harness.files(in: harness.layout.outgoing).isEmpty }
+        let prompts = try harness.stubArrivals().map(\.prompt)
+        #expect(prompts.count == count, "each request reached the endpoint once: \(prompts.count) arrivals")
+        #expect(Set(prompts).count == count)
+        for index in stride(from: 0, to: count, by: 97) {
+            #expect(Harness.content(of: try harness.json(harness.layout.result("s\(index)"))) == StubAnswer.content(prompt: "shared \(index)", tokens: 8))
+        }
+        let shares = names.map { doneLines(harness.extraLog($0)) }
+        print("shared spool: results per daemon \(shares)")
+        #expect(shares.reduce(0, +) == count, "one result each: \(shares)")
+        #expect(shares.allSatisfy { $0 >= count / 10 }, "the load is spread: \(shares)")
+        #expect(harness.files(in: harness.layout.failed).isEmpty)
+    }
+
+    @Test func aKilledDaemonsRequestsFinishOnTheOthersWithinTheLeaseTime() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let victim = try harness.startExtraDaemon("d1", config: Self.config("d1"))
+        _ = try harness.startExtraDaemon("d2", config: Self.config("d2"))
+        _ = try harness.startExtraDaemon("d3", config: Self.config("d3"))
+        let count = 60
+        for index in 0..<count {
+            try harness.drop("k\(index)", Harness.request("killed \(index)", stream: true, stub: ["tokens": 20, "token_delay_ms": 100]))
+        }
+        try waitUntil("d1 is streaming some of them", timeout: 20) {
+            harness.extraLog("d1").components(separatedBy: "upload started").count > 3
+        }
+        kill(victim.processIdentifier, SIGKILL)
+        victim.waitUntilExit()
+        let killedAt = Date()
+        try waitUntil("every request is answered", timeout: 90) {
+            (0..<count).allSatisfy { FileManager.default.fileExists(atPath: harness.layout.result("k\($0)")) }
+        }
+        let takeovers = harness.extraLog("d2").components(separatedBy: "took over an expired lease").count
+            + harness.extraLog("d3").components(separatedBy: "took over an expired lease").count - 2
+        print("shared spool: \(takeovers) leases taken over, all done \(String(format: "%.1f", Date().timeIntervalSince(killedAt))) s after the kill")
+        #expect(takeovers > 0, "the killed daemon's requests were taken over")
+        #expect(Date().timeIntervalSince(killedAt) < 30)
+        for index in 0..<count {
+            #expect(Harness.content(of: try harness.json(harness.layout.result("k\(index)"))) == StubAnswer.content(prompt: "killed \(index)", tokens: 20))
+        }
+        #expect(harness.files(in: harness.layout.outgoing).isEmpty)
+        #expect(harness.files(in: harness.layout.incoming).filter { $0.hasSuffix(".partial") }.isEmpty)
+    }
+}
