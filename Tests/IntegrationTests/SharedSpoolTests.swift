@@ -72,3 +72,31 @@ import Testing
         #expect(harness.files(in: harness.layout.incoming).filter { $0.hasSuffix(".partial") }.isEmpty)
     }
 }
+
+/// A spool on a FUSE mount (bindfs): writes made to the backing folder are invisible to
+/// inotify on the mount, exactly like another machine's writes on NFS. `auto` must see
+/// that from `statfs` and poll.
+@Suite(.serialized) struct NetworkFolderTests {
+    @Test(.enabled(if: Harness.isRoot && Harness.which("bindfs") != nil && FileManager.default.fileExists(atPath: "/dev/fuse"),
+                   "needs root, bindfs and /dev/fuse"))
+    func autoModePollsAFuseMountAndSeesOtherWriters() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let mount = harness.root + "/mounted"
+        try Syscall.mkdir(mount, mode: 0o700)
+        try Harness.run(Harness.which("bindfs")!, [harness.layout.root, mount])
+        defer { _ = try? Harness.run("/bin/umount", ["-l", mount]) }
+        _ = try harness.startExtraDaemon("on-mount", config: ["spool": mount, "watch_mode": "auto", "poll_interval_seconds": 0.2])
+        let log = harness.extraLog("on-mount")
+        #expect(log.contains("watching by polling"))
+        #expect(log.contains("is on fuse"), "the reason names the filesystem")
+        #expect(log.contains("claiming requests with leases"), "polling turns leases on")
+        // "Another machine" writes to the backing folder.
+        try harness.drop("remote", Harness.request("written elsewhere"))
+        try waitUntil("the request written elsewhere is answered", timeout: 20) {
+            FileManager.default.fileExists(atPath: harness.layout.result("remote"))
+        }
+        #expect(Harness.content(of: try harness.json(harness.layout.result("remote"))) == StubAnswer.content(prompt: "written elsewhere", tokens: 8))
+    }
+}

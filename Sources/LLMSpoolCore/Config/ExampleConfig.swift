@@ -48,6 +48,8 @@ public enum ExampleConfig {
   "_hooks": "on_complete / on_failure: an argument array run as is, e.g. [\"/usr/local/bin/notify\", \"--quiet\"], or a string run by /bin/sh -c. The environment carries LLMSPOOL_ID, LLMSPOOL_STATUS, LLMSPOOL_RESULT or LLMSPOOL_ERROR.",
   "hook_concurrency": 4,
   "hook_timeout_seconds": 60,
+  "_leases": "leases (default: on when polling), lease_seconds, host_id (default: the host name): for several daemons sharing one spool.",
+  "lease_seconds": 30,
   "_metrics": "metrics: HOST:PORT to serve Prometheus /metrics and /healthz, e.g. \"127.0.0.1:9464\" (or --metrics); none by default.",
   "log_level": "info",
   "log_format": "text"
