@@ -33,8 +33,9 @@ import Testing
                 try harness.drop(id, bytes: Array("{\"model\": \"m\", \"messages\": [".utf8))
                 expected[id] = .failure(kind: "invalid-request")
             case 1:
-                // Refused for good after one attempt.
-                try harness.drop(id, Harness.request(prompt, stub: ["faults": [["status": 400]]]))
+                // Refused on every attempt: a kill between the 400 and its record sends it
+                // again, and it must be refused again.
+                try harness.drop(id, Harness.request(prompt, stub: ["status": 400]))
                 expected[id] = .failure(kind: "http")
             case 2:
                 // Fails twice, then answers: retry records are written while kills happen.
