@@ -42,34 +42,45 @@ final class Harness: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: daemonLog, contents: nil)
     }
 
-    /// Runs a program to its end; throws when it fails. It uses posix_spawn and waitpid
-    /// rather than Foundation's Process, which notices a child's exit through a descriptor
-    /// that a daemon the child leaves behind (tmux's server) keeps open for ever.
+    /// Runs a program to its end; throws when it fails (output in the message).
     @discardableResult
     static func run(_ program: String, _ arguments: [String]) throws -> String {
-        let outputPath = NSTemporaryDirectory() + "llmspool-run-\(UUID().uuidString)"
-        defer { unlink(outputPath) }
+        let finished = try spawnAndWait([program] + arguments)
+        guard finished.status == 0 else {
+            throw HarnessError("\(program) \(arguments.joined(separator: " ")) exited \(finished.status): \(finished.stdout)\(finished.stderr)")
+        }
+        return finished.stdout + finished.stderr
+    }
+
+    /// posix_spawn and waitpid rather than Foundation's Process, which notices a child's
+    /// exit through a descriptor that a daemon the child leaves behind (tmux's server)
+    /// keeps open for ever. Output goes through files, not pipes, for the same reason.
+    static func spawnAndWait(_ argv: [String], stdin: String = "", environment: [String: String]? = nil) throws -> Finished {
+        let base = NSTemporaryDirectory() + "llmspool-spawn-\(UUID().uuidString)"
+        let (out, err, input) = (base + ".out", base + ".err", base + ".in")
+        try stdin.write(toFile: input, atomically: false, encoding: .utf8)
+        defer { for path in [out, err, input] { unlink(path) } }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv = ([program] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
+        posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let cArgs = argv.map { strdup($0) } + [nil]
+        let cEnv = (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            cArgs.forEach { free($0) }
+            cEnv.forEach { free($0) }
+        }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, program, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw HarnessError("cannot start \(program): errno \(spawned)") }
+        let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArgs, cEnv)
+        guard spawned == 0 else { throw HarnessError("cannot start \(argv[0]): errno \(spawned)") }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        // WIFEXITED and WEXITSTATUS, which Swift does not import.
-        let exited = status & 0x7F == 0
-        let code = (status >> 8) & 0xFF
-        guard exited && code == 0 else {
-            throw HarnessError("\(program) \(arguments.joined(separator: " ")) ended with status \(status): \(text)")
-        }
-        return text
+        // WIFEXITED and WEXITSTATUS, which Swift does not import; a signal counts as failure.
+        let code = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        return Finished(status: code, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
+                        stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
     }
 
     /// A finished command: its exit status and what it printed on each stream.
@@ -79,36 +90,13 @@ final class Harness: @unchecked Sendable {
         let stderr: String
     }
 
-    /// Runs `llmspool` with `arguments` to its end (posix_spawn, as `run`), stdin from a file.
+    /// Runs `llmspool` with `arguments` to its end, without the test's key in its environment.
     func cli(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> Finished {
-        let stamp = UUID().uuidString
-        let out = root + "/cli-\(stamp).out", err = root + "/cli-\(stamp).err", input = root + "/cli-\(stamp).in"
-        try (stdin ?? "").write(toFile: input, atomically: false, encoding: .utf8)
-        defer { for path in [out, err, input] { unlink(path) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        let argv = ([Harness.binary] + arguments).map { strdup($0) } + [nil]
         var merged = ProcessInfo.processInfo.environment
         merged["OPENAI_API_KEY"] = nil
         merged["LLMSPOOL_CONFIG"] = nil
         merged.merge(environment) { $1 }
-        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, Harness.binary, &actions, nil, argv, envp)
-        guard spawned == 0 else { throw HarnessError("cannot start llmspool: errno \(spawned)") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        return Finished(status: (status >> 8) & 0xFF,
-                        stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
-                        stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+        return try Harness.spawnAndWait([Harness.binary] + arguments, stdin: stdin ?? "", environment: merged)
     }
 
     static var isRoot: Bool { getuid() == 0 }
@@ -148,21 +136,8 @@ final class Harness: @unchecked Sendable {
     func startDaemon(config: [String: Any] = [:], arguments: [String] = [], environment extra: [String: String] = [:],
                      waitUntilWatching: Bool = true) throws {
         try writeConfig(config)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Harness.binary)
-        process.arguments = ["run", "--config", configPath] + arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["OPENAI_API_KEY"] = Harness.secret
-        environment.removeValue(forKey: "OPENAI_BASE_URL")
-        environment.merge(extra) { $1 }
-        process.environment = environment
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: daemonLog))
-        log.seekToEndOfFile()
-        process.standardError = log
-        process.standardOutput = FileHandle.nullDevice
         let watchingBefore = watchingLines
-        try process.run()
-        daemon = process
+        daemon = try Harness.spawnDaemon(["run", "--config", configPath] + arguments, log: daemonLog, environment: extra)
         if waitUntilWatching {
             try waitUntil("the daemon is watching", timeout: 20) {
                 self.watchingLines > watchingBefore
@@ -180,16 +155,7 @@ final class Harness: @unchecked Sendable {
         try DurableFile.write(Array(try JSONSerialization.data(withJSONObject: settings)), to: path)
         let logPath = "\(root)/\(name).log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Harness.binary)
-        process.arguments = ["run", "--config", path]
-        var environment = ProcessInfo.processInfo.environment
-        environment["OPENAI_API_KEY"] = Harness.secret
-        environment.removeValue(forKey: "OPENAI_BASE_URL")
-        process.environment = environment
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let process = try Harness.spawnDaemon(["run", "--config", path], log: logPath, environment: [:])
         extraDaemons.append(process)
         try waitUntil("\(name) is watching", timeout: 20) {
             ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").contains("info: watching outgoing=")
@@ -202,6 +168,25 @@ final class Harness: @unchecked Sendable {
     }
 
     private var extraDaemons: [Process] = []
+
+    /// Starts `llmspool` in the background with the test key in its environment, its stderr
+    /// appended to `log`.
+    static func spawnDaemon(_ arguments: [String], log: String, environment extra: [String: String]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Harness.binary)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["OPENAI_API_KEY"] = Harness.secret
+        environment.removeValue(forKey: "OPENAI_BASE_URL")
+        environment.merge(extra) { $1 }
+        process.environment = environment
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        handle.seekToEndOfFile()
+        process.standardError = handle
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
 
     /// How many times a daemon said it is watching, in text or JSON logs.
     var watchingLines: Int {

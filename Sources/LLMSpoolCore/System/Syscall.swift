@@ -119,23 +119,9 @@ public enum Syscall {
     }
 
     /// The names in a directory, without "." and "..", read without a stat per entry.
+    /// A name that is not UTF-8 comes back with replacement characters: callers that must
+    /// act on such names use `listDirectoryRaw`.
     public static func listDirectory(_ path: String) throws -> [String] {
-        guard let dir = opendir(path) else {
-            throw SystemError(errno: Glibc.errno, call: "opendir", path: path)
-        }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while true {
-            Glibc.errno = 0
-            guard let entry = readdir(dir) else {
-                if Glibc.errno != 0 { throw SystemError(errno: Glibc.errno, call: "readdir", path: path) }
-                break
-            }
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
+        try listDirectoryRaw(path).map { String(decoding: $0, as: UTF8.self) }
     }
 }
