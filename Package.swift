@@ -5,6 +5,7 @@ let package = Package(
     name: "llmspool",
     products: [
         .executable(name: "llmspool", targets: ["llmspool"]),
+        .executable(name: "llmspool-bench", targets: ["llmspool-bench"]),
         .library(name: "LLMSpoolCore", targets: ["LLMSpoolCore"]),
     ],
     targets: [
@@ -25,6 +26,11 @@ let package = Package(
             dependencies: ["LLMSpoolCore"],
             path: "Sources/llmspool"
         ),
+        .executableTarget(
+            name: "llmspool-bench",
+            dependencies: ["LLMSpoolCore", "CCurl"],
+            path: "Sources/llmspool-bench"
+        ),
         .testTarget(
             name: "LLMSpoolCoreTests",
             dependencies: ["LLMSpoolCore"],
@@ -32,7 +38,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["LLMSpoolCore", "llmspool"],
+            dependencies: ["LLMSpoolCore", "llmspool", "llmspool-bench"],
             path: "Tests/IntegrationTests"
         ),
     ],

@@ -27,7 +27,7 @@ import Testing
     @Test(arguments: [
         (#"{"concurency": 3}"#, "unknown setting \"concurency\""),
         (#"{"concurrency": "3"}"#, "\"concurrency\" must be a number"),
-        (#"{"concurrency": 0}"#, "at least"),
+        (#"{"concurrency": 0}"#, "must be from 1 to"),
         (#"{"base_url": 5}"#, "\"base_url\" must be a string"),
         (#"{"log_level": "loud"}"#, "log_level"),
         (#"[1]"#, "must be a JSON object"),
@@ -80,5 +80,23 @@ import Testing
         #expect(try String(contentsOfFile: shipped, encoding: .utf8) == ExampleConfig.text(spool: "./spool"))
         let elsewhere = try Config.parse(Array(ExampleConfig.text(spool: "/var/spool/llm \"quoted\"").utf8), source: "example")
         #expect(elsewhere.spool == "/var/spool/llm \"quoted\"")
+    }
+}
+
+/// Inputs the fuzzers found, kept as regressions.
+@Suite struct FuzzRegressionTests {
+    @Test func aNumberPastIntsRangeIsAnErrorNotACrash() throws {
+        let text = #"{"concurrency": 9999999999999999999999999999999999999999999999999999999999999999}"#
+        let error = #expect(throws: ConfigError.self) { try Config.parse(Array(text.utf8), source: "huge.json") }
+        #expect(error?.message.contains("\"concurrency\" must be from 1 to 1000000") == true, "\(error?.message ?? "")")
+        #expect(throws: ConfigError.self) { try Config.parse(Array(#"{"connect_timeout_seconds": 1e300}"#.utf8), source: "x") }
+        #expect(throws: ConfigError.self) { try Config.parse(Array(#"{"concurrency": 2.5}"#.utf8), source: "x") }
+        let crash = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Fuzz/corpus/config/regression-huge-concurrency").path
+        #expect(throws: ConfigError.self) { try Config.parse(Array(try Data(contentsOf: URL(fileURLWithPath: crash))), source: "fuzz") }
+    }
+
+    @Test func aHugeMaxTokensDoesNotOverflowTheEstimate() throws {
+        let text = #"{"model":"m","messages":[],"max_tokens":9223372036854775807}"#
+        #expect(try RequestValidator.validate(Array(text.utf8)).get().estimatedTokens == 1 + (1 << 40))
     }
 }

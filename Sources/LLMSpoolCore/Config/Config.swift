@@ -147,27 +147,27 @@ public struct Config: Sendable, Equatable {
                 return try EndpointSettings(object, source: "\(source): endpoints[\(index)]", index: index)
             }
         }
-        if let value = try reader.number("concurrency", minimum: 1) { config.concurrency = Int(value) }
+        if let value = try reader.integer("concurrency", minimum: 1, maximum: 1_000_000) { config.concurrency = value }
         if let value = try reader.number("connect_timeout_seconds", minimum: 0.001) { config.connectTimeoutSeconds = value }
         if let value = try reader.number("idle_timeout_seconds", minimum: 0.001) { config.idleTimeoutSeconds = value }
         if let value = try reader.number("request_timeout_seconds", minimum: 0.001) { config.requestTimeoutSeconds = value }
-        if let value = try reader.number("max_attempts", minimum: 1) { config.retry.maxAttempts = Int(value) }
+        if let value = try reader.integer("max_attempts", minimum: 1, maximum: 1_000_000) { config.retry.maxAttempts = value }
         if let value = try reader.number("retry_initial_seconds", minimum: 0) { config.retry.initialBackoffSeconds = value }
         if let value = try reader.number("retry_max_seconds", minimum: 0) { config.retry.maxBackoffSeconds = value }
         if let value = try reader.number("max_retry_after_seconds", minimum: 0) { config.retry.maxRetryAfterSeconds = value }
         if let value = try reader.number("max_lifetime_seconds", minimum: 0) { config.retry.maxLifetimeSeconds = value }
         if let value = try reader.number("requests_per_minute", minimum: 0) { config.requestsPerMinute = value }
         if let value = try reader.number("tokens_per_minute", minimum: 0) { config.tokensPerMinute = value }
-        if let value = try reader.number("cooldown_after_failures", minimum: 1) { config.cooldownAfterFailures = Int(value) }
+        if let value = try reader.integer("cooldown_after_failures", minimum: 1, maximum: 1_000_000) { config.cooldownAfterFailures = value }
         if let value = try reader.number("cooldown_seconds", minimum: 0) { config.cooldownSeconds = value }
-        if let value = try reader.number("max_request_bytes", minimum: 1) { config.maxRequestBytes = Int(value) }
-        if let value = try reader.number("max_response_bytes", minimum: 1) { config.maxResponseBytes = Int64(value) }
-        if let value = try reader.number("max_json_depth", minimum: 2) { config.maxJSONDepth = Int(value) }
+        if let value = try reader.integer("max_request_bytes", minimum: 1, maximum: 1 << 40) { config.maxRequestBytes = value }
+        if let value = try reader.integer("max_response_bytes", minimum: 1, maximum: 1 << 50) { config.maxResponseBytes = Int64(value) }
+        if let value = try reader.integer("max_json_depth", minimum: 2, maximum: 10_000) { config.maxJSONDepth = value }
         if let value = try reader.bool("group_readable") { config.groupReadable = value }
         if let value = try reader.number("rescan_interval_seconds", minimum: 0.1) { config.rescanIntervalSeconds = value }
         if let value = try reader.number("poll_interval_seconds", minimum: 0.05) { config.pollIntervalSeconds = value }
         if let value = try reader.number("settle_seconds", minimum: 0) { config.settleSeconds = value }
-        if let value = try reader.number("min_free_bytes", minimum: 0) { config.minFreeBytes = UInt64(value) }
+        if let value = try reader.integer("min_free_bytes", minimum: 0, maximum: 1 << 60) { config.minFreeBytes = UInt64(value) }
         if let value = try reader.string("watch_mode") {
             guard let mode = WatchMode(rawValue: value) else { throw ConfigError("\(source): \"watch_mode\" must be auto, inotify or poll") }
             config.watchMode = mode
@@ -175,7 +175,7 @@ public struct Config: Sendable, Equatable {
         if let value = try reader.number("shutdown_grace_seconds", minimum: 0) { config.shutdownGraceSeconds = value }
         if let value = try reader.hook("on_complete") { config.hooks.onComplete = value }
         if let value = try reader.hook("on_failure") { config.hooks.onFailure = value }
-        if let value = try reader.number("hook_concurrency", minimum: 1) { config.hooks.concurrency = Int(value) }
+        if let value = try reader.integer("hook_concurrency", minimum: 1, maximum: 1_000) { config.hooks.concurrency = value }
         if let value = try reader.number("hook_timeout_seconds", minimum: 0.001) { config.hooks.timeoutSeconds = value }
         if let value = try reader.string("metrics") { config.metricsAddress = value }
         if let value = try reader.bool("leases") { config.leases = value }
@@ -251,7 +251,7 @@ public struct EndpointSettings: Sendable, Equatable {
         self.init(name: try reader.string("name") ?? "endpoint\(index)", baseURL: url,
                   apiKeyEnv: try reader.string("api_key_env") ?? "OPENAI_API_KEY",
                   apiKeyFile: try reader.string("api_key_file"), model: try reader.string("model"),
-                  concurrency: try reader.number("concurrency", minimum: 1).map { Int($0) },
+                  concurrency: try reader.integer("concurrency", minimum: 1, maximum: 1_000_000),
                   requestsPerMinute: try reader.number("requests_per_minute", minimum: 0),
                   tokensPerMinute: try reader.number("tokens_per_minute", minimum: 0))
     }
@@ -354,14 +354,28 @@ struct SettingsReader {
         throw ConfigError("\(source): \"\(key)\" must be a non-empty array of strings (run as is) or a string (run by /bin/sh -c)")
     }
 
-    func number(_ key: String, minimum: Double) throws -> Double? {
+    /// A number within [minimum, maximum]; the default maximum (about 31 years in seconds)
+    /// keeps every later conversion to milliseconds or microseconds in range.
+    func number(_ key: String, minimum: Double, maximum: Double = 1e9) throws -> Double? {
         guard let value = settings[key], !(value is NSNull) else { return nil }
         guard let number = value as? NSNumber, !JSONKind.isBool(value), !(value is String) else {
             throw ConfigError("\(source): \"\(key)\" must be a number")
         }
-        guard number.doubleValue >= minimum else {
-            throw ConfigError("\(source): \"\(key)\" must be at least \(minimum)")
+        let double = number.doubleValue
+        guard double.isFinite, double >= minimum, double <= maximum else {
+            throw ConfigError("\(source): \"\(key)\" must be from \(Self.format(minimum)) to \(Self.format(maximum)), not \(number)")
         }
-        return number.doubleValue
+        return double
+    }
+
+    /// A whole number within [minimum, maximum].
+    func integer(_ key: String, minimum: Int, maximum: Int) throws -> Int? {
+        guard let double = try number(key, minimum: Double(minimum), maximum: Double(maximum)) else { return nil }
+        guard double == double.rounded() else { throw ConfigError("\(source): \"\(key)\" must be a whole number") }
+        return Int(double)
+    }
+
+    static func format(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
     }
 }

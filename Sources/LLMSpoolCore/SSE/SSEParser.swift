@@ -17,20 +17,39 @@ public struct SSEParser: Sendable {
     public init() {}
 
     public mutating func feed<Bytes: Sequence>(_ bytes: Bytes, _ emit: (Event) -> Void) where Bytes.Element == UInt8 {
-        for byte in bytes {
+        let handled: Void? = bytes.withContiguousStorageIfAvailable { buffer in
+            feed(UnsafeRawBufferPointer(buffer), emit)
+        }
+        if handled == nil {
+            let copy = Array(bytes)
+            copy.withUnsafeBytes { feed($0, emit) }
+        }
+    }
+
+    /// Scans for line ends and copies whole runs between them: big answers are not
+    /// handled byte by byte.
+    public mutating func feed(_ bytes: UnsafeRawBufferPointer, _ emit: (Event) -> Void) {
+        var start = 0
+        let count = bytes.count
+        while start < count {
             if afterCR {
                 afterCR = false
-                if byte == 0x0A { continue }  // the LF of a CRLF
+                if bytes[start] == 0x0A {
+                    start += 1  // the LF of a CRLF
+                    continue
+                }
             }
-            switch byte {
-            case 0x0D:
-                afterCR = true
-                endLine(emit)
-            case 0x0A:
-                endLine(emit)
-            default:
-                line.append(byte)
+            var end = start
+            while end < count {
+                let byte = bytes[end]
+                if byte == 0x0A || byte == 0x0D { break }
+                end += 1
             }
+            if end > start { line.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<end])) }
+            guard end < count else { return }
+            afterCR = bytes[end] == 0x0D
+            endLine(emit)
+            start = end + 1
         }
     }
 

@@ -90,7 +90,8 @@ public enum RequestValidator {
             }
         }
         let budget = (request["max_completion_tokens"] as? Int) ?? (request["max_tokens"] as? Int) ?? 0
-        return characters / 4 + 1 + max(0, budget)
+        // Clamped: a request may name any number, and the sum must not overflow.
+        return characters / 4 + 1 + min(max(0, budget), 1 << 40)
     }
 
     /// Foundation reports "around character N"; people want a line and a column.

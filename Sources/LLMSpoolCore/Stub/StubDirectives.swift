@@ -7,6 +7,8 @@ public struct StubDirectives: Sendable, Equatable {
     public var latencyMs = 0
     public var tokenDelayMs = 0
     public var faults: [StubFault] = []
+    /// For a stream: about this many bytes of content, in 16 KiB events (benchmarks).
+    public var bulkBytes = 0
 
     public init(status: Int = 200, tokens: Int = 8, latencyMs: Int = 0, tokenDelayMs: Int = 0, faults: [StubFault] = []) {
         self.status = status
@@ -23,6 +25,7 @@ public struct StubDirectives: Sendable, Equatable {
         if let value = stub["tokens"] as? Int { result.tokens = max(1, min(value, 10_000_000)) }
         if let value = stub["latency_ms"] as? Int { result.latencyMs = max(0, value) }
         if let value = stub["token_delay_ms"] as? Int { result.tokenDelayMs = max(0, value) }
+        if let value = stub["bulk_bytes"] as? Int { result.bulkBytes = max(0, value) }
         if let list = stub["faults"] as? [Any] {
             result.faults = list.map { StubFault(($0 as? [String: Any]) ?? [:]) }
         }

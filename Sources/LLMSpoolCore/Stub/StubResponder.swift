@@ -7,6 +7,14 @@ public struct StubResponder: Sendable {
     public struct Piece: Sendable {
         public var bytes: [UInt8]
         public var delayMs: Int
+        /// Sent this many times in a row: a huge answer without holding it in memory.
+        public var repeats = 1
+
+        public init(bytes: [UInt8], delayMs: Int, repeats: Int = 1) {
+            self.bytes = bytes
+            self.delayMs = delayMs
+            self.repeats = repeats
+        }
     }
 
     /// One response.
@@ -18,7 +26,7 @@ public struct StubResponder: Sendable {
         /// Drop the connection after the last piece instead of ending the body.
         public var abortAtEnd = false
 
-        public var body: [UInt8] { pieces.flatMap(\.bytes) }
+        public var body: [UInt8] { pieces.flatMap { piece in (0..<piece.repeats).flatMap { _ in piece.bytes } } }
     }
 
     public static let created = 1_700_000_000
@@ -83,6 +91,15 @@ public struct StubResponder: Sendable {
         }
         let delay = directives.tokenDelayMs
         var pieces = [Piece(bytes: event([["index": 0, "delta": ["role": "assistant", "content": ""], "finish_reason": NSNull()]]), delayMs: 0)]
+        if directives.bulkBytes > 0 {
+            // One 16 KiB content event, repeated until the stream holds bulk_bytes.
+            let text = String(repeating: "abcdefghijklmnop", count: 1024)
+            let chunk = event([["index": 0, "delta": ["content": text], "finish_reason": NSNull()]])
+            pieces.append(Piece(bytes: chunk, delayMs: 0, repeats: max(1, directives.bulkBytes / chunk.count)))
+            pieces.append(Piece(bytes: event([["index": 0, "delta": [String: Any](), "finish_reason": "stop"]]), delayMs: 0))
+            pieces.append(Piece(bytes: Array("data: [DONE]\n\n".utf8), delayMs: 0))
+            return Response(status: 200, headers: [("Content-Type", "text/event-stream")], latencyMs: latency, pieces: pieces)
+        }
         if let fault, fault.stallMs > 0 {
             for _ in 0..<max(1, fault.stallMs / fault.keepaliveMs) {
                 pieces.append(Piece(bytes: Array(": keep-alive\n\n".utf8), delayMs: fault.keepaliveMs))
@@ -94,7 +111,8 @@ public struct StubResponder: Sendable {
                 pieces.append(Piece(bytes: Array(#"data: {"error":{"message":"stub error inside the stream","type":"server_error","code":503}}"#.utf8) + Array("\n\n".utf8), delayMs: 0))
             }
         }
-        pieces.append(Piece(bytes: event([["index": 0, "delta": [String: Any](), "finish_reason": "stop"]]), delayMs: delay))
+        // The finish follows the last token at once: N tokens at D ms hold a stream N x D ms.
+        pieces.append(Piece(bytes: event([["index": 0, "delta": [String: Any](), "finish_reason": "stop"]]), delayMs: 0))
         if let options = request["stream_options"] as? [String: Any], (options["include_usage"] as? Bool) == true {
             pieces.append(Piece(bytes: event([], usage: usage), delayMs: 0))
         }

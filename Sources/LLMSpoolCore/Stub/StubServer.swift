@@ -92,6 +92,7 @@ public final class StubServer: @unchecked Sendable {
         let abortAtEnd: Bool
         var index = 0
         var offset = 0
+        var repeated = 0
 
         init(_ response: StubResponder.Response) {
             pieces = response.pieces
@@ -103,15 +104,19 @@ public final class StubServer: @unchecked Sendable {
                 return abortAtEnd ? llms_mhd_content_end_with_error : llms_mhd_content_end_of_stream
             }
             let piece = pieces[index]
-            if offset == 0 && piece.delayMs > 0 { usleep(UInt32(piece.delayMs) * 1000) }
+            if offset == 0 && repeated == 0 && piece.delayMs > 0 { usleep(UInt32(piece.delayMs) * 1000) }
             let count = min(max, piece.bytes.count - offset)
             piece.bytes.withUnsafeBytes { bytes in
                 UnsafeMutableRawPointer(buffer).copyMemory(from: bytes.baseAddress! + offset, byteCount: count)
             }
             offset += count
             if offset == piece.bytes.count {
-                index += 1
                 offset = 0
+                repeated += 1
+                if repeated >= piece.repeats {
+                    index += 1
+                    repeated = 0
+                }
             }
             return count
         }
@@ -138,7 +143,7 @@ public final class StubServer: @unchecked Sendable {
         if answer.latencyMs > 0 { usleep(UInt32(answer.latencyMs) * 1000) }
         let reader = PieceReader(answer)
         let response = MHD_create_response_from_callback(
-            llms_mhd_size_unknown, 16 * 1024,
+            llms_mhd_size_unknown, 256 * 1024,
             { context, _, buffer, max in
                 Unmanaged<PieceReader>.fromOpaque(context!).takeUnretainedValue().read(into: buffer!, max: max)
             },

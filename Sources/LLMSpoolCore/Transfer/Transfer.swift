@@ -70,10 +70,12 @@ final class Transfer {
         }
     }
 
-    /// Closes the body file, if the body is one.
+    /// Closes the body file, if the body is one and it is still open.
     func closeBody() {
         switch body {
-        case .file(let fd), .spliced(_, _, let fd, _): Syscall.close(fd)
+        case .file(let fd), .spliced(_, _, let fd, _):
+            Syscall.close(fd)
+            body = .memory([], offset: 0)
         case .memory: break
         }
     }
@@ -95,7 +97,10 @@ final class Transfer {
     func readBody(into buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
         switch body {
         case .file(let fd):
-            return readFile(fd, into: buffer, capacity: capacity)
+            let count = readFile(fd, into: buffer, capacity: capacity)
+            // The whole body is sent: a long stream keeps a socket and its .partial only.
+            if count == 0 { closeBody() }
+            return count
         case .spliced(let prefix, let sent, let fd, let fileBytes):
             guard sent < prefix.count else { return readFile(fd, into: buffer, capacity: capacity) }
             let count = min(capacity, prefix.count - sent)

@@ -1,0 +1,178 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+
+/// One measured figure, with the reference clients beside it when they apply.
+struct Figure: Codable {
+    var scenario: String
+    var metric: String
+    var llmspool: Double
+    var raw: Double?
+    var urlSession: Double?
+    var target: String
+    var met: Bool?
+}
+
+/// Sizes of the five scenarios: the issue's figures, or small ones for the smoke run.
+struct Sizes {
+    var p1Requests = 20_000
+    var p2Streams = 10_000
+    var p2HoldSeconds = 20
+    var p3Probes = 200
+    var p3InFlight = 1_000
+    var p4Bytes = 1 << 30
+    var p5Backlog = 100_000
+    var concurrency = 64
+
+    static let smoke = Sizes(p1Requests: 200, p2Streams: 50, p2HoldSeconds: 2, p3Probes: 20, p3InFlight: 50, p4Bytes: 8 << 20, p5Backlog: 2_000)
+}
+
+enum Scenarios {
+    static func request(_ prompt: String, stream: Bool = false, stub: [String: Any]? = nil) -> [String: Any] {
+        var object: [String: Any] = ["model": "bench", "messages": [["role": "user", "content": prompt]]]
+        if stream { object["stream"] = true }
+        if let stub { object["stub"] = stub }
+        return object
+    }
+
+    static func bodies(_ requests: [[String: Any]]) -> [[UInt8]] {
+        requests.map { Array((try? JSONSerialization.data(withJSONObject: $0)) ?? Data()) }
+    }
+
+    /// P1: small requests dropped at once, answered at once, results durable.
+    static func p1(_ sizes: Sizes) throws -> [Figure] {
+        let fixture = try Fixture()
+        defer { fixture.stop() }
+        try fixture.startStub()
+        try fixture.startDaemon(concurrency: sizes.concurrency)
+        let pid = fixture.daemon!.processIdentifier
+        let ids = try fixture.stage(sizes.p1Requests, prefix: "p1-") { request("p1 \($0)") }
+        let cpu0 = ProcessStats.cpuSeconds(pid)
+        let start = Date()
+        try fixture.drop(ids)
+        let end = try fixture.waitForResults(ids.count, timeout: 3600)
+        let rate = Double(ids.count) / end.timeIntervalSince(start)
+        let cpuPerRequest = (ProcessStats.cpuSeconds(pid) - cpu0) / Double(ids.count) * 1000
+        let payload = bodies((0..<sizes.p1Requests).map { request("raw \($0)") })
+        let raw = Double(payload.count) / RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.concurrency)
+        let session = Double(payload.count) / URLSessionClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.concurrency)
+        return [
+            Figure(scenario: "P1", metric: "completed/s", llmspool: rate, raw: raw, urlSession: session,
+                   target: ">= 0.5x raw and >= 3x URLSession", met: rate >= 0.5 * raw && rate >= 3 * session),
+            Figure(scenario: "P1", metric: "daemon CPU ms/request", llmspool: cpuPerRequest, raw: nil, urlSession: nil, target: "-", met: nil),
+        ]
+    }
+
+    /// P2: many concurrent streams held by the stub while tokens trickle.
+    static func p2(_ sizes: Sizes) throws -> [Figure] {
+        let fixture = try Fixture()
+        defer { fixture.stop() }
+        try fixture.startStub()
+        try fixture.startDaemon(concurrency: sizes.p2Streams + 10)
+        let pid = fixture.daemon!.processIdentifier
+        let stub: [String: Any] = ["tokens": sizes.p2HoldSeconds, "token_delay_ms": 1000]
+        let ids = try fixture.stage(sizes.p2Streams, prefix: "p2-") { request("p2 \($0)", stream: true, stub: stub) }
+        let cpu0 = ProcessStats.cpuSeconds(pid)
+        let start = Date()
+        try fixture.drop(ids)
+        let end = try fixture.waitForResults(ids.count, timeout: Double(sizes.p2HoldSeconds) * 20 + 120)
+        let wall = end.timeIntervalSince(start)
+        let cpuPerRequest = (ProcessStats.cpuSeconds(pid) - cpu0) / Double(ids.count) * 1000
+        let rss = ProcessStats.peakRSSMiB(pid)
+        let payload = bodies((0..<sizes.p2Streams).map { request("raw \($0)", stream: true, stub: stub) })
+        let raw = RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.p2Streams)
+        let session = URLSessionClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.p2Streams)
+        let hold = Double(sizes.p2HoldSeconds)
+        return [
+            Figure(scenario: "P2", metric: "wall s (\(sizes.p2Streams) streams held \(sizes.p2HoldSeconds) s)", llmspool: wall, raw: raw, urlSession: session,
+                   target: "<= 1.1x hold (\(String(format: "%.0f", hold * 1.1)) s)", met: wall <= 1.1 * hold),
+            Figure(scenario: "P2", metric: "daemon peak RSS MiB", llmspool: rss, raw: nil, urlSession: nil, target: "<= 256", met: rss <= 256),
+            Figure(scenario: "P2", metric: "daemon CPU ms/request", llmspool: cpuPerRequest, raw: nil, urlSession: nil, target: "<= 0.3", met: cpuPerRequest <= 0.3),
+        ]
+    }
+
+    /// P3: from the rename into outgoing to the request's arrival at the stub.
+    static func p3(_ sizes: Sizes) throws -> [Figure] {
+        let fixture = try Fixture()
+        defer { fixture.stop() }
+        try fixture.startStub()
+        try fixture.startDaemon(concurrency: sizes.p3InFlight + 100)
+        func probe(_ label: String) throws -> [Double] {
+            var dropped: [String: Double] = [:]
+            for index in 0..<sizes.p3Probes {
+                let ids = try fixture.stage(1, prefix: "\(label)-\(index)-") { _ in request("\(label) \(index)") }
+                let at = Date().timeIntervalSince1970
+                try fixture.drop(ids)
+                dropped["\(label) \(index)"] = at
+                usleep(10_000)
+            }
+            usleep(300_000)
+            let arrivals = try fixture.arrivals()
+            return dropped.compactMap { prompt, at in arrivals[prompt].map { ($0 - at) * 1000 } }.sorted()
+        }
+        func percentile(_ values: [Double], _ p: Double) -> Double {
+            values.isEmpty ? .nan : values[min(values.count - 1, Int(Double(values.count) * p))]
+        }
+        let idle = try probe("idle")
+        // Then with long streams in flight.
+        let busy = try fixture.stage(sizes.p3InFlight, prefix: "busy-") { request("busy \($0)", stream: true, stub: ["tokens": 60, "token_delay_ms": 1000]) }
+        try fixture.drop(busy)
+        let deadline = Date().addingTimeInterval(60)
+        while (LiveStatus.read(fixture.layout)?.inFlight.count ?? 0) < sizes.p3InFlight * 9 / 10 && Date() < deadline { usleep(100_000) }
+        let loaded = try probe("loaded")
+        return [
+            Figure(scenario: "P3", metric: "pickup p50 ms, idle", llmspool: percentile(idle, 0.5), raw: nil, urlSession: nil, target: "<= 0.5", met: percentile(idle, 0.5) <= 0.5),
+            Figure(scenario: "P3", metric: "pickup p99 ms, idle", llmspool: percentile(idle, 0.99), raw: nil, urlSession: nil, target: "<= 2", met: percentile(idle, 0.99) <= 2),
+            Figure(scenario: "P3", metric: "pickup p99 ms, \(sizes.p3InFlight) in flight", llmspool: percentile(loaded, 0.99), raw: nil, urlSession: nil,
+                   target: "<= 10", met: percentile(loaded, 0.99) <= 10),
+        ]
+    }
+
+    /// P4: one very large streamed answer.
+    static func p4(_ sizes: Sizes) throws -> [Figure] {
+        let fixture = try Fixture()
+        defer { fixture.stop() }
+        try fixture.startStub()
+        try fixture.startDaemon(concurrency: 4, extra: ["max_response_bytes": sizes.p4Bytes * 2])
+        let pid = fixture.daemon!.processIdentifier
+        let stub: [String: Any] = ["bulk_bytes": sizes.p4Bytes]
+        let ids = try fixture.stage(1, prefix: "p4-") { _ in request("p4", stream: true, stub: stub) }
+        let start = Date()
+        try fixture.drop(ids)
+        let end = try fixture.waitForResults(1, timeout: 3600)
+        let size = Double((try? Syscall.lstat(fixture.layout.rawStream(ids[0])).st_size) ?? 0)
+        let rate = size / end.timeIntervalSince(start) / 1e6
+        let rss = ProcessStats.peakRSSMiB(pid)
+        let payload = bodies([request("raw", stream: true, stub: stub)])
+        let raw = size / RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: 1) / 1e6
+        let session = size / URLSessionClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: 1) / 1e6
+        let mib = sizes.p4Bytes >> 20
+        return [
+            Figure(scenario: "P4", metric: "MB/s to disk (\(mib) MiB answer)", llmspool: rate, raw: raw, urlSession: session, target: ">= 500", met: rate >= 500),
+            Figure(scenario: "P4", metric: "daemon peak RSS MiB", llmspool: rss, raw: nil, urlSession: nil, target: "<= 48", met: rss <= 48),
+        ]
+    }
+
+    /// P5: a large backlog already waiting when the daemon starts.
+    static func p5(_ sizes: Sizes) throws -> [Figure] {
+        let fixture = try Fixture()
+        defer { fixture.stop() }
+        try fixture.startStub()
+        let ids = try fixture.stage(sizes.p5Backlog, prefix: "p5-") { request("p5 \($0)") }
+        try fixture.drop(ids)
+        let start = Date()
+        try fixture.startDaemon(concurrency: sizes.concurrency)
+        let pid = fixture.daemon!.processIdentifier
+        let end = try fixture.waitForResults(ids.count, timeout: 7200)
+        let first = try fixture.arrivals().values.min() ?? .nan
+        let firstUpload = first - start.timeIntervalSince1970
+        let rate = Double(ids.count) / end.timeIntervalSince(start)
+        let rss = ProcessStats.peakRSSMiB(pid)
+        return [
+            Figure(scenario: "P5", metric: "first upload s after start (\(sizes.p5Backlog) waiting)", llmspool: firstUpload, raw: nil, urlSession: nil,
+                   target: "<= 1", met: firstUpload <= 1),
+            Figure(scenario: "P5", metric: "completed/s", llmspool: rate, raw: nil, urlSession: nil, target: "as P1", met: nil),
+            Figure(scenario: "P5", metric: "daemon peak RSS MiB", llmspool: rss, raw: nil, urlSession: nil, target: "<= 256", met: rss <= 256),
+        ]
+    }
+}

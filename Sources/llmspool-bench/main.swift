@@ -1,0 +1,103 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+
+// llmspool-bench: runs the stub and the daemon on a temporary spool through the five
+// scenarios, with a raw libcurl client and a URLSession client beside it, and prints
+// one table (medians of --runs) and the same figures as JSON.
+
+let usage = """
+Usage: llmspool-bench [--smoke] [--runs N] [--scenarios P1,P2,P3,P4,P5] [--json FILE] [--scale F]
+
+Build it in release mode: swift build -c release && .build/release/llmspool-bench
+--smoke runs tiny sizes once (seconds), to keep the harness working in CI.
+--scale F multiplies the request counts of P1, P2, P3 and P5 and P4's size (default 1).
+"""
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+var sizes = Sizes()
+var runs = 3
+var selected = ["P1", "P2", "P3", "P4", "P5"]
+var jsonPath: String?
+var scale = 1.0
+while let argument = arguments.first {
+    arguments.removeFirst()
+    switch argument {
+    case "--smoke":
+        sizes = .smoke
+        runs = 1
+    case "--runs": runs = Int(arguments.removeFirst()) ?? runs
+    case "--scenarios": selected = arguments.removeFirst().uppercased().split(separator: ",").map(String.init)
+    case "--json": jsonPath = arguments.removeFirst()
+    case "--scale": scale = Double(arguments.removeFirst()) ?? 1
+    case "-h", "--help":
+        print(usage)
+        exit(0)
+    default:
+        FileHandle.standardError.write(Data("llmspool-bench: unknown option \(argument)\n\(usage)\n".utf8))
+        exit(2)
+    }
+}
+if scale != 1 {
+    sizes.p1Requests = max(10, Int(Double(sizes.p1Requests) * scale))
+    sizes.p2Streams = max(10, Int(Double(sizes.p2Streams) * scale))
+    sizes.p3InFlight = max(10, Int(Double(sizes.p3InFlight) * scale))
+    sizes.p4Bytes = max(1 << 20, Int(Double(sizes.p4Bytes) * scale))
+    sizes.p5Backlog = max(10, Int(Double(sizes.p5Backlog) * scale))
+}
+
+// Thousands of streams need thousands of descriptors, here as in the daemon.
+var limit = rlimit()
+if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
+    limit.rlim_cur = limit.rlim_max
+    _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+}
+
+let scenarios: [(String, (Sizes) throws -> [Figure])] = [("P1", Scenarios.p1), ("P2", Scenarios.p2), ("P3", Scenarios.p3), ("P4", Scenarios.p4), ("P5", Scenarios.p5)]
+var figures: [Figure] = []
+var failed = false
+for (name, run) in scenarios where selected.contains(name) {
+    var samples: [[Figure]] = []
+    for round in 1...runs {
+        FileHandle.standardError.write(Data("\(name) run \(round)/\(runs)...\n".utf8))
+        do {
+            samples.append(try run(sizes))
+        } catch {
+            FileHandle.standardError.write(Data("llmspool-bench: \(name) failed: \(error)\n".utf8))
+            failed = true
+        }
+    }
+    guard let first = samples.first else { continue }
+    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+    for (index, figure) in first.enumerated() {
+        var merged = figure
+        merged.llmspool = median(samples.map { $0[index].llmspool })
+        let raws = samples.compactMap { $0[index].raw }
+        let sessions = samples.compactMap { $0[index].urlSession }
+        merged.raw = raws.isEmpty ? nil : median(raws)
+        merged.urlSession = sessions.isEmpty ? nil : median(sessions)
+        if figure.met != nil {
+            let passes = samples.filter { $0[index].met == true }.count
+            merged.met = passes * 2 > samples.count
+        }
+        figures.append(merged)
+    }
+}
+
+func cell(_ value: Double?) -> String {
+    guard let value else { return "-" }
+    return value >= 100 ? String(format: "%.0f", value) : String(format: "%.2f", value)
+}
+print("| scenario | metric | llmspool | raw libcurl | URLSession | target | met |")
+print("| --- | --- | --- | --- | --- | --- | --- |")
+for figure in figures {
+    let met = figure.met.map { $0 ? "yes" : "no" } ?? "-"
+    print("| \(figure.scenario) | \(figure.metric) | \(cell(figure.llmspool)) | \(cell(figure.raw)) | \(cell(figure.urlSession)) | \(figure.target) | \(met) |")
+}
+if let jsonPath {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    try? encoder.encode(["runs": runs]).write(to: URL(fileURLWithPath: jsonPath + ".meta"))
+    if let data = try? encoder.encode(figures) { try? data.write(to: URL(fileURLWithPath: jsonPath)) }
+}
+exit(failed ? 1 : 0)
