@@ -56,6 +56,16 @@ if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
 let scenarios: [(String, (Sizes) throws -> [Figure])] = [("P1", Scenarios.p1), ("P2", Scenarios.p2), ("P3", Scenarios.p3), ("P4", Scenarios.p4), ("P5", Scenarios.p5)]
 var figures: [Figure] = []
 var failed = false
+
+func cell(_ value: Double?) -> String {
+    guard let value else { return "-" }
+    return value >= 100 ? String(format: "%.0f", value) : String(format: "%.2f", value)
+}
+
+func row(_ figure: Figure) -> String {
+    let met = figure.met.map { $0 ? "yes" : "no" } ?? "-"
+    return "| \(figure.scenario) | \(figure.metric) | \(cell(figure.llmspool)) | \(cell(figure.raw)) | \(cell(figure.urlSession)) | \(figure.target) | \(met) |"
+}
 for (name, run) in scenarios where selected.contains(name) {
     var samples: [[Figure]] = []
     for round in 1...runs {
@@ -81,19 +91,14 @@ for (name, run) in scenarios where selected.contains(name) {
             merged.met = passes * 2 > samples.count
         }
         figures.append(merged)
+        // Each scenario's rows as soon as they are known, on stderr; the table at the end.
+        FileHandle.standardError.write(Data((row(merged) + "\n").utf8))
     }
 }
 
-func cell(_ value: Double?) -> String {
-    guard let value else { return "-" }
-    return value >= 100 ? String(format: "%.0f", value) : String(format: "%.2f", value)
-}
 print("| scenario | metric | llmspool | raw libcurl | URLSession | target | met |")
 print("| --- | --- | --- | --- | --- | --- | --- |")
-for figure in figures {
-    let met = figure.met.map { $0 ? "yes" : "no" } ?? "-"
-    print("| \(figure.scenario) | \(figure.metric) | \(cell(figure.llmspool)) | \(cell(figure.raw)) | \(cell(figure.urlSession)) | \(figure.target) | \(met) |")
-}
+for figure in figures { print(row(figure)) }
 if let jsonPath {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

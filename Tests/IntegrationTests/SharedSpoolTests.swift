@@ -57,8 +57,15 @@ import Testing
         kill(victim.processIdentifier, SIGKILL)
         victim.waitUntilExit()
         let killedAt = Date()
-        try waitUntil("every request is answered", timeout: 90) {
-            (0..<count).allSatisfy { FileManager.default.fileExists(atPath: harness.layout.result("k\($0)")) }
+        do {
+            try waitUntil("every request is answered", timeout: 90) {
+                (0..<count).allSatisfy { FileManager.default.fileExists(atPath: harness.layout.result("k\($0)")) }
+            }
+        } catch {
+            let missing = (0..<count).filter { !FileManager.default.fileExists(atPath: harness.layout.result("k\($0)")) }
+            try? FileManager.default.copyItem(atPath: harness.root, toPath: "/tmp/shared-failure-\(getpid())")
+            Issue.record("unanswered: \(missing); outgoing: \(harness.files(in: harness.layout.outgoing).count); leases: \(harness.files(in: harness.layout.leases))")
+            throw error
         }
         let takeovers = harness.extraLog("d2").components(separatedBy: "took over an expired lease").count
             + harness.extraLog("d3").components(separatedBy: "took over an expired lease").count - 2
@@ -98,5 +105,29 @@ import Testing
             FileManager.default.fileExists(atPath: harness.layout.result("remote"))
         }
         #expect(Harness.content(of: try harness.json(harness.layout.result("remote"))) == StubAnswer.content(prompt: "written elsewhere", tokens: 8))
+    }
+}
+
+/// A daemon killed between creating its lease and writing it leaves an empty lease: it
+/// must expire like any other.
+@Suite struct LeaseRecoveryTests {
+    @Test func anEmptyLeaseExpiresByItsFileTime() throws {
+        let root = NSTemporaryDirectory() + "llmspool-lease-\(UUID().uuidString)"
+        let layout = SpoolLayout(root: root)
+        try layout.create()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let manager = LeaseManager(layout: layout, hostID: "me", seconds: 2, logger: Logger(minimum: .error))
+        let fd = try Syscall.open(layout.lease("orphan"), O_WRONLY | O_CREAT | O_EXCL)
+        Syscall.close(fd)
+        #expect(manager.claim("orphan") == .heldElsewhere, "a fresh empty lease may still be being written")
+        #expect(manager.isHeldElsewhere("orphan"))
+        // Age it past the lease time and the margin.
+        var times = [timespec(tv_sec: time(nil) - 10, tv_nsec: 0), timespec(tv_sec: time(nil) - 10, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, layout.lease("orphan"), &times, 0) == 0)
+        #expect(!manager.isHeldElsewhere("orphan"))
+        #expect(manager.claim("orphan") == .claimed)
+        #expect(manager.stillMine("orphan"))
+        manager.release("orphan")
+        #expect(!FileManager.default.fileExists(atPath: layout.lease("orphan")))
     }
 }

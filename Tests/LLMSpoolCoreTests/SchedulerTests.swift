@@ -193,3 +193,41 @@ import Testing
         #expect(s.counts == Scheduler.Counts())
     }
 }
+
+@Suite struct SchedulerBackpressureTests {
+    func task(_ id: String) -> TaskDescriptor {
+        TaskDescriptor(id: id, requestPath: "/s/outgoing/\(id).json", summary: RequestSummary(model: "m", stream: false, size: 10))
+    }
+
+    /// Each ended attempt holds its .partial open until the finisher writes its outcome:
+    /// the engine must not run ahead of the finisher without bound.
+    @Test func attemptsWaitingForTheFinisherHoldBackNewStarts() {
+        var scheduler = Scheduler(concurrency: 2, gates: [EndpointGate(concurrency: 2, now: 0)])
+        #expect(scheduler.finishingLimit == 64)
+        var started = 0
+        for index in 0..<200 {
+            started += scheduler.handle(.arrived(.valid(task("t\(index)"))), now: 0).count
+        }
+        var finishing: [String] = []
+        // End every transfer at once, never finalizing: starts stop at the limit.
+        var running = (0..<started).map { "t\($0)" }
+        while let id = running.popLast() {
+            for action in scheduler.handle(.transferEnded(id: id, feedback: EndpointFeedback(.answered)), now: 0) {
+                if case .start(let next, _) = action { running.append(next.id) }
+            }
+            finishing.append(id)
+        }
+        // Transfers already running still end, so at most concurrency - 1 more than the limit.
+        #expect(scheduler.counts.finishing >= scheduler.finishingLimit)
+        #expect(scheduler.counts.finishing <= scheduler.finishingLimit + scheduler.concurrency - 1)
+        #expect(scheduler.counts.transferring == 0)
+        #expect(scheduler.counts.queued == 200 - scheduler.counts.finishing)
+        // Starts resume once the finisher is below the limit again.
+        var resumed: [Scheduler.Action] = []
+        while resumed.isEmpty, let id = finishing.popLast() {
+            resumed = scheduler.handle(.finalized(id: id), now: 0)
+        }
+        #expect(scheduler.counts.finishing == scheduler.finishingLimit - 1)
+        #expect(resumed.count == scheduler.concurrency, "both free slots start")
+    }
+}

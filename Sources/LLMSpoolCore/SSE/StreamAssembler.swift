@@ -69,27 +69,33 @@ public struct StreamAssembler {
         }
     }
 
+    /// Folds one choice's delta in. Every field is changed in place in the dictionary: a
+    /// copied Choice would copy its text too, and a long answer would cost quadratic time.
     private mutating func merge(_ chunk: [String: Any]) {
         let index = (chunk["index"] as? Int) ?? 0
-        var choice = choices[index] ?? Choice()
+        if choices[index] == nil { choices[index] = Choice() }
         if let delta = chunk["delta"] as? [String: Any] {
-            if let role = delta["role"] as? String { choice.role = role }
-            if let text = delta["content"] as? String { choice.content = (choice.content ?? "") + text }
-            if let text = delta["refusal"] as? String { choice.refusal = (choice.refusal ?? "") + text }
+            if let role = delta["role"] as? String { choices[index]!.role = role }
+            if let text = delta["content"] as? String {
+                if choices[index]!.content == nil { choices[index]!.content = "" }
+                choices[index]!.content!.append(text)
+            }
+            if let text = delta["refusal"] as? String {
+                if choices[index]!.refusal == nil { choices[index]!.refusal = "" }
+                choices[index]!.refusal!.append(text)
+            }
             for case let call as [String: Any] in delta["tool_calls"] as? [Any] ?? [] {
                 let callIndex = (call["index"] as? Int) ?? 0
-                var merged = choice.toolCalls[callIndex] ?? ToolCall()
-                if let value = call["id"] as? String { merged.id = value }
-                if let value = call["type"] as? String { merged.type = value }
+                if choices[index]!.toolCalls[callIndex] == nil { choices[index]!.toolCalls[callIndex] = ToolCall() }
+                if let value = call["id"] as? String { choices[index]!.toolCalls[callIndex]!.id = value }
+                if let value = call["type"] as? String { choices[index]!.toolCalls[callIndex]!.type = value }
                 if let function = call["function"] as? [String: Any] {
-                    if let value = function["name"] as? String { merged.name = (merged.name ?? "") + value }
-                    if let value = function["arguments"] as? String { merged.arguments += value }
+                    if let value = function["name"] as? String { choices[index]!.toolCalls[callIndex]!.name = (choices[index]!.toolCalls[callIndex]!.name ?? "") + value }
+                    if let value = function["arguments"] as? String { choices[index]!.toolCalls[callIndex]!.arguments.append(value) }
                 }
-                choice.toolCalls[callIndex] = merged
             }
         }
-        if let reason = chunk["finish_reason"] as? String { choice.finishReason = reason }
-        choices[index] = choice
+        if let reason = chunk["finish_reason"] as? String { choices[index]!.finishReason = reason }
     }
 
     /// The verdict once the stream has ended.

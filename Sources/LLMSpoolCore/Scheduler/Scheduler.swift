@@ -58,6 +58,9 @@ public struct Scheduler: Sendable {
     }
 
     public private(set) var concurrency: Int
+    /// Ended attempts whose outcome is still being written hold their `.partial` open;
+    /// past this many, no transfer starts until the finisher catches up.
+    public var finishingLimit: Int { max(64, concurrency) }
     public private(set) var gates: [EndpointGate]
     public private(set) var counts = Counts()
     private var entries: [String: Entry] = [:]
@@ -124,12 +127,14 @@ public struct Scheduler: Sendable {
             return fill(now)
         case .retry(let task, let at):
             guard entries[task.id]?.state == .finishing else { return [] }
+            // Leaving `finishing` frees room for the next start too (see `finishingLimit`).
             set(task.id, Entry(state: .deferred(until: at), task: task))
             timers.push(Timer(due: at, id: task.id))
             return releaseDue(now) + fill(now)
         case .finalized(let id):
+            let wasFinishing = entries[id]?.state == .finishing
             set(id, nil)
-            return []
+            return wasFinishing ? fill(now) : []
         case .requestRemoved(let id):
             switch entries[id]?.state {
             case .queued?, .deferred?:
@@ -197,7 +202,8 @@ public struct Scheduler: Sendable {
     private mutating func fill(_ now: Double) -> [Action] {
         rateWake = nil
         var actions: [Action] = []
-        while !draining && counts.transferring < concurrency, let id = peekQueued(), let task = entries[id]?.task {
+        while !draining && counts.transferring < concurrency && counts.finishing < finishingLimit,
+              let id = peekQueued(), let task = entries[id]?.task {
             guard let endpoint = chooseEndpoint(for: task, now: now) else { break }
             queueHead += 1
             gates[endpoint].admit(estimatedTokens: task.summary.estimatedTokens, now: now)

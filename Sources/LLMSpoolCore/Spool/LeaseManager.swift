@@ -49,10 +49,17 @@ public final class LeaseManager: Sendable {
 
     static func now() -> Double { Date().timeIntervalSince1970 }
 
+    /// The lease at `path`, or nil when there is none. A lease that cannot be read (its
+    /// owner died between the exclusive create and the write) expires `seconds` after the
+    /// file's mtime, so it is taken over like any other.
     func read(_ path: String) -> Lease? {
-        guard let bytes = try? FileReader.prefix(path: path, limit: 4096), let object = JSONObject.parse(bytes),
-              let owner = object["owner"] as? String, let expires = (object["expires_at"] as? NSNumber)?.doubleValue else { return nil }
-        return Lease(owner: owner, expiresAt: expires)
+        guard let info = try? Syscall.lstat(path) else { return nil }
+        if let bytes = try? FileReader.prefix(path: path, limit: 4096), let object = JSONObject.parse(bytes),
+           let owner = object["owner"] as? String, let expires = (object["expires_at"] as? NSNumber)?.doubleValue {
+            return Lease(owner: owner, expiresAt: expires)
+        }
+        let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+        return Lease(owner: "unreadable@\(info.st_ino)", expiresAt: modified + seconds)
     }
 
     func encode(expiresAt: Double) -> [UInt8] {
@@ -74,7 +81,7 @@ public final class LeaseManager: Sendable {
             checkSkew(path)
             return .claimed
         case .exists:
-            guard let lease = read(path) else { return .heldElsewhere }  // being written or removed: later
+            guard let lease = read(path) else { return .heldElsewhere }  // removed meanwhile: later
             if lease.owner == owner {
                 held.withLock { _ = $0.insert(id) }  // our own create, retransmitted
                 return .claimed

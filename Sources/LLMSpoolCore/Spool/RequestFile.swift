@@ -21,6 +21,8 @@ public enum RequestFile {
             seen = try Syscall.lstat(path)
         } catch let error as SystemError where error.errno == ENOENT {
             return nil
+        } catch let error as SystemError where error.isTransient {
+            return .failure(RequestProblem(.transient, "cannot look at the request now: \(error)"))
         } catch {
             return .failure(RequestProblem(.unreadable, "cannot look at the request: \(error)"))
         }
@@ -31,6 +33,7 @@ public enum RequestFile {
         } catch let error as SystemError {
             if error.errno == ENOENT { return nil }
             if error.errno == ELOOP { return .failure(RequestProblem(.notRegularFile, "the request is a symbolic link; links are never followed")) }
+            if error.isTransient { return .failure(RequestProblem(.transient, "cannot open the request now: \(error)")) }
             return .failure(RequestProblem(.unreadable, "cannot open the request: \(error)"))
         } catch {
             return .failure(RequestProblem(.unreadable, "cannot open the request: \(error)"))
@@ -56,6 +59,8 @@ public enum RequestFile {
             return .success(Loaded(bytes: bytes, identity: FileIdentity(info)))
         } catch let problem as RequestProblem {
             return .failure(problem)
+        } catch let error as SystemError where error.isTransient {
+            return .failure(RequestProblem(.transient, "cannot read the request now: \(error)"))
         } catch {
             return .failure(RequestProblem(.unreadable, "cannot read the request: \(error)"))
         }

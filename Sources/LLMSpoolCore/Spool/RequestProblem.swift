@@ -7,6 +7,8 @@ public struct RequestProblem: Error, Sendable, Equatable, CustomStringConvertibl
         case hardLink = "hard-link"
         case tooDeep = "too-deep"
         case unreadable
+        /// The machine could not read it now (no descriptors, no memory): not the file's fault.
+        case transient
         case tooLarge = "too-large"
         case notUTF8 = "not-utf8"
         case invalidJSON = "invalid-json"

@@ -16,6 +16,12 @@ public struct SystemError: Error, Equatable, Sendable, CustomStringConvertible {
     /// request and try later rather than fail it.
     public var isOutOfSpace: Bool { errno == ENOSPC || errno == EDQUOT }
 
+    /// The machine is short of something (descriptors, memory, space): the same call may
+    /// work later, and the file it named is not to blame.
+    public var isTransient: Bool {
+        [EMFILE, ENFILE, ENOMEM, EAGAIN, ENOBUFS, EINTR, ENOSPC, EDQUOT, EIO].contains(errno)
+    }
+
     public var description: String {
         let reason = String(cString: strerror(errno))
         if let path { return "\(call) \(path): \(reason) (errno \(errno))" }

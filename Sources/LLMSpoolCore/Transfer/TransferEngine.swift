@@ -342,6 +342,10 @@ public final class TransferEngine: @unchecked Sendable {
                 endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
             }
             return
+        } catch let error as SystemError where error.isTransient {
+            // Short of descriptors or memory: the machine's trouble, retried like a full disk.
+            endBeforeStart(task, endpointIndex: endpointIndex, .diskError(error))
+            return
         } catch {
             apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: Date().timeIntervalSince1970))
             delegate.rejected(task.id, task.requestPath, RequestProblem(.unreadable, "cannot open the request: \(error)"))

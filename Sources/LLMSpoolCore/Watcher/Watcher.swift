@@ -331,6 +331,10 @@ public final class Watcher: @unchecked Sendable {
             switch RequestFile.read(path: path, limit: settings.maxRequestBytes) {
             case nil:
                 return  // gone already
+            case .failure(let problem)? where problem.kind == .transient:
+                // Left in outgoing: the next scan tries again.
+                logger.warning("request not read this time; it stays in outgoing", id: id, ["reason": problem.message])
+                lastScan = min(lastScan, Watcher.now() - settings.rescanInterval + 1)
             case .failure(let problem)?:
                 delegate.found(.invalid(id: id, requestPath: path, problem: problem))
             case .success(let loaded)?:
