@@ -2,6 +2,8 @@
 # Builds the fuzz binary (libFuzzer + AddressSanitizer) and runs one target.
 #   Fuzz/run.sh sse|validator|config [SECONDS]      (default 600)
 # New inputs are added to Fuzz/corpus/<target>; crashes are written to Fuzz/findings/.
+# Inputs that once crashed are kept in Fuzz/regressions/<target>, read as seeds and never
+# rewritten (libFuzzer reduces the first folder only); unit tests replay them too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${1:?usage: Fuzz/run.sh sse|validator|config [SECONDS]}
@@ -16,5 +18,6 @@ if [ ! -x "$binary" ] || [ -n "$(find Sources/LLMSpoolCore Fuzz/FuzzTargets.swif
         $(pkg-config --cflags-only-I libcurl | sed 's/-I/-Xcc -I/g') \
         -lcurl -linotifytools -lmicrohttpd -o "$binary"
 fi
-LLMSPOOL_FUZZ_TARGET=$target "$binary" "Fuzz/corpus/$target" -max_total_time="$seconds" -max_len=65536 \
+mkdir -p "Fuzz/regressions/$target"
+LLMSPOOL_FUZZ_TARGET=$target "$binary" "Fuzz/corpus/$target" "Fuzz/regressions/$target" -max_total_time="$seconds" -max_len=65536 \
     -artifact_prefix=Fuzz/findings/"$target"- -print_final_stats=1

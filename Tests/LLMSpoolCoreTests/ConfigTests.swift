@@ -91,7 +91,7 @@ import Testing
         #expect(error?.message.contains("\"concurrency\" must be from 1 to 1000000") == true, "\(error?.message ?? "")")
         #expect(throws: ConfigError.self) { try Config.parse(Array(#"{"connect_timeout_seconds": 1e300}"#.utf8), source: "x") }
         #expect(throws: ConfigError.self) { try Config.parse(Array(#"{"concurrency": 2.5}"#.utf8), source: "x") }
-        let crash = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Fuzz/corpus/config/regression-huge-concurrency").path
+        let crash = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Fuzz/regressions/config/huge-concurrency").path
         #expect(throws: ConfigError.self) { try Config.parse(Array(try Data(contentsOf: URL(fileURLWithPath: crash))), source: "fuzz") }
     }
 
