@@ -43,15 +43,15 @@ import Testing
 
     @Test func environmentOverridesTheFileAndKeysStaySecret() throws {
         let config = Config().applyingEnvironment(["OPENAI_BASE_URL": "http://127.0.0.1:9/v1/"])
-        let endpoint = try config.endpoint(environment: ["OPENAI_API_KEY": "sk-secret-123"])
+        let endpoint = try config.resolvedEndpoints(environment: ["OPENAI_API_KEY": "sk-secret-123"])[0]
         #expect(endpoint.chatCompletionsURL == "http://127.0.0.1:9/v1/chat/completions")
         #expect(endpoint.apiKey?.value == "sk-secret-123")
         #expect(!"\(endpoint)".contains("sk-secret-123"))
         #expect(!String(reflecting: endpoint).contains("sk-secret-123"))
         var other = config
         other.apiKeyEnv = "MY_KEY"
-        #expect(try other.endpoint(environment: ["MY_KEY": "k2", "OPENAI_API_KEY": "k1"]).apiKey?.value == "k2")
-        #expect(try config.endpoint(environment: [:]).apiKey == nil)
+        #expect(try other.resolvedEndpoints(environment: ["MY_KEY": "k2", "OPENAI_API_KEY": "k1"])[0].apiKey?.value == "k2")
+        #expect(try config.resolvedEndpoints(environment: [:])[0].apiKey == nil)
     }
 
     @Test func aKeyFileReadableByOthersIsRefused() throws {
@@ -59,18 +59,18 @@ import Testing
         defer { unlink(open) }
         var config = Config()
         config.apiKeyFile = open
-        let error = #expect(throws: ConfigError.self) { try config.endpoint(environment: [:]) }
+        let error = #expect(throws: ConfigError.self) { try config.resolvedEndpoints(environment: [:])[0] }
         #expect(error?.message.contains("chmod 600") == true)
         let closed = try temporaryFile("sk-file\n", mode: 0o600)
         defer { unlink(closed) }
         config.apiKeyFile = closed
-        #expect(try config.endpoint(environment: [:]).apiKey?.value == "sk-file")
+        #expect(try config.resolvedEndpoints(environment: [:])[0].apiKey?.value == "sk-file")
     }
 
     @Test func aBaseURLMustBeHTTP() {
         var config = Config()
         config.baseURL = "ftp://x"
-        #expect(throws: ConfigError.self) { try config.endpoint(environment: [:]) }
+        #expect(throws: ConfigError.self) { try config.resolvedEndpoints(environment: [:])[0] }
     }
 }
 

@@ -211,11 +211,6 @@ public struct Config: Sendable, Equatable {
             try settings.resolve(environment: environment, defaults: self)
         }
     }
-
-    /// The first endpoint: kept for callers that use one.
-    public func endpoint(environment: [String: String]) throws -> Endpoint {
-        try resolvedEndpoints(environment: environment)[0]
-    }
 }
 
 /// One endpoint of the fallback list, as configured.

@@ -71,8 +71,6 @@ public final class SpoolDaemon: Sendable {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
     }()
 
-    public var snapshot: TransferEngine.Snapshot { engine.snapshot }
-
     public func start() throws {
         try layout.create()
         warnIfOpenToEveryone()
@@ -98,7 +96,7 @@ public final class SpoolDaemon: Sendable {
                 let snapshot = engine.snapshot
                 let status = LiveStatus(pid: getpid(), updatedAt: Date(), queued: snapshot.queued, deferred: snapshot.deferred,
                                         inFlight: snapshot.inFlight)
-                try? DurableFile.write(status.encoded(), to: LiveStatus.path(layout), mode: layout.fileMode, syncDirectory: false)
+                try? DurableFile.replace(status.encoded(), at: LiveStatus.path(layout), mode: layout.fileMode)
                 if notifier.enabled {
                     notifier.send("STATUS=\(snapshot.queued) queued, \(snapshot.transferring) in flight, \(snapshot.deferred) waiting to retry")
                     // The watchdog is fed only while both loops show life.

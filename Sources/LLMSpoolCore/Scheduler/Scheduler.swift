@@ -83,7 +83,6 @@ public struct Scheduler: Sendable {
 
     public var isIdle: Bool { entries.isEmpty }
     public var transferring: Int { counts.transferring }
-    public var knownCount: Int { entries.count }
     public func state(of id: String) -> State? { entries[id]?.state }
 
     /// When a `.tick` may next start something; nil when only an event can.

@@ -150,7 +150,7 @@ public final class LeaseManager: Sendable {
                         lost(id)
                         continue
                     }
-                    try? DurableFile.write(encode(expiresAt: LeaseManager.now() + seconds), to: path, mode: layout.fileMode, syncDirectory: false)
+                    try? DurableFile.replace(encode(expiresAt: LeaseManager.now() + seconds), at: path, mode: layout.fileMode)
                 }
             }
             stopped.signal()

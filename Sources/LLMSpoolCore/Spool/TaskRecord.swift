@@ -101,11 +101,7 @@ public struct TaskRecord: Sendable, Equatable {
         if durable {
             try DurableFile.write(encoded(), to: path, mode: layout.fileMode)
         } else {
-            let temporary = SpoolLayout.temporary(for: path)
-            let fd = try Syscall.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: layout.fileMode)
-            defer { Syscall.close(fd) }
-            try Syscall.writeAll(fd, encoded(), path: temporary)
-            try Syscall.rename(temporary, path)
+            try DurableFile.replace(encoded(), at: path, mode: layout.fileMode)
         }
     }
 
