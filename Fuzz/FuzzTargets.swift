@@ -1,5 +1,5 @@
-// libFuzzer entry point for llmspool's parsers. One binary, three targets, chosen with
-// LLMSPOOL_FUZZ_TARGET=sse|validator|config. Each target also checks an invariant that
+// libFuzzer entry point for llmspool's parsers. One binary, four targets, chosen with
+// LLMSPOOL_FUZZ_TARGET=sse|validator|config|json. Each target also checks an invariant that
 // must hold for every input, so that a wrong answer is a finding, not only a crash.
 import Foundation
 
@@ -12,6 +12,7 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     case "sse": fuzzSSE(bytes)
     case "validator": fuzzValidator(bytes)
     case "config": fuzzConfig(bytes)
+    case "json": fuzzJSON(bytes)
     default: fatalError("unknown LLMSPOOL_FUZZ_TARGET \(target)")
     }
     return 0
@@ -34,7 +35,23 @@ private func fuzzSSE(_ bytes: [UInt8]) {
     var assembler = StreamAssembler()
     for event in whole { assembler.consume(event) }
     if case .complete(let result) = assembler.verdict() {
-        precondition((try? JSONSerialization.jsonObject(with: Data(result))) != nil, "an assembled result must be JSON")
+        precondition((try? JSONSerialization.jsonObject(with: Data(result.document))) != nil, "an assembled result must be JSON")
+    }
+}
+
+/// What the raw reader accepts, Foundation must accept too (the reader is stricter only
+/// about trailing commas, which Foundation lets pass), and every string it finds must
+/// decode to what Foundation decodes.
+private func fuzzJSON(_ bytes: [UInt8]) {
+    guard let value = try? RawJSON.parse(bytes) else { return }
+    let foundation = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
+    precondition(foundation != nil, "RawJSON accepted what Foundation refuses")
+    if case .object(let members, _) = value, let object = foundation as? [String: Any] {
+        for member in members {
+            guard case .string(let escaped) = value[member.key], let expected = object[member.key] as? String else { continue }
+            let decoded = bytes.withUnsafeBytes { RawJSON.decodeString(UnsafeRawBufferPointer(rebasing: $0[escaped])) }
+            precondition(decoded == expected, "a string decoded differently from Foundation")
+        }
     }
 }
 

@@ -44,6 +44,27 @@ import Testing
         #expect(attempts.map { $0["outcome"] as? String } == ["transport", "incomplete-stream", "ok"])
     }
 
+    /// A long answer's text goes to the result's temporary as it arrives; a cut attempt's
+    /// temporary is removed, and the next attempt's result holds the text exactly once.
+    @Test func aLongAnswerCutOnceIsWrittenWholeAndOnce() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        let bulk = 3 << 20
+        try harness.drop("long", Harness.request("a long answer", stream: true, stub: ["bulk_bytes": bulk, "faults": [["cut_after": 1]]]))
+        try waitForResult(harness, "long")
+        let content = try #require(Harness.content(of: try harness.json(harness.layout.result("long"))))
+        let events = String(decoding: try FileReader.prefix(path: harness.layout.rawStream("long"), limit: 8 << 20), as: UTF8.self)
+            .components(separatedBy: "abcdefghijklmnop").count - 1
+        #expect(events > bulk / 17, "the stream carried the long text")
+        #expect(content.utf8.count == events * 16, "every piece of text is in the result exactly once")
+        #expect(content == String(repeating: "abcdefghijklmnop", count: events))
+        let attempts = try #require(try harness.record("long")["attempts"] as? [[String: Any]])
+        #expect(attempts.map { $0["outcome"] as? String } == ["transport", "ok"])
+        #expect(harness.files(in: harness.layout.incoming).filter { $0.hasPrefix(".") || $0.hasSuffix(".partial") }.isEmpty)
+    }
+
     @Test func aStallWithKeepAlivesIsEndedByTheIdleTimerAndRetried() throws {
         let harness = try Harness()
         defer { harness.stop() }

@@ -47,7 +47,8 @@ import Testing
     }
 
     @Test func streamVerdictsMapToFailureKinds() {
-        #expect(AttemptJudge.judgeStream(status: 200, verdict: .complete([1])) == .success(assembled: [1], usage: nil))
+        let completion = AssembledCompletion(head: [1], content: [2], tail: [3], usage: ["total_tokens": 4])
+        #expect(AttemptJudge.judgeStream(status: 200, verdict: .complete(completion)) == .success(assembled: completion, usage: ["total_tokens": 4]))
         #expect(AttemptJudge.judgeStream(status: 200, verdict: .incomplete("cut")) == .failure(AttemptFailure(.incompleteStream, "cut", httpStatus: 200)))
         #expect(AttemptJudge.judgeStream(status: 200, verdict: .malformed("m")) == .failure(AttemptFailure(.malformedResponse, "m", httpStatus: 200)))
     }

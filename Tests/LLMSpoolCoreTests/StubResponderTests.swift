@@ -28,11 +28,11 @@ import Testing
         parser.feed(stream.body) { assembler.consume($0) }
         parser.finish { assembler.consume($0) }
         #expect(assembler.sawDone)
-        guard case .complete(let bytes) = assembler.verdict() else {
+        guard case .complete(let completion) = assembler.verdict() else {
             Issue.record("the stub's stream must be complete")
             return
         }
-        let assembled = try #require(JSONObject.parse(bytes))
+        let assembled = try #require(JSONObject.parse(completion.document))
         let content = ((assembled["choices"] as? [[String: Any]])?.first?["message"] as? [String: Any])?["content"] as? String
         #expect(content == expected)
         #expect((assembled["id"] as? String)?.hasPrefix("chatcmpl-stub-") == true)

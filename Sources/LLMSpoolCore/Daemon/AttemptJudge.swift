@@ -46,7 +46,7 @@ public enum AttemptJudge {
     /// What the finisher must publish.
     public enum Verdict: Sendable, Equatable {
         /// Success; `assembled` is the result to write, or nil when the `.partial` is the result.
-        case success(assembled: [UInt8]?, usage: [String: Int]?)
+        case success(assembled: AssembledCompletion?, usage: [String: Int]?)
         case failure(AttemptFailure)
         case cancelled
     }
@@ -95,7 +95,7 @@ public enum AttemptJudge {
     public static func judgeStream(status: Int, verdict: StreamVerdict) -> Verdict {
         switch verdict {
         case .complete(let assembled):
-            return .success(assembled: assembled, usage: JSONObject.parse(assembled).flatMap(usage))
+            return .success(assembled: assembled, usage: assembled.usage)
         case .providerError(let message, let body):
             return .failure(AttemptFailure(.providerError, message, httpStatus: status, providerBody: body,
                                            embeddedCode: JSONObject.parse(body).flatMap(embeddedCode)))

@@ -6,10 +6,12 @@ import Synchronization
 /// whether a failed attempt is tried again. The order of every step is what makes a crash
 /// at any instant leave one outcome, never two (see `TaskRecord` for the roll-forward):
 ///
-/// Success: fsync `.partial` -> (stream: write the assembled result to a hidden temporary,
-/// fsync it) -> commit: the task record says `done` with the result's inode (durable) ->
-/// (stream: rename `.partial` to `.sse`) -> rename into `incoming/<id>.json` -> fsync
-/// `incoming` -> unlink the request -> fsync `outgoing`.
+/// Success: plain answer: fsync `.partial`; stream: finish the result's hidden temporary
+/// (the event loop has been writing the text of a long answer there as it arrived) and
+/// fsync it; the `.partial` is kept as the `.sse` copy without an fsync of its own -> commit:
+/// the task record says `done` with the result's inode (durable) -> (stream: rename
+/// `.partial` to `.sse`) -> rename into `incoming/<id>.json` -> fsync `incoming` -> unlink
+/// the request -> fsync `outgoing`.
 ///
 /// Final failure: commit: the task record says `failed` and carries the error record
 /// (durable) -> write `failed/<id>.error.json` durably -> rename the request to
@@ -54,17 +56,49 @@ public final class Finisher: Sendable {
         policy.withLock { $0 = Policy(retry: retry, endpointCount: max(1, endpointCount)) }
     }
 
+    /// A success whose files are written, fsynced and recorded, waiting for the folder
+    /// fsyncs it shares with the other successes of its batch.
+    public struct PreparedSuccess: Sendable {
+        let task: TaskDescriptor
+        let outcome: AttemptOutcome
+        /// The `.partial` (plain answer) or the result's temporary (stream).
+        let source: String
+        let streamed: Bool
+        let usage: [String: Int]?
+    }
+
+    /// What `prepare` leaves to do.
+    public enum Prepared: Sendable {
+        /// Nothing: the scheduler must receive this event.
+        case ended(Scheduler.Event)
+        /// The commit of a batch, with `commit`.
+        case success(PreparedSuccess)
+    }
+
     /// Publishes an attempt's outcome, or schedules the next attempt. Returns the event
     /// the scheduler must receive.
     public func finish(_ outcome: AttemptOutcome) -> Scheduler.Event {
+        switch prepare(outcome) {
+        case .ended(let event): event
+        case .success(let prepared): commit([prepared])[0]
+        }
+    }
+
+    /// Everything of an outcome that is the request's own: the verdict, and for a success
+    /// the result's bytes and its task record, durable. The folders' fsyncs are left to
+    /// `commit`, which shares them among every success ready at the time.
+    public func prepare(_ outcome: AttemptOutcome) -> Prepared {
         let id = outcome.task.id
-        defer { leases?.release(id) }
+        var keepLease = false
+        defer { if !keepLease { leases?.release(id) } }
         if let leases, outcome.ending == .leaseLost || !leases.stillMine(id) {
             // The request is another daemon's now: its partial, record and result are its
             // own. This attempt leaves nothing behind.
             if outcome.partialFD >= 0 { Syscall.close(outcome.partialFD) }
+            // Only closed: the path may be the other daemon's temporary by now.
+            if let spill = outcome.stream?.spillFD, spill >= 0 { Syscall.close(spill) }
             logger.info("attempt discarded: another daemon holds the request now", id: id)
-            return .finalized(id: id)
+            return .ended(.finalized(id: id))
         }
         let partial = layout.partial(id)
         let verdict = judge(outcome, partial: partial)
@@ -75,28 +109,26 @@ public final class Finisher: Sendable {
         switch verdict {
         case .cancelled:
             closePartial(outcome.partialFD)
+            discardSpill(outcome)
             try? Syscall.unlinkIfPresent(partial)
             entry.outcome = "cancelled"
             task.history.attempts.append(entry)
             try? TaskRecord(id: id, status: .cancelled, request: task.identity, history: task.history).write(layout, durable: false)
             logger.info("cancelled: the request left outgoing while in flight", id: id, ["bytes_received": "\(outcome.bytesReceived)"])
             report(TaskReport(id: id, outcome: .cancelled))
-            return .finalized(id: id)
+            return .ended(.finalized(id: id))
         case .success(let assembled, let usage):
             task.history.attempts.append(entry)
             do {
-                try publishSuccess(outcome, history: task.history, assembled: assembled, usage: usage)
+                let source = try writeSuccess(outcome, history: task.history, assembled: assembled, usage: usage)
+                keepLease = true
+                return .success(PreparedSuccess(task: task, outcome: outcome, source: source, streamed: assembled != nil, usage: usage))
             } catch {
-                return postpone(task, because: "publishing the result failed: \(error)")
+                return .ended(postpone(task, because: "publishing the result failed: \(error)"))
             }
-            if let usage { metrics.usage(usage) }
-            let seconds = String(format: "%.3f", outcome.endedAt.timeIntervalSince(outcome.startedAt))
-            logger.info("done", id: id, ["result": layout.result(id), "endpoint": outcome.endpointName,
-                                         "attempts": "\(task.history.attempts.count)", "bytes": "\(outcome.bytesReceived)", "seconds": seconds])
-            report(TaskReport(id: id, outcome: .succeeded(resultPath: layout.result(id))))
-            return .finalized(id: id)
         case .failure(let failure):
             closePartial(outcome.partialFD)
+            discardSpill(outcome)
             try? Syscall.unlinkIfPresent(partial)
             entry.outcome = failure.kind.rawValue
             entry.message = failure.message
@@ -130,7 +162,7 @@ public final class Finisher: Sendable {
                 metrics.retry(failure.kind.rawValue)
                 logger.info("attempt failed; will retry", id: id, ["attempt": "\(task.history.attempts.count)", "kind": failure.kind.rawValue,
                                                                    "reason": failure.message, "retry_in_seconds": String(format: "%.2f", delay)])
-                return .retry(task, at: at.timeIntervalSince1970)
+                return .ended(.retry(task, at: at.timeIntervalSince1970))
             case .giveUp(let reason):
                 var final = failure
                 if reason != "not retryable" {
@@ -138,7 +170,7 @@ public final class Finisher: Sendable {
                                            providerBody: failure.providerBody, curlCode: failure.curlCode, timer: failure.timer,
                                            embeddedCode: failure.embeddedCode)
                 }
-                return fail(task: task, failure: final, problem: nil, commit: true)
+                return .ended(fail(task: task, failure: final, problem: nil, commit: true))
             }
         }
     }
@@ -201,13 +233,11 @@ public final class Finisher: Sendable {
         guard case .response(let status) = outcome.ending else { return .cancelled }
         do {
             if AttemptJudge.isEventStream(requested: outcome.task.summary.stream, headers: outcome.headers) {
-                var parser = SSEParser()
-                var assembler = StreamAssembler()
-                try FileReader.forEachChunk(path: partial) { chunk in
-                    parser.feed(chunk) { assembler.consume($0) }
+                // Assembled by the event loop as the events arrived: the answer is not read again.
+                guard let stream = outcome.stream else {
+                    return .failure(AttemptFailure(.incompleteStream, "the stream was not assembled", httpStatus: status))
                 }
-                parser.finish { assembler.consume($0) }
-                return AttemptJudge.judgeStream(status: status, verdict: assembler.verdict())
+                return AttemptJudge.judgeStream(status: status, verdict: stream.verdict)
             }
             let body = try FileReader.prefix(path: partial, limit: Finisher.plainAnswerLimit)
             return AttemptJudge.judgePlain(status: status, body: body)
@@ -216,28 +246,86 @@ public final class Finisher: Sendable {
         }
     }
 
-    private func publishSuccess(_ outcome: AttemptOutcome, history: TaskHistory, assembled: [UInt8]?, usage: [String: Int]?) throws {
+    /// The request's own part of a success: the result's bytes durable, then the task
+    /// record that commits to them (durable; its folder is fsynced by `commit`). Returns the
+    /// file to rename into `incoming`.
+    private func writeSuccess(_ outcome: AttemptOutcome, history: TaskHistory, assembled: AssembledCompletion?, usage: [String: Int]?) throws -> String {
         let id = outcome.task.id
         let partial = layout.partial(id)
-        let result = layout.result(id)
-        try Syscall.fsync(outcome.partialFD, path: partial)
-        Syscall.close(outcome.partialFD)
         var source = partial
         if let assembled {
-            source = SpoolLayout.temporary(for: result)
-            let fd = try Syscall.open(source, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: layout.fileMode)
-            defer { Syscall.close(fd) }
-            try Syscall.writeAll(fd, assembled, path: source)
+            Syscall.close(outcome.partialFD)
+            source = SpoolLayout.temporary(for: layout.result(id))
+            var fd = outcome.stream?.spillFD ?? -1
+            defer { if fd >= 0 { Syscall.close(fd) } }
+            if fd < 0 {
+                try Syscall.unlinkIfPresent(source)
+                fd = try Syscall.open(source, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
+            }
+            try Syscall.writeAll(fd, assembled.head, path: source)
+            try Syscall.writeAll(fd, assembled.content, path: source)
+            try Syscall.writeAll(fd, assembled.tail, path: source)
             try Syscall.fsync(fd, path: source)
+        } else {
+            if let spill = outcome.stream?.spillFD, spill >= 0 { Syscall.close(spill) }
+            try Syscall.fsync(outcome.partialFD, path: partial)
+            Syscall.close(outcome.partialFD)
         }
         let inode = UInt64(try Syscall.lstat(source).st_ino)
-        try TaskRecord(id: id, status: .done, request: outcome.task.identity, history: history, endpoint: outcome.endpointName,
-                       usage: usage, resultInode: inode).write(layout, durable: true)
-        if assembled != nil { try Syscall.rename(partial, layout.rawStream(id)) }
-        try Syscall.rename(source, result)
-        try Syscall.fsyncDirectory(layout.incoming)
-        try Syscall.unlinkIfPresent(outcome.task.requestPath)
-        try Syscall.fsyncDirectory(layout.outgoing)
+        let record = TaskRecord(id: id, status: .done, request: outcome.task.identity, history: history, endpoint: outcome.endpointName,
+                                usage: usage, resultInode: inode)
+        try DurableFile.write(record.encoded(), to: layout.taskRecord(id), mode: layout.fileMode, syncDirectory: false)
+        return source
+    }
+
+    /// Publishes a batch of prepared successes with one fsync per folder for all of them:
+    /// `state` (the records become the commit points), then the renames into `incoming`
+    /// and its fsync, then the requests' unlinks and the fsync of `outgoing`. The order of
+    /// the steps is that of a single success; only the folder fsyncs are shared. Returns
+    /// one event per success, in order.
+    public func commit(_ batch: [PreparedSuccess]) -> [Scheduler.Event] {
+        var failed: [Int: String] = [:]
+        func step(_ indices: some Sequence<Int>, _ body: (PreparedSuccess) throws -> Void) {
+            for index in indices where failed[index] == nil {
+                do { try body(batch[index]) } catch { failed[index] = "\(error)" }
+            }
+        }
+        func syncFolder(_ folder: String) {
+            do {
+                try Syscall.fsyncDirectory(folder)
+            } catch {
+                for index in batch.indices where failed[index] == nil { failed[index] = "\(error)" }
+            }
+        }
+        syncFolder(layout.state)
+        step(batch.indices) { prepared in
+            let id = prepared.task.id
+            if prepared.streamed { try Syscall.rename(layout.partial(id), layout.rawStream(id)) }
+            try Syscall.rename(prepared.source, layout.result(id))
+        }
+        syncFolder(layout.incoming)
+        var outgoingFolders: Set<String> = []
+        step(batch.indices) { prepared in
+            try Syscall.unlinkIfPresent(prepared.task.requestPath)
+            outgoingFolders.insert(DurableFile.directory(of: prepared.task.requestPath))
+        }
+        for folder in outgoingFolders.sorted() { syncFolder(folder) }
+        return batch.indices.map { index in
+            let prepared = batch[index]
+            let id = prepared.task.id
+            defer { leases?.release(id) }
+            if let reason = failed[index] {
+                return postpone(prepared.task, because: "publishing the result failed: \(reason)")
+            }
+            if let usage = prepared.usage { metrics.usage(usage) }
+            let outcome = prepared.outcome
+            let seconds = String(format: "%.3f", outcome.endedAt.timeIntervalSince(outcome.startedAt))
+            logger.info("done", id: id, ["result": layout.result(id), "endpoint": outcome.endpointName,
+                                         "attempts": "\(prepared.task.history.attempts.count)", "bytes": "\(outcome.bytesReceived)",
+                                         "seconds": seconds])
+            report(TaskReport(id: id, outcome: .succeeded(resultPath: layout.result(id))))
+            return .finalized(id: id)
+        }
     }
 
     private func fail(task: TaskDescriptor, failure: AttemptFailure, problem: RequestProblem?, commit: Bool) -> Scheduler.Event {
@@ -282,6 +370,13 @@ public final class Finisher: Sendable {
         var next = task
         next.history.notBefore = Date().addingTimeInterval(delay)
         return .retry(next, at: Date().timeIntervalSince1970 + delay)
+    }
+
+    /// Closes and removes the result's temporary of an attempt that produced no result.
+    private func discardSpill(_ outcome: AttemptOutcome) {
+        guard let stream = outcome.stream, stream.spillFD >= 0 else { return }
+        Syscall.close(stream.spillFD)
+        try? Syscall.unlinkIfPresent(stream.spillPath)
     }
 
     private func closePartial(_ fd: Int32) {

@@ -45,7 +45,7 @@ public final class HookRunner: Sendable {
         self.layout = layout
         self.logger = logger
         let needed = settings.onComplete != nil || settings.onFailure != nil
-        pool = needed ? WorkerPool(name: "llmspool.hook", threads: max(1, settings.concurrency)) : nil
+        pool = needed ? WorkerPool(name: "hook", threads: max(1, settings.concurrency)) : nil
     }
 
     /// The environment a hook gets for a report, or nil when no hook applies.

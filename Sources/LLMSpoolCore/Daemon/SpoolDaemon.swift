@@ -10,6 +10,7 @@ public final class SpoolDaemon: Sendable {
     private let engine: TransferEngine
     private let finisher: Finisher
     private let pool: WorkerPool
+    private let committer: GroupCommitter
     private let hooks: HookRunner
     private let logger: Logger
     private let notifier: SystemdNotifier
@@ -23,7 +24,9 @@ public final class SpoolDaemon: Sendable {
                 onReport: (@Sendable (TaskReport) -> Void)? = nil) throws {
         SpoolDaemon.initializeCurl
         let layout = SpoolLayout(root: config.spool, groupReadable: config.groupReadable)
-        let pool = WorkerPool(name: "llmspool.finisher", threads: 2)
+        // fsync waits on the disk, not the CPU: more threads than cores let the filesystem
+        // merge their flushes into fewer journal commits.
+        let pool = WorkerPool(name: "finisher", threads: 4)
         let known = KnownTasks()
         let hooks = HookRunner(settings: config.hooks, layout: layout, logger: logger)
         let metrics = Metrics()
@@ -43,10 +46,18 @@ public final class SpoolDaemon: Sendable {
         // The engine and its delegate refer to each other; the box breaks the knot.
         let engineBox = Mutex<TransferEngine?>(nil)
         let post: @Sendable (Scheduler.Event) -> Void = { event in engineBox.withLock { $0 }?.post(event) }
+        let committer = GroupCommitter(finisher: finisher, post: post)
         let engine = try TransferEngine(
             layout: layout, endpoints: endpoints, settings: TransferEngine.Settings(config), known: known, metrics: metrics,
             delegate: .init(
-                attemptEnded: { outcome in pool.submit { post(finisher.finish(outcome)) } },
+                attemptEnded: { outcome in
+                    pool.submit {
+                        switch finisher.prepare(outcome) {
+                        case .ended(let event): post(event)
+                        case .success(let prepared): committer.submit(prepared)
+                        }
+                    }
+                },
                 rejected: { id, path, problem in pool.submit { post(finisher.reject(id: id, requestPath: path, problem: problem)) } },
                 alreadyEnded: { id, path in pool.submit { post(finisher.completeEnded(id: id, requestPath: path)) } },
                 withdrawn: { id in pool.submit { finisher.withdrawn(id: id) } }),
@@ -59,6 +70,7 @@ public final class SpoolDaemon: Sendable {
         self.engine = engine
         self.finisher = finisher
         self.pool = pool
+        self.committer = committer
         self.hooks = hooks
         self.metrics = metrics
         self.notifier = notifier
@@ -91,7 +103,7 @@ public final class SpoolDaemon: Sendable {
 
     /// Rewrites `state/.daemon.json` once a second, on a thread of its own.
     private func startStatusWriter() {
-        let thread = Thread { [self] in
+        NamedThread.start("status") { [self] in
             while !statusStop.load(ordering: .relaxed) {
                 let snapshot = engine.snapshot
                 let status = LiveStatus(pid: getpid(), updatedAt: Date(), queued: snapshot.queued, deferred: snapshot.deferred,
@@ -107,8 +119,6 @@ public final class SpoolDaemon: Sendable {
             try? Syscall.unlinkIfPresent(LiveStatus.path(layout))
             statusStopped.signal()
         }
-        thread.name = "llmspool.status"
-        thread.start()
     }
 
     /// Stops intake, drains transfers for the grace period, writes every pending outcome.
@@ -117,6 +127,7 @@ public final class SpoolDaemon: Sendable {
         watcher.stop()
         engine.shutdown()
         pool.finish()
+        committer.finish()
         hooks.finish()
         leases?.stopKeeper()
         statusStop.store(true, ordering: .relaxed)

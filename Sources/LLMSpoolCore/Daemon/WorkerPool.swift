@@ -33,9 +33,7 @@ public final class WorkerPool: Sendable {
     public init(name: String, threads: Int) {
         threadCount = threads
         for index in 0..<threads {
-            let thread = Thread { [self] in work() }
-            thread.name = "\(name).\(index)"
-            thread.start()
+            NamedThread.start("\(name).\(index)") { [self] in work() }
         }
     }
 

@@ -9,6 +9,13 @@ public struct SSEParser: Sendable {
         case comment
     }
 
+    /// An event as the parser holds it: the payload is valid only during the callback.
+    /// What the event loop uses, so that no String is made per event.
+    public enum RawEvent {
+        case data(UnsafeRawBufferPointer)
+        case comment
+    }
+
     private var line: [UInt8] = []
     private var data: [UInt8] = []
     private var hasData = false
@@ -26,9 +33,20 @@ public struct SSEParser: Sendable {
         }
     }
 
+    public mutating func feed(_ bytes: UnsafeRawBufferPointer, _ emit: (Event) -> Void) {
+        feedRaw(bytes) { emit(Self.event($0)) }
+    }
+
+    static func event(_ raw: RawEvent) -> Event {
+        switch raw {
+        case .data(let payload): .data(String(decoding: payload, as: UTF8.self))
+        case .comment: .comment
+        }
+    }
+
     /// Scans for line ends and copies whole runs between them: big answers are not
     /// handled byte by byte.
-    public mutating func feed(_ bytes: UnsafeRawBufferPointer, _ emit: (Event) -> Void) {
+    public mutating func feedRaw(_ bytes: UnsafeRawBufferPointer, _ emit: (RawEvent) -> Void) {
         var start = 0
         let count = bytes.count
         while start < count {
@@ -56,11 +74,15 @@ public struct SSEParser: Sendable {
     /// Ends the stream. An event that was not closed by a blank line is still delivered:
     /// some servers end with `data: [DONE]` and no blank line.
     public mutating func finish(_ emit: (Event) -> Void) {
+        finishRaw { emit(Self.event($0)) }
+    }
+
+    public mutating func finishRaw(_ emit: (RawEvent) -> Void) {
         if !line.isEmpty { endLine(emit) }
         dispatch(emit)
     }
 
-    private mutating func endLine(_ emit: (Event) -> Void) {
+    private mutating func endLine(_ emit: (RawEvent) -> Void) {
         defer { line.removeAll(keepingCapacity: true) }
         if line.isEmpty {
             dispatch(emit)
@@ -79,9 +101,9 @@ public struct SSEParser: Sendable {
         hasData = true
     }
 
-    private mutating func dispatch(_ emit: (Event) -> Void) {
+    private mutating func dispatch(_ emit: (RawEvent) -> Void) {
         guard hasData else { return }
-        emit(.data(String(decoding: data, as: UTF8.self)))
+        data.withUnsafeBytes { emit(.data($0)) }
         data.removeAll(keepingCapacity: true)
         hasData = false
     }

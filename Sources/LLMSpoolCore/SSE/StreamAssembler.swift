@@ -2,8 +2,8 @@ import Foundation
 
 /// How a streamed answer ended.
 public enum StreamVerdict: Equatable, Sendable {
-    /// The stream finished; the bytes are the assembled `chat.completion` object.
-    case complete([UInt8])
+    /// The stream finished; the result is the `chat.completion` object.
+    case complete(AssembledCompletion)
     /// The server sent `{"error": ...}` inside the stream.
     case providerError(message: String, body: [UInt8])
     /// The stream stopped before `[DONE]` or a `finish_reason`.
@@ -12,90 +12,181 @@ public enum StreamVerdict: Equatable, Sendable {
     case malformed(String)
 }
 
+/// The assembled `chat.completion`, in three parts so that the first choice's text need
+/// not be held: the document is `head + content + tail`, where whatever of the text was
+/// taken with `StreamAssembler.takeContent()` sits between `head` and `content` (and
+/// `head` is then empty: whoever took the text wrote the head before it).
+public struct AssembledCompletion: Equatable, Sendable {
+    public var head: [UInt8]
+    public var content: [UInt8]
+    public var tail: [UInt8]
+    /// The numeric token counts of `usage`, if the stream carried it.
+    public var usage: [String: Int]?
+
+    public init(head: [UInt8], content: [UInt8], tail: [UInt8], usage: [String: Int]?) {
+        self.head = head
+        self.content = content
+        self.tail = tail
+        self.usage = usage
+    }
+
+    /// The whole document, when none of the text was taken.
+    public var document: [UInt8] { head + content + tail }
+}
+
 /// Folds `chat.completion.chunk` events into the `chat.completion` object that a
-/// non-streamed call would have returned. Pure: events in, verdict out.
+/// non-streamed call would have returned. Pure: events in, verdict out. Strings are kept
+/// as escaped by the server and copied into the result unchanged; the first choice's
+/// text, which is nearly all of a long answer, can be taken off in pieces as it grows.
 public struct StreamAssembler {
+    /// Everything before the first choice's text in the result.
+    public static let contentHead = Array(#"{"choices":[{"index":0,"message":{"content":""#.utf8)
+
     struct ToolCall {
-        var id: String?
-        var type: String?
-        var name: String?
-        var arguments = ""
+        var id: [UInt8]?
+        var type: [UInt8]?
+        var name: [UInt8]?
+        var arguments: [UInt8] = []
     }
 
     struct Choice {
-        var role: String?
-        var content: String?
-        var refusal: String?
+        var role: [UInt8]?
+        /// Escaped text, without quotes; nil until a `content` string arrives.
+        var content: [UInt8]?
+        var refusal: [UInt8]?
         var toolCalls: [Int: ToolCall] = [:]
-        var finishReason: String?
+        /// The raw JSON value.
+        var finishReason: [UInt8]?
     }
 
     public private(set) var sawDone = false
     public private(set) var eventCount = 0
     private var providerError: (message: String, body: [UInt8])?
     private var malformed: String?
-    private var id: Any?
-    private var model: Any?
-    private var created: Any?
-    private var systemFingerprint: Any?
-    private var usage: Any?
+    private var id: [UInt8]?
+    private var model: [UInt8]?
+    private var created: [UInt8]?
+    private var systemFingerprint: [UInt8]?
+    private var usage: [UInt8]?
     private var choices: [Int: Choice] = [:]
+    /// Bytes of the first choice's text handed out by `takeContent()`.
+    public private(set) var contentTaken = 0
 
     public init() {}
 
+    /// Escaped text of the first choice not yet taken.
+    public var heldContentCount: Int { choices[0]?.content?.count ?? 0 }
+
+    /// Hands out the first choice's text received so far, leaving none held. The first
+    /// call's bytes must be preceded by `contentHead` in the result.
+    public mutating func takeContent() -> [UInt8] {
+        guard let text = choices[0]?.content, !text.isEmpty else { return [] }
+        contentTaken += text.count
+        choices[0]!.content = []
+        return text
+    }
+
     public mutating func consume(_ event: SSEParser.Event) {
+        switch event {
+        case .comment:
+            consume(.comment as SSEParser.RawEvent)
+        case .data(let payload):
+            var text = payload
+            text.withUTF8 { consume(.data(UnsafeRawBufferPointer($0))) }
+        }
+    }
+
+    public mutating func consume(_ event: SSEParser.RawEvent) {
         guard case .data(let payload) = event else { return }
         guard !sawDone, providerError == nil, malformed == nil else { return }
         eventCount += 1
-        if payload.trimmingCharacters(in: .whitespaces) == "[DONE]" {
+        if Self.isDone(payload) {
             sawDone = true
             return
         }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any] else {
-            malformed = "event \(eventCount) is not a JSON object: \(payload.prefix(200))"
+        let object: RawJSON.Value
+        do {
+            object = try RawJSON.parse(payload)
+        } catch {
+            malformed = "event \(eventCount) is not JSON (\(error)): \(String(decoding: payload.prefix(200), as: UTF8.self))"
             return
         }
-        if let error = object["error"], !(error is NSNull) {
-            providerError = (ProviderError.message(in: object) ?? "the stream carried an error", Array(payload.utf8))
+        guard case .object = object else {
+            malformed = "event \(eventCount) is not a JSON object: \(String(decoding: payload.prefix(200), as: UTF8.self))"
             return
         }
-        if id == nil { id = object["id"] }
-        if model == nil { model = object["model"] }
-        if created == nil { created = object["created"] }
-        if systemFingerprint == nil { systemFingerprint = object["system_fingerprint"] }
-        if let value = object["usage"], !(value is NSNull) { usage = value }
-        for case let choice as [String: Any] in object["choices"] as? [Any] ?? [] {
-            merge(choice)
+        if let error = object["error"], !error.isNull {
+            let body = Array(payload)
+            providerError = (ProviderError.message(inBody: body) ?? "the stream carried an error", body)
+            return
         }
+        func raw(_ value: RawJSON.Value?) -> [UInt8]? {
+            guard let value, !value.isNull else { return nil }
+            return Array(payload[value.range])
+        }
+        if id == nil { id = raw(object["id"]) }
+        if model == nil { model = raw(object["model"]) }
+        if created == nil { created = raw(object["created"]) }
+        if systemFingerprint == nil { systemFingerprint = raw(object["system_fingerprint"]) }
+        if let value = raw(object["usage"]) { usage = value }
+        if case .array(let list, _)? = object["choices"] {
+            for choice in list { merge(choice, payload) }
+        }
+    }
+
+    static func isDone(_ payload: UnsafeRawBufferPointer) -> Bool {
+        guard payload.count < 64 else { return false }
+        let text = String(decoding: payload, as: UTF8.self)
+        return text.trimmingCharacters(in: .whitespaces) == "[DONE]"
+    }
+
+    static func integer(_ value: RawJSON.Value?, _ payload: UnsafeRawBufferPointer) -> Int? {
+        guard case .number(let range)? = value, range.count <= 18 else { return nil }
+        return Int(String(decoding: payload[range], as: UTF8.self))
+    }
+
+    static func escaped(_ value: RawJSON.Value?, _ payload: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        guard case .string(let range)? = value else { return nil }
+        return UnsafeRawBufferPointer(rebasing: payload[range])
     }
 
     /// Folds one choice's delta in. Every field is changed in place in the dictionary: a
     /// copied Choice would copy its text too, and a long answer would cost quadratic time.
-    private mutating func merge(_ chunk: [String: Any]) {
-        let index = (chunk["index"] as? Int) ?? 0
+    private mutating func merge(_ chunk: RawJSON.Value, _ payload: UnsafeRawBufferPointer) {
+        guard case .object = chunk else { return }
+        let index = Self.integer(chunk["index"], payload) ?? 0
         if choices[index] == nil { choices[index] = Choice() }
-        if let delta = chunk["delta"] as? [String: Any] {
-            if let role = delta["role"] as? String { choices[index]!.role = role }
-            if let text = delta["content"] as? String {
-                if choices[index]!.content == nil { choices[index]!.content = "" }
-                choices[index]!.content!.append(text)
+        if let delta = chunk["delta"] {
+            if let role = Self.escaped(delta["role"], payload) { choices[index]!.role = Array(role) }
+            if let text = Self.escaped(delta["content"], payload) {
+                if choices[index]!.content == nil { choices[index]!.content = [] }
+                choices[index]!.content!.append(contentsOf: text)
             }
-            if let text = delta["refusal"] as? String {
-                if choices[index]!.refusal == nil { choices[index]!.refusal = "" }
-                choices[index]!.refusal!.append(text)
+            if let text = Self.escaped(delta["refusal"], payload) {
+                if choices[index]!.refusal == nil { choices[index]!.refusal = [] }
+                choices[index]!.refusal!.append(contentsOf: text)
             }
-            for case let call as [String: Any] in delta["tool_calls"] as? [Any] ?? [] {
-                let callIndex = (call["index"] as? Int) ?? 0
-                if choices[index]!.toolCalls[callIndex] == nil { choices[index]!.toolCalls[callIndex] = ToolCall() }
-                if let value = call["id"] as? String { choices[index]!.toolCalls[callIndex]!.id = value }
-                if let value = call["type"] as? String { choices[index]!.toolCalls[callIndex]!.type = value }
-                if let function = call["function"] as? [String: Any] {
-                    if let value = function["name"] as? String { choices[index]!.toolCalls[callIndex]!.name = (choices[index]!.toolCalls[callIndex]!.name ?? "") + value }
-                    if let value = function["arguments"] as? String { choices[index]!.toolCalls[callIndex]!.arguments.append(value) }
+            if case .array(let calls, _)? = delta["tool_calls"] {
+                for call in calls {
+                    guard case .object = call else { continue }
+                    let callIndex = Self.integer(call["index"], payload) ?? 0
+                    if choices[index]!.toolCalls[callIndex] == nil { choices[index]!.toolCalls[callIndex] = ToolCall() }
+                    if let value = Self.escaped(call["id"], payload) { choices[index]!.toolCalls[callIndex]!.id = Array(value) }
+                    if let value = Self.escaped(call["type"], payload) { choices[index]!.toolCalls[callIndex]!.type = Array(value) }
+                    if let function = call["function"] {
+                        if let value = Self.escaped(function["name"], payload) {
+                            choices[index]!.toolCalls[callIndex]!.name = (choices[index]!.toolCalls[callIndex]!.name ?? []) + value
+                        }
+                        if let value = Self.escaped(function["arguments"], payload) {
+                            choices[index]!.toolCalls[callIndex]!.arguments.append(contentsOf: value)
+                        }
+                    }
                 }
             }
         }
-        if let reason = chunk["finish_reason"] as? String { choices[index]!.finishReason = reason }
+        if case .string(let range)? = chunk["finish_reason"] {
+            choices[index]!.finishReason = Array(payload[(range.lowerBound - 1)..<(range.upperBound + 1)])
+        }
     }
 
     /// The verdict once the stream has ended.
@@ -109,33 +200,80 @@ public struct StreamAssembler {
         return .complete(assembled())
     }
 
-    private func assembled() -> [UInt8] {
-        var object: [String: Any] = [
-            "id": id ?? NSNull(),
-            "object": "chat.completion",
-            "created": created ?? NSNull(),
-            "model": model ?? NSNull(),
-        ]
-        if let systemFingerprint { object["system_fingerprint"] = systemFingerprint }
-        if let usage { object["usage"] = usage }
-        object["choices"] = choices.keys.sorted().map { index -> [String: Any] in
-            let choice = choices[index]!
-            var message: [String: Any] = ["role": choice.role ?? "assistant", "content": (choice.content as Any?) ?? NSNull()]
-            if let refusal = choice.refusal { message["refusal"] = refusal }
-            if !choice.toolCalls.isEmpty {
-                message["tool_calls"] = choice.toolCalls.keys.sorted().map { key -> [String: Any] in
-                    let call = choice.toolCalls[key]!
-                    return [
-                        "id": (call.id as Any?) ?? NSNull(),
-                        "type": call.type ?? "function",
-                        "function": ["name": (call.name as Any?) ?? NSNull(), "arguments": call.arguments] as [String: Any],
-                    ]
-                }
-            }
-            return ["index": index, "message": message, "finish_reason": (choice.finishReason as Any?) ?? NSNull()]
+    private func assembled() -> AssembledCompletion {
+        var result = AssembledCompletion(head: [], content: [], tail: [], usage: usage.flatMap(Self.usageCounts))
+        let first = choices[0]
+        // The first choice's text sits between head and tail, streamed or held.
+        let streamed = first?.content != nil
+        if streamed {
+            result.head = contentTaken > 0 ? [] : Self.contentHead
+            result.content = first!.content!
         }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return Array(data)
+        var tail: [UInt8] = []
+        func string(_ escaped: [UInt8]) { tail.append(0x22); tail += escaped; tail.append(0x22) }
+        func member(_ name: String, _ raw: [UInt8]?, null: Bool = true) {
+            guard raw != nil || null else { return }
+            tail += Array(",\"\(name)\":".utf8)
+            tail += raw ?? Array("null".utf8)
+        }
+        func rest(of choice: Choice, index: Int) {
+            tail += Array(",\"role\":".utf8)
+            string(choice.role ?? Array("assistant".utf8))
+            if let refusal = choice.refusal {
+                tail += Array(",\"refusal\":".utf8)
+                string(refusal)
+            }
+            if !choice.toolCalls.isEmpty {
+                tail += Array(",\"tool_calls\":[".utf8)
+                for (position, key) in choice.toolCalls.keys.sorted().enumerated() {
+                    let call = choice.toolCalls[key]!
+                    if position > 0 { tail.append(UInt8(ascii: ",")) }
+                    tail += Array("{\"id\":".utf8)
+                    if let id = call.id { string(id) } else { tail += Array("null".utf8) }
+                    tail += Array(",\"type\":".utf8)
+                    string(call.type ?? Array("function".utf8))
+                    tail += Array(",\"function\":{\"name\":".utf8)
+                    if let name = call.name { string(name) } else { tail += Array("null".utf8) }
+                    tail += Array(",\"arguments\":".utf8)
+                    string(call.arguments)
+                    tail += Array("}}".utf8)
+                }
+                tail.append(UInt8(ascii: "]"))
+            }
+            tail.append(UInt8(ascii: "}"))
+            member("finish_reason", choice.finishReason)
+            tail.append(UInt8(ascii: "}"))
+        }
+        var ordered = choices.keys.sorted()
+        if streamed {
+            tail.append(0x22)
+            rest(of: first!, index: 0)
+            ordered.removeAll { $0 == 0 }
+        } else {
+            tail += Array("{\"choices\":[".utf8)
+        }
+        for (position, index) in ordered.enumerated() {
+            let choice = choices[index]!
+            if streamed || position > 0 { tail.append(UInt8(ascii: ",")) }
+            tail += Array("{\"index\":\(index),\"message\":{\"content\":".utf8)
+            if let content = choice.content { string(content) } else { tail += Array("null".utf8) }
+            rest(of: choice, index: index)
+        }
+        tail.append(UInt8(ascii: "]"))
+        member("created", created)
+        member("id", id)
+        member("model", model)
+        tail += Array(#","object":"chat.completion""#.utf8)
+        member("system_fingerprint", systemFingerprint, null: false)
+        member("usage", usage, null: false)
+        tail.append(UInt8(ascii: "}"))
+        result.tail = tail
+        return result
+    }
+
+    static func usageCounts(_ raw: [UInt8]) -> [String: Int]? {
+        guard let object = JSONObject.parse(raw) else { return nil }
+        return AttemptJudge.usage(["usage": object])
     }
 }
 

@@ -134,7 +134,7 @@ public final class LeaseManager: Sendable {
     /// Renews every held lease a few times per lease period; calls `lost` for a lease that
     /// someone else holds now.
     public func startKeeper(lost: @escaping @Sendable (String) -> Void) {
-        let thread = Thread { [self] in
+        NamedThread.start("leases") { [self] in
             while !stopRequested.load(ordering: .relaxed) {
                 let interval = seconds / 3
                 var slept = 0.0
@@ -155,8 +155,6 @@ public final class LeaseManager: Sendable {
             }
             stopped.signal()
         }
-        thread.name = "llmspool.leases"
-        thread.start()
     }
 
     public func stopKeeper() {

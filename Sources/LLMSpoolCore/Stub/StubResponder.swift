@@ -96,9 +96,13 @@ public struct StubResponder: Sendable {
             let text = String(repeating: "abcdefghijklmnop", count: 1024)
             let chunk = event([["index": 0, "delta": ["content": text], "finish_reason": NSNull()]])
             pieces.append(Piece(bytes: chunk, delayMs: 0, repeats: max(1, directives.bulkBytes / chunk.count)))
-            pieces.append(Piece(bytes: event([["index": 0, "delta": [String: Any](), "finish_reason": "stop"]]), delayMs: 0))
-            pieces.append(Piece(bytes: Array("data: [DONE]\n\n".utf8), delayMs: 0))
-            return Response(status: 200, headers: [("Content-Type", "text/event-stream")], latencyMs: latency, pieces: pieces)
+            // A cut fault sends all the text, then drops the connection before the end.
+            let cut = fault?.cutAfter != nil
+            if !cut {
+                pieces.append(Piece(bytes: event([["index": 0, "delta": [String: Any](), "finish_reason": "stop"]]), delayMs: 0))
+                pieces.append(Piece(bytes: Array("data: [DONE]\n\n".utf8), delayMs: 0))
+            }
+            return Response(status: 200, headers: [("Content-Type", "text/event-stream")], latencyMs: latency, pieces: pieces, abortAtEnd: cut)
         }
         if let fault, fault.stallMs > 0 {
             for _ in 0..<max(1, fault.stallMs / fault.keepaliveMs) {

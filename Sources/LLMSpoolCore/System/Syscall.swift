@@ -1,3 +1,4 @@
+import CSystem
 import Glibc
 
 /// The one wrapper for system calls: EINTR is retried, every failure throws a
@@ -43,6 +44,12 @@ public enum Syscall {
 
     public static func fsync(_ fd: Int32, path: String? = nil) throws {
         _ = try retrying("fsync", path) { Glibc.fsync(fd) }
+    }
+
+    /// Starts writing a file's dirty pages to disk without waiting for them: the fsync
+    /// that follows has less to do. Advisory, so a failure is ignored.
+    public static func startWriteback(_ fd: Int32) {
+        _ = llms_start_writeback(fd)
     }
 
     public static func rename(_ from: String, _ to: String) throws {

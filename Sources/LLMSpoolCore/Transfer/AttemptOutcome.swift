@@ -1,5 +1,19 @@
 import Foundation
 
+/// What the event loop made of a streamed answer while it arrived.
+public struct StreamResult: Sendable {
+    public var verdict: StreamVerdict
+    /// The result's temporary holding the text so far, or -1 when all of it is in the verdict.
+    public var spillFD: Int32
+    public var spillPath: String
+
+    public init(verdict: StreamVerdict, spillFD: Int32 = -1, spillPath: String = "") {
+        self.verdict = verdict
+        self.spillFD = spillFD
+        self.spillPath = spillPath
+    }
+}
+
 /// Everything one HTTP attempt produced, handed from the event loop to the finisher.
 /// The `.partial` descriptor travels with it: the finisher fsyncs and closes it.
 public struct AttemptOutcome: Sendable {
@@ -32,9 +46,13 @@ public struct AttemptOutcome: Sendable {
     public let endedAt: Date
     public let endpointIndex: Int
     public let endpointName: String
+    /// Set for a streamed request; its descriptor travels like the `.partial`'s.
+    public let stream: StreamResult?
 
     public init(task: TaskDescriptor, ending: Ending, partialFD: Int32, headers: [String: String] = [:], bytesSent: Int64 = 0,
-                bytesReceived: Int64 = 0, startedAt: Date, endedAt: Date, endpointIndex: Int, endpointName: String) {
+                bytesReceived: Int64 = 0, startedAt: Date, endedAt: Date, endpointIndex: Int, endpointName: String,
+                stream: StreamResult? = nil) {
+        self.stream = stream
         self.task = task
         self.ending = ending
         self.partialFD = partialFD

@@ -42,9 +42,27 @@ final class Transfer {
     let responseLimit: Int64
     var readError: SystemError?
     private var sse: SSEParser?
+    /// A stream's result, assembled as the events arrive.
+    private var assembler: StreamAssembler?
+    /// Where the first choice's text goes once it outgrows `spillThreshold`: the hidden
+    /// temporary of the result, so that a long answer is never held in memory.
+    let spillPath: String
+    let fileMode: mode_t
+    private(set) var spillFD: Int32 = -1
+    private var unflushedSpillBytes = 0
+
+    /// Text held in memory before it goes to the result's temporary: most answers stay
+    /// below it and cost no extra descriptor.
+    static let spillThreshold = 64 * 1024
+    /// Writeback of the result is started every so many bytes, so that the final fsync
+    /// of a long answer finds little left to write.
+    static let writebackInterval = 8 << 20
 
     init(task: TaskDescriptor, endpointIndex: Int, endpointName: String, handle: UnsafeMutableRawPointer, body: Body,
-         partialFD: Int32, partialPath: String, responseLimit: Int64, now: Double) {
+         partialFD: Int32, partialPath: String, spillPath: String, fileMode: mode_t,
+         responseLimit: Int64, now: Double) {
+        self.spillPath = spillPath
+        self.fileMode = fileMode
         self.responseLimit = responseLimit
         self.task = task
         self.endpointIndex = endpointIndex
@@ -54,7 +72,10 @@ final class Transfer {
         self.partialFD = partialFD
         self.partialPath = partialPath
         self.clock = AttemptClock(startedAt: now)
-        if task.summary.stream { sse = SSEParser() }
+        if task.summary.stream {
+            sse = SSEParser()
+            assembler = StreamAssembler()
+        }
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
     }
 
@@ -141,15 +162,62 @@ final class Transfer {
             clock.contentArrived(at: now)
         } else {
             var dataEvents = 0
-            sse!.feed(bytes) { event in
+            sse!.feedRaw(bytes) { event in
                 if case .data = event { dataEvents += 1 }
+                assembler!.consume(event)
             }
             if dataEvents > 0 {
                 events += dataEvents
                 clock.contentArrived(at: now)
             }
+            if assembler!.heldContentCount >= Transfer.spillThreshold {
+                do {
+                    try spill()
+                } catch let error as SystemError {
+                    diskError = error
+                    return 0
+                } catch {
+                    return 0
+                }
+            }
         }
         return count
+    }
+
+    /// Moves the text held so far to the result's temporary.
+    private func spill() throws {
+        if spillFD < 0 {
+            // A new file, never an old one truncated: as for the `.partial`.
+            try Syscall.unlinkIfPresent(spillPath)
+            spillFD = try Syscall.open(spillPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: fileMode)
+            try Syscall.writeAll(spillFD, StreamAssembler.contentHead, path: spillPath)
+        }
+        let text = assembler!.takeContent()
+        try Syscall.writeAll(spillFD, text, path: spillPath)
+        unflushedSpillBytes += text.count
+        if unflushedSpillBytes >= Transfer.writebackInterval {
+            unflushedSpillBytes = 0
+            Syscall.startWriteback(spillFD)
+        }
+    }
+
+    /// Ends the event stream (an event not closed by a blank line still counts) and hands
+    /// over the verdict and the result's temporary, if the text went there.
+    func finishStream() -> StreamResult? {
+        guard sse != nil, assembler != nil else { return nil }
+        sse!.finishRaw { assembler!.consume($0) }
+        let result = StreamResult(verdict: assembler!.verdict(), spillFD: spillFD, spillPath: spillPath)
+        spillFD = -1
+        assembler = nil
+        return result
+    }
+
+    /// Closes and removes the result's temporary of an attempt that will not be finished.
+    func discardSpill() {
+        guard spillFD >= 0 else { return }
+        Syscall.close(spillFD)
+        spillFD = -1
+        try? Syscall.unlinkIfPresent(spillPath)
     }
 
     func receiveHeader(_ buffer: UnsafeMutablePointer<CChar>, count: Int) -> Int {

@@ -164,9 +164,7 @@ public final class TransferEngine: @unchecked Sendable {
     }
 
     public func start() {
-        let thread = Thread { [self] in run() }
-        thread.name = "llmspool.transfer"
-        thread.start()
+        NamedThread.start("transfer") { [self] in run() }
     }
 
     /// Stops taking new work, lets transfers in flight finish for the grace period, stops
@@ -372,7 +370,9 @@ public final class TransferEngine: @unchecked Sendable {
             return
         }
         let transfer = Transfer(task: task, endpointIndex: endpointIndex, endpointName: endpoint.name, handle: handle, body: body,
-                                partialFD: partialFD, partialPath: partialPath, responseLimit: settings.maxResponseBytes,
+                                partialFD: partialFD, partialPath: partialPath,
+                                spillPath: SpoolLayout.temporary(for: layout.result(task.id)), fileMode: settings.fileMode,
+                                responseLimit: settings.maxResponseBytes,
                                 now: TransferEngine.monotonic())
         configure(transfer, endpoint: endpoint)
         transfers[handle] = transfer
@@ -469,6 +469,7 @@ public final class TransferEngine: @unchecked Sendable {
         transfer.closeBody()
         transfers[handle] = nil
         transfersByID[transfer.task.id] = nil
+        let stream = transfer.finishStream()
         let now = Date()
         let ended = TransferEngine.monotonic()
         metrics.attempt(sent: transfer.bytesSent, received: transfer.bytesReceived,
@@ -479,7 +480,8 @@ public final class TransferEngine: @unchecked Sendable {
         delegate.attemptEnded(AttemptOutcome(
             task: transfer.task, ending: ending, partialFD: transfer.partialFD, headers: transfer.headers,
             bytesSent: transfer.bytesSent, bytesReceived: transfer.bytesReceived,
-            startedAt: transfer.startedAt, endedAt: now, endpointIndex: transfer.endpointIndex, endpointName: transfer.endpointName))
+            startedAt: transfer.startedAt, endedAt: now, endpointIndex: transfer.endpointIndex, endpointName: transfer.endpointName,
+            stream: stream))
     }
 
     /// At the end of the grace period: stop what is still running. Requests stay in
@@ -491,6 +493,7 @@ public final class TransferEngine: @unchecked Sendable {
             curl_easy_cleanup(handle)
             curl_slist_free_all(transfer.headerList)
             transfer.closeBody()
+            transfer.discardSpill()
             Syscall.close(transfer.partialFD)
             try? Syscall.unlinkIfPresent(transfer.partialPath)
             leases?.release(transfer.task.id)

@@ -90,9 +90,7 @@ public final class Watcher: @unchecked Sendable {
 
     /// Starts the thread; returns once the watch is in place (or throws why it is not).
     public func start() throws {
-        let thread = Thread { [self] in run() }
-        thread.name = "llmspool.watcher"
-        thread.start()
+        NamedThread.start("watcher") { [self] in run() }
         ready.wait()
         if let message = startError.withLock({ $0 }) {
             stopped.wait()
