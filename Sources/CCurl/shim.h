@@ -18,6 +18,12 @@ static inline CURLcode llms_easy_getinfo_pointer(CURL *h, CURLINFO i, void **v) 
 static inline CURLcode llms_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
 
 static inline CURLMcode llms_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+static inline CURLMcode llms_multi_setopt_pointer(CURLM *m, CURLMoption o, void *v) { return curl_multi_setopt(m, o, v); }
+static inline CURLMcode llms_multi_setopt_socket_callback(CURLM *m, curl_socket_callback v) { return curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, v); }
+static inline CURLMcode llms_multi_setopt_timer_callback(CURLM *m, curl_multi_timer_callback v) { return curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, v); }
+
+// CURL_SOCKET_TIMEOUT is a macro of a macro; Swift does not see it.
+static const curl_socket_t llms_curl_socket_timeout = CURL_SOCKET_TIMEOUT;
 
 // CURLMsg.data is a union; Swift reads it awkwardly.
 static inline CURLcode llms_curlmsg_result(const CURLMsg *msg) { return msg->data.result; }

@@ -3,6 +3,8 @@
 // libc calls that Swift's Glibc module does not export. statfs is both a struct and a
 // function in C, which Swift cannot tell apart: this wrapper returns the type alone.
 #include <errno.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
@@ -20,6 +22,36 @@ static inline long llms_filesystem_type(const char *path) {
 static inline int llms_start_writeback(int fd) {
     return (int)syscall(SYS_sync_file_range, fd, 0L, 0L, 2U);
 }
+
+/// epoll_event is packed on x86-64, which Swift does not import faithfully: these
+/// wrappers take and give plain descriptors and event masks.
+static const unsigned int llms_epoll_in = EPOLLIN;
+static const unsigned int llms_epoll_out = EPOLLOUT;
+static const unsigned int llms_epoll_err = EPOLLERR;
+static const unsigned int llms_epoll_hup = EPOLLHUP;
+
+static inline int llms_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+static inline int llms_epoll_control(int epfd, int op, int fd, unsigned int events) {
+    struct epoll_event event = {0};
+    event.events = events;
+    event.data.fd = fd;
+    return epoll_ctl(epfd, op, fd, &event);
+}
+
+/// epoll_wait into two parallel arrays of at most 256 entries.
+static inline int llms_epoll_wait(int epfd, int *fds, unsigned int *events, int capacity, int timeout_ms) {
+    struct epoll_event list[256];
+    if (capacity > 256) capacity = 256;
+    int count = epoll_wait(epfd, list, capacity, timeout_ms);
+    for (int i = 0; i < count; i++) {
+        fds[i] = list[i].data.fd;
+        events[i] = list[i].events;
+    }
+    return count;
+}
+
+static inline int llms_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 
 /// Names the calling thread for the kernel (prctl is variadic, which Swift cannot call).
 static inline int llms_set_thread_name(const char *name) {

@@ -17,3 +17,25 @@ enum JSONObject {
         return Array(data) + [0x0A]
     }
 }
+
+/// JSON text written by hand where Foundation's encoder is too slow for how often it runs.
+enum JSONText {
+    /// Appends `value` as a JSON string, quotes included.
+    static func appendQuoted(_ value: String, to text: inout String) {
+        text += "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": text += "\\\""
+            case "\\": text += "\\\\"
+            case "\n": text += "\\n"
+            case "\r": text += "\\r"
+            case "\t": text += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: text.unicodeScalars.append(scalar)
+            }
+        }
+        text += "\""
+    }
+}

@@ -4,13 +4,14 @@ import Glibc
 import Synchronization
 
 /// The event loop: one thread owns the libcurl multi handle, every transfer attached to it
-/// and the `Scheduler`. Other threads talk to it only through `post`, which queues a
-/// message and wakes the loop with `curl_multi_wakeup`.
+/// and the `Scheduler`. libcurl is driven with `curl_multi_socket_action` over an epoll
+/// set, so a wake-up costs the ready connections only, not all of them. Other threads
+/// talk to the loop only through `post`, which queues a message and writes the eventfd.
 public final class TransferEngine: @unchecked Sendable {
     // @unchecked Sendable holds because every stored `var` below is read and written only
     // on the loop's thread; the only state shared with other threads is `inbox` and
-    // `snapshotBox` (Mutexes) and `multi`, whose `curl_multi_wakeup` libcurl documents as
-    // callable from any thread.
+    // `snapshotBox` (Mutexes), `wakeRequested` (atomic) and `poll.wake()`, a write to an
+    // eventfd, which any thread may do.
 
     /// Settings the engine needs for each attempt.
     public struct Settings: Sendable {
@@ -92,6 +93,13 @@ public final class TransferEngine: @unchecked Sendable {
     private static let idleSweepSeconds = 0.25
 
     private let multi: UnsafeMutableRawPointer
+    private let poll: EventPoll
+    /// Set by the first message since the loop last looked: later ones need not write the eventfd.
+    private let wakeRequested = Atomic<Bool>(false)
+    /// The sockets libcurl asked us to watch.
+    private var watchedSockets: Set<Int32> = []
+    /// When libcurl wants `curl_multi_socket_action` called for its timeouts (monotonic).
+    private var curlTimerDeadline: Double?
     private let inbox = Mutex<[Message]>([])
     private let snapshotBox = Mutex(Snapshot())
     private let finished = DispatchSemaphore(value: 0)
@@ -116,6 +124,12 @@ public final class TransferEngine: @unchecked Sendable {
                 delegate: Delegate, logger: Logger) throws {
         guard let multi = curl_multi_init() else { throw ConfigError("libcurl could not create a multi handle") }
         self.multi = multi
+        do {
+            self.poll = try EventPoll()
+        } catch {
+            curl_multi_cleanup(multi)
+            throw error
+        }
         self.layout = layout
         self.endpoints = endpoints
         self.settings = settings
@@ -127,6 +141,37 @@ public final class TransferEngine: @unchecked Sendable {
                                    gates: TransferEngine.gates(endpoints, settings, active: [:], now: Date().timeIntervalSince1970))
         // Our scheduler limits concurrency; libcurl's cache keeps that many connections warm.
         _ = llms_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, settings.concurrency)
+        // The engine outlives the multi handle's use (cleaned up in deinit): unretained is enough.
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        _ = llms_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, me)
+        _ = llms_multi_setopt_socket_callback(multi) { _, socket, what, context, _ in
+            Unmanaged<TransferEngine>.fromOpaque(context!).takeUnretainedValue().socketChanged(socket, what: what)
+            return 0
+        }
+        _ = llms_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, me)
+        _ = llms_multi_setopt_timer_callback(multi) { _, milliseconds, context in
+            let engine = Unmanaged<TransferEngine>.fromOpaque(context!).takeUnretainedValue()
+            engine.curlTimerDeadline = milliseconds < 0 ? nil : TransferEngine.monotonic() + Double(milliseconds) / 1000
+            return 0
+        }
+    }
+
+    /// libcurl says what a connection's socket must be watched for (on the loop's thread,
+    /// from inside `curl_multi_socket_action` or `curl_multi_remove_handle`).
+    private func socketChanged(_ socket: Int32, what: Int32) {
+        if what == CURL_POLL_REMOVE {
+            poll.forget(socket)
+            watchedSockets.remove(socket)
+            return
+        }
+        do {
+            try poll.watch(socket, readable: what & CURL_POLL_IN != 0, writable: what & CURL_POLL_OUT != 0,
+                           known: watchedSockets.contains(socket))
+            watchedSockets.insert(socket)
+        } catch {
+            // The transfer on it then ends by its timers.
+            logger.error("cannot watch a connection's socket", ["reason": "\(error)"])
+        }
     }
 
     deinit {
@@ -160,7 +205,7 @@ public final class TransferEngine: @unchecked Sendable {
 
     private func enqueue(_ message: Message) {
         inbox.withLock { $0.append(message) }
-        curl_multi_wakeup(multi)
+        if !wakeRequested.exchange(true, ordering: .acquiringAndReleasing) { poll.wake() }
     }
 
     public func start() {
@@ -182,6 +227,8 @@ public final class TransferEngine: @unchecked Sendable {
     private func run() {
         var pending: [Message] = []
         while true {
+            // Cleared before the inbox is read: a message queued after this writes the eventfd.
+            wakeRequested.store(false, ordering: .sequentiallyConsistent)
             inbox.withLock { swap(&pending, &$0) }
             for message in pending { handle(message) }
             pending.removeAll(keepingCapacity: true)
@@ -199,19 +246,32 @@ public final class TransferEngine: @unchecked Sendable {
             }
             metrics.engineAlive()
             var running: Int32 = 0
-            curl_multi_perform(multi, &running)
+            if let deadline = curlTimerDeadline, TransferEngine.monotonic() >= deadline {
+                curlTimerDeadline = nil
+                curl_multi_socket_action(multi, llms_curl_socket_timeout, 0, &running)
+            }
             collectCompleted()
             sweepIdle()
             publishSnapshot()
-            curl_multi_poll(multi, nil, 0, pollTimeoutMilliseconds(), nil)
+            _ = poll.wait(timeoutMilliseconds: pollTimeoutMilliseconds()) { ready in
+                var mask: Int32 = 0
+                if ready.readable { mask |= CURL_CSELECT_IN }
+                if ready.writable { mask |= CURL_CSELECT_OUT }
+                if ready.failed { mask |= CURL_CSELECT_ERR }
+                curl_multi_socket_action(multi, ready.fd, mask, &running)
+            }
+            collectCompleted()
         }
         publishSnapshot()
         finished.signal()
     }
 
-    /// Sleep no longer than until the next retry is due, or the next idle sweep.
+    /// Sleep no longer than until libcurl's next timeout, the next retry, or the next idle sweep.
     private func pollTimeoutMilliseconds() -> Int32 {
         var timeout = 1000.0
+        if let deadline = curlTimerDeadline {
+            timeout = min(timeout, max(0, ((deadline - TransferEngine.monotonic()) * 1000).rounded(.up)))
+        }
         if let wake = scheduler.nextWake {
             timeout = min(timeout, max(0, (wake - Date().timeIntervalSince1970) * 1000) + 1)
         }
