@@ -65,6 +65,43 @@ import Testing
         #expect(harness.files(in: harness.layout.incoming).filter { $0.hasPrefix(".") || $0.hasSuffix(".partial") }.isEmpty)
     }
 
+    /// Under a low open-files limit, transfers past the descriptor budget write their
+    /// `.partial` by name instead of holding it open; every answer is still exact.
+    @Test func pastTheDescriptorBudgetPartialsAreWrittenByName() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let limit = 128  // a budget of 32 open partials
+        try harness.startDaemon(config: ["concurrency": 60], openFilesLimit: limit)
+        let pid = try #require(harness.daemon?.processIdentifier)
+        var prompts: [String: (String, Bool, Int)] = [:]
+        for index in 0..<60 {
+            let streamed = index % 3 != 0
+            let prompt = "budget \(index)"
+            let stub: [String: Any] = streamed ? ["tokens": 10, "token_delay_ms": 150] : ["tokens": 5, "latency_ms": 1500]
+            prompts["b\(index)"] = (prompt, streamed, streamed ? 10 : 5)
+            try harness.drop("b\(index)", Harness.request(prompt, stream: streamed, stub: stub))
+        }
+        var mostOpen = 0
+        var sawInFlight = 0
+        let deadline = Date().addingTimeInterval(60)
+        while harness.files(in: harness.layout.incoming).filter({ $0.hasSuffix(".json") && !$0.hasPrefix(".") }).count < 60 && Date() < deadline {
+            let open = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).filter {
+                ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) ?? "").hasSuffix(".partial")
+            }.count
+            mostOpen = max(mostOpen, open)
+            sawInFlight = max(sawInFlight, harness.files(in: harness.layout.incoming).filter { $0.hasSuffix(".partial") }.count)
+            usleep(20_000)
+        }
+        #expect(sawInFlight > limit / 4, "more transfers were in flight than the budget")
+        #expect(mostOpen <= limit / 4, "no more partials held open than the budget")
+        for (id, (prompt, streamed, tokens)) in prompts {
+            let result = try harness.json(harness.layout.result(id))
+            #expect(Harness.content(of: result) == StubAnswer.content(prompt: prompt, tokens: tokens), "\(id) streamed \(streamed)")
+        }
+        #expect(harness.files(in: harness.layout.failed).isEmpty)
+    }
+
     @Test func aStallWithKeepAlivesIsEndedByTheIdleTimerAndRetried() throws {
         let harness = try Harness()
         defer { harness.stop() }

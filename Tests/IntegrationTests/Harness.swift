@@ -21,7 +21,7 @@ final class Harness: @unchecked Sendable {
     let layout: SpoolLayout
     private(set) var stubURL = ""
     private var stub: Process?
-    private var daemon: Process?
+    private(set) var daemon: Process?
     private(set) var daemonLog: String
 
     private var mounted: String?
@@ -133,11 +133,13 @@ final class Harness: @unchecked Sendable {
 
     /// Starts `llmspool run` against the stub, with a key in its environment that must
     /// never reach a file. Its log is appended to `daemonLog` across restarts.
+    /// `openFilesLimit` starts the daemon under that open-files limit (soft and hard).
     func startDaemon(config: [String: Any] = [:], arguments: [String] = [], environment extra: [String: String] = [:],
-                     waitUntilWatching: Bool = true) throws {
+                     waitUntilWatching: Bool = true, openFilesLimit: Int? = nil) throws {
         try writeConfig(config)
         let watchingBefore = watchingLines
-        daemon = try Harness.spawnDaemon(["run", "--config", configPath] + arguments, log: daemonLog, environment: extra)
+        daemon = try Harness.spawnDaemon(["run", "--config", configPath] + arguments, log: daemonLog, environment: extra,
+                                         openFilesLimit: openFilesLimit)
         if waitUntilWatching {
             try waitUntil("the daemon is watching", timeout: 20) {
                 self.watchingLines > watchingBefore
@@ -171,10 +173,16 @@ final class Harness: @unchecked Sendable {
 
     /// Starts `llmspool` in the background with the test key in its environment, its stderr
     /// appended to `log`.
-    static func spawnDaemon(_ arguments: [String], log: String, environment extra: [String: String]) throws -> Process {
+    static func spawnDaemon(_ arguments: [String], log: String, environment extra: [String: String], openFilesLimit: Int? = nil) throws -> Process {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Harness.binary)
-        process.arguments = arguments
+        if let openFilesLimit {
+            // The shell lowers the limit and execs the daemon, which keeps its pid.
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "ulimit -n \(openFilesLimit) && exec \"$0\" \"$@\"", Harness.binary] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: Harness.binary)
+            process.arguments = arguments
+        }
         var environment = ProcessInfo.processInfo.environment
         environment["OPENAI_API_KEY"] = Harness.secret
         environment.removeValue(forKey: "OPENAI_BASE_URL")

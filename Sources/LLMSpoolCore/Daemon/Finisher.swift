@@ -254,7 +254,7 @@ public final class Finisher: Sendable {
         let partial = layout.partial(id)
         var source = partial
         if let assembled {
-            Syscall.close(outcome.partialFD)
+            closePartial(outcome.partialFD)
             source = SpoolLayout.temporary(for: layout.result(id))
             var fd = outcome.stream?.spillFD ?? -1
             defer { if fd >= 0 { Syscall.close(fd) } }
@@ -268,8 +268,10 @@ public final class Finisher: Sendable {
             try Syscall.fsync(fd, path: source)
         } else {
             if let spill = outcome.stream?.spillFD, spill >= 0 { Syscall.close(spill) }
-            try Syscall.fsync(outcome.partialFD, path: partial)
-            Syscall.close(outcome.partialFD)
+            // A transfer short of descriptors wrote the `.partial` by name; it is opened again to be fsynced.
+            let fd = outcome.partialFD >= 0 ? outcome.partialFD : try Syscall.open(partial, O_RDONLY | O_NOFOLLOW)
+            defer { Syscall.close(fd) }
+            try Syscall.fsync(fd, path: partial)
         }
         let inode = UInt64(try Syscall.lstat(source).st_ino)
         let record = TaskRecord(id: id, status: .done, request: outcome.task.identity, history: history, endpoint: outcome.endpointName,

@@ -9,7 +9,8 @@ import Synchronization
 /// arrived when, served at `GET /stub/requests`.
 public final class StubServer: @unchecked Sendable {
     // @unchecked Sendable holds because `daemon` is written once in init and only read
-    // after (stop() runs once, from the owner); `attempts` and `log` are Mutexes.
+    // after (stop() runs once, from the owner); `attempts` and `log` are Mutexes, `timer`
+    // is Sendable and `stopping` atomic.
 
     /// One request as the stub saw it.
     public struct Arrival: Sendable {
@@ -25,15 +26,18 @@ public final class StubServer: @unchecked Sendable {
     private let attempts = Mutex<[String: Int]>([:])
     private let log = Mutex<[Arrival]>([])
     private var daemon: OpaquePointer?
+    private let timer = ResumeTimer()
+    /// Set by `stop`: connections then end at once instead of waiting again.
+    let stopping = Atomic<Bool>(false)
     public private(set) var port: UInt16 = 0
 
     public init(port: UInt16 = 0, defaults: StubDirectives = StubDirectives()) throws {
         responder = StubResponder(defaults: defaults)
         let context = Unmanaged.passUnretained(self).toOpaque()
-        // A thread per connection lets a slow stream sleep between pieces without
-        // holding up the others.
-        let flags = MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
-            | MHD_USE_POLL.rawValue | MHD_USE_ERROR_LOG.rawValue
+        // One polling thread on epoll for every connection: a connection that must wait
+        // is suspended and resumed by `timer`, so ten thousand slow streams cost no threads.
+        let flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue
+            | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
         daemon = llms_mhd_start_loopback(UInt32(flags), port, StubServer.accessHandler, context,
                                          StubServer.completedHandler, nil, 20_000, 300)
         guard let daemon else {
@@ -48,9 +52,17 @@ public final class StubServer: @unchecked Sendable {
 
     public func stop() {
         if let daemon {
+            stopping.store(true, ordering: .sequentiallyConsistent)
+            timer.stop()
             MHD_stop_daemon(daemon)
             self.daemon = nil
         }
+    }
+
+    /// Suspends `connection` for `milliseconds`; called from libmicrohttpd's thread.
+    func wait(_ connection: OpaquePointer, milliseconds: Int) {
+        MHD_suspend_connection(connection)
+        timer.resume(connection, after: milliseconds)
     }
 
     public var arrivals: [Arrival] { log.withLock { $0 } }
@@ -81,22 +93,30 @@ public final class StubServer: @unchecked Sendable {
         return responder.respond(method: method, path: path, body: body, attempt: attempt)
     }
 
-    /// The request body as it arrives, one per connection.
+    /// The request body as it arrives, and the answer once decided; one per connection.
     final class Exchange {
         var body: [UInt8] = []
+        var answer: StubResponder.Response?
+        var waited = false
     }
 
-    /// Feeds one response's pieces to libmicrohttpd, sleeping before each as asked.
+    /// Feeds one response's pieces to libmicrohttpd; before a piece that must wait, the
+    /// connection is suspended and 0 returned, and the piece is sent once it is resumed.
     final class PieceReader {
         let pieces: [StubResponder.Piece]
         let abortAtEnd: Bool
+        unowned let server: StubServer
+        let connection: OpaquePointer
         var index = 0
         var offset = 0
         var repeated = 0
+        var waited = false
 
-        init(_ response: StubResponder.Response) {
+        init(_ response: StubResponder.Response, server: StubServer, connection: OpaquePointer) {
             pieces = response.pieces
             abortAtEnd = response.abortAtEnd
+            self.server = server
+            self.connection = connection
         }
 
         func read(into buffer: UnsafeMutablePointer<CChar>, max: Int) -> Int {
@@ -104,7 +124,13 @@ public final class StubServer: @unchecked Sendable {
                 return abortAtEnd ? llms_mhd_content_end_with_error : llms_mhd_content_end_of_stream
             }
             let piece = pieces[index]
-            if offset == 0 && repeated == 0 && piece.delayMs > 0 { usleep(UInt32(piece.delayMs) * 1000) }
+            if offset == 0 && repeated == 0 && piece.delayMs > 0 && !waited {
+                if server.stopping.load(ordering: .relaxed) { return llms_mhd_content_end_with_error }
+                waited = true
+                server.wait(connection, milliseconds: piece.delayMs)
+                return 0
+            }
+            waited = false
             let count = min(max, piece.bytes.count - offset)
             piece.bytes.withUnsafeBytes { bytes in
                 UnsafeMutableRawPointer(buffer).copyMemory(from: bytes.baseAddress! + offset, byteCount: count)
@@ -137,11 +163,17 @@ public final class StubServer: @unchecked Sendable {
             return llms_mhd_yes
         }
         let server = Unmanaged<StubServer>.fromOpaque(cls).takeUnretainedValue()
-        let answer = server.respond(method: method.map { String(cString: $0) } ?? "",
-                                    path: url.map { String(cString: $0) } ?? "",
-                                    body: exchange.body)
-        if answer.latencyMs > 0 { usleep(UInt32(answer.latencyMs) * 1000) }
-        let reader = PieceReader(answer)
+        let answer = exchange.answer ?? server.respond(method: method.map { String(cString: $0) } ?? "",
+                                                       path: url.map { String(cString: $0) } ?? "",
+                                                       body: exchange.body)
+        exchange.answer = answer
+        if answer.latencyMs > 0 && !exchange.waited && !server.stopping.load(ordering: .relaxed) {
+            // Called again once resumed, with the answer already decided.
+            exchange.waited = true
+            server.wait(connection, milliseconds: answer.latencyMs)
+            return llms_mhd_yes
+        }
+        let reader = PieceReader(answer, server: server, connection: connection)
         let response = MHD_create_response_from_callback(
             llms_mhd_size_unknown, 256 * 1024,
             { context, _, buffer, max in

@@ -23,7 +23,11 @@ final class Transfer {
     let endpointName: String
     let handle: UnsafeMutableRawPointer
     var body: Body
-    let partialFD: Int32
+    /// The `.partial`, held open; -1 when the engine is short of descriptors, and then
+    /// opened for each write (see `TransferEngine.descriptorBudget`).
+    private(set) var partialFD: Int32
+    /// The `.partial`'s inode: a file reopened by name must still be this one.
+    let partialInode: UInt64
     let partialPath: String
     let startedAt = Date()
     var clock: AttemptClock
@@ -59,8 +63,9 @@ final class Transfer {
     static let writebackInterval = 8 << 20
 
     init(task: TaskDescriptor, endpointIndex: Int, endpointName: String, handle: UnsafeMutableRawPointer, body: Body,
-         partialFD: Int32, partialPath: String, spillPath: String, fileMode: mode_t,
+         partialFD: Int32, partialInode: UInt64, partialPath: String, spillPath: String, fileMode: mode_t,
          responseLimit: Int64, now: Double) {
+        self.partialInode = partialInode
         self.spillPath = spillPath
         self.fileMode = fileMode
         self.responseLimit = responseLimit
@@ -150,7 +155,11 @@ final class Transfer {
             return 0
         }
         do {
-            try Syscall.writeAll(partialFD, bytes, path: partialPath)
+            if partialFD >= 0 {
+                try Syscall.writeAll(partialFD, bytes, path: partialPath)
+            } else {
+                try appendToPartial(bytes)
+            }
         } catch let error as SystemError {
             diskError = error
             return 0  // anything but `count` makes libcurl stop with CURLE_WRITE_ERROR
@@ -182,6 +191,17 @@ final class Transfer {
             }
         }
         return count
+    }
+
+    /// Opens the `.partial` by name for one write. A file of that name that is not ours
+    /// (replaced by a daemon that took the request over) is not written to.
+    private func appendToPartial(_ bytes: UnsafeRawBufferPointer) throws {
+        let fd = try Syscall.open(partialPath, O_WRONLY | O_APPEND | O_NOFOLLOW)
+        defer { Syscall.close(fd) }
+        guard UInt64(try Syscall.fstat(fd, path: partialPath).st_ino) == partialInode else {
+            throw SystemError(errno: ESTALE, call: "open", path: partialPath)
+        }
+        try Syscall.writeAll(fd, bytes, path: partialPath)
     }
 
     /// Moves the text held so far to the result's temporary.

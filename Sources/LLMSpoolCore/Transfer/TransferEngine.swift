@@ -115,6 +115,10 @@ public final class TransferEngine: @unchecked Sendable {
     private var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
     private var transfersByID: [String: Transfer] = [:]
     private var shutdownDeadline: Double?
+    /// How many transfers may hold their `.partial` open: a quarter of the open-files
+    /// limit, leaving the rest to sockets (one per transfer), outcomes waiting for the
+    /// finisher and the spool itself.
+    private var descriptorBudget = 256
     private var lastIdleSweep = 0.0
     private var lastLivePublish = 0.0
     /// Set before `start` when daemons share the spool.
@@ -225,6 +229,14 @@ public final class TransferEngine: @unchecked Sendable {
     }
 
     private func run() {
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
+            descriptorBudget = Int(min(limit.rlim_cur, 1 << 24)) / 4
+            if settings.concurrency > Int(min(limit.rlim_cur, 1 << 24)) / 2 {
+                logger.warning("concurrency is high for the open-files limit: each transfer needs a socket, and outcomes waiting to be written hold files",
+                               ["concurrency": "\(settings.concurrency)", "open_files_limit": "\(limit.rlim_cur)"])
+            }
+        }
         var pending: [Message] = []
         while true {
             // Cleared before the inbox is read: a message queued after this writes the eventfd.
@@ -409,28 +421,43 @@ public final class TransferEngine: @unchecked Sendable {
             delegate.rejected(task.id, task.requestPath, RequestProblem(.unreadable, "cannot open the request: \(error)"))
             return
         }
+        func closeBody() {
+            switch body {
+            case .file(let fd), .spliced(_, _, let fd, _): Syscall.close(fd)
+            case .memory: break
+            }
+        }
         let partialPath = layout.partial(task.id)
-        let partialFD: Int32
+        var partialFD: Int32
+        let partialInode: UInt64
         do {
             // A new file, never the old one truncated: a daemon that lost this request may
             // still be writing to the old one.
             try Syscall.unlinkIfPresent(partialPath)
             partialFD = try Syscall.open(partialPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: settings.fileMode)
+            partialInode = UInt64(try Syscall.fstat(partialFD, path: partialPath).st_ino)
         } catch let error as SystemError {
-            if case .file(let fd) = body { Syscall.close(fd) }
+            closeBody()
             endBeforeStart(task, endpointIndex: endpointIndex, .diskError(error))
             return
         } catch {
+            closeBody()
             return
         }
-        guard let handle = curl_easy_init() else {
-            if case .file(let fd) = body { Syscall.close(fd) }
+        if transfers.count >= descriptorBudget {
+            // Past the budget the `.partial` is opened for each write: a long stream then
+            // costs one descriptor (its socket) instead of two.
             Syscall.close(partialFD)
+            partialFD = -1
+        }
+        guard let handle = curl_easy_init() else {
+            closeBody()
+            if partialFD >= 0 { Syscall.close(partialFD) }
             endBeforeStart(task, endpointIndex: endpointIndex, .transportError(code: 27, message: "libcurl could not create a handle"))
             return
         }
         let transfer = Transfer(task: task, endpointIndex: endpointIndex, endpointName: endpoint.name, handle: handle, body: body,
-                                partialFD: partialFD, partialPath: partialPath,
+                                partialFD: partialFD, partialInode: partialInode, partialPath: partialPath,
                                 spillPath: SpoolLayout.temporary(for: layout.result(task.id)), fileMode: settings.fileMode,
                                 responseLimit: settings.maxResponseBytes,
                                 now: TransferEngine.monotonic())
@@ -554,7 +581,7 @@ public final class TransferEngine: @unchecked Sendable {
             curl_slist_free_all(transfer.headerList)
             transfer.closeBody()
             transfer.discardSpill()
-            Syscall.close(transfer.partialFD)
+            if transfer.partialFD >= 0 { Syscall.close(transfer.partialFD) }
             try? Syscall.unlinkIfPresent(transfer.partialPath)
             leases?.release(transfer.task.id)
             logger.info("transfer stopped by shutdown; it will restart on the next run", id: transfer.task.id)
