@@ -34,16 +34,32 @@ static inline struct MHD_Daemon *llms_mhd_start_ipv4(
                             MHD_OPTION_END);
 }
 
+/// The local endpoint: loopback, with a pool of `threads` polling threads (each with its
+/// own epoll set) when more than one is asked for.
 static inline struct MHD_Daemon *llms_mhd_start_loopback(
     unsigned int flags, uint16_t port,
     MHD_AccessHandlerCallback handler, void *handler_cls,
     MHD_RequestCompletedCallback completed, void *completed_cls,
-    unsigned int connection_limit, unsigned int connection_timeout_seconds)
+    unsigned int connection_limit, unsigned int connection_timeout_seconds, unsigned int threads)
 {
-    return llms_mhd_start_ipv4(flags, NULL, port, handler, handler_cls, completed, completed_cls,
-                               connection_limit, connection_timeout_seconds);
+    if (threads <= 1) {
+        return llms_mhd_start_ipv4(flags, NULL, port, handler, handler_cls, completed, completed_cls,
+                                   connection_limit, connection_timeout_seconds);
+    }
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
+                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
+                            MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+                            MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
+                            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
+                            MHD_OPTION_THREAD_POOL_SIZE, threads,
+                            MHD_OPTION_END);
 }
-
 static inline int llms_ipv4_parses(const char *address) {
     struct in_addr parsed;
     return inet_pton(AF_INET, address, &parsed) == 1;

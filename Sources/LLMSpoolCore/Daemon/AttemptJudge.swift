@@ -80,16 +80,35 @@ public enum AttemptJudge {
     }
 
     /// A plain (non-streamed) 2xx answer must be a JSON object without `error`.
+    /// Read with `RawJSON`: every plain answer passes here, and Foundation's parser (with
+    /// its bridging) cost more than the rest of the judgement.
     public static func judgePlain(status: Int, body: [UInt8]) -> Verdict {
-        guard let object = JSONObject.parse(body) else {
+        guard let value = try? RawJSON.parse(body), case .object = value else {
             return .failure(AttemptFailure(.malformedResponse, "the answer is not a JSON object (\(body.count) bytes)", httpStatus: status, providerBody: Array(body.prefix(65536))))
         }
-        if let error = object["error"], !(error is NSNull) {
+        if let error = value["error"], !error.isNull {
+            let object = JSONObject.parse(body) ?? [:]
             let message = ProviderError.message(in: object) ?? "the answer carried an error"
             return .failure(AttemptFailure(.providerError, message, httpStatus: status, providerBody: Array(body.prefix(65536)),
                                            embeddedCode: embeddedCode(object)))
         }
-        return .success(assembled: nil, usage: usage(object))
+        return .success(assembled: nil, usage: usage(value, in: body))
+    }
+
+    /// The integer token counts of `usage`, read from the raw answer.
+    static func usage(_ answer: RawJSON.Value, in body: [UInt8]) -> [String: Int]? {
+        answer["usage"].flatMap { counts($0, in: body) }
+    }
+
+    /// The integer members of a `usage` object.
+    static func counts(_ usage: RawJSON.Value, in body: [UInt8]) -> [String: Int]? {
+        guard case .object(let members, _) = usage else { return nil }
+        var counts: [String: Int] = [:]
+        for member in members {
+            guard case .number(let range) = member.value, let number = Int(String(decoding: body[range], as: UTF8.self)) else { continue }
+            counts[member.key] = number
+        }
+        return counts.isEmpty ? nil : counts
     }
 
     public static func judgeStream(status: Int, verdict: StreamVerdict) -> Verdict {
@@ -104,16 +123,6 @@ public enum AttemptJudge {
         case .malformed(let reason):
             return .failure(AttemptFailure(.malformedResponse, reason, httpStatus: status))
         }
-    }
-
-    /// The numeric token counts of an answer's `usage`.
-    static func usage(_ object: [String: Any]) -> [String: Int]? {
-        guard let usage = object["usage"] as? [String: Any] else { return nil }
-        var counts: [String: Int] = [:]
-        for (key, value) in usage {
-            if let number = value as? Int { counts[key] = number }
-        }
-        return counts.isEmpty ? nil : counts
     }
 
     /// The status code an error object carries (`code` or `status`, number or numeric string).

@@ -20,6 +20,12 @@ enum JSONObject {
 
 /// JSON text written by hand where Foundation's encoder is too slow for how often it runs.
 enum JSONText {
+    static func quoted(_ value: String) -> String {
+        var text = ""
+        appendQuoted(value, to: &text)
+        return text
+    }
+
     /// Appends `value` as a JSON string, quotes included.
     static func appendQuoted(_ value: String, to text: inout String) {
         text += "\""

@@ -272,8 +272,8 @@ public struct StreamAssembler {
     }
 
     static func usageCounts(_ raw: [UInt8]) -> [String: Int]? {
-        guard let object = JSONObject.parse(raw) else { return nil }
-        return AttemptJudge.usage(["usage": object])
+        guard let value = try? RawJSON.parse(raw) else { return nil }
+        return AttemptJudge.counts(value, in: raw)
     }
 }
 

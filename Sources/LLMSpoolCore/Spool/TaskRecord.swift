@@ -42,24 +42,56 @@ public struct TaskRecord: Sendable, Equatable {
         self.errorRecord = errorRecord
     }
 
+    /// Written by hand, keys in sorted order: a record is written for every outcome, and
+    /// Foundation's encoder (bridging, locale-aware key sorting) was most of the
+    /// finisher's CPU time.
     public func encoded() -> [UInt8] {
-        var object: [String: Any] = [
-            "id": id,
-            "status": status.rawValue,
-            "first_seen": Timestamp.string(history.firstSeen),
-            "attempts": history.attempts.map(TaskRecord.encode),
-            "preferred_endpoint": history.preferredEndpoint,
-            "updated_at": Timestamp.string(Date()),
+        var members: [(String, String)] = [
+            ("attempts", "[" + history.attempts.map(TaskRecord.encodeAttempt).joined(separator: ", ") + "]"),
+            ("first_seen", JSONText.quoted(Timestamp.string(history.firstSeen))),
+            ("id", JSONText.quoted(id)),
+            ("preferred_endpoint", "\(history.preferredEndpoint)"),
+            ("status", JSONText.quoted(status.rawValue)),
+            ("updated_at", JSONText.quoted(Timestamp.string(Date()))),
         ]
         if let request {
-            object["request"] = ["device": request.device, "inode": request.inode, "size": request.size, "mtime_ns": request.modifiedNanoseconds]
+            members.append(("request", "{\"device\": \(request.device), \"inode\": \(request.inode), \"mtime_ns\": \(request.modifiedNanoseconds), \"size\": \(request.size)}"))
         }
-        if let notBefore = history.notBefore { object["next_attempt_at"] = Timestamp.string(notBefore) }
-        if let endpoint { object["endpoint"] = endpoint }
-        if let usage { object["usage"] = usage }
-        if let resultInode { object["result_inode"] = resultInode }
-        if let errorRecord { object["error_record"] = JSONObject.embeddable(errorRecord) }
-        return JSONObject.encode(object)
+        if let notBefore = history.notBefore { members.append(("next_attempt_at", JSONText.quoted(Timestamp.string(notBefore)))) }
+        if let endpoint { members.append(("endpoint", JSONText.quoted(endpoint))) }
+        if let usage {
+            members.append(("usage", "{" + usage.keys.sorted().map { "\(JSONText.quoted($0)): \(usage[$0]!)" }.joined(separator: ", ") + "}"))
+        }
+        if let resultInode { members.append(("result_inode", "\(resultInode)")) }
+        if let errorRecord { members.append(("error_record", TaskRecord.embedded(errorRecord))) }
+        members.sort { $0.0 < $1.0 }
+        let body = members.map { "  \(JSONText.quoted($0.0)) : \($0.1)" }.joined(separator: ",\n")
+        return Array("{\n\(body)\n}\n".utf8)
+    }
+
+    /// An error record as JSON inside the task record; bytes that are not JSON as a string.
+    static func embedded(_ bytes: [UInt8]) -> String {
+        var end = bytes.count
+        while end > 0, [0x20, 0x0A, 0x0D, 0x09].contains(bytes[end - 1]) { end -= 1 }
+        let trimmed = Array(bytes[..<end])
+        if (try? RawJSON.parse(trimmed)) != nil { return String(decoding: trimmed, as: UTF8.self) }
+        return JSONText.quoted(String(decoding: bytes, as: UTF8.self))
+    }
+
+    static func encodeAttempt(_ attempt: AttemptEntry) -> String {
+        var members: [(String, String)] = [
+            ("bytes_received", "\(attempt.bytesReceived)"),
+            ("bytes_sent", "\(attempt.bytesSent)"),
+            ("endpoint", JSONText.quoted(attempt.endpoint)),
+            ("ended_at", JSONText.quoted(Timestamp.string(attempt.endedAt))),
+            ("outcome", JSONText.quoted(attempt.outcome)),
+            ("started_at", JSONText.quoted(Timestamp.string(attempt.startedAt))),
+        ]
+        if let status = attempt.httpStatus { members.append(("http_status", "\(status)")) }
+        if let message = attempt.message { members.append(("message", JSONText.quoted(message))) }
+        if let timer = attempt.timer { members.append(("timer", JSONText.quoted(timer))) }
+        members.sort { $0.0 < $1.0 }
+        return "{" + members.map { "\(JSONText.quoted($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
     }
 
     public static func decode(_ bytes: [UInt8]) -> TaskRecord? {

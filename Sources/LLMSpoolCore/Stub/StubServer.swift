@@ -34,12 +34,14 @@ public final class StubServer: @unchecked Sendable {
     public init(port: UInt16 = 0, defaults: StubDirectives = StubDirectives()) throws {
         responder = StubResponder(defaults: defaults)
         let context = Unmanaged.passUnretained(self).toOpaque()
-        // One polling thread on epoll for every connection: a connection that must wait
-        // is suspended and resumed by `timer`, so ten thousand slow streams cost no threads.
+        // Polling threads on epoll serve every connection: a connection that must wait is
+        // suspended and resumed by `timer`, so ten thousand slow streams cost no threads.
         let flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue
             | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
+        // One polling thread per core: the stub's ceiling must stay above the daemon's.
+        let threads = UInt32(max(2, ProcessInfo.processInfo.activeProcessorCount))
         daemon = llms_mhd_start_loopback(UInt32(flags), port, StubServer.accessHandler, context,
-                                         StubServer.completedHandler, nil, 20_000, 300)
+                                         StubServer.completedHandler, nil, 20_000, 300, threads)
         guard let daemon else {
             throw ConfigError("the local endpoint could not listen on 127.0.0.1:\(port) (is the port in use?)")
         }
@@ -68,14 +70,14 @@ public final class StubServer: @unchecked Sendable {
     public var arrivals: [Arrival] { log.withLock { $0 } }
 
     /// Counts the attempt and logs the arrival; returns the attempt number.
-    func record(_ body: [UInt8]) -> Int {
+    func record(_ body: [UInt8], at arrived: Double) -> Int {
         let key = StubResponder.fingerprint(body)
         let attempt = attempts.withLock { counts -> Int in
             counts[key, default: 0] += 1
             return counts[key]!
         }
         let prompt = JSONObject.parse(body).map(StubAnswer.prompt(of:)) ?? ""
-        let arrival = Arrival(key: key, attempt: attempt, at: Date().timeIntervalSince1970, prompt: prompt)
+        let arrival = Arrival(key: key, attempt: attempt, at: arrived, prompt: prompt)
         log.withLock { entries in
             if entries.count >= StubServer.logLimit { entries.removeFirst(entries.count / 2) }
             entries.append(arrival)
@@ -83,19 +85,21 @@ public final class StubServer: @unchecked Sendable {
         return attempt
     }
 
-    func respond(method: String, path: String, body: [UInt8]) -> StubResponder.Response {
+    func respond(method: String, path: String, body: [UInt8], arrived: Double) -> StubResponder.Response {
         if method == "GET" && path == "/stub/requests" {
             let entries = arrivals.map { ["key": $0.key, "attempt": $0.attempt, "at": $0.at, "prompt": $0.prompt] as [String: Any] }
             return StubResponder.Response(status: 200, headers: [("Content-Type", "application/json")], latencyMs: 0,
                                           pieces: [.init(bytes: StubResponder.json(["requests": entries]), delayMs: 0)])
         }
-        let attempt = method == "POST" ? record(body) : 1
+        let attempt = method == "POST" ? record(body, at: arrived) : 1
         return responder.respond(method: method, path: path, body: body, attempt: attempt)
     }
 
     /// The request body as it arrives, and the answer once decided; one per connection.
     final class Exchange {
         var body: [UInt8] = []
+        /// When the request's head was read: its arrival, as the log reports it.
+        let arrived = Date().timeIntervalSince1970
         var answer: StubResponder.Response?
         var waited = false
     }
@@ -165,7 +169,7 @@ public final class StubServer: @unchecked Sendable {
         let server = Unmanaged<StubServer>.fromOpaque(cls).takeUnretainedValue()
         let answer = exchange.answer ?? server.respond(method: method.map { String(cString: $0) } ?? "",
                                                        path: url.map { String(cString: $0) } ?? "",
-                                                       body: exchange.body)
+                                                       body: exchange.body, arrived: exchange.arrived)
         exchange.answer = answer
         if answer.latencyMs > 0 && !exchange.waited && !server.stopping.load(ordering: .relaxed) {
             // Called again once resumed, with the answer already decided.
