@@ -57,8 +57,12 @@ import Testing
         try refuse("fifo", "not-a-regular-file") { guard mkfifo("\(out)/fifo.json", 0o600) == 0 else { throw HarnessError("mkfifo: \(errno)") } }
         try refuse("socket", "not-a-regular-file") { try makeSocket("\(out)/socket.json") }
         try refuse("folder", "not-a-regular-file") {
-            try Syscall.mkdir("\(out)/folder.json", mode: 0o700)
-            try text("folder.json/inside.json", valid)
+            // Filled outside the spool, then renamed in whole: the daemon moves a folder
+            // aside as soon as it appears.
+            let staged = harness.root + "/folder-staging"
+            try Syscall.mkdir(staged, mode: 0o700)
+            try DurableFile.write(Array(valid.utf8), to: staged + "/inside.json")
+            try Syscall.rename(staged, "\(out)/folder.json")
         }
         if Harness.isRoot {
             try refuse("device", "not-a-regular-file") { guard mknod("\(out)/device.json", S_IFCHR | 0o600, dev_t(0x103) /* 1:3, /dev/null */) == 0 else { throw HarnessError("mknod: \(errno)") } }

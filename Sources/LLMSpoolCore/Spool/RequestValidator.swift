@@ -37,31 +37,35 @@ public enum RequestValidator {
             let (line, column) = position(ofByte: deep, in: bytes)
             return .failure(RequestProblem(.tooDeep, "the request nests deeper than \(maxDepth) levels", line: line, column: column))
         }
-        let object: Any
+        // RawJSON, not Foundation: every request passes here on its way in, and the
+        // reader neither bridges nor decodes what it does not need.
+        let request: RawJSON.Value
         do {
-            object = try JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
+            request = try RawJSON.parse(bytes)
         } catch {
-            return .failure(jsonProblem(error, bytes))
+            let (line, column) = position(ofByte: error.offset, in: bytes)
+            return .failure(RequestProblem(.invalidJSON, "the file is not valid JSON: \(error.reason)", line: line, column: column))
         }
-        guard let request = object as? [String: Any] else {
-            return .failure(RequestProblem(.notAnObject, "the request must be a JSON object, not \(JSONKind.name(of: object))"))
+        guard case .object = request else {
+            return .failure(RequestProblem(.notAnObject, "the request must be a JSON object, not \(kindName(request))"))
         }
         guard let modelValue = request["model"] else {
             return .failure(RequestProblem(.missingField, "the request has no \"model\""))
         }
-        guard let model = modelValue as? String, !JSONKind.isBool(modelValue), !model.isEmpty else {
-            return .failure(RequestProblem(.wrongType, "\"model\" must be a non-empty string, not \(JSONKind.name(of: modelValue))"))
+        guard case .string(let modelRange) = modelValue, !modelRange.isEmpty else {
+            return .failure(RequestProblem(.wrongType, "\"model\" must be a non-empty string, not \(kindName(modelValue))"))
         }
+        let model = bytes.withUnsafeBytes { RawJSON.decodeString(UnsafeRawBufferPointer(rebasing: $0[modelRange])) }
         guard let messages = request["messages"] else {
             return .failure(RequestProblem(.missingField, "the request has no \"messages\""))
         }
-        guard messages is [Any] else {
-            return .failure(RequestProblem(.wrongType, "\"messages\" must be an array, not \(JSONKind.name(of: messages))"))
+        guard case .array(let messageList, _) = messages else {
+            return .failure(RequestProblem(.wrongType, "\"messages\" must be an array, not \(kindName(messages))"))
         }
         var stream = false
-        if let value = request["stream"], !(value is NSNull) {
-            guard JSONKind.isBool(value), let flag = value as? Bool else {
-                return .failure(RequestProblem(.wrongType, "\"stream\" must be true or false, not \(JSONKind.name(of: value))"))
+        if let value = request["stream"], !value.isNull {
+            guard case .bool(let flag, _) = value else {
+                return .failure(RequestProblem(.wrongType, "\"stream\" must be true or false, not \(kindName(value))"))
             }
             stream = flag
         }
@@ -72,29 +76,52 @@ public enum RequestValidator {
             splice = bytes.firstIndex(of: UInt8(ascii: "{"))
         }
         return .success(RequestSummary(model: model, stream: stream, size: bytes.count,
-                                       estimatedTokens: estimateTokens(request, messages: messages as? [Any] ?? []),
+                                       estimatedTokens: estimateTokens(request, messages: messageList, bytes: bytes),
                                        usageSplice: splice))
     }
 
-    /// A rough count, enough for a token bucket: four characters a token, plus the
-    /// completion budget the request asks for.
-    static func estimateTokens(_ request: [String: Any], messages: [Any]) -> Int {
+    /// A rough count, enough for a token bucket: four characters a token (counted as
+    /// written, escapes included), plus the completion budget the request asks for.
+    static func estimateTokens(_ request: RawJSON.Value, messages: [RawJSON.Value], bytes: [UInt8]) -> Int {
         var characters = 0
-        for case let message as [String: Any] in messages {
-            if let text = message["content"] as? String {
-                characters += text.utf8.count
-            } else if let parts = message["content"] as? [Any] {
-                for case let part as [String: Any] in parts {
-                    characters += (part["text"] as? String)?.utf8.count ?? 0
+        for message in messages {
+            switch message["content"] {
+            case .string(let range)?:
+                characters += range.count
+            case .array(let parts, _)?:
+                for part in parts {
+                    if case .string(let range)? = part["text"] { characters += range.count }
                 }
+            default:
+                break
             }
         }
-        let budget = (request["max_completion_tokens"] as? Int) ?? (request["max_tokens"] as? Int) ?? 0
+        func integer(_ value: RawJSON.Value?) -> Int? {
+            guard case .number(let range)? = value else { return nil }
+            let text = String(decoding: bytes[range], as: UTF8.self)
+            if let number = Int(text) { return number }
+            // Digits past Int's range: as large as it gets (the sum is clamped below).
+            return text.allSatisfy(\.isNumber) ? Int.max : nil
+        }
+        let budget = integer(request["max_completion_tokens"]) ?? integer(request["max_tokens"]) ?? 0
         // Clamped: a request may name any number, and the sum must not overflow.
         return characters / 4 + 1 + min(max(0, budget), 1 << 40)
     }
 
-    /// Foundation reports "around character N"; people want a line and a column.
+    /// Names a value the way people call it.
+    static func kindName(_ value: RawJSON.Value) -> String {
+        switch value {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+
+    /// Foundation reports "around character N"; people want a line and a column. Used for
+    /// files Foundation parses (the configuration).
     static func jsonProblem(_ error: Error, _ bytes: [UInt8]) -> RequestProblem {
         let detail = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String) ?? "\(error)"
         var offset = bytes.count
