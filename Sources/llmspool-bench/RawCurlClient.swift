@@ -1,17 +1,25 @@
 import CCurl
 import Foundation
 
+/// What a reference client did: its wall time, and how many requests did not get a 200
+/// answer (a client that does not retry finishes early when requests fail).
+struct ClientRun {
+    var seconds: Double
+    var failed: Int
+}
+
 /// The limit: a bare libcurl multi client with the daemon's concurrency, writing no files.
 enum RawCurlClient {
-    /// Sends every body to `url`, `concurrency` at a time; returns the wall time.
-    static func run(url: String, bodies: [[UInt8]], concurrency: Int) -> Double {
+    /// Sends every body to `url`, `concurrency` at a time, once each.
+    static func run(url: String, bodies: [[UInt8]], concurrency: Int) -> ClientRun {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
-        guard let multi = curl_multi_init() else { return .nan }
+        guard let multi = curl_multi_init() else { return ClientRun(seconds: .nan, failed: bodies.count) }
         defer { curl_multi_cleanup(multi) }
         // Keep as many connections warm as run at once, as the daemon does.
         _ = llms_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, concurrency)
         var next = 0
         var running = 0
+        var failed = 0
         var handles: [UnsafeMutableRawPointer: (UnsafeMutablePointer<curl_slist>?, [CChar])] = [:]
         let discard: llms_curl_data_callback = { _, size, count, _ in size * count }
         let started = Date()
@@ -40,6 +48,9 @@ enum RawCurlClient {
             var remaining: Int32 = 0
             while let message = curl_multi_info_read(multi, &remaining) {
                 guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle else { continue }
+                var status = 0
+                _ = llms_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+                if llms_curlmsg_result(message) != CURLE_OK || status != 200 { failed += 1 }
                 curl_multi_remove_handle(multi, handle)
                 curl_slist_free_all(handles[handle]?.0)
                 handles[handle] = nil
@@ -49,6 +60,6 @@ enum RawCurlClient {
             }
             curl_multi_poll(multi, nil, 0, 100, nil)
         }
-        return Date().timeIntervalSince(started)
+        return ClientRun(seconds: Date().timeIntervalSince(started), failed: failed)
     }
 }

@@ -28,6 +28,14 @@ struct Sizes {
 }
 
 enum Scenarios {
+    /// Requests that ended without an answer: in `failed/` for llmspool (which retries),
+    /// not answered 200 for the reference clients (which send each request once).
+    static func failures(_ scenario: String, _ fixture: Fixture, _ raw: ClientRun, _ session: ClientRun) -> Figure {
+        let failed = ((try? Syscall.listDirectoryRaw(fixture.layout.failed)) ?? []).filter { $0.count > 11 && Array($0.suffix(11)) == Array(".error.json".utf8) }.count
+        return Figure(scenario: scenario, metric: "requests without an answer", llmspool: Double(failed), raw: Double(raw.failed),
+                      urlSession: Double(session.failed), target: "0", met: failed == 0)
+    }
+
     static func request(_ prompt: String, stream: Bool = false, stub: [String: Any]? = nil) -> [String: Any] {
         var object: [String: Any] = ["model": "bench", "messages": [["role": "user", "content": prompt]]]
         if stream { object["stream"] = true }
@@ -54,12 +62,15 @@ enum Scenarios {
         let rate = Double(ids.count) / end.timeIntervalSince(start)
         let cpuPerRequest = (ProcessStats.cpuSeconds(pid) - cpu0) / Double(ids.count) * 1000
         let payload = bodies((0..<sizes.p1Requests).map { request("raw \($0)") })
-        let raw = Double(payload.count) / RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.concurrency)
-        let session = Double(payload.count) / URLSessionClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.concurrency)
+        let rawRun = RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.concurrency)
+        let sessionRun = URLSessionClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.concurrency)
+        let raw = Double(payload.count) / rawRun.seconds
+        let session = Double(payload.count) / sessionRun.seconds
         return [
             Figure(scenario: "P1", metric: "completed/s", llmspool: rate, raw: raw, urlSession: session,
                    target: ">= 0.5x raw and >= 3x URLSession", met: rate >= 0.5 * raw && rate >= 3 * session),
             Figure(scenario: "P1", metric: "daemon CPU ms/request", llmspool: cpuPerRequest, raw: nil, urlSession: nil, target: "-", met: nil),
+            failures("P1", fixture, rawRun, sessionRun),
         ]
     }
 
@@ -80,14 +91,17 @@ enum Scenarios {
         let cpuPerRequest = (ProcessStats.cpuSeconds(pid) - cpu0) / Double(ids.count) * 1000
         let rss = ProcessStats.peakRSSMiB(pid)
         let payload = bodies((0..<sizes.p2Streams).map { request("raw \($0)", stream: true, stub: stub) })
-        let raw = RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.p2Streams)
-        let session = URLSessionClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.p2Streams)
+        let rawRun = RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.p2Streams)
+        let sessionRun = URLSessionClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.p2Streams)
+        let raw = rawRun.seconds
+        let session = sessionRun.seconds
         let hold = Double(sizes.p2HoldSeconds)
         return [
             Figure(scenario: "P2", metric: "wall s (\(sizes.p2Streams) streams held \(sizes.p2HoldSeconds) s)", llmspool: wall, raw: raw, urlSession: session,
                    target: "<= 1.1x hold (\(String(format: "%.0f", hold * 1.1)) s)", met: wall <= 1.1 * hold),
             Figure(scenario: "P2", metric: "daemon peak RSS MiB", llmspool: rss, raw: nil, urlSession: nil, target: "<= 256", met: rss <= 256),
             Figure(scenario: "P2", metric: "daemon CPU ms/request", llmspool: cpuPerRequest, raw: nil, urlSession: nil, target: "<= 0.3", met: cpuPerRequest <= 0.3),
+            failures("P2", fixture, rawRun, sessionRun),
         ]
     }
 
@@ -117,8 +131,15 @@ enum Scenarios {
         // Then with long streams in flight.
         let busy = try fixture.stage(sizes.p3InFlight, prefix: "busy-") { request("busy \($0)", stream: true, stub: ["tokens": 60, "token_delay_ms": 1000]) }
         try fixture.drop(busy)
-        let deadline = Date().addingTimeInterval(60)
-        while (LiveStatus.read(fixture.layout)?.inFlight.count ?? 0) < sizes.p3InFlight * 9 / 10 && Date() < deadline { usleep(100_000) }
+        // In flight means the stub holds every busy stream, not that the daemon has just
+        // started them: a burst of connections is measured by P2, not here.
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline {
+            let held = (try? fixture.arrivals())?.keys.filter { $0.hasPrefix("busy ") }.count ?? 0
+            if held >= sizes.p3InFlight { break }
+            usleep(100_000)
+        }
+        usleep(500_000)
         let loaded = try probe("loaded")
         return [
             Figure(scenario: "P3", metric: "pickup p50 ms, idle", llmspool: percentile(idle, 0.5), raw: nil, urlSession: nil, target: "<= 0.5", met: percentile(idle, 0.5) <= 0.5),
@@ -144,8 +165,8 @@ enum Scenarios {
         let rate = size / end.timeIntervalSince(start) / 1e6
         let rss = ProcessStats.peakRSSMiB(pid)
         let payload = bodies([request("raw", stream: true, stub: stub)])
-        let raw = size / RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: 1) / 1e6
-        let session = size / URLSessionClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: 1) / 1e6
+        let raw = size / RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: 1).seconds / 1e6
+        let session = size / URLSessionClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: 1).seconds / 1e6
         let mib = sizes.p4Bytes >> 20
         return [
             Figure(scenario: "P4", metric: "MB/s to disk (\(mib) MiB answer)", llmspool: rate, raw: raw, urlSession: session, target: ">= 500", met: rate >= 500),

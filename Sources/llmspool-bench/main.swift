@@ -70,6 +70,8 @@ for (name, run) in scenarios where selected.contains(name) {
     var samples: [[Figure]] = []
     for round in 1...runs {
         FileHandle.standardError.write(Data("\(name) run \(round)/\(runs)...\n".utf8))
+        // Each run starts on a quiet disk: the last one's results are written back first.
+        sync()
         do {
             samples.append(try run(sizes))
         } catch {
