@@ -18,7 +18,10 @@ import Testing
             #expect(finished.stdout.contains("| \(scenario) |"), "\(scenario) is in the table")
         }
         let figures = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as? [[String: Any]])
-        #expect(figures.count == 13)
+        #expect(figures.count == 15)
+        let unanswered = figures.filter { ($0["metric"] as? String) == "requests without an answer" }
+        #expect(unanswered.count == 2)
+        #expect(unanswered.allSatisfy { ($0["llmspool"] as? Double) == 0 }, "the daemon answered every request")
         #expect(figures.allSatisfy { ($0["llmspool"] as? Double)?.isFinite == true }, "every figure was measured")
     }
 }

@@ -23,11 +23,14 @@ final class Transfer {
     let endpointName: String
     let handle: UnsafeMutableRawPointer
     var body: Body
-    /// The `.partial`, held open; -1 when the engine is short of descriptors, and then
-    /// opened for each write (see `TransferEngine.descriptorBudget`).
-    private(set) var partialFD: Int32
-    /// The `.partial`'s inode: a file reopened by name must still be this one.
-    let partialInode: UInt64
+    /// The `.partial`, held open; -1 before the first response byte, and for good when
+    /// the engine is short of descriptors (then it is opened for each write, see
+    /// `TransferEngine.descriptorBudget`).
+    private(set) var partialFD: Int32 = -1
+    /// Whether the `.partial` stays open between writes.
+    let holdsPartial: Bool
+    /// The `.partial`'s inode once created: a file reopened by name must still be this one.
+    private(set) var partialInode: UInt64?
     let partialPath: String
     let startedAt = Date()
     var clock: AttemptClock
@@ -63,9 +66,9 @@ final class Transfer {
     static let writebackInterval = 8 << 20
 
     init(task: TaskDescriptor, endpointIndex: Int, endpointName: String, handle: UnsafeMutableRawPointer, body: Body,
-         partialFD: Int32, partialInode: UInt64, partialPath: String, spillPath: String, fileMode: mode_t,
+         holdsPartial: Bool, partialPath: String, spillPath: String, fileMode: mode_t,
          responseLimit: Int64, now: Double) {
-        self.partialInode = partialInode
+        self.holdsPartial = holdsPartial
         self.spillPath = spillPath
         self.fileMode = fileMode
         self.responseLimit = responseLimit
@@ -74,7 +77,6 @@ final class Transfer {
         self.endpointName = endpointName
         self.handle = handle
         self.body = body
-        self.partialFD = partialFD
         self.partialPath = partialPath
         self.clock = AttemptClock(startedAt: now)
         if task.summary.stream {
@@ -155,6 +157,7 @@ final class Transfer {
             return 0
         }
         do {
+            if partialInode == nil { try createPartial() }
             if partialFD >= 0 {
                 try Syscall.writeAll(partialFD, bytes, path: partialPath)
             } else {
@@ -191,6 +194,21 @@ final class Transfer {
             }
         }
         return count
+    }
+
+    /// Creates the `.partial` at the first response byte, not before the request goes
+    /// out: picking a request up creates no file. A new file, never an old one truncated:
+    /// a daemon that lost this request may still be writing to the old one.
+    private func createPartial() throws {
+        try Syscall.unlinkIfPresent(partialPath)
+        let fd = try Syscall.open(partialPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: fileMode)
+        do {
+            partialInode = UInt64(try Syscall.fstat(fd, path: partialPath).st_ino)
+        } catch {
+            Syscall.close(fd)
+            throw error
+        }
+        if holdsPartial { partialFD = fd } else { Syscall.close(fd) }
     }
 
     /// Opens the `.partial` by name for one write. A file of that name that is not ours

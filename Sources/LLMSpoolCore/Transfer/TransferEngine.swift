@@ -358,6 +358,13 @@ public final class TransferEngine: @unchecked Sendable {
             return .memory(Array(try JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes])), offset: 0)
         }
         let fd = try Syscall.open(task.requestPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        if task.summary.size <= TransferEngine.smallBodyLimit, let bytes = try readWhole(fd, expected: task.summary.size, path: task.requestPath) {
+            // A small body is read at once and its file closed: ten thousand requests
+            // starting together would otherwise hold ten thousand files besides their sockets.
+            Syscall.close(fd)
+            guard let brace = task.summary.usageSplice else { return .memory(bytes, offset: 0) }
+            return .memory(Array(bytes[...brace]) + Transfer.usageMember + Array(bytes[(brace + 1)...]), offset: 0)
+        }
         if let brace = task.summary.usageSplice {
             // Everything up to and including the brace, then the usage member, then the rest.
             guard lseek(fd, off_t(brace + 1), SEEK_SET) == off_t(brace + 1) else {
@@ -368,6 +375,38 @@ public final class TransferEngine: @unchecked Sendable {
             return .spliced(prefix: head + Transfer.usageMember, sent: 0, fd: fd, fileBytes: task.summary.size - brace - 1)
         }
         return .file(fd: fd)
+    }
+
+    /// Bodies up to this size are sent from memory.
+    static let smallBodyLimit = 64 * 1024
+
+    /// The whole file when it still has the size intake validated; nil (and the file
+    /// rewound) otherwise, and the body is then streamed from the file as it is.
+    private func readWhole(_ fd: Int32, expected: Int, path: String) throws -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: expected + 1)
+        var total = 0
+        do {
+            while total < bytes.count {
+                let count = try bytes.withUnsafeMutableBytes { buffer in
+                    try Syscall.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...]), path: path)
+                }
+                if count == 0 { break }
+                total += count
+            }
+        } catch {
+            Syscall.close(fd)
+            throw error
+        }
+        if total == expected {
+            bytes.removeLast()
+            return bytes
+        }
+        guard lseek(fd, 0, SEEK_SET) == 0 else {
+            let code = errno
+            Syscall.close(fd)
+            throw SystemError(errno: code, call: "lseek", path: path)
+        }
+        return nil
     }
 
     /// A task another daemon holds: forget it here; the watcher looks again later.
@@ -428,36 +467,15 @@ public final class TransferEngine: @unchecked Sendable {
             }
         }
         let partialPath = layout.partial(task.id)
-        var partialFD: Int32
-        let partialInode: UInt64
-        do {
-            // A new file, never the old one truncated: a daemon that lost this request may
-            // still be writing to the old one.
-            try Syscall.unlinkIfPresent(partialPath)
-            partialFD = try Syscall.open(partialPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: settings.fileMode)
-            partialInode = UInt64(try Syscall.fstat(partialFD, path: partialPath).st_ino)
-        } catch let error as SystemError {
-            closeBody()
-            endBeforeStart(task, endpointIndex: endpointIndex, .diskError(error))
-            return
-        } catch {
-            closeBody()
-            return
-        }
-        if transfers.count >= descriptorBudget {
-            // Past the budget the `.partial` is opened for each write: a long stream then
-            // costs one descriptor (its socket) instead of two.
-            Syscall.close(partialFD)
-            partialFD = -1
-        }
         guard let handle = curl_easy_init() else {
             closeBody()
-            if partialFD >= 0 { Syscall.close(partialFD) }
             endBeforeStart(task, endpointIndex: endpointIndex, .transportError(code: 27, message: "libcurl could not create a handle"))
             return
         }
         let transfer = Transfer(task: task, endpointIndex: endpointIndex, endpointName: endpoint.name, handle: handle, body: body,
-                                partialFD: partialFD, partialInode: partialInode, partialPath: partialPath,
+                                // Past the budget the `.partial` is opened for each write: a long
+                                // stream then costs one descriptor (its socket) instead of two.
+                                holdsPartial: transfers.count < descriptorBudget, partialPath: partialPath,
                                 spillPath: SpoolLayout.temporary(for: layout.result(task.id)), fileMode: settings.fileMode,
                                 responseLimit: settings.maxResponseBytes,
                                 now: TransferEngine.monotonic())
