@@ -11,12 +11,14 @@
 
 // MHD_start_daemon and MHD_get_daemon_info are variadic; these wrappers fix the options
 // the local endpoint and the metrics server use. They bind one IPv4 address; NULL
-// (or an address that does not parse) means 127.0.0.1.
+// (or an address that does not parse) means 127.0.0.1. More than one thread asks for a
+// pool of polling threads (each with its own epoll set); the options go as an array so
+// that the pool size can be left out.
 static inline struct MHD_Daemon *llms_mhd_start_ipv4(
     unsigned int flags, const char *address, uint16_t port,
     MHD_AccessHandlerCallback handler, void *handler_cls,
     MHD_RequestCompletedCallback completed, void *completed_cls,
-    unsigned int connection_limit, unsigned int connection_timeout_seconds)
+    unsigned int connection_limit, unsigned int connection_timeout_seconds, unsigned int threads)
 {
     struct sockaddr_in addr;
     memset(&addr, 0, sizeof addr);
@@ -25,41 +27,18 @@ static inline struct MHD_Daemon *llms_mhd_start_ipv4(
     if (address == NULL || inet_pton(AF_INET, address, &addr.sin_addr) != 1) {
         addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     }
-    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
-                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-                            MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
-                            MHD_OPTION_CONNECTION_LIMIT, connection_limit,
-                            MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
-                            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
-                            MHD_OPTION_END);
+    struct MHD_OptionItem options[] = {
+        {MHD_OPTION_SOCK_ADDR, 0, &addr},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls},
+        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)connection_limit, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)connection_timeout_seconds, NULL},
+        {MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL},
+        {threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, (intptr_t)threads, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 }
 
-/// The local endpoint: loopback, with a pool of `threads` polling threads (each with its
-/// own epoll set) when more than one is asked for.
-static inline struct MHD_Daemon *llms_mhd_start_loopback(
-    unsigned int flags, uint16_t port,
-    MHD_AccessHandlerCallback handler, void *handler_cls,
-    MHD_RequestCompletedCallback completed, void *completed_cls,
-    unsigned int connection_limit, unsigned int connection_timeout_seconds, unsigned int threads)
-{
-    if (threads <= 1) {
-        return llms_mhd_start_ipv4(flags, NULL, port, handler, handler_cls, completed, completed_cls,
-                                   connection_limit, connection_timeout_seconds);
-    }
-    struct sockaddr_in addr;
-    memset(&addr, 0, sizeof addr);
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
-                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-                            MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
-                            MHD_OPTION_CONNECTION_LIMIT, connection_limit,
-                            MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
-                            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
-                            MHD_OPTION_THREAD_POOL_SIZE, threads,
-                            MHD_OPTION_END);
-}
 static inline int llms_ipv4_parses(const char *address) {
     struct in_addr parsed;
     return inet_pton(AF_INET, address, &parsed) == 1;

@@ -21,7 +21,7 @@ public final class MetricsServer: @unchecked Sendable {
         guard llms_ipv4_parses(host) != 0 else { throw ConfigError("--metrics: \"\(host)\" is not an IPv4 address") }
         let flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue | MHD_USE_ERROR_LOG.rawValue
         daemon = llms_mhd_start_ipv4(UInt32(flags), host, port, MetricsServer.handler, Unmanaged.passUnretained(self).toOpaque(),
-                                     nil, nil, 64, 10)
+                                     nil, nil, 64, 10, 1)
         guard let daemon else { throw ConfigError("the metrics server could not listen on \(address) (is the port in use?)") }
         self.port = llms_mhd_bound_port(daemon)
     }

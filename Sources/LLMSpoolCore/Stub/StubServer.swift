@@ -40,7 +40,7 @@ public final class StubServer: @unchecked Sendable {
             | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
         // One polling thread per core: the stub's ceiling must stay above the daemon's.
         let threads = UInt32(max(2, ProcessInfo.processInfo.activeProcessorCount))
-        daemon = llms_mhd_start_loopback(UInt32(flags), port, StubServer.accessHandler, context,
+        daemon = llms_mhd_start_ipv4(UInt32(flags), nil, port, StubServer.accessHandler, context,
                                          StubServer.completedHandler, nil, 20_000, 300, threads)
         guard let daemon else {
             throw ConfigError("the local endpoint could not listen on 127.0.0.1:\(port) (is the port in use?)")
