@@ -64,6 +64,15 @@ final class Fixture {
         }
     }
 
+    /// Stops the daemon alone: the reference clients then have the stub to themselves,
+    /// without the daemon's kept-alive connections (as many as its concurrency).
+    func stopDaemon() {
+        if let daemon, daemon.isRunning {
+            daemon.terminate()
+            daemon.waitUntilExit()
+        }
+    }
+
     func stop() {
         for process in [daemon, stub].compactMap({ $0 }) where process.isRunning {
             process.terminate()

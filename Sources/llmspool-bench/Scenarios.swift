@@ -90,6 +90,7 @@ enum Scenarios {
         let wall = end.timeIntervalSince(start)
         let cpuPerRequest = (ProcessStats.cpuSeconds(pid) - cpu0) / Double(ids.count) * 1000
         let rss = ProcessStats.peakRSSMiB(pid)
+        fixture.stopDaemon()
         let payload = bodies((0..<sizes.p2Streams).map { request("raw \($0)", stream: true, stub: stub) })
         let rawRun = RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.p2Streams)
         let sessionRun = URLSessionClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.p2Streams)

@@ -107,7 +107,14 @@ import Testing
             let socket = harness.root + "/tmux.sock"
             try Harness.run(tmux, ["-S", socket, "new-session", "-d", "-s", session, "-x", "200", "-y", "50",
                                    "\(Harness.which("nano")!) --ignorercfiles --backup '\(path)'"])
-            defer { _ = try? Harness.run(tmux, ["-S", socket, "kill-server"]) }
+            // The server's pid as well as its socket: the socket goes with the test's folder,
+            // and a server that outlived its kill-server would then be out of reach.
+            let server = Int32((try? Harness.run(tmux, ["-S", socket, "display-message", "-p", "#{pid}"]))?
+                .trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+            defer {
+                _ = try? Harness.run(tmux, ["-S", socket, "kill-server"])
+                if server > 0 { kill(server, SIGKILL) }
+            }
             try waitUntil("nano is up", timeout: 10) {
                 (try? Harness.run(tmux, ["-S", socket, "capture-pane", "-p", "-t", session]))?.contains("GNU nano") == true
             }
