@@ -13,6 +13,18 @@ final class Transfer {
         case memory([UInt8], offset: Int)
         /// `prefix` first, then the file from its current offset.
         case spliced(prefix: [UInt8], sent: Int, fd: Int32, fileBytes: Int)
+
+        /// Closes the body's file, if it has one; returns whether it had.
+        @discardableResult
+        func closeFile() -> Bool {
+            switch self {
+            case .file(let fd), .spliced(_, _, let fd, _):
+                Syscall.close(fd)
+                return true
+            case .memory:
+                return false
+            }
+        }
     }
 
     /// What the daemon adds after the opening brace of a stream that did not ask for usage.
@@ -100,12 +112,7 @@ final class Transfer {
 
     /// Closes the body file, if the body is one and it is still open.
     func closeBody() {
-        switch body {
-        case .file(let fd), .spliced(_, _, let fd, _):
-            Syscall.close(fd)
-            body = .memory([], offset: 0)
-        case .memory: break
-        }
+        if body.closeFile() { body = .memory([], offset: 0) }
     }
 
     private func readFile(_ fd: Int32, into buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {

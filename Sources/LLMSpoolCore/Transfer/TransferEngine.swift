@@ -460,15 +460,9 @@ public final class TransferEngine: @unchecked Sendable {
             delegate.rejected(task.id, task.requestPath, RequestProblem(.unreadable, "cannot open the request: \(error)"))
             return
         }
-        func closeBody() {
-            switch body {
-            case .file(let fd), .spliced(_, _, let fd, _): Syscall.close(fd)
-            case .memory: break
-            }
-        }
         let partialPath = layout.partial(task.id)
         guard let handle = curl_easy_init() else {
-            closeBody()
+            body.closeFile()
             endBeforeStart(task, endpointIndex: endpointIndex, .transportError(code: 27, message: "libcurl could not create a handle"))
             return
         }
