@@ -16,29 +16,54 @@ let package = Package(
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
                        providers: [.apt(["libmicrohttpd-dev"])]),
+        // The decisions: scheduler, retry policy, judges, recovery, parsers, assemblers,
+        // validators. No Glibc and no C module, so the compiler keeps it pure: it imports
+        // FoundationEssentials at most (Foundation itself would bring Glibc along).
+        .target(
+            name: "LLMSpoolModel",
+            path: "Sources/LLMSpoolModel"
+        ),
+        // The edges: the one syscall wrapper, descriptors, the epoll loop's primitives, threads.
+        .target(
+            name: "LLMSpoolSystem",
+            dependencies: ["CSystem"],
+            path: "Sources/LLMSpoolSystem"
+        ),
+        // The daemon: threads and wiring around the model, curl, inotify, the spool's files.
         .target(
             name: "LLMSpoolCore",
-            dependencies: ["CInotifyTools", "CCurl", "CMicroHTTPD", "CSystem"],
+            dependencies: ["LLMSpoolModel", "LLMSpoolSystem", "CInotifyTools", "CCurl", "CMicroHTTPD", "CSystem"],
             path: "Sources/LLMSpoolCore"
+        ),
+        // The bundled local endpoint: only the tests, the benchmark and `llmspool stub` link it.
+        .target(
+            name: "LLMSpoolStub",
+            dependencies: ["LLMSpoolCore", "CMicroHTTPD"],
+            path: "Sources/LLMSpoolStub"
         ),
         .executableTarget(
             name: "llmspool",
-            dependencies: ["LLMSpoolCore"],
+            dependencies: ["LLMSpoolCore", "LLMSpoolStub"],
             path: "Sources/llmspool"
         ),
         .executableTarget(
             name: "llmspool-bench",
-            dependencies: ["LLMSpoolCore", "CCurl"],
+            dependencies: ["LLMSpoolCore", "LLMSpoolStub", "CCurl"],
             path: "Sources/llmspool-bench"
         ),
         .testTarget(
+            name: "LLMSpoolModelTests",
+            dependencies: ["LLMSpoolModel"],
+            path: "Tests/LLMSpoolModelTests"
+        ),
+        .testTarget(
             name: "LLMSpoolCoreTests",
-            dependencies: ["LLMSpoolCore"],
+            dependencies: ["LLMSpoolCore", "LLMSpoolStub"],
             path: "Tests/LLMSpoolCoreTests"
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["LLMSpoolCore", "llmspool", "llmspool-bench"],
+            dependencies: ["LLMSpoolCore", "LLMSpoolStub", "llmspool", "llmspool-bench"],
             path: "Tests/IntegrationTests"
         ),
     ],

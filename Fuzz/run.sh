@@ -10,11 +10,13 @@ target=${1:?usage: Fuzz/run.sh sse|validator|config|json [SECONDS]}
 seconds=${2:-600}
 binary=.build/fuzz/llmspool-fuzz
 mkdir -p .build/fuzz Fuzz/findings "Fuzz/corpus/$target"
-if [ ! -x "$binary" ] || [ -n "$(find Sources/LLMSpoolCore Fuzz/FuzzTargets.swift -newer "$binary" -name '*.swift' | head -1)" ]; then
+if [ ! -x "$binary" ] || [ -n "$(find Sources/LLMSpoolModel Sources/LLMSpoolSystem Sources/LLMSpoolCore Fuzz/FuzzTargets.swift -newer "$binary" -name '*.swift' | head -1)" ]; then
     includes=()
     for module in Sources/C*/; do includes+=(-I "$module"); done
-    swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name LLMSpoolFuzz "${includes[@]}" \
-        $(find Sources/LLMSpoolCore -name '*.swift' | sort) Fuzz/FuzzTargets.swift \
+    # The model, the system layer and the daemon in one module (Exports.swift re-exports
+    # the first two across targets, which one module does not need).
+    swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name LLMSpoolFuzz -package-name llmspool "${includes[@]}" \
+        $(find Sources/LLMSpoolModel Sources/LLMSpoolSystem Sources/LLMSpoolCore -name '*.swift' ! -name Exports.swift | sort) Fuzz/FuzzTargets.swift \
         $(pkg-config --cflags-only-I libcurl | sed 's/-I/-Xcc -I/g') \
         -lcurl -linotifytools -lmicrohttpd -o "$binary"
 fi

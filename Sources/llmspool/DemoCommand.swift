@@ -1,5 +1,6 @@
 import Foundation
 import LLMSpoolCore
+import LLMSpoolStub
 import Synchronization
 
 /// `llmspool demo`: the stub and the daemon together on the sample requests.

@@ -1,5 +1,6 @@
 import Foundation
 import LLMSpoolCore
+import LLMSpoolStub
 
 /// `llmspool stub`: the local endpoint, in the foreground.
 enum StubCommand {

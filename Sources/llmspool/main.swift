@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LLMSpoolCore
+import LLMSpoolStub
 
 // The executable is argument parsing and wiring only; everything else is in LLMSpoolCore.
 

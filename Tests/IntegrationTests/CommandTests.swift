@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LLMSpoolCore
+@testable import LLMSpoolStub
 import Testing
 
 /// The people's commands, each run as a subprocess against the real daemon and stub.

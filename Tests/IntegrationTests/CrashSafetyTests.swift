@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LLMSpoolCore
+@testable import LLMSpoolStub
 import Testing
 
 /// What happens to the daemon and the machine around it: signals, deletions, a full disk,

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LLMSpoolCore
+@testable import LLMSpoolStub
 import Testing
 
 /// Delivery against a misbehaving endpoint, over real sockets: the stub injects each fault

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LLMSpoolCore
+@testable import LLMSpoolStub
 import Testing
 
 /// Runs the real `llmspool` binary (daemon and stub) on a temporary spool, and cleans up:

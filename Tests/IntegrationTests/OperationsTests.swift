@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LLMSpoolCore
+@testable import LLMSpoolStub
 import Testing
 
 /// Running it for real: init, check-config, systemd notifications, metrics, logs.

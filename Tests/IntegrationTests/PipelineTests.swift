@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LLMSpoolCore
+@testable import LLMSpoolStub
 import Testing
 
 /// The drop-folder contract, end to end: the real daemon, the real stub, real sockets.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import LLMSpoolCore
+@testable import LLMSpoolStub
 
 @Suite struct StubResponderTests {
     let responder = StubResponder(defaults: StubDirectives(tokens: 5))

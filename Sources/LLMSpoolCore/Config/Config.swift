@@ -121,7 +121,7 @@ public struct Config: Sendable, Equatable {
         do {
             object = try JSONSerialization.jsonObject(with: Data(bytes))
         } catch {
-            let problem = RequestValidator.jsonProblem(error, bytes)
+            let problem = JSONProblem.problem(error, bytes)
             throw ConfigError("config \(source) is not valid JSON: \(problem)")
         }
         guard let settings = object as? [String: Any] else {

@@ -136,24 +136,13 @@ public final class Finisher: Sendable {
             task.history.attempts.append(entry)
             let now = Date()
             let policy = self.policy.withLock { $0 }
-            var decision: RetryPolicy.Decision
-            if failure.kind == .disk {
-                // A full disk is the machine's trouble, not the request's: it does not use
-                // up attempts, only the request's lifetime.
-                let delay = RetryPolicy.backoff(afterAttempts: task.history.attempts.count, settings: policy.retry, random: random())
-                decision = now.timeIntervalSince(task.history.firstSeen) + delay <= policy.retry.maxLifetimeSeconds
-                    ? .retry(afterSeconds: delay, reason: "disk")
-                    : .giveUp(reason: "the disk stayed full past max_lifetime_seconds")
-            } else {
-                let counted = task.history.attempts.filter { $0.outcome != AttemptFailure.Kind.disk.rawValue }.count
-                decision = RetryPolicy.decide(failure, headers: outcome.headers, attempts: counted,
-                                              firstSeen: task.history.firstSeen, now: now, settings: policy.retry, random: random())
-            }
-            switch decision {
-            case .retry(let delay, _):
+            let plan = RetryPolicy.plan(failure, headers: outcome.headers, history: task.history, endpointIndex: outcome.endpointIndex,
+                                        endpointCount: policy.endpointCount, now: now, settings: policy.retry, random: random())
+            switch plan {
+            case .retry(let delay, let endpoint, _):
                 let at = now.addingTimeInterval(delay)
                 task.history.notBefore = at
-                if failure.kind != .disk { task.history.preferredEndpoint = (outcome.endpointIndex + 1) % policy.endpointCount }
+                task.history.preferredEndpoint = endpoint
                 do {
                     try TaskRecord(id: id, status: .active, request: task.identity, history: task.history).write(layout, durable: true)
                 } catch {
@@ -165,7 +154,7 @@ public final class Finisher: Sendable {
                 return .ended(.retry(task, at: at.timeIntervalSince1970))
             case .giveUp(let reason):
                 var final = failure
-                if reason != "not retryable" {
+                if reason != .notRetryable {
                     final = AttemptFailure(failure.kind, "\(failure.message); \(reason)", httpStatus: failure.httpStatus,
                                            providerBody: failure.providerBody, curlCode: failure.curlCode, timer: failure.timer,
                                            embeddedCode: failure.embeddedCode)

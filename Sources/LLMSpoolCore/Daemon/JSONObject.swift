@@ -1,33 +1,33 @@
 import Foundation
 
 /// Small helpers over Foundation's JSON for records and answers.
-enum JSONObject {
-    static func parse(_ bytes: [UInt8]) -> [String: Any]? {
+package enum JSONObject {
+    package static func parse(_ bytes: [UInt8]) -> [String: Any]? {
         try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
     }
 
     /// A value for a record: the parsed JSON when the bytes are JSON, else the text.
-    static func embeddable(_ bytes: [UInt8]) -> Any {
+    package static func embeddable(_ bytes: [UInt8]) -> Any {
         if let value = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed]) { return value }
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    static func encode(_ object: Any) -> [UInt8] {
+    package static func encode(_ object: Any) -> [UInt8] {
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return Array(data) + [0x0A]
     }
 }
 
 /// JSON text written by hand where Foundation's encoder is too slow for how often it runs.
-enum JSONText {
-    static func quoted(_ value: String) -> String {
+package enum JSONText {
+    package static func quoted(_ value: String) -> String {
         var text = ""
         appendQuoted(value, to: &text)
         return text
     }
 
     /// Appends `value` as a JSON string, quotes included.
-    static func appendQuoted(_ value: String, to text: inout String) {
+    package static func appendQuoted(_ value: String, to text: inout String) {
         text += "\""
         for scalar in value.unicodeScalars {
             switch scalar {

@@ -80,30 +80,12 @@ public final class Logger: Sendable {
     }
 
     /// Escapes control characters, backslashes and invalid UTF-8 as `\xNN`.
-    public static func escape(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars {
-            switch scalar.value {
-            case 0x5C: out += "\\\\"
-            case 0..<0x20, 0x7F, 0x80..<0xA0:
-                out += "\\x" + String(scalar.value, radix: 16, uppercase: false).leftPadded(to: 2)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
-    }
+    public static func escape(_ text: String) -> String { TextEscaping.escape(text) }
 
     static func quoteIfNeeded(_ text: String) -> String {
         if text.isEmpty || text.contains(" ") || text.contains("\"") || text.contains("=") {
             return "\"" + text.replacingOccurrences(of: "\"", with: "\\\"") + "\""
         }
         return text
-    }
-}
-
-extension String {
-    func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

@@ -453,7 +453,7 @@ public final class TransferEngine: @unchecked Sendable {
             return
         } catch let error as SystemError where error.isTransient {
             // Short of descriptors or memory: the machine's trouble, retried like a full disk.
-            endBeforeStart(task, endpointIndex: endpointIndex, .diskError(error))
+            endBeforeStart(task, endpointIndex: endpointIndex, .diskError("\(error)"))
             return
         } catch {
             apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: Date().timeIntervalSince1970))
@@ -527,7 +527,7 @@ public final class TransferEngine: @unchecked Sendable {
 
     static func ending(of transfer: Transfer, code: CURLcode) -> AttemptOutcome.Ending {
         if transfer.overLimit { return .responseTooLarge(limit: transfer.responseLimit) }
-        if let diskError = transfer.diskError { return .diskError(diskError) }
+        if let diskError = transfer.diskError { return .diskError("\(diskError)") }
         if code == CURLE_OK { return .response(status: CurlHandle.responseCode(transfer.handle)) }
         var text = String(cString: transfer.errorBuffer)
         if text.isEmpty { text = String(cString: curl_easy_strerror(code)) }

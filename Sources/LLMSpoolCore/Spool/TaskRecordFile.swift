@@ -1,0 +1,126 @@
+import Foundation
+import Glibc
+
+/// Reading and writing `state/<id>.json`.
+extension TaskRecord {
+    /// Written by hand, keys in sorted order: a record is written for every outcome, and
+    /// Foundation's encoder (bridging, locale-aware key sorting) was most of the
+    /// finisher's CPU time.
+    public func encoded() -> [UInt8] {
+        var members: [(String, String)] = [
+            ("attempts", "[" + history.attempts.map(TaskRecord.encodeAttempt).joined(separator: ", ") + "]"),
+            ("first_seen", JSONText.quoted(Timestamp.string(history.firstSeen))),
+            ("id", JSONText.quoted(id)),
+            ("preferred_endpoint", "\(history.preferredEndpoint)"),
+            ("status", JSONText.quoted(status.rawValue)),
+            ("updated_at", JSONText.quoted(Timestamp.string(Date()))),
+        ]
+        if let request {
+            members.append(("request", "{\"device\": \(request.device), \"inode\": \(request.inode), \"mtime_ns\": \(request.modifiedNanoseconds), \"size\": \(request.size)}"))
+        }
+        if let notBefore = history.notBefore { members.append(("next_attempt_at", JSONText.quoted(Timestamp.string(notBefore)))) }
+        if let endpoint { members.append(("endpoint", JSONText.quoted(endpoint))) }
+        if let usage {
+            members.append(("usage", "{" + usage.keys.sorted().map { "\(JSONText.quoted($0)): \(usage[$0]!)" }.joined(separator: ", ") + "}"))
+        }
+        if let resultInode { members.append(("result_inode", "\(resultInode)")) }
+        if let errorRecord { members.append(("error_record", TaskRecord.embedded(errorRecord))) }
+        members.sort { $0.0 < $1.0 }
+        let body = members.map { "  \(JSONText.quoted($0.0)) : \($0.1)" }.joined(separator: ",\n")
+        return Array("{\n\(body)\n}\n".utf8)
+    }
+
+    /// An error record as JSON inside the task record; bytes that are not JSON as a string.
+    static func embedded(_ bytes: [UInt8]) -> String {
+        var end = bytes.count
+        while end > 0, [0x20, 0x0A, 0x0D, 0x09].contains(bytes[end - 1]) { end -= 1 }
+        let trimmed = Array(bytes[..<end])
+        if (try? RawJSON.parse(trimmed)) != nil { return String(decoding: trimmed, as: UTF8.self) }
+        return JSONText.quoted(String(decoding: bytes, as: UTF8.self))
+    }
+
+    static func encodeAttempt(_ attempt: AttemptEntry) -> String {
+        var members: [(String, String)] = [
+            ("bytes_received", "\(attempt.bytesReceived)"),
+            ("bytes_sent", "\(attempt.bytesSent)"),
+            ("endpoint", JSONText.quoted(attempt.endpoint)),
+            ("ended_at", JSONText.quoted(Timestamp.string(attempt.endedAt))),
+            ("outcome", JSONText.quoted(attempt.outcome)),
+            ("started_at", JSONText.quoted(Timestamp.string(attempt.startedAt))),
+        ]
+        if let status = attempt.httpStatus { members.append(("http_status", "\(status)")) }
+        if let message = attempt.message { members.append(("message", JSONText.quoted(message))) }
+        if let timer = attempt.timer { members.append(("timer", JSONText.quoted(timer))) }
+        members.sort { $0.0 < $1.0 }
+        return "{" + members.map { "\(JSONText.quoted($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
+    }
+
+    public static func decode(_ bytes: [UInt8]) -> TaskRecord? {
+        guard let object = JSONObject.parse(bytes),
+              let id = object["id"] as? String,
+              let status = (object["status"] as? String).flatMap(Status.init(rawValue:)),
+              let firstSeen = (object["first_seen"] as? String).flatMap(Timestamp.date) else { return nil }
+        var request: FileIdentity?
+        if let identity = object["request"] as? [String: Any],
+           let device = (identity["device"] as? NSNumber)?.uint64Value,
+           let inode = (identity["inode"] as? NSNumber)?.uint64Value,
+           let size = (identity["size"] as? NSNumber)?.int64Value,
+           let modified = (identity["mtime_ns"] as? NSNumber)?.int64Value {
+            request = FileIdentity(device: device, inode: inode, size: size, modifiedNanoseconds: modified)
+        }
+        let attempts = (object["attempts"] as? [Any] ?? []).compactMap { ($0 as? [String: Any]).flatMap(decodeAttempt) }
+        let history = TaskHistory(firstSeen: firstSeen, attempts: attempts,
+                                  notBefore: (object["next_attempt_at"] as? String).flatMap(Timestamp.date),
+                                  preferredEndpoint: object["preferred_endpoint"] as? Int ?? 0)
+        var errorRecord: [UInt8]?
+        if let embedded = object["error_record"] {
+            errorRecord = JSONObject.encode(embedded)
+        }
+        return TaskRecord(id: id, status: status, request: request, history: history,
+                          endpoint: object["endpoint"] as? String, usage: object["usage"] as? [String: Int],
+                          resultInode: (object["result_inode"] as? NSNumber)?.uint64Value, errorRecord: errorRecord)
+    }
+
+    /// The record of `id`, or nil when there is none or it cannot be read (then the task
+    /// simply starts afresh).
+    public static func load(_ layout: SpoolLayout, id: String) -> TaskRecord? {
+        guard let bytes = try? FileReader.prefix(path: layout.taskRecord(id), limit: 16 << 20) else { return nil }
+        return decode(bytes)
+    }
+
+    /// Writes the record by rename. `durable` adds the fsyncs that make it a commit point.
+    public func write(_ layout: SpoolLayout, durable: Bool) throws {
+        let path = layout.taskRecord(id)
+        if durable {
+            try DurableFile.write(encoded(), to: path, mode: layout.fileMode)
+        } else {
+            try DurableFile.replace(encoded(), at: path, mode: layout.fileMode)
+        }
+    }
+
+    static func encode(_ attempt: AttemptEntry) -> [String: Any] {
+        var entry: [String: Any] = [
+            "started_at": Timestamp.string(attempt.startedAt),
+            "ended_at": Timestamp.string(attempt.endedAt),
+            "endpoint": attempt.endpoint,
+            "outcome": attempt.outcome,
+            "bytes_sent": attempt.bytesSent,
+            "bytes_received": attempt.bytesReceived,
+        ]
+        if let message = attempt.message { entry["message"] = message }
+        if let status = attempt.httpStatus { entry["http_status"] = status }
+        if let timer = attempt.timer { entry["timer"] = timer }
+        return entry
+    }
+
+    static func decodeAttempt(_ entry: [String: Any]) -> AttemptEntry? {
+        guard let started = (entry["started_at"] as? String).flatMap(Timestamp.date),
+              let ended = (entry["ended_at"] as? String).flatMap(Timestamp.date),
+              let endpoint = entry["endpoint"] as? String, let outcome = entry["outcome"] as? String else { return nil }
+        return AttemptEntry(startedAt: started, endedAt: ended, endpoint: endpoint, outcome: outcome,
+                            message: entry["message"] as? String, httpStatus: entry["http_status"] as? Int,
+                            timer: entry["timer"] as? String,
+                            bytesSent: (entry["bytes_sent"] as? NSNumber)?.int64Value ?? 0,
+                            bytesReceived: (entry["bytes_received"] as? NSNumber)?.int64Value ?? 0)
+    }
+}

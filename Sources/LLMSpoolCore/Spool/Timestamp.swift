@@ -1,0 +1,39 @@
+import Foundation
+import Glibc
+
+/// RFC 3339 timestamps with milliseconds, as every record writes them.
+public enum Timestamp {
+    nonisolated(unsafe) private static let formatter: ISO8601DateFormatter = {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter
+    }()
+    private static let lock = NSLock()
+
+    /// `2026-11-30T22:10:05.123Z`, as the formatter writes it, but built by hand: the
+    /// formatter goes through ICU under a lock, and records and the live status are
+    /// written often, from several threads.
+    public static func string(_ date: Date) -> String {
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        var seconds = time_t(milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000)
+        let fraction = Int(milliseconds - Int64(seconds) * 1000)
+        var parts = tm()
+        guard gmtime_r(&seconds, &parts) != nil else {
+            lock.lock()
+            defer { lock.unlock() }
+            return formatter.string(from: date)
+        }
+        func digits(_ value: Int, _ width: Int) -> String {
+            let text = String(value)
+            return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+        }
+        return "\(digits(Int(parts.tm_year) + 1900, 4))-\(digits(Int(parts.tm_mon) + 1, 2))-\(digits(Int(parts.tm_mday), 2))T"
+            + "\(digits(Int(parts.tm_hour), 2)):\(digits(Int(parts.tm_min), 2)):\(digits(Int(parts.tm_sec), 2)).\(digits(fraction, 3))Z"
+    }
+
+    public static func date(_ text: String) -> Date? {
+        lock.lock()
+        defer { lock.unlock() }
+        return formatter.date(from: text)
+    }
+}

@@ -1,0 +1,184 @@
+
+/// What the daemon needs to know about a valid request before it uploads it.
+public struct RequestSummary: Sendable, Equatable {
+    public let model: String
+    public let stream: Bool
+    public let size: Int
+    /// Prompt characters / 4 plus `max_tokens`: what the token bucket charges up front.
+    public let estimatedTokens: Int
+    /// The offset of the object's opening brace, when the daemon must add
+    /// `"stream_options": {"include_usage": true}` right after it (a stream that did not
+    /// ask for its usage); nil when the body goes as it is.
+    public let usageSplice: Int?
+
+    public init(model: String, stream: Bool, size: Int, estimatedTokens: Int = 0, usageSplice: Int? = nil) {
+        self.model = model
+        self.stream = stream
+        self.size = size
+        self.estimatedTokens = estimatedTokens
+        self.usageSplice = usageSplice
+    }
+}
+
+/// Checks that a request is a UTF-8 JSON object with `model` and `messages`, before anything
+/// is sent. Pure: bytes in, verdict out.
+public enum RequestValidator {
+    /// The deepest nesting a request may have.
+    public static let defaultMaxDepth = 64
+
+    public static func validate(_ bytes: [UInt8], maxDepth: Int = defaultMaxDepth) -> Result<RequestSummary, RequestProblem> {
+        if bytes.isEmpty { return .failure(RequestProblem(.invalidJSON, "the file is empty")) }
+        if let bad = firstInvalidUTF8(bytes) {
+            let (line, column) = position(ofByte: bad, in: bytes)
+            return .failure(RequestProblem(.notUTF8, "the file is not UTF-8 (invalid byte at offset \(bad))", line: line, column: column))
+        }
+        if let deep = firstOffset(deeperThan: maxDepth, in: bytes) {
+            let (line, column) = position(ofByte: deep, in: bytes)
+            return .failure(RequestProblem(.tooDeep, "the request nests deeper than \(maxDepth) levels", line: line, column: column))
+        }
+        // RawJSON, not Foundation: every request passes here on its way in, and the
+        // reader neither bridges nor decodes what it does not need.
+        let request: RawJSON.Value
+        do {
+            request = try RawJSON.parse(bytes)
+        } catch {
+            let (line, column) = position(ofByte: error.offset, in: bytes)
+            return .failure(RequestProblem(.invalidJSON, "the file is not valid JSON: \(error.reason)", line: line, column: column))
+        }
+        guard case .object = request else {
+            return .failure(RequestProblem(.notAnObject, "the request must be a JSON object, not \(kindName(request))"))
+        }
+        guard let modelValue = request["model"] else {
+            return .failure(RequestProblem(.missingField, "the request has no \"model\""))
+        }
+        guard case .string(let modelRange) = modelValue, !modelRange.isEmpty else {
+            return .failure(RequestProblem(.wrongType, "\"model\" must be a non-empty string, not \(kindName(modelValue))"))
+        }
+        let model = bytes.withUnsafeBytes { RawJSON.decodeString(UnsafeRawBufferPointer(rebasing: $0[modelRange])) }
+        guard let messages = request["messages"] else {
+            return .failure(RequestProblem(.missingField, "the request has no \"messages\""))
+        }
+        guard case .array(let messageList, _) = messages else {
+            return .failure(RequestProblem(.wrongType, "\"messages\" must be an array, not \(kindName(messages))"))
+        }
+        var stream = false
+        if let value = request["stream"], !value.isNull {
+            guard case .bool(let flag, _) = value else {
+                return .failure(RequestProblem(.wrongType, "\"stream\" must be true or false, not \(kindName(value))"))
+            }
+            stream = flag
+        }
+        var splice: Int?
+        if stream && request["stream_options"] == nil {
+            // The object has members (model, messages), so a member and a comma can go
+            // right after its brace without reading or rewriting the rest.
+            splice = bytes.firstIndex(of: UInt8(ascii: "{"))
+        }
+        return .success(RequestSummary(model: model, stream: stream, size: bytes.count,
+                                       estimatedTokens: estimateTokens(request, messages: messageList, bytes: bytes),
+                                       usageSplice: splice))
+    }
+
+    /// A rough count, enough for a token bucket: four characters a token (counted as
+    /// written, escapes included), plus the completion budget the request asks for.
+    static func estimateTokens(_ request: RawJSON.Value, messages: [RawJSON.Value], bytes: [UInt8]) -> Int {
+        var characters = 0
+        for message in messages {
+            switch message["content"] {
+            case .string(let range)?:
+                characters += range.count
+            case .array(let parts, _)?:
+                for part in parts {
+                    if case .string(let range)? = part["text"] { characters += range.count }
+                }
+            default:
+                break
+            }
+        }
+        func integer(_ value: RawJSON.Value?) -> Int? {
+            guard case .number(let range)? = value else { return nil }
+            let text = String(decoding: bytes[range], as: UTF8.self)
+            if let number = Int(text) { return number }
+            // Digits past Int's range: as large as it gets (the sum is clamped below).
+            return text.allSatisfy(\.isNumber) ? Int.max : nil
+        }
+        let budget = integer(request["max_completion_tokens"]) ?? integer(request["max_tokens"]) ?? 0
+        // Clamped: a request may name any number, and the sum must not overflow.
+        return characters / 4 + 1 + min(max(0, budget), 1 << 40)
+    }
+
+    /// Names a value the way people call it.
+    static func kindName(_ value: RawJSON.Value) -> String {
+        switch value {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+
+    /// The offset of the first bracket that opens level `limit + 1`, outside strings; nil
+    /// when the bytes never nest that deep. A cheap pass before the parser, which would
+    /// otherwise recurse as deep as an attacker likes.
+    static func firstOffset(deeperThan limit: Int, in bytes: [UInt8]) -> Int? {
+        var depth = 0
+        var inString = false
+        var escaped = false
+        for (offset, byte) in bytes.enumerated() {
+            if inString {
+                if escaped { escaped = false } else if byte == 0x5C { escaped = true } else if byte == 0x22 { inString = false }
+                continue
+            }
+            switch byte {
+            case 0x22: inString = true
+            case 0x5B, 0x7B:
+                depth += 1
+                if depth > limit { return offset }
+            case 0x5D, 0x7D: depth -= 1
+            default: break
+            }
+        }
+        return nil
+    }
+
+    /// 1-based line and column (in bytes) of a byte offset.
+    public static func position(ofByte offset: Int, in bytes: [UInt8]) -> (Int, Int) {
+        var line = 1
+        var lineStart = 0
+        for index in 0..<min(offset, bytes.count) where bytes[index] == 0x0A {
+            line += 1
+            lineStart = index + 1
+        }
+        return (line, offset - lineStart + 1)
+    }
+
+    /// The offset of the first byte that breaks UTF-8, or nil when the bytes are valid.
+    public static func firstInvalidUTF8(_ bytes: [UInt8]) -> Int? {
+        var index = 0
+        let count = bytes.count
+        while index < count {
+            let lead = bytes[index]
+            if lead < 0x80 { index += 1; continue }
+            let length: Int
+            var minimum: UInt32
+            var scalar: UInt32
+            switch lead {
+            case 0xC2...0xDF: length = 2; minimum = 0x80; scalar = UInt32(lead & 0x1F)
+            case 0xE0...0xEF: length = 3; minimum = 0x800; scalar = UInt32(lead & 0x0F)
+            case 0xF0...0xF4: length = 4; minimum = 0x10000; scalar = UInt32(lead & 0x07)
+            default: return index
+            }
+            if index + length > count { return index }
+            for next in 1..<length {
+                let byte = bytes[index + next]
+                if byte & 0xC0 != 0x80 { return index }
+                scalar = scalar << 6 | UInt32(byte & 0x3F)
+            }
+            if scalar < minimum || scalar > 0x10FFFF || (0xD800...0xDFFF).contains(scalar) { return index }
+            index += length
+        }
+        return nil
+    }
+}

@@ -1,0 +1,85 @@
+
+/// Decides what an attempt amounted to. Pure: the transport's ending and the response
+/// (already read by the caller) in, a verdict out.
+public enum AttemptJudge {
+    /// What the finisher must publish.
+    public enum Verdict: Sendable, Equatable {
+        /// Success; `assembled` is the result to write, or nil when the `.partial` is the result.
+        case success(assembled: AssembledCompletion?, usage: [String: Int]?)
+        case failure(AttemptFailure)
+        case cancelled
+    }
+
+    /// Whether the body must be read as an event stream: only when the request asked for a
+    /// stream and the server answered with one (servers answer errors as plain JSON).
+    public static func isEventStream(requested: Bool, headers: [String: String]) -> Bool {
+        requested && (headers["content-type"]?.lowercased().contains("text/event-stream") ?? false)
+    }
+
+    /// Judges everything that can be judged without reading the body; nil means "read it".
+    public static func judgeEnding(_ ending: AttemptEnding, bodyPrefix: () -> [UInt8]) -> Verdict? {
+        switch ending {
+        case .cancelled, .leaseLost:
+            return .cancelled
+        case .diskError(let error):
+            return .failure(AttemptFailure(.disk, "writing the answer failed: \(error)"))
+        case .responseTooLarge(let limit):
+            return .failure(AttemptFailure(.responseTooLarge, "the answer grew past \(limit) bytes (max_response_bytes)"))
+        case .transportError(let code, let message):
+            return .failure(AttemptFailure(.transport, "\(message) (curl code \(code))", curlCode: code))
+        case .timedOut(let timer, let message):
+            return .failure(AttemptFailure(.transport, "\(timer.rawValue) timer fired: \(message)", timer: timer))
+        case .response(let status) where !(200..<300).contains(status):
+            let body = bodyPrefix()
+            let detail = ProviderError.message(inBody: body).map { ": \($0)" } ?? ""
+            return .failure(AttemptFailure(.http, "the endpoint answered HTTP \(status)\(detail)", httpStatus: status, providerBody: body.isEmpty ? nil : body))
+        case .response:
+            return nil
+        }
+    }
+
+    /// A plain (non-streamed) 2xx answer must be a JSON object without `error`.
+    /// Read with `RawJSON`: every plain answer passes here, and Foundation's parser (with
+    /// its bridging) cost more than the rest of the judgement.
+    public static func judgePlain(status: Int, body: [UInt8]) -> Verdict {
+        guard let value = try? RawJSON.parse(body), case .object = value else {
+            return .failure(AttemptFailure(.malformedResponse, "the answer is not a JSON object (\(body.count) bytes)", httpStatus: status, providerBody: Array(body.prefix(65536))))
+        }
+        if let error = value["error"], !error.isNull {
+            let message = ProviderError.message(inBody: body) ?? "the answer carried an error"
+            return .failure(AttemptFailure(.providerError, message, httpStatus: status, providerBody: Array(body.prefix(65536)),
+                                           embeddedCode: ProviderError.embeddedCode(inBody: body)))
+        }
+        return .success(assembled: nil, usage: usage(value, in: body))
+    }
+
+    /// The integer token counts of `usage`, read from the raw answer.
+    static func usage(_ answer: RawJSON.Value, in body: [UInt8]) -> [String: Int]? {
+        answer["usage"].flatMap { counts($0, in: body) }
+    }
+
+    /// The integer members of a `usage` object.
+    static func counts(_ usage: RawJSON.Value, in body: [UInt8]) -> [String: Int]? {
+        guard case .object(let members, _) = usage else { return nil }
+        var counts: [String: Int] = [:]
+        for member in members {
+            guard case .number(let range) = member.value, let number = Int(String(decoding: body[range], as: UTF8.self)) else { continue }
+            counts[member.key] = number
+        }
+        return counts.isEmpty ? nil : counts
+    }
+
+    public static func judgeStream(status: Int, verdict: StreamVerdict) -> Verdict {
+        switch verdict {
+        case .complete(let assembled):
+            return .success(assembled: assembled, usage: assembled.usage)
+        case .providerError(let message, let body):
+            return .failure(AttemptFailure(.providerError, message, httpStatus: status, providerBody: body,
+                                           embeddedCode: ProviderError.embeddedCode(inBody: body)))
+        case .incomplete(let reason):
+            return .failure(AttemptFailure(.incompleteStream, reason, httpStatus: status))
+        case .malformed(let reason):
+            return .failure(AttemptFailure(.malformedResponse, reason, httpStatus: status))
+        }
+    }
+}

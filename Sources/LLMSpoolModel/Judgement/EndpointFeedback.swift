@@ -1,0 +1,54 @@
+import FoundationEssentials
+
+/// What the end of a transfer says about its endpoint's health.
+public struct EndpointFeedback: Sendable, Equatable {
+    public enum Outcome: Sendable, Equatable {
+        /// The endpoint answered (2xx, or a client error that proves it is up).
+        case answered
+        /// A failure worth a retry: connection trouble, 408/409/429/5xx.
+        case retryableFailure
+        /// The transfer was stopped by us; says nothing about the endpoint.
+        case neutral
+    }
+
+    public var outcome: Outcome
+    /// Hold every request to this endpoint for this long (a 429's Retry-After, or an
+    /// exhausted `x-ratelimit-remaining-*`).
+    public var pauseSeconds: Double?
+
+    public init(_ outcome: Outcome, pauseSeconds: Double? = nil) {
+        self.outcome = outcome
+        self.pauseSeconds = pauseSeconds
+    }
+}
+
+extension EndpointFeedback {
+    /// What an attempt's end says about its endpoint. Pure.
+    public static func from(_ ending: AttemptEnding, headers: [String: String], now: Date) -> EndpointFeedback {
+        switch ending {
+        case .response(let status):
+            let asked = RetryPolicy.requestedDelay(headers, now: now)
+            if status == 429 { return EndpointFeedback(.retryableFailure, pauseSeconds: asked ?? 1) }
+            if RetryPolicy.isRetryableStatus(status) { return EndpointFeedback(.retryableFailure, pauseSeconds: asked) }
+            return EndpointFeedback(.answered, pauseSeconds: exhaustedLimitReset(headers))
+        case .transportError(let code, _):
+            return EndpointFeedback(RetryPolicy.permanentCurlCodes.contains(code) ? .neutral : .retryableFailure)
+        case .timedOut:
+            return EndpointFeedback(.retryableFailure)
+        case .diskError, .cancelled, .responseTooLarge, .leaseLost:
+            return EndpointFeedback(.neutral)
+        }
+    }
+
+    /// When the provider says a limit is used up, how long until it resets.
+    static func exhaustedLimitReset(_ headers: [String: String]) -> Double? {
+        var pause: Double?
+        for kind in ["requests", "tokens"] {
+            guard let remaining = headers["x-ratelimit-remaining-\(kind)"].flatMap({ Double(TextEscaping.trimmed($0)) }),
+                  remaining <= 0,
+                  let reset = headers["x-ratelimit-reset-\(kind)"].flatMap(RetryPolicy.duration) else { continue }
+            pause = max(pause ?? 0, reset)
+        }
+        return pause
+    }
+}

@@ -1,0 +1,67 @@
+/// One endpoint's admission state: its own concurrency, its request and token buckets,
+/// provider-imposed pauses and a cool-down after repeated failures. Pure: time is passed in.
+public struct EndpointGate: Sendable, Equatable {
+    /// Whether a request may start on this endpoint now.
+    public enum Readiness: Sendable, Equatable {
+        case ready
+        /// All its slots are taken; a transfer's end will free one.
+        case full
+        /// Rate-limited or paused by the provider until then.
+        case waitUntil(Double)
+        /// Failing: requests go to the next endpoint until then.
+        case coolingDown(until: Double)
+    }
+
+    public let concurrency: Int
+    public let cooldownAfterFailures: Int
+    public let cooldownSeconds: Double
+    public private(set) var active = 0
+    public private(set) var pausedUntil = 0.0
+    public private(set) var coolingUntil = 0.0
+    public private(set) var consecutiveFailures = 0
+    private var requests: TokenBucket?
+    private var tokens: TokenBucket?
+
+    public init(concurrency: Int, requestsPerMinute: Double? = nil, tokensPerMinute: Double? = nil,
+                cooldownAfterFailures: Int = 3, cooldownSeconds: Double = 30, active: Int = 0, now: Double) {
+        self.concurrency = max(1, concurrency)
+        self.active = active
+        self.cooldownAfterFailures = max(1, cooldownAfterFailures)
+        self.cooldownSeconds = cooldownSeconds
+        if let requestsPerMinute, requestsPerMinute > 0 { requests = TokenBucket(perMinute: requestsPerMinute, now: now) }
+        if let tokensPerMinute, tokensPerMinute > 0 { tokens = TokenBucket(perMinute: tokensPerMinute, now: now) }
+    }
+
+    public mutating func readiness(estimatedTokens: Int, now: Double) -> Readiness {
+        if coolingUntil > now { return .coolingDown(until: coolingUntil) }
+        if pausedUntil > now { return .waitUntil(pausedUntil) }
+        if active >= concurrency { return .full }
+        var wait = 0.0
+        if requests != nil { wait = max(wait, requests!.wait(for: 1, now: now)) }
+        if tokens != nil { wait = max(wait, tokens!.wait(for: Double(estimatedTokens), now: now)) }
+        return wait > 0 ? .waitUntil(now + wait) : .ready
+    }
+
+    public mutating func admit(estimatedTokens: Int, now: Double) {
+        active += 1
+        requests?.take(1, now: now)
+        tokens?.take(Double(estimatedTokens), now: now)
+    }
+
+    public mutating func release(_ feedback: EndpointFeedback, now: Double) {
+        active = max(0, active - 1)
+        if let pause = feedback.pauseSeconds, pause > 0 { pausedUntil = max(pausedUntil, now + pause) }
+        switch feedback.outcome {
+        case .answered:
+            consecutiveFailures = 0
+        case .retryableFailure:
+            consecutiveFailures += 1
+            if consecutiveFailures >= cooldownAfterFailures {
+                coolingUntil = now + cooldownSeconds
+                consecutiveFailures = 0
+            }
+        case .neutral:
+            break
+        }
+    }
+}

@@ -1,0 +1,203 @@
+import FoundationEssentials
+
+/// The retry settings, with the defaults of the README's retry table.
+public struct RetrySettings: Sendable, Equatable {
+    /// Attempts in all, the first included.
+    public var maxAttempts = 10
+    public var initialBackoffSeconds = 0.5
+    public var maxBackoffSeconds = 60.0
+    /// Each backoff is shortened by up to this fraction at random, so that clients spread out.
+    public var jitter = 0.25
+    /// The longest Retry-After honoured; a provider asking for more fails the request.
+    public var maxRetryAfterSeconds = 3600.0
+    /// After this long since the request was first seen, no new attempt starts.
+    public var maxLifetimeSeconds = 86_400.0
+
+    public init() {}
+}
+
+/// Whether and when to try again. Pure: a failed attempt, its headers and the history in;
+/// a decision out. The rule is openai-python's, made durable.
+public enum RetryPolicy {
+    public enum Decision: Sendable, Equatable {
+        case retry(afterSeconds: Double, reason: AttemptFailure.Kind)
+        case giveUp(GiveUp)
+    }
+
+    /// Why no further attempt is made. Each case is a rule of the retry table.
+    public enum GiveUp: Sendable, Equatable, CustomStringConvertible {
+        /// The failure is permanent (a 4xx other than 408/409/429, a bad URL, `x-should-retry: false`).
+        case notRetryable
+        /// `max_attempts` attempts that reached for the endpoint have been made.
+        case attemptsExhausted(attempts: Int)
+        /// The provider asked for a wait longer than `max_retry_after_seconds`.
+        case retryAfterTooLong(askedSeconds: Double, limitSeconds: Double)
+        /// The next attempt would start past `max_lifetime_seconds`.
+        case lifetimeExceeded(ageSeconds: Double, limitSeconds: Double)
+        /// The spool's disk stayed unwritable past `max_lifetime_seconds`.
+        case diskStayedFull
+
+        public var description: String {
+            switch self {
+            case .notRetryable:
+                "not retryable"
+            case .attemptsExhausted(let attempts):
+                "gave up after \(attempts) attempts (max_attempts)"
+            case .retryAfterTooLong(let asked, let limit):
+                "the provider asked to wait \(RetryPolicy.wholeSeconds(asked)) s, more than max_retry_after_seconds (\(RetryPolicy.wholeSeconds(limit)))"
+            case .lifetimeExceeded(let age, let limit):
+                "the next attempt would start \(RetryPolicy.wholeSeconds(age)) s after the request was first seen, past max_lifetime_seconds (\(RetryPolicy.wholeSeconds(limit)))"
+            case .diskStayedFull:
+                "the disk stayed full past max_lifetime_seconds"
+            }
+        }
+    }
+
+    /// What the finisher does after a failed attempt: the whole retry table, the disk rule
+    /// and the endpoint rotation in one decision.
+    public enum Plan: Sendable, Equatable {
+        /// Try again after the delay, preferring `endpoint` (an index into the configured list).
+        case retry(afterSeconds: Double, endpoint: Int, reason: AttemptFailure.Kind)
+        case giveUp(GiveUp)
+    }
+
+    /// libcurl codes that no retry can fix: bad URL, unsupported protocol, bad TLS set-up.
+    static let permanentCurlCodes: Set<Int32> = [1, 2, 3, 4, 27, 43, 48, 58, 60, 77]
+
+    /// The next step for a task whose latest attempt (the last of `history.attempts`) failed.
+    /// A full disk is the machine's trouble, not the request's: it uses up no attempts, only
+    /// the lifetime, and keeps the endpoint. Any other failure moves on to the next endpoint.
+    public static func plan(_ failure: AttemptFailure, headers: [String: String], history: TaskHistory, endpointIndex: Int,
+                            endpointCount: Int, now: Date, settings: RetrySettings, random: Double) -> Plan {
+        if failure.kind == .disk {
+            let delay = backoff(afterAttempts: history.attempts.count, settings: settings, random: random)
+            guard now.timeIntervalSince(history.firstSeen) + delay <= settings.maxLifetimeSeconds else { return .giveUp(.diskStayedFull) }
+            return .retry(afterSeconds: delay, endpoint: endpointIndex, reason: .disk)
+        }
+        let counted = history.attempts.filter { $0.outcome != AttemptFailure.Kind.disk.rawValue }.count
+        switch decide(failure, headers: headers, attempts: counted, firstSeen: history.firstSeen, now: now, settings: settings, random: random) {
+        case .retry(let delay, let reason):
+            let next = endpointCount > 1 ? (max(0, endpointIndex) + 1) % endpointCount : 0
+            return .retry(afterSeconds: delay, endpoint: next, reason: reason)
+        case .giveUp(let reason):
+            return .giveUp(reason)
+        }
+    }
+
+    public static func isRetryable(_ failure: AttemptFailure, headers: [String: String]) -> Bool {
+        if let verdict = headers["x-should-retry"]?.lowercased() {
+            if verdict == "true" { return true }
+            if verdict == "false" { return false }
+        }
+        switch failure.kind {
+        case .transport:
+            return !permanentCurlCodes.contains(failure.curlCode ?? 0)
+        case .http:
+            return isRetryableStatus(failure.httpStatus ?? 0)
+        case .providerError:
+            // An error inside a 200: permanent only when it carries a client-error code.
+            if let code = failure.embeddedCode, (400..<500).contains(code) { return isRetryableStatus(code) }
+            return true
+        case .incompleteStream, .malformedResponse, .disk:
+            return true
+        case .invalidRequest, .responseTooLarge:
+            return false
+        }
+    }
+
+    public static func isRetryableStatus(_ status: Int) -> Bool {
+        status == 408 || status == 409 || status == 429 || status >= 500
+    }
+
+    /// The wait the provider asked for: `retry-after-ms`, else `Retry-After` in seconds or
+    /// as an HTTP date. Nil when it asked for none. Always finite and non-negative, however
+    /// absurd the header.
+    public static func requestedDelay(_ headers: [String: String], now: Date) -> Double? {
+        if let text = headers["retry-after-ms"], let ms = Double(TextEscaping.trimmed(text)), ms >= 0, ms.isFinite {
+            return ms / 1000
+        }
+        guard let text = headers["retry-after"].map(TextEscaping.trimmed), !text.isEmpty else { return nil }
+        if let seconds = Double(text), seconds >= 0, seconds.isFinite { return seconds }
+        if let date = HTTPDate.parse(text) { return max(0, date.timeIntervalSince(now)) }
+        return nil
+    }
+
+    /// The exponential backoff before attempt `attempts + 1`, shortened by the jitter.
+    public static func backoff(afterAttempts attempts: Int, settings: RetrySettings, random: Double) -> Double {
+        let exponent = Double(max(0, attempts - 1))
+        let base = min(settings.initialBackoffSeconds * Double(UInt64(1) << UInt64(min(exponent, 60))), settings.maxBackoffSeconds)
+        return base * (1 - settings.jitter * min(max(random, 0), 1))
+    }
+
+    /// `attempts` is how many attempts have been made, this failed one included.
+    public static func decide(_ failure: AttemptFailure, headers: [String: String], attempts: Int,
+                              firstSeen: Date, now: Date, settings: RetrySettings, random: Double) -> Decision {
+        guard isRetryable(failure, headers: headers) else {
+            return .giveUp(.notRetryable)
+        }
+        guard attempts < settings.maxAttempts else {
+            return .giveUp(.attemptsExhausted(attempts: attempts))
+        }
+        let delay: Double
+        if let asked = requestedDelay(headers, now: now) {
+            guard asked <= settings.maxRetryAfterSeconds else {
+                return .giveUp(.retryAfterTooLong(askedSeconds: asked, limitSeconds: settings.maxRetryAfterSeconds))
+            }
+            delay = asked
+        } else {
+            delay = backoff(afterAttempts: attempts, settings: settings, random: random)
+        }
+        let age = now.timeIntervalSince(firstSeen) + delay
+        guard age <= settings.maxLifetimeSeconds else {
+            return .giveUp(.lifetimeExceeded(ageSeconds: age, limitSeconds: settings.maxLifetimeSeconds))
+        }
+        return .retry(afterSeconds: delay, reason: failure.kind)
+    }
+
+    /// A number of seconds as whole digits for a message, whatever its size: `Int(_:)` traps
+    /// past Int's range, and a provider may send any number.
+    static func wholeSeconds(_ seconds: Double) -> String {
+        guard seconds.isFinite else { return seconds > 0 ? "inf" : "nan" }
+        let rounded = seconds.rounded(.up)
+        guard let whole = Int(exactly: rounded) else { return "\(rounded)" }
+        return String(whole)
+    }
+
+    /// Durations as OpenAI writes them in `x-ratelimit-reset-*`: "1s", "6m0s", "20ms", "1h2m3.5s".
+    public static func duration(_ text: String) -> Double? {
+        let trimmed = TextEscaping.trimmed(text)
+        if let plain = Double(trimmed) { return plain.isFinite && plain >= 0 ? plain : nil }
+        var total = 0.0
+        var number = ""
+        var index = trimmed.startIndex
+        var sawUnit = false
+        while index < trimmed.endIndex {
+            let character = trimmed[index]
+            if character.isNumber || character == "." {
+                number.append(character)
+                index = trimmed.index(after: index)
+                continue
+            }
+            guard let value = Double(number) else { return nil }
+            let rest = trimmed[index...]
+            if rest.hasPrefix("ms") {
+                total += value / 1000
+                index = trimmed.index(index, offsetBy: 2)
+            } else if character == "h" {
+                total += value * 3600
+                index = trimmed.index(after: index)
+            } else if character == "m" {
+                total += value * 60
+                index = trimmed.index(after: index)
+            } else if character == "s" {
+                total += value
+                index = trimmed.index(after: index)
+            } else {
+                return nil
+            }
+            number = ""
+            sawUnit = true
+        }
+        return sawUnit && number.isEmpty && total.isFinite ? total : nil
+    }
+}

@@ -1,0 +1,56 @@
+/// Decides which names in `outgoing` are requests, and their ids.
+public enum RequestName {
+    /// What a name in `outgoing` is.
+    public enum Kind: Equatable, Sendable {
+        /// A request with this id.
+        case request(id: String)
+        /// Not for the daemon: temporary files, editor droppings, other suffixes.
+        case ignored
+        /// Looks like a request but its id cannot be used; the reason says why.
+        case unusable(reason: String)
+        /// A request whose name is unsafe to pass around (control characters, a leading
+        /// dash, too long): it is renamed to a safe id first.
+        case unsafe(reason: String)
+    }
+
+    /// The longest id, in bytes: leaves room for `.<id>.error.json.tmp` within NAME_MAX.
+    public static let maxIDBytes = 200
+
+    public static func classify(_ name: String) -> Kind {
+        if name.hasPrefix(SpoolLayout.hiddenPrefix) { return .ignored }  // dot-files: producers' temporaries, vim swap files
+        if name.hasSuffix("~") || name == "4913" { return .ignored }  // backup files, vim's write probe
+        if name.hasPrefix("#") && name.hasSuffix("#") { return .ignored }  // emacs auto-save
+        for suffix in [".swp", ".swx", SpoolLayout.temporarySuffix] where name.hasSuffix(suffix) { return .ignored }
+        guard name.hasSuffix(SpoolLayout.requestSuffix) else { return .ignored }
+        let id = String(name.dropLast(SpoolLayout.requestSuffix.count))
+        if id.isEmpty { return .unusable(reason: "the name has no id before .json") }
+        // failed/<id>.error.json is the record of request <id>; a request named like one
+        // would collide with it.
+        if name.hasSuffix(SpoolLayout.errorRecordSuffix) {
+            return .unusable(reason: "names ending in \(SpoolLayout.errorRecordSuffix) are reserved for error records")
+        }
+        if id.utf8.count > maxIDBytes { return .unsafe(reason: "the id is longer than \(maxIDBytes) bytes") }
+        if id.hasPrefix("-") { return .unsafe(reason: "the id starts with a dash") }
+        if id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || (0x80..<0xA0).contains($0.value) }) {
+            return .unsafe(reason: "the id contains control characters")
+        }
+        if id.unicodeScalars.contains("\u{FFFD}") { return .unsafe(reason: "the name is not valid UTF-8") }
+        return .request(id: id)
+    }
+
+    /// The safe id an unsafe name is renamed to: stable, so a rescan finds the same one.
+    public static func safeID(forRawName raw: [UInt8]) -> String {
+        "unsafe-" + Fingerprint.fnv1a(raw)
+    }
+
+    /// Is this raw name (as the directory holds it) valid UTF-8?
+    public static func isUTF8(_ raw: [UInt8]) -> Bool {
+        RequestValidator.firstInvalidUTF8(raw) == nil
+    }
+
+    /// A printable form of any raw name: UTF-8 escaped as log lines escape it, other bytes as \xNN.
+    public static func escaped(_ raw: [UInt8]) -> String {
+        if isUTF8(raw) { return TextEscaping.escape(String(decoding: raw, as: UTF8.self)) }
+        return raw.map { $0 >= 0x20 && $0 < 0x7F && $0 != 0x5C ? String(UnicodeScalar($0)) : "\\x" + TextEscaping.leftPadded(String($0, radix: 16), to: 2) }.joined()
+    }
+}

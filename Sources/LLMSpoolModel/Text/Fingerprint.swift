@@ -1,0 +1,12 @@
+/// A stable 64-bit fingerprint (FNV-1a) of bytes, in hex: names and ids derived
+/// from content, the same on every run.
+public enum Fingerprint {
+    public static func fnv1a(_ bytes: [UInt8]) -> String {
+        var hash: UInt64 = 0xcbf29ce484222325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash &*= 0x100000001b3
+        }
+        return String(hash, radix: 16)
+    }
+}

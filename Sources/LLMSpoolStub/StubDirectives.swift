@@ -1,0 +1,73 @@
+import LLMSpoolCore
+/// How the stub answers one request: the server's defaults, overridden by the request's
+/// optional `"stub"` object. Its `faults` list says how attempt 1, 2, ... of the same
+/// request misbehave; attempts past the list are answered normally.
+public struct StubDirectives: Sendable, Equatable {
+    public var status = 200
+    public var tokens = 8
+    public var latencyMs = 0
+    public var tokenDelayMs = 0
+    public var faults: [StubFault] = []
+    /// For a stream: about this many bytes of content, in 16 KiB events (benchmarks).
+    public var bulkBytes = 0
+
+    public init(status: Int = 200, tokens: Int = 8, latencyMs: Int = 0, tokenDelayMs: Int = 0, faults: [StubFault] = []) {
+        self.status = status
+        self.tokens = tokens
+        self.latencyMs = latencyMs
+        self.tokenDelayMs = tokenDelayMs
+        self.faults = faults
+    }
+
+    public func overridden(by request: [String: Any]) -> StubDirectives {
+        guard let stub = request["stub"] as? [String: Any] else { return self }
+        var result = self
+        if let value = stub["status"] as? Int { result.status = value }
+        if let value = stub["tokens"] as? Int { result.tokens = max(1, min(value, 10_000_000)) }
+        if let value = stub["latency_ms"] as? Int { result.latencyMs = max(0, value) }
+        if let value = stub["token_delay_ms"] as? Int { result.tokenDelayMs = max(0, value) }
+        if let value = stub["bulk_bytes"] as? Int { result.bulkBytes = max(0, value) }
+        if let list = stub["faults"] as? [Any] {
+            result.faults = list.map { StubFault(($0 as? [String: Any]) ?? [:]) }
+        }
+        return result
+    }
+}
+
+/// One misbehaviour, for one attempt.
+public struct StubFault: Sendable, Equatable {
+    /// Answer with this status and an OpenAI-shaped error body.
+    public var status: Int?
+    /// Sent as `Retry-After` (seconds) and `retry-after-ms`.
+    public var retryAfter: String?
+    public var retryAfterMs: String?
+    public var shouldRetry: String?
+    /// Wait this long before the status line.
+    public var headerDelayMs = 0
+    /// Send this many pieces of the stream, then drop the connection.
+    public var cutAfter: Int?
+    /// Send this many pieces, then end cleanly without `[DONE]` or a finish reason.
+    public var truncateAfter: Int?
+    /// After the first piece, send only keep-alive comments for this long.
+    public var stallMs = 0
+    public var keepaliveMs = 200
+    /// Send an error event after the first content piece.
+    public var errorInStream = false
+
+    public init(status: Int? = nil) {
+        self.status = status
+    }
+
+    init(_ object: [String: Any]) {
+        status = object["status"] as? Int
+        retryAfter = (object["retry_after"] as? String) ?? (object["retry_after"] as? Int).map(String.init)
+        retryAfterMs = (object["retry_after_ms"] as? String) ?? (object["retry_after_ms"] as? Int).map(String.init)
+        shouldRetry = object["x_should_retry"] as? String
+        headerDelayMs = max(0, object["header_delay_ms"] as? Int ?? 0)
+        cutAfter = object["cut_after"] as? Int
+        truncateAfter = object["truncate_after"] as? Int
+        stallMs = max(0, object["stall_ms"] as? Int ?? 0)
+        keepaliveMs = max(1, object["keepalive_ms"] as? Int ?? 200)
+        errorInStream = object["error_in_stream"] as? Bool ?? false
+    }
+}

@@ -1,0 +1,100 @@
+import CSystem
+import Glibc
+
+/// The event loop's epoll set and its wake-up eventfd: each wake-up touches only the
+/// descriptors that are ready, whatever the number of connections.
+public final class EventPoll {
+    /// One ready descriptor.
+    public struct Ready {
+        public var fd: Int32
+        public var readable: Bool
+        public var writable: Bool
+        public var failed: Bool
+    }
+
+    let fd: Int32
+    /// Written by other threads to wake the loop.
+    let wakeFD: Int32
+    private var fds = [Int32](repeating: 0, count: 256)
+    private var masks = [UInt32](repeating: 0, count: 256)
+
+    public init() throws {
+        let poll = llms_epoll_create()
+        guard poll >= 0 else { throw SystemError(errno: errno, call: "epoll_create1", path: nil) }
+        let wake = llms_eventfd()
+        guard wake >= 0 else {
+            let code = errno
+            Syscall.close(poll)
+            throw SystemError(errno: code, call: "eventfd", path: nil)
+        }
+        fd = poll
+        wakeFD = wake
+        do {
+            try watch(wake, readable: true, writable: false, known: false)
+        } catch {
+            Syscall.close(poll)
+            Syscall.close(wake)
+            throw error
+        }
+    }
+
+    deinit {
+        Syscall.close(fd)
+        Syscall.close(wakeFD)
+    }
+
+    /// Adds `socket` to the set or changes what it is watched for. `known` says which of
+    /// the two is likely; the other is tried if the kernel disagrees (a closed descriptor
+    /// leaves the set by itself, and its number may come back for a new socket).
+    public func watch(_ socket: Int32, readable: Bool, writable: Bool, known: Bool) throws {
+        let mask = (readable ? llms_epoll_in : 0) | (writable ? llms_epoll_out : 0)
+        var operation = known ? EPOLL_CTL_MOD : EPOLL_CTL_ADD
+        for _ in 0..<2 {
+            if llms_epoll_control(fd, operation, socket, mask) == 0 { return }
+            let code = errno
+            if code == ENOENT && operation == EPOLL_CTL_MOD {
+                operation = EPOLL_CTL_ADD
+            } else if code == EEXIST && operation == EPOLL_CTL_ADD {
+                operation = EPOLL_CTL_MOD
+            } else {
+                throw SystemError(errno: code, call: "epoll_ctl", path: nil)
+            }
+        }
+    }
+
+    /// Stops watching `socket`; one already closed has left the set by itself.
+    public func forget(_ socket: Int32) {
+        _ = llms_epoll_control(fd, EPOLL_CTL_DEL, socket, 0)
+    }
+
+    /// Wakes the loop from any thread.
+    public func wake() {
+        var one: UInt64 = 1
+        _ = Glibc.write(wakeFD, &one, 8)
+    }
+
+    /// Waits up to `timeoutMilliseconds` and calls `body` for each ready socket; a wake-up
+    /// is consumed here. Returns whether the loop was woken.
+    public func wait(timeoutMilliseconds: Int32, _ body: (Ready) -> Void) -> Bool {
+        let count = fds.withUnsafeMutableBufferPointer { fdBuffer in
+            masks.withUnsafeMutableBufferPointer { maskBuffer in
+                llms_epoll_wait(fd, fdBuffer.baseAddress, maskBuffer.baseAddress, Int32(fdBuffer.count), timeoutMilliseconds)
+            }
+        }
+        var woken = false
+        guard count > 0 else { return false }  // a timeout, or EINTR: the loop simply goes round
+        for index in 0..<Int(count) {
+            let ready = fds[index]
+            let mask = masks[index]
+            if ready == wakeFD {
+                var value: UInt64 = 0
+                _ = Glibc.read(wakeFD, &value, 8)
+                woken = true
+                continue
+            }
+            body(Ready(fd: ready, readable: mask & llms_epoll_in != 0, writable: mask & llms_epoll_out != 0,
+                       failed: mask & (llms_epoll_err | llms_epoll_hup) != 0))
+        }
+        return woken
+    }
+}

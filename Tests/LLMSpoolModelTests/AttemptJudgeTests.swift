@@ -1,0 +1,55 @@
+import Testing
+@testable import LLMSpoolModel
+
+@Suite struct AttemptJudgeTests {
+    @Test func transportAndDiskFailuresNeedNoBody() {
+        var asked = false
+        let verdict = AttemptJudge.judgeEnding(.transportError(code: 7, message: "Connection refused")) { asked = true; return [] }
+        #expect(verdict == .failure(AttemptFailure(.transport, "Connection refused (curl code 7)", curlCode: 7)))
+        #expect(!asked)
+        #expect(AttemptJudge.judgeEnding(.cancelled) { [] } == .cancelled)
+        #expect(AttemptJudge.judgeEnding(.timedOut(.idle, message: "no content for 2 s")) { [] }
+                == .failure(AttemptFailure(.transport, "idle timer fired: no content for 2 s", timer: .idle)))
+        guard case .failure(let failure)? = AttemptJudge.judgeEnding(.diskError("write /p: No space left on device (errno 28)"), bodyPrefix: { [] }) else {
+            Issue.record("a disk error is a failure")
+            return
+        }
+        #expect(failure.kind == .disk)
+    }
+
+    @Test func non2xxKeepsTheProviderBody() {
+        let body = Array(#"{"error":{"message":"bad key"}}"#.utf8)
+        let verdict = AttemptJudge.judgeEnding(.response(status: 401)) { body }
+        #expect(verdict == .failure(AttemptFailure(.http, "the endpoint answered HTTP 401: bad key", httpStatus: 401, providerBody: body)))
+        #expect(AttemptJudge.judgeEnding(.response(status: 200)) { [] } == nil)
+    }
+
+    @Test func plainAnswersMustBeJSONObjectsWithoutError() {
+        #expect(AttemptJudge.judgePlain(status: 200, body: Array(#"{"choices":[]}"#.utf8)) == .success(assembled: nil, usage: nil))
+        guard case .failure(let bad) = AttemptJudge.judgePlain(status: 200, body: Array("<html>".utf8)) else {
+            Issue.record("HTML is not an answer")
+            return
+        }
+        #expect(bad.kind == .malformedResponse)
+        guard case .failure(let error) = AttemptJudge.judgePlain(status: 200, body: Array(#"{"error":{"message":"model loading"}}"#.utf8)) else {
+            Issue.record("an error object is not an answer")
+            return
+        }
+        #expect(error.kind == .providerError)
+        #expect(error.message == "model loading")
+        #expect(AttemptJudge.judgePlain(status: 200, body: Array(#"{"error":null,"choices":[]}"#.utf8)) == .success(assembled: nil, usage: nil))
+    }
+
+    @Test func onlyARequestedEventStreamIsParsedAsOne() {
+        #expect(AttemptJudge.isEventStream(requested: true, headers: ["content-type": "text/event-stream; charset=utf-8"]))
+        #expect(!AttemptJudge.isEventStream(requested: true, headers: ["content-type": "application/json"]))
+        #expect(!AttemptJudge.isEventStream(requested: false, headers: ["content-type": "text/event-stream"]))
+    }
+
+    @Test func streamVerdictsMapToFailureKinds() {
+        let completion = AssembledCompletion(head: [1], content: [2], tail: [3], usage: ["total_tokens": 4])
+        #expect(AttemptJudge.judgeStream(status: 200, verdict: .complete(completion)) == .success(assembled: completion, usage: ["total_tokens": 4]))
+        #expect(AttemptJudge.judgeStream(status: 200, verdict: .incomplete("cut")) == .failure(AttemptFailure(.incompleteStream, "cut", httpStatus: 200)))
+        #expect(AttemptJudge.judgeStream(status: 200, verdict: .malformed("m")) == .failure(AttemptFailure(.malformedResponse, "m", httpStatus: 200)))
+    }
+}

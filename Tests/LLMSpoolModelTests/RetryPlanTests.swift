@@ -1,0 +1,115 @@
+import Foundation
+import Testing
+@testable import LLMSpoolModel
+
+/// The retry table as one decision: the disk rule, the rotation and the limits.
+@Suite struct RetryPlanTests {
+    let now = Date(timeIntervalSince1970: 1_000_000)
+
+    func history(_ outcomes: [String], firstSeen: Date? = nil) -> TaskHistory {
+        TaskHistory(firstSeen: firstSeen ?? now, attempts: outcomes.map {
+            AttemptEntry(startedAt: now, endedAt: now, endpoint: "e", outcome: $0, bytesSent: 0, bytesReceived: 0)
+        })
+    }
+
+    @Test func aFullDiskKeepsTheEndpointAndUsesNoAttempts() {
+        var settings = RetrySettings()
+        settings.maxAttempts = 2
+        let plan = RetryPolicy.plan(AttemptFailure(.disk, "ENOSPC"), headers: [:], history: history(["disk", "disk", "disk", "disk"]),
+                                    endpointIndex: 1, endpointCount: 3, now: now, settings: settings, random: 0)
+        guard case .retry(_, let endpoint, let reason) = plan else {
+            Issue.record("a full disk is retried whatever the attempt count: \(plan)")
+            return
+        }
+        #expect(endpoint == 1)
+        #expect(reason == .disk)
+    }
+
+    @Test func aFullDiskPastTheLifetimeGivesUp() {
+        let plan = RetryPolicy.plan(AttemptFailure(.disk, "ENOSPC"), headers: [:], history: history(["disk"], firstSeen: now.addingTimeInterval(-86_400)),
+                                    endpointIndex: 0, endpointCount: 1, now: now, settings: RetrySettings(), random: 0)
+        #expect(plan == .giveUp(.diskStayedFull))
+    }
+
+    @Test(arguments: [(0, 3, 1), (1, 3, 2), (2, 3, 0), (0, 1, 0), (5, 1, 0), (-1, 2, 1)])
+    func anyOtherFailureMovesToTheNextEndpoint(index: Int, count: Int, expected: Int) {
+        let plan = RetryPolicy.plan(AttemptFailure(.http, "HTTP 500", httpStatus: 500), headers: [:], history: history(["http"]),
+                                    endpointIndex: index, endpointCount: count, now: now, settings: RetrySettings(), random: 0)
+        guard case .retry(_, let endpoint, _) = plan else {
+            Issue.record("a 500 is retried: \(plan)")
+            return
+        }
+        #expect(endpoint == expected)
+    }
+
+    @Test func diskAttemptsDoNotCountTowardsMaxAttempts() {
+        var settings = RetrySettings()
+        settings.maxAttempts = 2
+        let counted = RetryPolicy.plan(AttemptFailure(.http, "HTTP 500", httpStatus: 500), headers: [:], history: history(["disk", "disk", "http"]),
+                                       endpointIndex: 0, endpointCount: 1, now: now, settings: settings, random: 0)
+        #expect(counted != .giveUp(.attemptsExhausted(attempts: 1)))
+        let exhausted = RetryPolicy.plan(AttemptFailure(.http, "HTTP 500", httpStatus: 500), headers: [:], history: history(["http", "disk", "http"]),
+                                         endpointIndex: 0, endpointCount: 1, now: now, settings: settings, random: 0)
+        #expect(exhausted == .giveUp(.attemptsExhausted(attempts: 2)))
+    }
+
+    @Test(arguments: ["1e300", "1e309", "9223372036854775808", "100000000000000000000000"])
+    func anAbsurdRetryAfterFailsTheRequestWithoutATrap(header: String) {
+        let plan = RetryPolicy.plan(AttemptFailure(.http, "HTTP 429", httpStatus: 429), headers: ["retry-after": header], history: history(["http"]),
+                                    endpointIndex: 0, endpointCount: 1, now: now, settings: RetrySettings(), random: 0)
+        guard case .giveUp(let reason) = plan else {
+            // 1e309 is not a finite number: no wait was asked for, so the backoff applies.
+            #expect(header == "1e309", "\(header): \(plan)")
+            return
+        }
+        #expect(reason.description.contains("max_retry_after_seconds"), "\(reason)")
+    }
+
+    @Test(arguments: [Double.infinity, -Double.infinity, Double.nan, 1e300, -1e300, 9.3e18, 0, 1.2])
+    func wholeSecondsNeverTraps(seconds: Double) {
+        #expect(!RetryPolicy.wholeSeconds(seconds).isEmpty)
+    }
+
+    @Test func durationsRefuseWhatIsNotAFiniteTime() {
+        #expect(RetryPolicy.duration("inf") == nil)
+        #expect(RetryPolicy.duration("nan") == nil)
+        #expect(RetryPolicy.duration("-5") == nil)
+        #expect(RetryPolicy.duration("1e400s") == nil)
+        #expect(RetryPolicy.duration("100000000000000000000000s") == 1e23, "finite, however large: the gate caps it")
+    }
+}
+
+/// HTTP dates as `Retry-After` carries them, read without Foundation's formatters.
+@Suite struct HTTPDateTests {
+    @Test(arguments: [
+        ("Sun, 06 Nov 1994 08:49:37 GMT", 784_111_777.0),
+        ("Sunday, 06-Nov-94 08:49:37 GMT", 784_111_777.0),
+        ("Sun Nov  6 08:49:37 1994", 784_111_777.0),
+        ("Thu, 01 Jan 1970 00:00:00 GMT", 0.0),
+        ("Tue, 29 Feb 2028 23:59:59 GMT", 1_835_481_599.0),
+        ("Wed, 31 Dec 9999 23:59:59 GMT", 253_402_300_799.0),
+    ])
+    func theThreeFormsAreRead(text: String, seconds: Double) {
+        #expect(HTTPDate.parse(text)?.timeIntervalSince1970 == seconds)
+    }
+
+    @Test(arguments: ["", "soon", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 32 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT",
+                      "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 06 Nov 99999999999999999999 08:49:37 GMT", "Sun, 06 Nov 1994 8:49:37 GMT",
+                      "Sun, ٠٦ Nov 1994 08:49:37 GMT", "1 2 3 4 5 6 7"])
+    func anythingElseIsNoDate(text: String) {
+        #expect(HTTPDate.parse(text) == nil)
+    }
+
+    @Test func agreesWithFoundationOverCenturies() {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            let seconds = Double(Int.random(in: 0...253_402_300_799, using: &generator))
+            let text = formatter.string(from: Date(timeIntervalSince1970: seconds))
+            #expect(HTTPDate.parse(text)?.timeIntervalSince1970 == seconds, "\(text)")
+        }
+    }
+}

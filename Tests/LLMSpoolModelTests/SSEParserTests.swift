@@ -1,0 +1,45 @@
+import Testing
+@testable import LLMSpoolModel
+
+@Suite struct SSEParserTests {
+    func events(_ chunks: [[UInt8]]) -> [SSEParser.Event] {
+        var parser = SSEParser()
+        var out: [SSEParser.Event] = []
+        for chunk in chunks { parser.feed(chunk) { out.append($0) } }
+        parser.finish { out.append($0) }
+        return out
+    }
+
+    @Test func splitsEventsOnBlankLines() {
+        let stream = Array("data: one\n\ndata: two\n\n".utf8)
+        #expect(events([stream]) == [.data("one"), .data("two")])
+    }
+
+    @Test func everySplitPointGivesTheSameEvents() {
+        let stream = Array("data: {\"a\":\"ü😀\"}\r\n\r\n: keep-alive\n\ndata: x\rdata: y\r\r".utf8)
+        let whole = events([stream])
+        #expect(whole == [.data("{\"a\":\"ü😀\"}"), .comment, .data("x\ny")])
+        for cut in 0...stream.count {
+            #expect(events([Array(stream[..<cut]), Array(stream[cut...])]) == whole, "cut at \(cut)")
+        }
+        #expect(events(stream.map { [$0] }) == whole)
+    }
+
+    @Test func commentsAreReportedAndCarryNoData() {
+        #expect(events([Array(": ping\n\n:\n\n".utf8)]) == [.comment, .comment])
+    }
+
+    @Test func otherFieldsAreIgnoredAndDataLinesJoin() {
+        let stream = Array("event: message\nid: 7\nretry: 10\ndata: a\ndata:b\ndata\n\n".utf8)
+        #expect(events([stream]) == [.data("a\nb\n")])
+    }
+
+    @Test func aFinalEventWithoutBlankLineIsDelivered() {
+        #expect(events([Array("data: [DONE]".utf8)]) == [.data("[DONE]")])
+        #expect(events([Array("data: [DONE]\n".utf8)]) == [.data("[DONE]")])
+    }
+
+    @Test func blankLinesAloneDispatchNothing() {
+        #expect(events([Array("\n\n\r\n".utf8)]).isEmpty)
+    }
+}
