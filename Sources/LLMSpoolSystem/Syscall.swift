@@ -19,9 +19,26 @@ public enum Syscall {
         try retrying("open", path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
     }
 
-    /// Closes without retrying: on Linux the descriptor is gone even when close reports EINTR.
+    /// Closes without retrying: on Linux the descriptor is gone even when close reports
+    /// EINTR. EBADF means the descriptor was closed twice or never opened, a defect that must
+    /// not pass silently (another thread may own that number by now); EIO and ENOSPC from a
+    /// network filesystem mean written data may be lost, and are reported to the caller that
+    /// asks with `closeChecked`.
     public static func close(_ fd: Int32) {
-        _ = Glibc.close(fd)
+        do {
+            try closeChecked(fd)
+        } catch let error as SystemError {
+            precondition(error.errno != EBADF, "close(\(fd)): the descriptor was not open (closed twice?)")
+        } catch {
+        }
+    }
+
+    /// Closes and reports what close said, EINTR excepted.
+    public static func closeChecked(_ fd: Int32, path: String? = nil) throws {
+        guard Glibc.close(fd) == -1 else { return }
+        let code = Glibc.errno
+        if code == EINTR { return }
+        throw SystemError(errno: code, call: "close", path: path)
     }
 
     public static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, path: String? = nil) throws -> Int {
@@ -81,7 +98,20 @@ public enum Syscall {
         return info
     }
 
-    public static func exists(_ path: String) -> Bool {
+    /// Whether a name exists (links are not followed). Only "no such file" means absent:
+    /// any other failure (a stale handle, no permission, EIO) is an error the caller sees.
+    public static func exists(_ path: String) throws -> Bool {
+        do {
+            _ = try lstat(path)
+            return true
+        } catch let error as SystemError where error.errno == ENOENT || error.errno == ENOTDIR {
+            return false
+        }
+    }
+
+    /// For read-only views (`status`, `show`, the command line): any failure to look counts
+    /// as absent. The daemon's decisions use `exists`, which reports failures.
+    public static func isPresent(_ path: String) -> Bool {
         var info = stat()
         return Glibc.lstat(path, &info) == 0
     }

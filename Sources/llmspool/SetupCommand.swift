@@ -20,7 +20,7 @@ enum SetupCommand {
             _ = chmod(folder, layout.directoryMode)
         }
         let configPath = args["--config"] ?? layout.root + "/config.json"
-        if Syscall.exists(configPath) && !args.has("--force") {
+        if Syscall.isPresent(configPath) && !args.has("--force") {
             print("spool ready: \(layout.root) (kept the existing \(configPath); --force replaces it)")
             return 0
         }

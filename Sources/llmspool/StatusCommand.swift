@@ -11,7 +11,7 @@ enum StatusCommand {
             return 0
         }
         let layout = SpoolLayout(root: args["--spool"] ?? "./spool")
-        guard Syscall.exists(layout.outgoing) else { throw ConfigError("\(layout.outgoing) does not exist; is --spool right?") }
+        guard Syscall.isPresent(layout.outgoing) else { throw ConfigError("\(layout.outgoing) does not exist; is --spool right?") }
         let query = SpoolQuery(layout: layout)
         let interval = Double(args["--interval"] ?? "1") ?? 1
         repeat {

@@ -22,8 +22,8 @@ enum SubmitCommand {
         }
         guard bytes.count <= limit else { throw ConfigError("\(source) is larger than \(limit) bytes") }
         let id = args["--id"] ?? newID()
-        guard Syscall.exists(layout.outgoing) else { throw ConfigError("\(layout.outgoing) does not exist; is --spool right? (llmspool run creates it)") }
-        guard !Syscall.exists(layout.request(id)) else { throw ConfigError("a request with id \(id) is already queued") }
+        guard Syscall.isPresent(layout.outgoing) else { throw ConfigError("\(layout.outgoing) does not exist; is --spool right? (llmspool run creates it)") }
+        guard !Syscall.isPresent(layout.request(id)) else { throw ConfigError("a request with id \(id) is already queued") }
         do {
             try Submitter.submit(bytes, id: id, layout: layout)
         } catch let problem as RequestProblem {

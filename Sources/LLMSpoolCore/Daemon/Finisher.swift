@@ -3,22 +3,9 @@ import Glibc
 import Synchronization
 
 /// Writes the outcome of each attempt to the spool, on the worker pool, and decides
-/// whether a failed attempt is tried again. The order of every step is what makes a crash
-/// at any instant leave one outcome, never two (see `TaskRecord` for the roll-forward):
-///
-/// Success: plain answer: fsync `.partial`; stream: finish the result's hidden temporary
-/// (the event loop has been writing the text of a long answer there as it arrived) and
-/// fsync it; the `.partial` is kept as the `.sse` copy without an fsync of its own -> commit:
-/// the task record says `done` with the result's inode (durable) -> (stream: rename
-/// `.partial` to `.sse`) -> rename into `incoming/<id>.json` -> fsync `incoming` -> unlink
-/// the request -> fsync `outgoing`.
-///
-/// Final failure: commit: the task record says `failed` and carries the error record
-/// (durable) -> write `failed/<id>.error.json` durably -> rename the request to
-/// `failed/<id>.json` -> fsync `failed` and `outgoing` -> unlink `.partial`.
-///
-/// Retry: unlink `.partial` -> the task record (attempts, next-attempt time) durably ->
-/// the scheduler holds the task, without a slot, until it is due.
+/// whether a failed attempt is tried again. What is written, and in which order, is
+/// `PublicationPlan`'s (pure, tested crash after every step); the finisher judges the
+/// attempt, builds the plan and runs it with a `PublicationExecutor` over `SpoolFiles`.
 public final class Finisher: Sendable {
     /// Largest provider error body kept in a record.
     static let providerBodyLimit = 64 * 1024
@@ -32,6 +19,7 @@ public final class Finisher: Sendable {
     }
 
     private let layout: SpoolLayout
+    private let executor: PublicationExecutor<SpoolFiles>
     private let logger: Logger
     private let policy: Mutex<Policy>
     private let random: @Sendable () -> Double
@@ -45,11 +33,25 @@ public final class Finisher: Sendable {
                 report: @escaping @Sendable (TaskReport) -> Void) {
         self.metrics = metrics
         self.leases = leases
+        self.executor = PublicationExecutor(files: SpoolFiles(layout: layout), beforeStep: Finisher.testPause(logger: logger))
         self.layout = layout
         self.logger = logger
         self.policy = Mutex(Policy(retry: retry, endpointCount: max(1, endpointCount)))
         self.random = random
         self.report = report
+    }
+
+    /// With `LLMSPOOL_TEST_PUBLICATION_PAUSE_MS` set (tests only), each publication step is
+    /// logged and preceded by that pause, so that a test can kill the daemon inside a
+    /// known step instead of by luck.
+    static func testPause(logger: Logger) -> @Sendable (Int, PublicationStep) -> Bool {
+        guard let text = getenv("LLMSPOOL_TEST_PUBLICATION_PAUSE_MS").map({ String(cString: $0) }),
+              let milliseconds = UInt32(text), milliseconds > 0 else { return { _, _ in true } }
+        return { index, step in
+            logger.info("publication step", ["index": "\(index)", "step": step.kind])
+            usleep(milliseconds * 1000)
+            return true
+        }
     }
 
     public func reconfigure(retry: RetrySettings, endpointCount: Int) {
@@ -59,12 +61,10 @@ public final class Finisher: Sendable {
     /// A success whose files are written, fsynced and recorded, waiting for the folder
     /// fsyncs it shares with the other successes of its batch.
     public struct PreparedSuccess: Sendable {
-        let task: TaskDescriptor
+        let success: PublicationPlan.Success
         let outcome: AttemptOutcome
-        /// The `.partial` (plain answer) or the result's temporary (stream).
-        let source: String
-        let streamed: Bool
         let usage: [String: Int]?
+        var task: TaskDescriptor { success.task }
     }
 
     /// What `prepare` leaves to do.
@@ -120,9 +120,9 @@ public final class Finisher: Sendable {
         case .success(let assembled, let usage):
             task.history.attempts.append(entry)
             do {
-                let source = try writeSuccess(outcome, history: task.history, assembled: assembled, usage: usage)
+                let success = try writeSuccess(outcome, task: task, assembled: assembled, usage: usage)
                 keepLease = true
-                return .success(PreparedSuccess(task: task, outcome: outcome, source: source, streamed: assembled != nil, usage: usage))
+                return .success(PreparedSuccess(success: success, outcome: outcome, usage: usage))
             } catch {
                 return .ended(postpone(task, because: "publishing the result failed: \(error)"))
             }
@@ -143,9 +143,8 @@ public final class Finisher: Sendable {
                 let at = now.addingTimeInterval(delay)
                 task.history.notBefore = at
                 task.history.preferredEndpoint = endpoint
-                do {
-                    try TaskRecord(id: id, status: .active, request: task.identity, history: task.history).write(layout, durable: true)
-                } catch {
+                let record = TaskRecord(id: id, status: .active, request: task.identity, history: task.history)
+                if case .failed(_, _, let error) = executor.run(PublicationPlan.retry(task: task, record: record, layout: layout)) {
                     logger.warning("cannot record the attempt; it is kept in memory only", id: id, ["reason": "\(error)"])
                 }
                 metrics.retry(failure.kind.rawValue)
@@ -176,28 +175,30 @@ public final class Finisher: Sendable {
     }
 
     /// Completes the clean-up of a task whose record says it ended before a restart.
-    public func completeEnded(id: String, requestPath: String) -> Scheduler.Event {
+    public func completeEnded(id: String, requestPath: String, identity: FileIdentity? = nil) -> Scheduler.Event {
         guard let record = TaskRecord.load(layout, id: id) else { return .finalized(id: id) }
+        let errorRecordExists: Bool
         do {
-            switch record.status {
-            case .done:
-                try Syscall.unlinkIfPresent(requestPath)
-                try Syscall.fsyncDirectory(layout.outgoing)
+            errorRecordExists = try Syscall.exists(layout.errorRecord(id))
+        } catch {
+            logger.error("cannot complete the clean-up; will try again on the next scan", id: id, ["reason": "\(error)"])
+            return .finalized(id: id)
+        }
+        let steps = PublicationPlan.completion(of: record, requestPath: requestPath, identity: identity ?? record.request,
+                                               errorRecordExists: errorRecordExists, layout: layout)
+        guard !steps.isEmpty else { return .finalized(id: id) }
+        switch executor.run(steps) {
+        case .failed(_, _, let error):
+            logger.error("cannot complete the clean-up; will try again on the next scan", id: id, ["reason": "\(error)"])
+        case .completed, .stopped:
+            if record.status == .done {
                 logger.info("done (completed after a restart)", id: id, ["result": layout.result(id)])
                 report(TaskReport(id: id, outcome: .succeeded(resultPath: layout.result(id))))
-            case .failed:
-                if !Syscall.exists(layout.errorRecord(id)), let bytes = record.errorRecord {
-                    try DurableFile.write(bytes, to: layout.errorRecord(id), mode: layout.fileMode)
-                }
-                try moveToFailed(id: id, requestPath: requestPath)
+            } else {
                 logger.warning("failed (completed after a restart)", id: id, ["record": layout.errorRecord(id)])
                 report(TaskReport(id: id, outcome: .failed(recordPath: layout.errorRecord(id), kind: .invalidRequest,
                                                            message: "completed after a restart")))
-            case .active, .cancelled:
-                break
             }
-        } catch {
-            logger.error("cannot complete the clean-up; will try again on the next scan", id: id, ["reason": "\(error)"])
         }
         return .finalized(id: id)
     }
@@ -236,12 +237,11 @@ public final class Finisher: Sendable {
     }
 
     /// The request's own part of a success: the result's bytes durable, then the task
-    /// record that commits to them (durable; its folder is fsynced by `commit`). Returns the
-    /// file to rename into `incoming`.
-    private func writeSuccess(_ outcome: AttemptOutcome, history: TaskHistory, assembled: AssembledCompletion?, usage: [String: Int]?) throws -> String {
+    /// record that commits to them (durable; its folder is fsynced by `commit`).
+    private func writeSuccess(_ outcome: AttemptOutcome, task: TaskDescriptor, assembled: AssembledCompletion?,
+                              usage: [String: Int]?) throws -> PublicationPlan.Success {
         let id = outcome.task.id
-        let partial = layout.partial(id)
-        var source = partial
+        var source = layout.partial(id)
         if let assembled {
             closePartial(outcome.partialFD)
             source = SpoolLayout.temporary(for: layout.result(id))
@@ -254,19 +254,15 @@ public final class Finisher: Sendable {
             try Syscall.writeAll(fd, assembled.head, path: source)
             try Syscall.writeAll(fd, assembled.content, path: source)
             try Syscall.writeAll(fd, assembled.tail, path: source)
-            try Syscall.fsync(fd, path: source)
         } else {
             if let spill = outcome.stream?.spillFD, spill >= 0 { Syscall.close(spill) }
-            // A transfer short of descriptors wrote the `.partial` by name; it is opened again to be fsynced.
-            let fd = outcome.partialFD >= 0 ? outcome.partialFD : try Syscall.open(partial, O_RDONLY | O_NOFOLLOW)
-            defer { Syscall.close(fd) }
-            try Syscall.fsync(fd, path: partial)
+            closePartial(outcome.partialFD)
         }
-        let inode = UInt64(try Syscall.lstat(source).st_ino)
-        let record = TaskRecord(id: id, status: .done, request: outcome.task.identity, history: history, endpoint: outcome.endpointName,
-                                usage: usage, resultInode: inode)
-        try DurableFile.write(record.encoded(), to: layout.taskRecord(id), mode: layout.fileMode, syncDirectory: false)
-        return source
+        let record = TaskRecord(id: id, status: .done, request: task.identity, history: task.history, endpoint: outcome.endpointName,
+                                usage: usage)
+        let success = PublicationPlan.Success(task: task, record: record, source: source, streamed: assembled != nil)
+        if case .failed(_, _, let error) = executor.run(PublicationPlan.prepare(success)) { throw error }
+        return success
     }
 
     /// Publishes a batch of prepared successes with one fsync per folder for all of them:
@@ -275,32 +271,7 @@ public final class Finisher: Sendable {
     /// the steps is that of a single success; only the folder fsyncs are shared. Returns
     /// one event per success, in order.
     public func commit(_ batch: [PreparedSuccess]) -> [Scheduler.Event] {
-        var failed: [Int: String] = [:]
-        func step(_ indices: some Sequence<Int>, _ body: (PreparedSuccess) throws -> Void) {
-            for index in indices where failed[index] == nil {
-                do { try body(batch[index]) } catch { failed[index] = "\(error)" }
-            }
-        }
-        func syncFolder(_ folder: String) {
-            do {
-                try Syscall.fsyncDirectory(folder)
-            } catch {
-                for index in batch.indices where failed[index] == nil { failed[index] = "\(error)" }
-            }
-        }
-        syncFolder(layout.state)
-        step(batch.indices) { prepared in
-            let id = prepared.task.id
-            if prepared.streamed { try Syscall.rename(layout.partial(id), layout.rawStream(id)) }
-            try Syscall.rename(prepared.source, layout.result(id))
-        }
-        syncFolder(layout.incoming)
-        var outgoingFolders: Set<String> = []
-        step(batch.indices) { prepared in
-            try Syscall.unlinkIfPresent(prepared.task.requestPath)
-            outgoingFolders.insert(DurableFile.directory(of: prepared.task.requestPath))
-        }
-        for folder in outgoingFolders.sorted() { syncFolder(folder) }
+        let failed = executor.runBatch(batch.map { PublicationPlan.commit($0.success, layout: layout) })
         return batch.indices.map { index in
             let prepared = batch[index]
             let id = prepared.task.id
@@ -324,29 +295,23 @@ public final class Finisher: Sendable {
         let recordPath = layout.errorRecord(id)
         let bytes = ErrorRecord.encode(id: id, failure: failure, history: task.history, problem: problem, requestFile: layout.failedRequest(id),
                                        originalName: layout.loadOriginalName(id))
-        do {
-            if commit {
-                try TaskRecord(id: id, status: .failed, request: task.identity, history: task.history, errorRecord: bytes).write(layout, durable: true)
-            }
-            try DurableFile.write(bytes, to: recordPath, mode: layout.fileMode)
-            try moveToFailed(id: id, requestPath: task.requestPath)
-            try? Syscall.unlinkIfPresent(layout.partial(id))
-        } catch {
+        let record = commit ? TaskRecord(id: id, status: .failed, request: task.identity, history: task.history, errorRecord: bytes) : nil
+        switch executor.run(PublicationPlan.failure(task: task, errorRecord: bytes, record: record, layout: layout)) {
+        case .failed(_, _, let error):
             return postpone(task, because: "writing the failure record failed: \(error)")
+        case .completed(let notes):
+            for note in notes {
+                switch note {
+                case .alreadyGone: logger.warning("the request vanished before it could be moved to failed", id: id)
+                case .replacedByNewer: logger.info("a newer request of the same id stays in outgoing as a new task", id: id)
+                }
+            }
+        case .stopped:
+            break
         }
         logger.warning("failed", id: id, ["kind": failure.kind.rawValue, "reason": failure.message, "record": recordPath])
         report(TaskReport(id: id, outcome: .failed(recordPath: recordPath, kind: failure.kind, message: failure.message)))
         return .finalized(id: id)
-    }
-
-    private func moveToFailed(id: String, requestPath: String) throws {
-        do {
-            try Syscall.rename(requestPath, layout.failedRequest(id))
-        } catch let error as SystemError where error.errno == ENOENT {
-            logger.warning("the request vanished before it could be moved to failed", id: id)
-        }
-        try Syscall.fsyncDirectory(layout.failed)
-        try Syscall.fsyncDirectory(DurableFile.directory(of: requestPath))
     }
 
     /// The outcome could not be written (a full disk, most often): nothing half-done is

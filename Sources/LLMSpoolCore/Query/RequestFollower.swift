@@ -51,7 +51,7 @@ public final class RequestFollower {
     public func run(timeout: Double? = nil, pollInterval: Double = 0.05) -> Ending {
         let query = SpoolQuery(layout: layout)
         var lastProgress = Date.distantPast
-        var sawRequest = Syscall.exists(layout.request(id))
+        var sawRequest = Syscall.isPresent(layout.request(id))
         while true {
             readPartial()
             let state = query.state(of: id, live: nil)

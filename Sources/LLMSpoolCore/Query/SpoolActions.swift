@@ -22,8 +22,8 @@ public struct SpoolActions: Sendable {
     /// says `failed` would send the request straight back (see `TaskRecord`).
     public func retry(_ id: String) throws {
         let failed = layout.failedRequest(id)
-        guard Syscall.exists(failed) else { throw ConfigError("\(id): no failed request \(failed)") }
-        guard !Syscall.exists(layout.request(id)) else { throw ConfigError("\(id): \(layout.request(id)) already exists") }
+        guard Syscall.isPresent(failed) else { throw ConfigError("\(id): no failed request \(failed)") }
+        guard !Syscall.isPresent(layout.request(id)) else { throw ConfigError("\(id): \(layout.request(id)) already exists") }
         try Syscall.unlinkIfPresent(layout.taskRecord(id))
         try Syscall.unlinkIfPresent(layout.errorRecord(id))
         try Syscall.fsyncDirectory(layout.state)

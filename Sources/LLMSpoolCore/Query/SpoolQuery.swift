@@ -95,10 +95,10 @@ public struct SpoolQuery: Sendable {
     }
 
     public func state(of id: String, live: LiveStatus? = nil, now: Date = Date()) -> RequestState {
-        if Syscall.exists(layout.request(id)) {
+        if Syscall.isPresent(layout.request(id)) {
             if let live {
                 if live.inFlight.contains(where: { $0.id == id }) { return .inFlight }
-            } else if Syscall.exists(layout.partial(id)) {
+            } else if Syscall.isPresent(layout.partial(id)) {
                 return .inFlight
             }
             if let record = TaskRecord.load(layout, id: id), record.status == .active,
@@ -107,8 +107,8 @@ public struct SpoolQuery: Sendable {
             }
             return .queued
         }
-        if Syscall.exists(layout.result(id)) { return .done }
-        if Syscall.exists(layout.errorRecord(id)) { return .failed }
+        if Syscall.isPresent(layout.result(id)) { return .done }
+        if Syscall.isPresent(layout.errorRecord(id)) { return .failed }
         if TaskRecord.load(layout, id: id)?.status == .cancelled { return .cancelled }
         return .unknown
     }
@@ -152,7 +152,7 @@ public struct SpoolQuery: Sendable {
         var files: [String: String] = [:]
         for (name, path) in [("request", layout.request(id)), ("partial", layout.partial(id)), ("result", layout.result(id)),
                              ("raw_stream", layout.rawStream(id)), ("failed_request", layout.failedRequest(id)),
-                             ("error_record", layout.errorRecord(id)), ("task_record", layout.taskRecord(id))] where Syscall.exists(path) {
+                             ("error_record", layout.errorRecord(id)), ("task_record", layout.taskRecord(id))] where Syscall.isPresent(path) {
             files[name] = path
         }
         object["files"] = files

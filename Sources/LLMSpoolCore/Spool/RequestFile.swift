@@ -56,7 +56,7 @@ public enum RequestFile {
                 }
                 bytes.append(contentsOf: chunk)
             }
-            return .success(Loaded(bytes: bytes, identity: FileIdentity(info)))
+            return .success(Loaded(bytes: bytes, identity: FileIdentity(info).with(contentHash: Fingerprint.hash(bytes))))
         } catch let problem as RequestProblem {
             return .failure(problem)
         } catch let error as SystemError where error.isTransient {

@@ -16,7 +16,10 @@ extension TaskRecord {
             ("updated_at", JSONText.quoted(Timestamp.string(Date()))),
         ]
         if let request {
-            members.append(("request", "{\"device\": \(request.device), \"inode\": \(request.inode), \"mtime_ns\": \(request.modifiedNanoseconds), \"size\": \(request.size)}"))
+            var fields = "\"device\": \(request.device), \"inode\": \(request.inode), \"mtime_ns\": \(request.modifiedNanoseconds), \"size\": \(request.size)"
+            if let changed = request.changedNanoseconds { fields = "\"ctime_ns\": \(changed), " + fields }
+            if let hash = request.contentHash { fields += ", \"fnv1a\": \"\(String(hash, radix: 16))\"" }
+            members.append(("request", "{" + fields + "}"))
         }
         if let notBefore = history.notBefore { members.append(("next_attempt_at", JSONText.quoted(Timestamp.string(notBefore)))) }
         if let endpoint { members.append(("endpoint", JSONText.quoted(endpoint))) }
@@ -66,7 +69,9 @@ extension TaskRecord {
            let inode = (identity["inode"] as? NSNumber)?.uint64Value,
            let size = (identity["size"] as? NSNumber)?.int64Value,
            let modified = (identity["mtime_ns"] as? NSNumber)?.int64Value {
-            request = FileIdentity(device: device, inode: inode, size: size, modifiedNanoseconds: modified)
+            request = FileIdentity(device: device, inode: inode, size: size, modifiedNanoseconds: modified,
+                                   changedNanoseconds: (identity["ctime_ns"] as? NSNumber)?.int64Value,
+                                   contentHash: (identity["fnv1a"] as? String).flatMap { UInt64($0, radix: 16) })
         }
         let attempts = (object["attempts"] as? [Any] ?? []).compactMap { ($0 as? [String: Any]).flatMap(decodeAttempt) }
         let history = TaskHistory(firstSeen: firstSeen, attempts: attempts,

@@ -127,7 +127,7 @@ public final class Watcher: @unchecked Sendable {
         } else {
             logger.info("watching by polling", ["reason": resolved.reason, "interval_seconds": "\(settings.pollInterval)"])
         }
-        guard Syscall.exists(layout.outgoing) else {
+        guard Syscall.isPresent(layout.outgoing) else {
             startError.withLock { $0 = "\(layout.outgoing) does not exist" }
             ready.signal()
             return
@@ -263,7 +263,14 @@ public final class Watcher: @unchecked Sendable {
         guard raw.first != UInt8(ascii: "."), raw.count > 5, Array(raw.suffix(5)) == Array(SpoolLayout.requestSuffix.utf8) else { return }
         let id = RequestName.safeID(forRawName: raw)
         let escaped = RequestName.escaped(raw)
-        guard !Syscall.exists(layout.request(id)) else {
+        let taken: Bool
+        do {
+            taken = try Syscall.exists(layout.request(id))
+        } catch {
+            logger.warning("cannot look for the safe id; will look again", ["file": escaped, "reason": "\(error)"])
+            return
+        }
+        guard !taken else {
             if reportedUnusable.insert(escaped).inserted {
                 logger.warning("left in outgoing: its safe id is taken by a request not finished yet", ["file": escaped, "safe_id": id])
             }

@@ -1,15 +1,44 @@
 /// Identifies one instance of a request file: a new file dropped under an old name is a
 /// new task, and must not inherit the old one's history.
+///
+/// Device and inode say which file; an inode is recycled once its file is deleted, so they
+/// are not enough alone. The change time (which no producer can set, unlike the
+/// modification time) and the content's fingerprint tell a recycled inode from the file
+/// that was read.
 public struct FileIdentity: Sendable, Equatable {
     public let device: UInt64
     public let inode: UInt64
     public let size: Int64
     public let modifiedNanoseconds: Int64
+    /// The inode's change time; nil in records written before it was kept.
+    public let changedNanoseconds: Int64?
+    /// FNV-1a of the content as intake read it; nil when the content was not read.
+    public let contentHash: UInt64?
 
-    public init(device: UInt64, inode: UInt64, size: Int64, modifiedNanoseconds: Int64) {
+    public init(device: UInt64, inode: UInt64, size: Int64, modifiedNanoseconds: Int64, changedNanoseconds: Int64? = nil,
+                contentHash: UInt64? = nil) {
         self.device = device
         self.inode = inode
         self.size = size
         self.modifiedNanoseconds = modifiedNanoseconds
+        self.changedNanoseconds = changedNanoseconds
+        self.contentHash = contentHash
+    }
+
+    /// Whether both name the same instance of a file: every field both know must agree.
+    /// A field one side lacks (an older record, a file not read) is not held against it.
+    public func isSameInstance(as other: FileIdentity) -> Bool {
+        guard device == other.device, inode == other.inode, size == other.size, modifiedNanoseconds == other.modifiedNanoseconds else {
+            return false
+        }
+        if let changed = changedNanoseconds, let otherChanged = other.changedNanoseconds, changed != otherChanged { return false }
+        if let hash = contentHash, let otherHash = other.contentHash, hash != otherHash { return false }
+        return true
+    }
+
+    /// The same identity with the content's fingerprint.
+    public func with(contentHash: UInt64) -> FileIdentity {
+        FileIdentity(device: device, inode: inode, size: size, modifiedNanoseconds: modifiedNanoseconds,
+                     changedNanoseconds: changedNanoseconds, contentHash: contentHash)
     }
 }

@@ -7,7 +7,7 @@ public enum Recovery {
     }
 
     public static func decide(record: TaskRecord?, identity: FileIdentity?, resultInode: UInt64?) -> Decision {
-        guard let record, let identity, record.request == identity else { return .fresh }
+        guard let record, let identity, let recorded = record.request, recorded.isSameInstance(as: identity) else { return .fresh }
         switch record.status {
         case .active:
             return .resume(record.history)

@@ -11,6 +11,7 @@
 /// | `failed/<id>.json` | the daemon | the request, moved from `outgoing` after its record is written |
 /// | `state/<id>.json` | the daemon | the task's attempts and the commit point of its outcome (`TaskRecord`) |
 /// | `state/<id>.name` | the daemon | the escaped original name of a request renamed to a safe id |
+/// | `failed/superseded/<n>.<name>` | the daemon | an earlier failure of an id that failed again |
 /// | `state/leases/<id>.lease` | the daemon | the claim of the daemon sending it, on a shared spool |
 public struct SpoolLayout: Sendable, Equatable {
     public static let requestSuffix = ".json"
@@ -39,6 +40,9 @@ public struct SpoolLayout: Sendable, Equatable {
     public var failed: String { root + "/failed" }
     /// The daemon's own bookkeeping; producers and consumers need not look inside.
     public var state: String { root + "/state" }
+    /// Earlier failures of an id that failed again, moved aside instead of overwritten:
+    /// `failed/superseded/<n>.<id>.json` and `<n>.<id>.error.json`.
+    public var superseded: String { root + "/failed/superseded" }
     /// Claims of daemons sharing the spool (see `LeaseManager`).
     public var leases: String { root + "/state/leases" }
     public func lease(_ id: String) -> String { "\(leases)/\(id).lease" }

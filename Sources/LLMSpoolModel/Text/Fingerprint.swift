@@ -2,11 +2,15 @@
 /// from content, the same on every run.
 public enum Fingerprint {
     public static func fnv1a(_ bytes: [UInt8]) -> String {
+        String(hash(bytes), radix: 16)
+    }
+
+    public static func hash(_ bytes: some Sequence<UInt8>) -> UInt64 {
         var hash: UInt64 = 0xcbf29ce484222325
         for byte in bytes {
             hash ^= UInt64(byte)
             hash &*= 0x100000001b3
         }
-        return String(hash, radix: 16)
+        return hash
     }
 }

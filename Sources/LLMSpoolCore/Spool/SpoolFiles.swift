@@ -1,0 +1,70 @@
+import Glibc
+
+/// The spool's files as publication plans touch them: every call through `Syscall`, every
+/// file the daemon creates with the spool's mode (set explicitly, never through the umask).
+public struct SpoolFiles: PublicationFiles, Sendable {
+    // Untyped: typed throws through the syscall wrapper crash the 6.3.1 compiler
+    // (MandatoryAllocBoxToStack); every error here is a SystemError all the same.
+    public typealias Failure = any Error
+
+    public let layout: SpoolLayout
+
+    public init(layout: SpoolLayout) {
+        self.layout = layout
+    }
+
+    public func syncFile(_ path: String) throws {
+        let fd = try Syscall.open(path, O_RDONLY | O_NOFOLLOW)
+        defer { Syscall.close(fd) }
+        try Syscall.fsync(fd, path: path)
+    }
+
+    public func inode(of path: String) throws -> UInt64 {
+        UInt64(try Syscall.lstat(path).st_ino)
+    }
+
+    public func write(_ bytes: [UInt8], to path: String, durable: Bool) throws {
+        if durable {
+            try DurableFile.write(bytes, to: path, mode: layout.fileMode, syncDirectory: false)
+        } else {
+            try DurableFile.replace(bytes, at: path, mode: layout.fileMode)
+        }
+    }
+
+    public func writeRecord(_ record: TaskRecord, durable: Bool) throws {
+        try write(record.encoded(), to: layout.taskRecord(record.id), durable: durable)
+    }
+
+    public func rename(_ from: String, _ to: String) throws {
+        try Syscall.rename(from, to)
+    }
+
+    public func identity(of path: String) throws -> FileIdentity? {
+        let info: stat
+        do {
+            info = try Syscall.lstat(path)
+        } catch let error as SystemError where error.errno == ENOENT || error.errno == ESTALE {
+            return nil
+        }
+        return FileIdentity(info)
+    }
+
+    public func unlinkIfPresent(_ path: String) throws {
+        try Syscall.unlinkIfPresent(path)
+    }
+
+    public func exists(_ path: String) throws -> Bool {
+        try identity(of: path) != nil
+    }
+
+    public func syncFolder(_ path: String) throws {
+        try Syscall.fsyncDirectory(path)
+    }
+
+    public func ensureFolder(_ path: String) throws {
+        do {
+            try Syscall.mkdir(path, mode: layout.directoryMode)
+        } catch let error as SystemError where error.errno == EEXIST {
+        }
+    }
+}

@@ -1,0 +1,141 @@
+/// The file operations a publication needs. The daemon's implementation goes through the
+/// syscall wrapper; the tests' keeps files in memory and can stop after any step.
+public protocol PublicationFiles {
+    associatedtype Failure: Error
+    func syncFile(_ path: String) throws(Failure)
+    /// The inode of a file, for the record that commits to it.
+    func inode(of path: String) throws(Failure) -> UInt64
+    func write(_ bytes: [UInt8], to path: String, durable: Bool) throws(Failure)
+    /// Writes `state/<id>.json` through a hidden temporary; fsynced when `durable`.
+    func writeRecord(_ record: TaskRecord, durable: Bool) throws(Failure)
+    func rename(_ from: String, _ to: String) throws(Failure)
+    /// The identity of the file now at `path`, or nil when there is none.
+    func identity(of path: String) throws(Failure) -> FileIdentity?
+    func unlinkIfPresent(_ path: String) throws(Failure)
+    func exists(_ path: String) throws(Failure) -> Bool
+    func syncFolder(_ path: String) throws(Failure)
+    /// Creates a folder if it is missing.
+    func ensureFolder(_ path: String) throws(Failure)
+}
+
+/// Runs publication plans: a small loop, the same for the daemon and the crash tests.
+public struct PublicationExecutor<Files: PublicationFiles> {
+    /// What became of a producer's file that a step meant to move or remove.
+    public enum Note: Sendable, Equatable {
+        /// A newer file had replaced it: left in place, as a new task.
+        case replacedByNewer(String)
+        /// It was already gone (withdrawn, or finished by another daemon).
+        case alreadyGone(String)
+    }
+
+    public let files: Files
+    /// Called before each step with its index in the run; a test stops the run there.
+    public var beforeStep: @Sendable (Int, PublicationStep) -> Bool
+
+    public init(files: Files, beforeStep: @escaping @Sendable (Int, PublicationStep) -> Bool = { _, _ in true }) {
+        self.files = files
+        self.beforeStep = beforeStep
+    }
+
+    /// Runs the steps in order and stops at the first failure. Returns the notes, or the
+    /// failure with the index of the step that failed. A run stopped by `beforeStep` returns
+    /// `.stopped` with the index it stopped at.
+    public func run(_ steps: [PublicationStep]) -> Result {
+        var notes: [Note] = []
+        for (index, step) in steps.enumerated() {
+            guard beforeStep(index, step) else { return .stopped(at: index) }
+            do throws(Files.Failure) {
+                if let note = try perform(step) { notes.append(note) }
+            } catch {
+                return .failed(at: index, step: step, error: error)
+            }
+        }
+        return .completed(notes)
+    }
+
+    /// The outcome of a run.
+    public enum Result {
+        case completed([Note])
+        case failed(at: Int, step: PublicationStep, error: Files.Failure)
+        case stopped(at: Int)
+    }
+
+    /// Runs several plans of the same shape step by step, all plans' first steps, then
+    /// all second steps, and so on: a folder fsync that several plans reach at once is done
+    /// once for all of them. A plan whose step fails runs no further steps; the others go on.
+    /// Returns, per plan, nil when it completed or the failure's description.
+    public func runBatch(_ plans: [[PublicationStep]]) -> [String?] {
+        var failures = [String?](repeating: nil, count: plans.count)
+        let length = plans.map(\.count).max() ?? 0
+        var counter = 0
+        for position in 0..<length {
+            var syncedFolders: [String: String?] = [:]
+            for (plan, steps) in plans.enumerated() where failures[plan] == nil && position < steps.count {
+                let step = steps[position]
+                if let folder = step.sharedFolder, let done = syncedFolders[folder] {
+                    failures[plan] = done
+                    continue
+                }
+                guard beforeStep(counter, step) else { return failures.map { $0 ?? "stopped" } }
+                counter += 1
+                var failure: String?
+                do throws(Files.Failure) {
+                    _ = try perform(step)
+                } catch {
+                    failure = "\(error)"
+                }
+                failures[plan] = failure
+                if let folder = step.sharedFolder { syncedFolders[folder] = .some(failure) }
+            }
+        }
+        return failures
+    }
+
+    func perform(_ step: PublicationStep) throws(Files.Failure) -> Note? {
+        switch step {
+        case .syncFile(let path):
+            try files.syncFile(path)
+        case .writeRecord(var record, let durable, let resultInodeOf):
+            if let source = resultInodeOf { record.resultInode = try files.inode(of: source) }
+            try files.writeRecord(record, durable: durable)
+        case .writeFile(let path, let bytes):
+            try files.write(bytes, to: path, durable: true)
+        case .rename(let from, let to):
+            try files.rename(from, to)
+        case .moveIfSame(let from, let to, let identity):
+            if let note = try check(from, identity) { return note }
+            try files.rename(from, to)
+        case .unlinkIfSame(let path, let identity):
+            if let note = try check(path, identity) { return note }
+            try files.unlinkIfPresent(path)
+        case .unlinkIfPresent(let path):
+            try files.unlinkIfPresent(path)
+        case .archiveIfPresent(let path, let folder):
+            guard try files.exists(path) else { return nil }
+            try files.ensureFolder(folder)
+            let name = PublicationPlan.name(of: path)
+            var serial = 1
+            while try files.exists("\(folder)/\(serial).\(name)") { serial += 1 }
+            try files.rename(path, "\(folder)/\(serial).\(name)")
+        case .syncFolder(let path):
+            try files.syncFolder(path)
+        }
+        return nil
+    }
+
+    /// Nil when the file at `path` is still the one that was read.
+    func check(_ path: String, _ identity: FileIdentity?) throws(Files.Failure) -> Note? {
+        guard let current = try files.identity(of: path) else { return .alreadyGone(path) }
+        if let identity, !current.isSameInstance(as: identity) { return .replacedByNewer(path) }
+        return nil
+    }
+}
+
+extension PublicationPlan {
+    static func name(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+}
+
+extension PublicationExecutor: Sendable where Files: Sendable {}

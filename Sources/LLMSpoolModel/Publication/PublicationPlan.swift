@@ -1,0 +1,90 @@
+/// The steps that publish each kind of outcome, in the order that makes every crash
+/// recoverable. Pure: what to do, never how; `PublicationExecutor` runs them.
+///
+/// The task record in `state/` is the commit point. Before it is durable, a crash leaves
+/// the request in `outgoing` to run again, and nothing visible. After it, `Recovery.decide`
+/// sees that the task ended and `completion` finishes what was left.
+public enum PublicationPlan {
+    /// What a success has to publish.
+    public struct Success: Sendable, Equatable {
+        public var task: TaskDescriptor
+        public var record: TaskRecord
+        /// The fsynced file that becomes the result: the `.partial` of a plain answer, the
+        /// result's temporary for a stream.
+        public var source: String
+        /// A stream keeps its raw events as `.sse`.
+        public var streamed: Bool
+
+        public init(task: TaskDescriptor, record: TaskRecord, source: String, streamed: Bool) {
+            self.task = task
+            self.record = record
+            self.source = source
+            self.streamed = streamed
+        }
+    }
+
+    /// The part of a success that is the request's own: its bytes, then its commit point.
+    /// Runs on the finisher's threads; the folder fsync of `state` is left to `commit`.
+    public static func prepare(_ success: Success) -> [PublicationStep] {
+        [.syncFile(success.source),
+         .writeRecord(success.record, durable: true, resultInodeOf: success.source)]
+    }
+
+    /// The rest of a success, from the commit point on. In a batch, the folder fsyncs are
+    /// shared (see `PublicationExecutor.runBatch`).
+    public static func commit(_ success: Success, layout: SpoolLayout) -> [PublicationStep] {
+        let id = success.task.id
+        var steps: [PublicationStep] = [.syncFolder(layout.state)]
+        if success.streamed { steps.append(.rename(from: layout.partial(id), to: layout.rawStream(id))) }
+        steps += [.rename(from: success.source, to: layout.result(id)),
+                  .syncFolder(layout.incoming),
+                  .unlinkIfSame(success.task.requestPath, identity: success.task.identity),
+                  .syncFolder(folder(of: success.task.requestPath))]
+        return steps
+    }
+
+    /// A final failure. `record` is nil for a rejection at intake: validation is repeatable,
+    /// so a crash only means the same rejection again, and no commit point is needed.
+    public static func failure(task: TaskDescriptor, errorRecord: [UInt8], record: TaskRecord?, layout: SpoolLayout) -> [PublicationStep] {
+        let id = task.id
+        var steps: [PublicationStep] = []
+        if let record { steps += [.writeRecord(record, durable: true, resultInodeOf: nil), .syncFolder(layout.state)] }
+        steps += [.archiveIfPresent(layout.failedRequest(id), into: layout.superseded),
+                  .archiveIfPresent(layout.errorRecord(id), into: layout.superseded),
+                  .writeFile(layout.errorRecord(id), errorRecord),
+                  .moveIfSame(from: task.requestPath, to: layout.failedRequest(id), identity: task.identity),
+                  .syncFolder(layout.failed),
+                  .syncFolder(folder(of: task.requestPath)),
+                  .unlinkIfPresent(layout.partial(id))]
+        return steps
+    }
+
+    /// Another attempt will be made: nothing of this one stays, the record keeps the count.
+    public static func retry(task: TaskDescriptor, record: TaskRecord, layout: SpoolLayout) -> [PublicationStep] {
+        [.unlinkIfPresent(layout.partial(task.id)),
+         .writeRecord(record, durable: true, resultInodeOf: nil)]
+    }
+
+    /// What a restart finishes for a task whose record says it ended.
+    public static func completion(of record: TaskRecord, requestPath: String, identity: FileIdentity?, errorRecordExists: Bool,
+                                  layout: SpoolLayout) -> [PublicationStep] {
+        let id = record.id
+        switch record.status {
+        case .done:
+            return [.unlinkIfSame(requestPath, identity: identity), .syncFolder(folder(of: requestPath))]
+        case .failed:
+            var steps: [PublicationStep] = []
+            if !errorRecordExists, let bytes = record.errorRecord { steps.append(.writeFile(layout.errorRecord(id), bytes)) }
+            steps += [.moveIfSame(from: requestPath, to: layout.failedRequest(id), identity: identity),
+                      .syncFolder(layout.failed), .syncFolder(folder(of: requestPath))]
+            return steps
+        case .active, .cancelled:
+            return []
+        }
+    }
+
+    static func folder(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+}

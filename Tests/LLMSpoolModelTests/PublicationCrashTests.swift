@@ -1,0 +1,347 @@
+import Foundation
+import Testing
+@testable import LLMSpoolModel
+
+/// A spool in memory: each step of a plan is atomic and durable once done, which is what
+/// the plan's fsyncs buy on a real disk. A crash is a run stopped before step k.
+final class MemoryFiles: PublicationFiles, @unchecked Sendable {
+    // @unchecked Sendable holds because each test drives its files from one thread; the
+    // executor's step hook is @Sendable only because the daemon's runs on worker threads.
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    struct File {
+        var inode: UInt64
+        var bytes: [UInt8]
+    }
+
+    var files: [String: File] = [:]
+    var records: [String: TaskRecord] = [:]
+    var folders: Set<String> = []
+    private var nextInode: UInt64 = 100
+    /// A step that touches this path fails (a full disk, a folder deleted underneath).
+    var failing: String?
+
+    func create(_ path: String, _ text: String) {
+        nextInode += 1
+        files[path] = File(inode: nextInode, bytes: Array(text.utf8))
+    }
+
+    func text(_ path: String) -> String? { files[path].map { String(decoding: $0.bytes, as: UTF8.self) } }
+
+    func guardPath(_ path: String) throws(Failure) {
+        if let failing, path.hasPrefix(failing) { throw Failure(description: "\(path): no space left") }
+    }
+
+    func syncFile(_ path: String) throws(Failure) {
+        try guardPath(path)
+        guard files[path] != nil else { throw Failure(description: "\(path): no such file") }
+    }
+
+    func inode(of path: String) throws(Failure) -> UInt64 {
+        guard let file = files[path] else { throw Failure(description: "\(path): no such file") }
+        return file.inode
+    }
+
+    func write(_ bytes: [UInt8], to path: String, durable: Bool) throws(Failure) {
+        try guardPath(path)
+        nextInode += 1
+        files[path] = File(inode: nextInode, bytes: bytes)
+    }
+
+    func writeRecord(_ record: TaskRecord, durable: Bool) throws(Failure) {
+        try guardPath("state/\(record.id)")
+        records[record.id] = record
+    }
+
+    func rename(_ from: String, _ to: String) throws(Failure) {
+        try guardPath(to)
+        guard let file = files.removeValue(forKey: from) else { throw Failure(description: "\(from): no such file") }
+        files[to] = file
+    }
+
+    func identity(of path: String) throws(Failure) -> FileIdentity? {
+        files[path].map { Self.identity($0) }
+    }
+
+    static func identity(_ file: File) -> FileIdentity {
+        FileIdentity(device: 1, inode: file.inode, size: Int64(file.bytes.count), modifiedNanoseconds: 0, changedNanoseconds: 0)
+    }
+
+    func unlinkIfPresent(_ path: String) throws(Failure) {
+        try guardPath(path)
+        files[path] = nil
+    }
+
+    func exists(_ path: String) throws(Failure) -> Bool { files[path] != nil }
+
+    func syncFolder(_ path: String) throws(Failure) { try guardPath(path) }
+
+    func ensureFolder(_ path: String) throws(Failure) { folders.insert(path) }
+
+    /// What a restarting daemon removes before anything runs: attempts' `.partial`s and
+    /// hidden temporaries.
+    func removeLeftovers() {
+        for path in files.keys where path.hasSuffix(SpoolLayout.partialSuffix) || PublicationPlan.name(of: path).hasPrefix(".") {
+            files[path] = nil
+        }
+    }
+}
+
+/// Counts steps from inside an executor's hook.
+final class StepCounter: @unchecked Sendable {
+    // @unchecked Sendable holds because the hook runs on the test's own thread.
+    var value = 0
+}
+
+@Suite struct PublicationCrashTests {
+    let layout = SpoolLayout(root: "spool")
+    let id = "q1"
+    let requestText = #"{"model":"m","messages":[]}"#
+    let answer = #"{"object":"chat.completion","choices":[]}"#
+
+    enum Kind: String, CaseIterable {
+        case plainSuccess, streamedSuccess, finalFailure, rejection
+    }
+
+    /// How a task stands once a restart has done its recovery.
+    enum Settled: Equatable {
+        /// Published once: the result, or the failure and its record.
+        case done, failed
+        /// Nothing visible; the request runs again.
+        case runsAgain
+    }
+
+    func task(_ files: MemoryFiles) -> TaskDescriptor {
+        let path = layout.request(id)
+        let identity = files.files[path].map(MemoryFiles.identity)
+        return TaskDescriptor(id: id, requestPath: path, summary: RequestSummary(model: "m", stream: false, size: requestText.utf8.count),
+                              identity: identity, history: TaskHistory(firstSeen: Date(timeIntervalSince1970: 0)))
+    }
+
+    /// A spool with the request in flight and the attempt's files written, and the plan
+    /// that publishes its outcome.
+    func setUp(_ kind: Kind) -> (MemoryFiles, [PublicationStep]) {
+        let files = MemoryFiles()
+        files.create(layout.request(id), requestText)
+        let task = task(files)
+        switch kind {
+        case .plainSuccess, .streamedSuccess:
+            let streamed = kind == .streamedSuccess
+            files.create(layout.partial(id), streamed ? "data: {...}\n\ndata: [DONE]\n\n" : answer)
+            let source = streamed ? SpoolLayout.temporary(for: layout.result(id)) : layout.partial(id)
+            if streamed { files.create(source, answer) }
+            let record = TaskRecord(id: id, status: .done, request: task.identity, history: task.history)
+            let success = PublicationPlan.Success(task: task, record: record, source: source, streamed: streamed)
+            return (files, PublicationPlan.prepare(success) + PublicationPlan.commit(success, layout: layout))
+        case .finalFailure, .rejection:
+            files.create(layout.partial(id), #"{"error":{"message":"bad"}}"#)
+            let record = kind == .finalFailure ? TaskRecord(id: id, status: .failed, request: task.identity, history: task.history,
+                                                            errorRecord: Array(#"{"kind":"http"}"#.utf8)) : nil
+            return (files, PublicationPlan.failure(task: task, errorRecord: Array(#"{"kind":"http"}"#.utf8), record: record, layout: layout))
+        }
+    }
+
+    /// What a restart does: leftovers go, then `Recovery.decide` for the request still in
+    /// `outgoing`, and the completion plan for a task that ended.
+    func restart(_ files: MemoryFiles) -> Settled {
+        files.removeLeftovers()
+        let requestPath = layout.request(id)
+        if let identity = try? files.identity(of: requestPath) {
+            let resultInode = files.files[layout.result(id)]?.inode
+            switch Recovery.decide(record: files.records[id], identity: identity, resultInode: resultInode) {
+            case .fresh, .resume:
+                return .runsAgain
+            case .alreadyEnded:
+                let record = files.records[id]!
+                let steps = PublicationPlan.completion(of: record, requestPath: requestPath, identity: identity,
+                                                       errorRecordExists: files.files[layout.errorRecord(id)] != nil, layout: layout)
+                guard case .completed = PublicationExecutor(files: files).run(steps) else { return .runsAgain }
+            }
+        }
+        return files.files[layout.result(id)] != nil ? .done : .failed
+    }
+
+    /// The index of the step after which the outcome is decided. A failure's record
+    /// carries everything it publishes, so the record decides it. A success's record only
+    /// names the result it commits to: until that result has its name in `incoming`, a
+    /// restart removes it with the other leftovers and the request runs again from zero
+    /// (at-least-once delivery, exactly-once outcome). A rejection has no record: moving the
+    /// request out of `outgoing` decides it.
+    func commitPoint(_ steps: [PublicationStep], kind: Kind) -> Int? {
+        steps.firstIndex { step in
+            switch (kind, step) {
+            case (.plainSuccess, .rename(_, let to)), (.streamedSuccess, .rename(_, let to)): to == layout.result(id)
+            case (.finalFailure, .writeRecord): true
+            case (.rejection, .moveIfSame): true
+            default: false
+            }
+        }
+    }
+
+    @Test(arguments: Kind.allCases)
+    func aCrashAfterAnyStepLeavesExactlyOneOutcome(kind: Kind) {
+        let (_, plan) = setUp(kind)
+        for k in 0...plan.count {
+            let (files, steps) = setUp(kind)
+            let executor = PublicationExecutor(files: files, beforeStep: { index, _ in index < k })
+            _ = executor.run(steps)
+            let settled = restart(files)
+            let context = "\(kind) crashed before step \(k) of \(steps.count) (\(k < steps.count ? steps[k].kind : "none"))"
+            let result = files.files[layout.result(id)] != nil
+            let failedRequest = files.files[layout.failedRequest(id)] != nil
+            let errorRecord = files.files[layout.errorRecord(id)] != nil
+            let queued = files.files[layout.request(id)] != nil
+            switch settled {
+            case .done:
+                #expect(result && !failedRequest && !errorRecord && !queued, "\(context): one result, nothing else")
+                #expect(files.text(layout.result(id)) == answer, "\(context): the result is the answer")
+                #expect(kind == .plainSuccess || kind == .streamedSuccess, "\(context)")
+            case .failed:
+                #expect(failedRequest && errorRecord && !result && !queued, "\(context): the request and its record in failed")
+                #expect(files.text(layout.failedRequest(id)) == requestText, "\(context)")
+                #expect(kind == .finalFailure || kind == .rejection, "\(context)")
+            case .runsAgain:
+                #expect(queued && !result && !failedRequest, "\(context): nothing published, the request still queued")
+            }
+            // Past the commit point the outcome is decided: it is never sent again.
+            if let commit = commitPoint(steps, kind: kind), k > commit {
+                #expect(settled != .runsAgain, "\(context): ran again after its outcome was committed")
+            }
+            // A completed plan needs no recovery.
+            if k == steps.count { #expect(settled != .runsAgain, "\(context)") }
+        }
+    }
+
+    @Test func aBatchCrashedAnywhereLeavesEachTaskDoneOrQueued() {
+        let ids = ["a", "b", "c"]
+        func build() -> (MemoryFiles, [[PublicationStep]], [PublicationStep]) {
+            let files = MemoryFiles()
+            var prepared: [PublicationStep] = []
+            var commits: [[PublicationStep]] = []
+            for id in ids {
+                files.create(layout.request(id), requestText + id)
+                files.create(layout.partial(id), answer + id)
+                let identity = files.files[layout.request(id)].map(MemoryFiles.identity)
+                let task = TaskDescriptor(id: id, requestPath: layout.request(id), summary: RequestSummary(model: "m", stream: false, size: 1),
+                                          identity: identity, history: TaskHistory(firstSeen: Date(timeIntervalSince1970: 0)))
+                let success = PublicationPlan.Success(task: task, record: TaskRecord(id: id, status: .done, request: identity, history: task.history),
+                                                      source: layout.partial(id), streamed: false)
+                prepared += PublicationPlan.prepare(success)
+                commits.append(PublicationPlan.commit(success, layout: layout))
+            }
+            return (files, commits, prepared)
+        }
+        let (_, commits, _) = build()
+        // Folder fsyncs are shared: three plans of six steps run in fewer than eighteen.
+        let counter = StepCounter()
+        let (countFiles, _, countPrepared) = build()
+        _ = PublicationExecutor(files: countFiles).run(countPrepared)
+        _ = PublicationExecutor(files: countFiles, beforeStep: { _, _ in counter.value += 1; return true }).runBatch(commits)
+        let counted = counter.value
+        #expect(counted == 1 + 3 + 1 + 3 + 1, "one state fsync, three renames, one incoming fsync, three unlinks, one outgoing fsync: \(counted)")
+        for k in 0...counted {
+            let (files, commits, prepared) = build()
+            _ = PublicationExecutor(files: files).run(prepared)
+            let index = StepCounter()
+            _ = PublicationExecutor(files: files, beforeStep: { _, _ in defer { index.value += 1 }; return index.value < k }).runBatch(commits)
+            files.removeLeftovers()
+            for id in ids {
+                let queued = files.files[layout.request(id)] != nil
+                let resultInode = files.files[layout.result(id)]?.inode
+                let decision = queued ? Recovery.decide(record: files.records[id], identity: files.files[layout.request(id)].map(MemoryFiles.identity),
+                                                        resultInode: resultInode) : .alreadyEnded
+                switch decision {
+                case .alreadyEnded:
+                    #expect(files.text(layout.result(id)) == answer + id, "batch crashed before step \(k): \(id) ended with its own result")
+                case .fresh, .resume:
+                    #expect(resultInode == nil, "batch crashed before step \(k): \(id) runs again with nothing published")
+                }
+            }
+        }
+    }
+
+    @Test func aNewerRequestUnderTheSameNameIsNeverRemoved() {
+        let (files, steps) = setUp(.plainSuccess)
+        // The producer replaces the request (dot-file and rename: a new inode) while the
+        // old one is in flight.
+        let replaceAt = steps.firstIndex { if case .unlinkIfSame = $0 { return true } else { return false } }!
+        let executor = PublicationExecutor(files: files, beforeStep: { index, _ in
+            if index == replaceAt { files.create(layout.request(id), #"{"model":"m","messages":[{"role":"user","content":"new"}]}"#) }
+            return true
+        })
+        guard case .completed(let notes) = executor.run(steps) else {
+            Issue.record("the plan completes")
+            return
+        }
+        #expect(notes == [.replacedByNewer(layout.request(id))])
+        #expect(files.text(layout.request(id))?.contains("new") == true, "the newer request stays queued as a new task")
+        #expect(files.text(layout.result(id)) == answer)
+        // After a restart the newer file is not mistaken for the finished one.
+        let identity = try? files.identity(of: layout.request(id))
+        #expect(Recovery.decide(record: files.records[id], identity: identity, resultInode: files.files[layout.result(id)]?.inode) == .fresh)
+    }
+
+    @Test func aNewerRequestIsNotMovedToFailedWithTheOldOnesRecord() {
+        let (files, steps) = setUp(.finalFailure)
+        let moveAt = steps.firstIndex { if case .moveIfSame = $0 { return true } else { return false } }!
+        let executor = PublicationExecutor(files: files, beforeStep: { index, _ in
+            if index == moveAt { files.create(layout.request(id), "edited in place") }
+            return true
+        })
+        guard case .completed(let notes) = executor.run(steps) else {
+            Issue.record("the plan completes")
+            return
+        }
+        #expect(notes == [.replacedByNewer(layout.request(id))])
+        #expect(files.text(layout.request(id)) == "edited in place")
+        #expect(files.files[layout.failedRequest(id)] == nil)
+    }
+
+    @Test func anEarlierFailureOfTheSameIdIsArchivedNotOverwritten() {
+        let (files, steps) = setUp(.rejection)
+        files.create(layout.failedRequest(id), "the first fragment")
+        files.create(layout.errorRecord(id), "the first record")
+        files.create("\(layout.superseded)/1.\(id).json", "an even older one")
+        guard case .completed = PublicationExecutor(files: files).run(steps) else {
+            Issue.record("the plan completes")
+            return
+        }
+        #expect(files.text(layout.failedRequest(id)) == requestText)
+        #expect(files.text("\(layout.superseded)/2.\(id).json") == "the first fragment")
+        #expect(files.text("\(layout.superseded)/1.\(id).error.json") == "the first record")
+        #expect(files.text("\(layout.superseded)/1.\(id).json") == "an even older one")
+    }
+
+    @Test func aStepThatFailsStopsThePlanAndNamesTheStep() {
+        let (files, steps) = setUp(.finalFailure)
+        files.failing = layout.failed
+        guard case .failed(let index, let step, let error) = PublicationExecutor(files: files).run(steps) else {
+            Issue.record("a full failed/ folder fails the plan")
+            return
+        }
+        #expect(step == steps[index])
+        #expect(error.description.contains(layout.failed))
+        #expect(files.files[layout.request(id)] != nil, "the request stays in outgoing")
+    }
+
+    @Test func aBatchStepThatFailsStopsOnlyItsOwnPlan() {
+        let files = MemoryFiles()
+        var commits: [[PublicationStep]] = []
+        for id in ["a", "b"] {
+            files.create(layout.request(id), requestText)
+            files.create(layout.partial(id), answer)
+            let task = TaskDescriptor(id: id, requestPath: layout.request(id), summary: RequestSummary(model: "m", stream: false, size: 1))
+            let success = PublicationPlan.Success(task: task, record: TaskRecord(id: id, status: .done, request: nil, history: task.history),
+                                                  source: layout.partial(id), streamed: false)
+            commits.append(PublicationPlan.commit(success, layout: layout))
+        }
+        files.failing = layout.result("a")
+        let failures = PublicationExecutor(files: files).runBatch(commits)
+        #expect(failures[0] != nil)
+        #expect(failures[1] == nil)
+        #expect(files.files[layout.result("b")] != nil)
+        #expect(files.files[layout.request("a")] != nil, "a's request stays queued")
+    }
+}
