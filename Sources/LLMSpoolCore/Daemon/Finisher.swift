@@ -228,7 +228,14 @@ public final class Finisher: Sendable {
                 }
                 return AttemptJudge.judgeStream(status: status, verdict: stream.verdict)
             }
-            let body = try FileReader.prefix(path: partial, limit: Finisher.plainAnswerLimit)
+            let body: [UInt8]
+            do {
+                body = try FileReader.prefix(path: partial, limit: Finisher.plainAnswerLimit)
+            } catch let error as SystemError where error.errno == ENOENT && outcome.bytesReceived == 0 {
+                // The `.partial` is created at the first byte: an empty answer has none. That
+                // is the endpoint's fault (malformed, counted by max_attempts), not the disk's.
+                body = []
+            }
             return AttemptJudge.judgePlain(status: status, body: body)
         } catch {
             return .failure(AttemptFailure(.disk, "reading the answer back failed: \(error)"))

@@ -267,14 +267,13 @@ final class Transfer {
 
     func receiveHeader(_ buffer: UnsafeMutablePointer<CChar>, count: Int) -> Int {
         if firstByteAt == nil { firstByteAt = TransferEngine.monotonic() }
-        let line = String(decoding: UnsafeRawBufferPointer(start: buffer, count: count), as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        if line.hasPrefix("HTTP/") {
+        switch HeaderLine.parse(UnsafeRawBufferPointer(start: buffer, count: count)) {
+        case .statusLine:
             headers.removeAll()  // a new response (after 100 Continue or a redirect) starts afresh
-        } else if let colon = line.firstIndex(of: ":"), headers.count < 100 {
-            let name = line[..<colon].lowercased()
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        case .field(let name, let value) where headers.count < 100:
             headers[name] = value
+        case .field, .other:
+            break
         }
         return count
     }

@@ -536,7 +536,7 @@ public final class TransferEngine: @unchecked Sendable {
             let connecting = text.hasPrefix("Connection time") || text.hasPrefix("Resolving time") || text.contains("connect")
             return .timedOut(connecting ? .connect : .total, message: text)
         }
-        return .transportError(code: Int32(code.rawValue), message: text)
+        return .transport(code: Int32(code.rawValue), message: text, responseStarted: transfer.firstByteAt != nil)
     }
 
     /// Ends every attempt whose idle timer or total deadline has passed. libcurl enforces

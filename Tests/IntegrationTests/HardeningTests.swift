@@ -1,0 +1,58 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+@testable import LLMSpoolStub
+import Testing
+
+/// Defects found by trying to break the daemon from outside, each reproduced over real
+/// sockets against a misbehaving endpoint.
+@Suite(.serialized) struct HardeningTests {
+    func waitForFailure(_ harness: Harness, _ id: String, timeout: TimeInterval = 30) throws -> [String: Any] {
+        try waitUntil("\(id) is in failed/", timeout: timeout) {
+            FileManager.default.fileExists(atPath: harness.layout.failedRequest(id))
+        }
+        return try harness.json(harness.layout.errorRecord(id))
+    }
+
+    /// An empty 200 has no `.partial`; it was judged a disk failure, which max_attempts
+    /// does not count, and retried for a day.
+    @Test(arguments: [200, 204]) func anEmptyAnswerIsMalformedAndBoundedByMaxAttempts(status: Int) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["max_attempts": 2])
+        let prompt = "answer me with nothing \(status)"
+        let empty: [String: Any] = ["status": status, "empty_body": true]
+        try harness.drop("empty", Harness.request(prompt, stub: ["faults": [empty, empty, empty, empty]]))
+        let record = try waitForFailure(harness, "empty")
+        #expect(record["kind"] as? String == "malformed-response")
+        #expect(record["attempts"] as? Int == 2)
+        #expect(try harness.arrivals(of: prompt).count == 2)
+    }
+
+    @Test func aStreamOfOnlyDoneIsMalformed() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["max_attempts": 1])
+        try harness.drop("hollow", Harness.request("done and nothing else", stream: true, stub: ["faults": [["done_only": true]]]))
+        let record = try waitForFailure(harness, "hollow")
+        #expect(record["kind"] as? String == "malformed-response")
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.result("hollow")))
+    }
+
+    /// libcurl answers a giant header line with code 27 (out of memory), which was judged a
+    /// permanent transport failure: it is the endpoint's answer being too large.
+    @Test func aTenMegabyteHeaderLineIsResponseTooLarge() throws {
+        let head = Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Padding: ".utf8)
+        let endpoint = try RawEndpoint(response: head + [UInt8](repeating: 0x61, count: 10 << 20) + Array("\r\nContent-Length: 2\r\n\r\n{}".utf8))
+        defer { endpoint.stop() }
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startDaemon(config: ["base_url": endpoint.baseURL, "max_attempts": 3])
+        try harness.drop("giant", Harness.request("a giant header"))
+        let record = try waitForFailure(harness, "giant")
+        #expect(record["kind"] as? String == "response-too-large")
+        #expect(endpoint.count == 1, "not retried: the endpoint would send the same head again")
+    }
+}
