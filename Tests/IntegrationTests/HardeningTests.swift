@@ -56,3 +56,27 @@ import Testing
         #expect(endpoint.count == 1, "not retried: the endpoint would send the same head again")
     }
 }
+
+/// One answer asking for a day's pause must not stop the endpoint for a day.
+@Suite(.serialized) struct EndpointPauseIntegrationTests {
+    @Test(arguments: ["retry-after", "x-ratelimit"])
+    func anEndpointPauseIsCappedByMaxRetryAfter(asking: String) throws {
+        let fault: [String: Any] = asking == "retry-after"
+            ? ["status": 429, "retry_after": 100_000]
+            : ["headers": ["x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "100000s"]]
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["max_retry_after_seconds": 1, "concurrency": 1])
+        try harness.drop("first", Harness.request("ask for a long pause", stub: ["faults": [fault]]))
+        try waitUntil("the first request ended", timeout: 20) {
+            FileManager.default.fileExists(atPath: harness.layout.result("first"))
+                || FileManager.default.fileExists(atPath: harness.layout.failedRequest("first"))
+        }
+        try harness.drop("second", Harness.request("after the pause"))
+        try waitUntil("the second request has a result", timeout: 20) {
+            FileManager.default.fileExists(atPath: harness.layout.result("second"))
+        }
+        #expect(try harness.arrivals(of: "after the pause").count == 1)
+    }
+}

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Testing
 @testable import LLMSpoolModel
 
@@ -54,5 +55,43 @@ import Testing
 
     @Test func aHeaderLineOfInvalidUTF8StillParses() {
         #expect(HeaderLine.parse([0x58, 0x3A, 0xFF, 0xFE, 0x0D, 0x0A]) == .field(name: "x", value: "\u{FFFD}\u{FFFD}"))
+    }
+}
+
+/// A provider's endpoint-wide pause is bounded like a request's Retry-After.
+@Suite struct EndpointPauseTests {
+    @Test func aPauseIsCappedByMaxRetryAfter() {
+        var gate = EndpointGate(concurrency: 2, maxPauseSeconds: 60, now: 0)
+        gate.admit(estimatedTokens: 1, now: 0)
+        gate.release(EndpointFeedback(.retryableFailure, pauseSeconds: 100_000), now: 10)
+        #expect(gate.pausedUntil == 70)
+        #expect(gate.readiness(estimatedTokens: 1, now: 69) == .waitUntil(70))
+        #expect(gate.readiness(estimatedTokens: 1, now: 70) == .ready)
+    }
+
+    @Test func aShorterPauseIsKeptAndTheLongestWins() {
+        var gate = EndpointGate(concurrency: 2, maxPauseSeconds: 60, now: 0)
+        gate.release(EndpointFeedback(.answered, pauseSeconds: 5), now: 0)
+        #expect(gate.pausedUntil == 5)
+        gate.release(EndpointFeedback(.answered, pauseSeconds: 2), now: 1)
+        #expect(gate.pausedUntil == 5)
+    }
+
+    @Test(arguments: [nil, 0, -1, Double.nan, -Double.infinity]) func noPauseFromNothing(pause: Double?) {
+        #expect(EndpointGate.capped(pause, limit: 60) == nil)
+    }
+
+    @Test func anInfinitePauseIsTheCap() {
+        #expect(EndpointGate.capped(.infinity, limit: 60) == 60)
+        #expect(EndpointGate(concurrency: 1, maxPauseSeconds: .infinity, now: 0).maxPauseSeconds == 3600)
+    }
+
+    @Test func exhaustedRateLimitHeadersPauseAtMostTheCap() {
+        let headers = ["x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "100000s"]
+        let feedback = EndpointFeedback.from(.response(status: 200), headers: headers, now: Date(timeIntervalSince1970: 0))
+        #expect(feedback.pauseSeconds == 100_000)
+        var gate = EndpointGate(concurrency: 1, maxPauseSeconds: 3600, now: 0)
+        gate.release(feedback, now: 0)
+        #expect(gate.pausedUntil == 3600)
     }
 }

@@ -22,6 +22,8 @@ public final class TransferEngine: @unchecked Sendable {
         public var shutdownGraceSeconds: Double
         public var cooldownAfterFailures: Int
         public var cooldownSeconds: Double
+        /// Caps an endpoint-wide pause as it caps a request's Retry-After.
+        public var maxPauseSeconds: Double
         public var maxRequestBytes: Int
         public var maxResponseBytes: Int64
         public var fileMode: mode_t
@@ -34,6 +36,7 @@ public final class TransferEngine: @unchecked Sendable {
             shutdownGraceSeconds = config.shutdownGraceSeconds
             cooldownAfterFailures = config.cooldownAfterFailures
             cooldownSeconds = config.cooldownSeconds
+            maxPauseSeconds = config.retry.maxRetryAfterSeconds
             maxRequestBytes = config.maxRequestBytes
             maxResponseBytes = config.maxResponseBytes
             fileMode = config.fileMode
@@ -186,7 +189,8 @@ public final class TransferEngine: @unchecked Sendable {
         endpoints.enumerated().map { index, endpoint in
             EndpointGate(concurrency: min(endpoint.concurrency, settings.concurrency), requestsPerMinute: endpoint.requestsPerMinute,
                          tokensPerMinute: endpoint.tokensPerMinute, cooldownAfterFailures: settings.cooldownAfterFailures,
-                         cooldownSeconds: settings.cooldownSeconds, active: active[index] ?? 0, now: now)
+                         cooldownSeconds: settings.cooldownSeconds, maxPauseSeconds: settings.maxPauseSeconds,
+                         active: active[index] ?? 0, now: now)
         }
     }
 
