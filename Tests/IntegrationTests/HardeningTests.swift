@@ -80,3 +80,24 @@ import Testing
         #expect(try harness.arrivals(of: "after the pause").count == 1)
     }
 }
+
+/// Hooks run with an allow-list environment, and what they print reaches the log escaped.
+@Suite(.serialized) struct HookHardeningTests {
+    @Test func aKeyUnderAnyNameNeverReachesAHookNorTheLog() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: [
+            "api_key_env": "MY_LLM_TOKEN",
+            "on_complete": "env; printf 'red\\033[31m\\n'",
+        ], environment: ["MY_LLM_TOKEN": Harness.secret, "SOME_PASSWORD": Harness.secret])
+        try harness.drop("hooked", Harness.request("hook me"))
+        try waitUntil("the hook's output is logged", timeout: 20) { harness.log.contains("hook ran id=hooked") }
+        let line = try #require(harness.log.split(separator: "\n").first { $0.contains("hook ran id=hooked") })
+        #expect(line.contains("LLMSPOOL_ID=hooked"), "the hook's output is in the log line: \(line)")
+        #expect(line.contains("red\\x1b[31m\\x0a"), "escaped once: \(line)")
+        #expect(!line.contains("MY_LLM_TOKEN") && !line.contains("SOME_PASSWORD"))
+        #expect(!harness.log.contains(Harness.secret))
+        #expect(harness.filesContainingSecret().isEmpty)
+    }
+}

@@ -95,3 +95,27 @@ import Testing
         #expect(gate.pausedUntil == 3600)
     }
 }
+
+/// What a hook gets and what of its output is kept.
+@Suite struct HookEnvironmentTests {
+    @Test func onlyTheAllowListAndTheTaskPass() {
+        let daemon = ["PATH": "/bin", "HOME": "/root", "LANG": "C.UTF-8", "LC_ALL": "C", "TZ": "UTC",
+                      "OPENAI_API_KEY": "k", "MY_LLM_TOKEN": "k", "LLMSPOOL_CONFIG": "/etc/x", "AWS_SECRET": "k"]
+        let built = HookEnvironment.build(daemon: daemon, task: ["LLMSPOOL_ID": "a", "LLMSPOOL_STATUS": "done", "OTHER": "x"])
+        #expect(built == ["PATH": "/bin", "HOME": "/root", "LANG": "C.UTF-8", "LC_ALL": "C", "TZ": "UTC",
+                          "LLMSPOOL_ID": "a", "LLMSPOOL_STATUS": "done"])
+    }
+
+    @Test func aPathIsAlwaysSet() {
+        #expect(HookEnvironment.build(daemon: [:], task: [:]) == ["PATH": "/usr/local/bin:/usr/bin:/bin"])
+    }
+
+    @Test func outputIsBounded() {
+        var output = HookOutput()
+        output.append([UInt8](repeating: 0x61, count: 4000))
+        output.append([UInt8](repeating: 0x62, count: 200))
+        #expect(output.kept.count == HookOutput.limit)
+        #expect(output.dropped == 104)
+        #expect(output.text.hasSuffix("b [104 more bytes not logged]"))
+    }
+}
