@@ -101,3 +101,32 @@ import Testing
         #expect(harness.filesContainingSecret().isEmpty)
     }
 }
+
+/// A request whose answer crashes the daemon is failed after three crashes in a row
+/// instead of crashing every restart.
+@Suite(.serialized) struct CrashLoopTests {
+    @Test func aRequestInFlightAtThreeCrashesInARowFails() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let crash: [String: Any] = ["headers": ["X-Stub-Crash": "1"]]
+        try harness.drop("poison", Harness.request("crash the daemon", stub: ["faults": [crash, crash, crash, crash, crash]]))
+        for round in 1...3 {
+            try harness.startDaemon(environment: ["LLMSPOOL_TEST_CRASH_HEADER": "x-stub-crash"], waitUntilWatching: false)
+            let status = try harness.waitForDaemonExit(timeout: 30)
+            #expect(status != 0, "round \(round): the test-only trigger crashed the daemon")
+        }
+        #expect(try harness.arrivals(of: "crash the daemon").count == 3)
+        try harness.startDaemon(environment: ["LLMSPOOL_TEST_CRASH_HEADER": "x-stub-crash"])
+        try waitUntil("poison is in failed/", timeout: 30) {
+            FileManager.default.fileExists(atPath: harness.layout.failedRequest("poison"))
+        }
+        let record = try harness.json(harness.layout.errorRecord("poison"))
+        #expect(record["kind"] as? String == "crash-loop")
+        #expect(try harness.arrivals(of: "crash the daemon").count == 3, "not sent a fourth time")
+        try harness.drop("after", Harness.request("a healthy one"))
+        try waitUntil("the daemon still answers", timeout: 20) {
+            FileManager.default.fileExists(atPath: harness.layout.result("after"))
+        }
+    }
+}

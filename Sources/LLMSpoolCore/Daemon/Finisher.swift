@@ -103,6 +103,7 @@ public final class Finisher: Sendable {
         let partial = layout.partial(id)
         let verdict = judge(outcome, partial: partial)
         var task = outcome.task
+        task.history = CrashGuard.ended(task.history)
         var entry = AttemptEntry(startedAt: outcome.startedAt, endedAt: outcome.endedAt, endpoint: outcome.endpointName,
                                  outcome: "ok", bytesSent: outcome.bytesSent, bytesReceived: outcome.bytesReceived)
         if case .response(let status) = outcome.ending { entry.httpStatus = status }

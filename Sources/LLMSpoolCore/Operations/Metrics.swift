@@ -45,7 +45,7 @@ public final class Metrics: Sendable {
 
     public func usage(_ counts: [String: Int]) {
         state.withLock { state in
-            for key in ["prompt_tokens", "completion_tokens"] { if let value = counts[key] { state.tokens[key, default: 0] += value } }
+            for key in ["prompt_tokens", "completion_tokens"] { if let value = counts[key] { state.tokens[key] = TokenCount.sum(state.tokens[key, default: 0], value) } }
         }
     }
 

@@ -140,7 +140,7 @@ public struct SpoolQuery: Sendable {
         for name in (try? Syscall.listDirectory(layout.state)) ?? [] {
             guard case .request(let id) = RequestName.classify(name), let record = TaskRecord.load(layout, id: id),
                   record.status == .done, let usage = record.usage else { continue }
-            for (key, value) in usage { summary.tokens[key, default: 0] += value }
+            for (key, value) in usage { summary.tokens[key] = TokenCount.sum(summary.tokens[key, default: 0], value) }
         }
         return summary
     }

@@ -70,6 +70,10 @@ final class Transfer {
     private(set) var spillFD: Int32 = -1
     private var unflushedSpillBytes = 0
 
+    /// Tests only: a response header of this name (from `LLMSPOOL_TEST_CRASH_HEADER`) makes
+    /// the daemon die as a parser bug would, so that the crash guard can be tested for real.
+    static let crashHeader: String? = ProcessInfo.processInfo.environment["LLMSPOOL_TEST_CRASH_HEADER"]?.lowercased()
+
     /// Text held in memory before it goes to the result's temporary: most answers stay
     /// below it and cost no extra descriptor.
     static let spillThreshold = 64 * 1024
@@ -271,6 +275,7 @@ final class Transfer {
         case .statusLine:
             headers.removeAll()  // a new response (after 100 Continue or a redirect) starts afresh
         case .field(let name, let value) where headers.count < 100:
+            if name == Transfer.crashHeader { fatalError("test-only crash: the response carried \(name)") }
             headers[name] = value
         case .field, .other:
             break

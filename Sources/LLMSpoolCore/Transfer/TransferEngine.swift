@@ -437,6 +437,20 @@ public final class TransferEngine: @unchecked Sendable {
                 return
             }
         }
+        if CrashGuard.mustFail(task.history) {
+            endBeforeStart(task, endpointIndex: endpointIndex, .crashLoop(starts: task.history.unfinishedStarts))
+            return
+        }
+        // The start is on disk before the request is sent: if the answer crashes the
+        // daemon, the next run knows this request was in flight (`CrashGuard`).
+        var task = task
+        task.history = CrashGuard.starting(task.history)
+        do {
+            try TaskRecord(id: task.id, status: .active, request: task.identity, history: task.history).write(layout, durable: false)
+        } catch {
+            endBeforeStart(task, endpointIndex: endpointIndex, .diskError("recording the start of the attempt failed: \(error)"))
+            return
+        }
         let endpoint = endpoints[min(endpointIndex, endpoints.count - 1)]
         let body: Transfer.Body
         do {

@@ -25,6 +25,8 @@ public enum AttemptJudge {
             return .failure(AttemptFailure(.disk, "writing the answer failed: \(error)"))
         case .responseTooLarge(let limit):
             return .failure(AttemptFailure(.responseTooLarge, "the answer grew past \(limit) bytes (max_response_bytes)"))
+        case .crashLoop(let starts):
+            return .failure(AttemptFailure(.crashLoop, "the daemon stopped without finishing this request \(starts) times in a row (it may be what crashes it); not sent again"))
         case .headerTooLarge(let message):
             return .failure(AttemptFailure(.responseTooLarge, "a response header line passed libcurl's limit of 100 KiB: \(message)"))
         case .transportError(let code, let message):

@@ -16,6 +16,8 @@ public enum AttemptEnding: Sendable, Equatable {
     case leaseLost
     /// The request file left `outgoing` while it was in flight.
     case cancelled
+    /// The daemon died while this request was in flight, `starts` times in a row.
+    case crashLoop(starts: Int)
 }
 
 extension AttemptEnding {
