@@ -130,3 +130,44 @@ import Testing
         }
     }
 }
+
+/// The upload sends the file intake validated, or nothing.
+@Suite(.serialized) struct UploadIdentityTests {
+    @Test func aQueuedRequestSwappedOrShrunkIsNeverSent() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let out = harness.layout.outgoing
+        try harness.startDaemon(config: ["concurrency": 1])
+        try harness.drop("a-blocker", Harness.request("hold the only slot", stub: ["latency_ms": 2000]))
+        try waitUntil("the blocker reached the stub", timeout: 20) { try !harness.arrivals(of: "hold the only slot").isEmpty }
+        // These wait, validated, behind it.
+        try harness.drop("swapped", Harness.request("an honest request"))
+        try harness.drop("shrunk", Harness.request("a request that will shrink " + String(repeating: "x", count: 500)))
+        try waitUntil("both were validated", timeout: 20) {
+            harness.log.contains("validated id=swapped") && harness.log.contains("validated id=shrunk")
+        }
+        let secret = harness.root + "/outside.json"
+        try DurableFile.write(Array(try JSONSerialization.data(withJSONObject: Harness.request("SECRET-OUTSIDE"))), to: secret)
+        // A hard link to a file outside the spool, renamed over the validated request.
+        #expect(link(secret, "\(out)/.swapped.tmp") == 0)
+        #expect(rename("\(out)/.swapped.tmp", "\(out)/swapped.json") == 0)
+        // The other is cut short in place, still valid JSON.
+        let short = Array(try JSONSerialization.data(withJSONObject: Harness.request("shrunk")))
+        let fd = open("\(out)/shrunk.json", O_WRONLY | O_TRUNC)
+        #expect(fd >= 0)
+        _ = short.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        try waitUntil("both are in failed/", timeout: 30) {
+            FileManager.default.fileExists(atPath: harness.layout.errorRecord("swapped"))
+                && FileManager.default.fileExists(atPath: harness.layout.errorRecord("shrunk"))
+        }
+        #expect(try harness.arrivals(of: "SECRET-OUTSIDE").isEmpty, "the linked file was never sent")
+        #expect(try harness.arrivals(of: "shrunk").isEmpty)
+        #expect(try harness.stubArrivals().filter { $0.prompt.hasPrefix("a request that will shrink") }.isEmpty)
+        let swapped = try harness.json(harness.layout.errorRecord("swapped"))
+        #expect((swapped["problem"] as? [String: Any])?["kind"] as? String == "hard-link")
+        let shrunk = try harness.json(harness.layout.errorRecord("shrunk"))
+        #expect((shrunk["problem"] as? [String: Any])?["kind"] as? String == "changed-after-validation")
+    }
+}

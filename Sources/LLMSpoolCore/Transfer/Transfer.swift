@@ -121,7 +121,15 @@ final class Transfer {
 
     private func readFile(_ fd: Int32, into buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
         do {
-            let count = try Syscall.read(fd, into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity), path: task.requestPath)
+            // Never more than the Content-Length sent, whatever the file has become.
+            let room = max(0, min(capacity, bodySize - Int(bytesSent)))
+            let count = room == 0 ? 0 : try Syscall.read(fd, into: UnsafeMutableRawBufferPointer(start: buffer, count: room), path: task.requestPath)
+            if count == 0 && Int(bytesSent) < bodySize {
+                // The file shrank during the upload: stop now rather than leave the server
+                // waiting for bytes that will never come until the idle timer fires.
+                readError = SystemError(errno: EIO, call: "read (the request shrank while it was sent)", path: task.requestPath)
+                return llms_curl_readfunc_abort
+            }
             bytesSent += Int64(count)
             return count
         } catch let error as SystemError {

@@ -357,11 +357,29 @@ public final class TransferEngine: @unchecked Sendable {
             // A model rewrite needs the body parsed; it is held in memory for this attempt.
             guard case .success(let loaded)? = RequestFile.read(path: task.requestPath, limit: settings.maxRequestBytes),
                   var object = JSONObject.parse(loaded.bytes) else { return nil }
+            // RequestFile.read compared fstat with lstat; this compares with what intake validated.
+            if task.identity != nil, loaded.identity != task.identity {
+                throw UploadRefusal(verdict: UploadCheck.verify(validated: task.identity, current: loaded.identity, isRegularFile: true, links: 1))
+            }
             object["model"] = model
             if task.summary.usageSplice != nil { object["stream_options"] = ["include_usage": true] }
             return .memory(Array(try JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes])), offset: 0)
         }
         let fd = try Syscall.open(task.requestPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        // Opened by name again: it must still be the file intake validated.
+        let verdict: UploadCheck.Verdict
+        do {
+            let info = try Syscall.fstat(fd, path: task.requestPath)
+            verdict = UploadCheck.verify(validated: task.identity, current: FileIdentity(info),
+                                         isRegularFile: info.st_mode & S_IFMT == S_IFREG, links: UInt64(info.st_nlink))
+        } catch {
+            Syscall.close(fd)
+            throw error
+        }
+        guard verdict == .same else {
+            Syscall.close(fd)
+            throw UploadRefusal(verdict: verdict)
+        }
         if task.summary.size <= TransferEngine.smallBodyLimit, let bytes = try readWhole(fd, expected: task.summary.size, path: task.requestPath) {
             // A small body is read at once and its file closed: ten thousand requests
             // starting together would otherwise hold ten thousand files besides their sockets.
@@ -466,6 +484,17 @@ public final class TransferEngine: @unchecked Sendable {
                 leases.release(task.id)
                 skip(task)
             } else {
+                endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
+            }
+            return
+        } catch let refusal as UploadRefusal {
+            switch refusal.verdict {
+            case .refuse(let problem):
+                apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: Date().timeIntervalSince1970))
+                delegate.rejected(task.id, task.requestPath, problem)
+            case .replaced, .same:
+                // A new file under the name: intake judges it as a new task.
+                logger.info("the request was replaced after it was validated; the new file is a new task", id: task.id)
                 endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
             }
             return
@@ -640,4 +669,9 @@ public final class TransferEngine: @unchecked Sendable {
             if let live { $0.inFlight = live }
         }
     }
+}
+
+/// The file opened for an upload is not the one intake validated.
+struct UploadRefusal: Error {
+    let verdict: UploadCheck.Verdict
 }

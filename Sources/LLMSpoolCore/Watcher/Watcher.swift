@@ -347,6 +347,7 @@ public final class Watcher: @unchecked Sendable {
                     }
                 }
                 settling[name] = nil
+                if case .valid = intake { logger.debug("validated", id: id, ["bytes": "\(loaded.bytes.count)"]) }
                 delegate.found(intake)
             }
         }

@@ -1,0 +1,46 @@
+import Testing
+@testable import LLMSpoolModel
+
+/// The descriptor uploaded from must be the file intake validated.
+@Suite struct UploadCheckTests {
+    let seen = FileIdentity(device: 1, inode: 2, size: 100, modifiedNanoseconds: 5)
+
+    @Test func theSameFileIsSent() {
+        #expect(UploadCheck.verify(validated: seen, current: seen, isRegularFile: true, links: 1) == .same)
+    }
+
+    @Test func aSecondLinkIsRefusedWhateverTheInode() {
+        let other = FileIdentity(device: 1, inode: 9, size: 100, modifiedNanoseconds: 5)
+        for current in [seen, other] {
+            guard case .refuse(let problem) = UploadCheck.verify(validated: seen, current: current, isRegularFile: true, links: 2) else {
+                Issue.record("a hard link passed")
+                continue
+            }
+            #expect(problem.kind == .hardLink)
+        }
+    }
+
+    @Test func anotherInodeIsANewTask() {
+        let other = FileIdentity(device: 1, inode: 9, size: 100, modifiedNanoseconds: 5)
+        #expect(UploadCheck.verify(validated: seen, current: other, isRegularFile: true, links: 1) == .replaced)
+        let otherDevice = FileIdentity(device: 3, inode: 2, size: 100, modifiedNanoseconds: 5)
+        #expect(UploadCheck.verify(validated: seen, current: otherDevice, isRegularFile: true, links: 1) == .replaced)
+    }
+
+    @Test(arguments: [(50 as Int64, 5 as Int64), (100, 6), (200, 5)]) func aChangedFileIsRefused(size: Int64, modified: Int64) {
+        let changed = FileIdentity(device: 1, inode: 2, size: size, modifiedNanoseconds: modified)
+        guard case .refuse(let problem) = UploadCheck.verify(validated: seen, current: changed, isRegularFile: true, links: 1) else {
+            Issue.record("a changed file passed")
+            return
+        }
+        #expect(problem.kind == .changedAfterValidation)
+    }
+
+    @Test func notARegularFileIsRefused() {
+        guard case .refuse(let problem) = UploadCheck.verify(validated: seen, current: seen, isRegularFile: false, links: 1) else {
+            Issue.record("a non-regular file passed")
+            return
+        }
+        #expect(problem.kind == .notRegularFile)
+    }
+}
