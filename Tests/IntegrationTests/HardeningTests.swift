@@ -171,3 +171,48 @@ import Testing
         #expect((shrunk["problem"] as? [String: Any])?["kind"] as? String == "changed-after-validation")
     }
 }
+
+/// Spool folders pulled out from under the daemon are recreated, and a write that cannot
+/// succeed holds requests back instead of sending them again and again.
+@Suite(.serialized) struct SpoolFolderTests {
+    @Test(arguments: ["failed", "incoming", "state"]) func aDeletedFolderIsRecreatedAndTheRequestSentOnce(folder: String) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        let path = harness.layout.root + "/" + folder
+        try FileManager.default.removeItem(atPath: path)
+        let refused = folder == "failed"
+        let prompt = "after \(folder) was deleted"
+        try harness.drop("late", Harness.request(prompt, stub: refused ? ["status": 400] : nil))
+        let outcome = refused ? harness.layout.errorRecord("late") : harness.layout.result("late")
+        try waitUntil("late has its outcome", timeout: 30) { FileManager.default.fileExists(atPath: outcome) }
+        #expect(try harness.arrivals(of: prompt).count == 1)
+        #expect(harness.log.contains("a spool folder was missing; recreated"))
+    }
+
+    @Test func anUnwritableIncomingHoldsRequestsUnsent() throws {
+        guard Harness.isRoot, let chattr = Harness.which("chattr") else {
+            print("skipped: needs root and chattr to make a folder unwritable for root")
+            return
+        }
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["retry_max_seconds": 0.2])
+        let incoming = harness.layout.incoming
+        guard (try? Harness.run(chattr, ["+i", incoming])) != nil else {
+            print("skipped: the filesystem does not support the immutable flag")
+            return
+        }
+        defer { _ = try? Harness.run(chattr, ["-i", incoming]) }
+        try harness.drop("held", Harness.request("hold me while incoming is immutable"))
+        try waitUntil("the daemon held the request several times", timeout: 30) {
+            harness.log.components(separatedBy: "nothing is sent until it can").count > 4
+        }
+        #expect(try harness.arrivals(of: "hold me while incoming is immutable").count == 1)
+        _ = try Harness.run(chattr, ["-i", incoming])
+        try waitUntil("held has its result", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.result("held")) }
+        #expect(try harness.arrivals(of: "hold me while incoming is immutable").count == 2, "one call that could not be kept, one that was")
+    }
+}

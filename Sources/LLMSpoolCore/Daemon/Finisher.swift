@@ -39,10 +39,12 @@ public final class Finisher: Sendable {
     private let metrics: Metrics
     /// Set when daemons share the spool: nothing is published without the lease.
     private let leases: LeaseManager?
+    private let diskHealth: DiskHealth
 
     public init(layout: SpoolLayout, logger: Logger, retry: RetrySettings, endpointCount: Int, metrics: Metrics = Metrics(), leases: LeaseManager? = nil,
-                random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+                diskHealth: DiskHealth = DiskHealth(), random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
                 report: @escaping @Sendable (TaskReport) -> Void) {
+        self.diskHealth = diskHealth
         self.metrics = metrics
         self.leases = leases
         self.layout = layout
@@ -131,6 +133,7 @@ public final class Finisher: Sendable {
             closePartial(outcome.partialFD)
             discardSpill(outcome)
             try? Syscall.unlinkIfPresent(partial)
+            if failure.kind == .disk { diskHealth.writeFailed() }
             entry.outcome = failure.kind.rawValue
             entry.message = failure.message
             entry.timer = failure.timer?.rawValue
@@ -360,6 +363,7 @@ public final class Finisher: Sendable {
     /// The outcome could not be written (a full disk, most often): nothing half-done is
     /// left, the request stays in `outgoing`, and the task is tried again later.
     private func postpone(_ task: TaskDescriptor, because reason: String) -> Scheduler.Event {
+        diskHealth.writeFailed()  // no new start until a write succeeds (DiskHealth)
         try? Syscall.unlinkIfPresent(layout.partial(task.id))
         try? Syscall.unlinkIfPresent(SpoolLayout.temporary(for: layout.result(task.id)))
         let delay = RetryPolicy.backoff(afterAttempts: max(1, task.history.attempts.count), settings: policy.withLock { $0.retry }, random: random())

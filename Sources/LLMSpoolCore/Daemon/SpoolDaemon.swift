@@ -32,7 +32,9 @@ public final class SpoolDaemon: Sendable {
         let metrics = Metrics()
         let polling = WatchMode.resolve(config.watchMode, path: config.spool).mode == .poll
         let leases = (config.leases ?? polling) ? LeaseManager(layout: layout, hostID: config.hostID, seconds: config.leaseSeconds, logger: logger) : nil
+        let diskHealth = DiskHealth()
         let finisher = Finisher(layout: layout, logger: logger, retry: config.retry, endpointCount: endpoints.count, metrics: metrics, leases: leases,
+                                diskHealth: diskHealth,
                                 report: { report in
                                     switch report.outcome {
                                     case .succeeded: metrics.outcome("done")
@@ -49,7 +51,7 @@ public final class SpoolDaemon: Sendable {
         let committer = GroupCommitter(finisher: finisher, post: post)
         let engine = try TransferEngine(
             layout: layout, endpoints: endpoints, settings: TransferEngine.Settings(config), known: known, metrics: metrics,
-            delegate: .init(
+            diskHealth: diskHealth, delegate: .init(
                 attemptEnded: { outcome in
                     pool.submit {
                         switch finisher.prepare(outcome) {

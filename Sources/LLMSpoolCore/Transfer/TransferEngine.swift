@@ -110,6 +110,7 @@ public final class TransferEngine: @unchecked Sendable {
     private let delegate: Delegate
     private let known: KnownTasks
     private let metrics: Metrics
+    private let diskHealth: DiskHealth
     private let logger: Logger
     private var endpoints: [Endpoint]
     private var settings: Settings
@@ -128,7 +129,8 @@ public final class TransferEngine: @unchecked Sendable {
     public var leases: LeaseManager?
 
     public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, known: KnownTasks, metrics: Metrics = Metrics(),
-                delegate: Delegate, logger: Logger) throws {
+                diskHealth: DiskHealth = DiskHealth(), delegate: Delegate, logger: Logger) throws {
+        self.diskHealth = diskHealth
         guard let multi = curl_multi_init() else { throw ConfigError("libcurl could not create a multi handle") }
         self.multi = multi
         do {
@@ -454,6 +456,11 @@ public final class TransferEngine: @unchecked Sendable {
                 skip(task)
                 return
             }
+        }
+        if let reason = diskHealth.holdReason(layout, logger: logger) {
+            // The answer could not be kept: the request waits, unsent, like one on a full disk.
+            endBeforeStart(task, endpointIndex: endpointIndex, .diskError(reason))
+            return
         }
         if CrashGuard.mustFail(task.history) {
             endBeforeStart(task, endpointIndex: endpointIndex, .crashLoop(starts: task.history.unfinishedStarts))

@@ -1,0 +1,26 @@
+import Synchronization
+
+/// Whether the spool's disk took the last write. After a local write failed, no request is
+/// sent until a probe write succeeds: the endpoint's answer could not be kept, so another
+/// call would only cost another call (a deleted `failed/` made a 400 repeat 16 times).
+public final class DiskHealth: Sendable {
+    private let troubled = Atomic<Bool>(false)
+
+    public init() {}
+
+    /// A write of an outcome failed.
+    public func writeFailed() {
+        troubled.store(true, ordering: .relaxed)
+    }
+
+    /// Before a start: recreates missing folders, and after a failed write probes until a
+    /// write succeeds. The reason to hold the start, or nil to go ahead.
+    public func holdReason(_ layout: SpoolLayout, logger: Logger) -> String? {
+        if !layout.recreateMissingFolders(logger: logger).isEmpty { troubled.store(true, ordering: .relaxed) }
+        guard troubled.load(ordering: .relaxed) else { return nil }
+        if let error = layout.probeWritable() { return "the spool cannot be written (\(error)); nothing is sent until it can" }
+        troubled.store(false, ordering: .relaxed)
+        logger.info("the spool can be written again")
+        return nil
+    }
+}
