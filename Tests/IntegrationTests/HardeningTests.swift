@@ -216,3 +216,18 @@ import Testing
         #expect(try harness.arrivals(of: "hold me while incoming is immutable").count == 2, "one call that could not be kept, one that was")
     }
 }
+
+@Suite(.serialized) struct ByteOrderMarkIntegrationTests {
+    @Test(arguments: [false, true]) func aRequestWithAByteOrderMarkIsSentWithoutIt(large: Bool) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        // Past the small-body limit the body is streamed from the file, not read at once.
+        let prompt = "with a byte order mark" + (large ? " " + String(repeating: "y", count: 70_000) : "")
+        let body = Array(try JSONSerialization.data(withJSONObject: Harness.request(prompt, stream: true)))
+        try harness.drop("marked", bytes: [0xEF, 0xBB, 0xBF] + body)
+        try waitUntil("marked has a result", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.result("marked")) }
+        #expect(try harness.arrivals(of: prompt).count == 1, "the stub parsed the body: the mark was not sent")
+    }
+}

@@ -44,3 +44,25 @@ import Testing
         #expect(problem.kind == .notRegularFile)
     }
 }
+
+/// A UTF-8 byte order mark is skipped, as most JSON readers do.
+@Suite struct ByteOrderMarkTests {
+    @Test func aMarkIsSkippedAndNotSent() throws {
+        let body = Array(#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#.utf8)
+        guard case .success(let summary) = RequestValidator.validate([0xEF, 0xBB, 0xBF] + body) else {
+            Issue.record("a request with a byte order mark was refused")
+            return
+        }
+        #expect(summary.skippedPrefix == 3)
+        #expect(summary.size == body.count + 3)
+        #expect(summary.usageSplice == 3, "offsets stay those of the file")
+    }
+
+    @Test func aMarkAloneOrInTheMiddleIsStillRefused() {
+        guard case .failure = RequestValidator.validate([0xEF, 0xBB, 0xBF]) else { Issue.record("a mark alone passed"); return }
+        guard case .failure = RequestValidator.validate(Array(#"{"model":"m","#.utf8) + [0xEF, 0xBB, 0xBF] + Array(#""messages":[]}"#.utf8)) else {
+            Issue.record("a mark inside the object passed")
+            return
+        }
+    }
+}

@@ -382,10 +382,12 @@ public final class TransferEngine: @unchecked Sendable {
             Syscall.close(fd)
             throw UploadRefusal(verdict: verdict)
         }
-        if task.summary.size <= TransferEngine.smallBodyLimit, let bytes = try readWhole(fd, expected: task.summary.size, path: task.requestPath) {
+        if task.summary.size <= TransferEngine.smallBodyLimit, var bytes = try readWhole(fd, expected: task.summary.size, path: task.requestPath) {
             // A small body is read at once and its file closed: ten thousand requests
             // starting together would otherwise hold ten thousand files besides their sockets.
             Syscall.close(fd)
+            // A byte order mark goes as blanks: offsets stay the file's.
+            for index in 0..<min(task.summary.skippedPrefix, bytes.count) { bytes[index] = 0x20 }
             guard let brace = task.summary.usageSplice else { return .memory(bytes, offset: 0) }
             return .memory(Array(bytes[...brace]) + Transfer.usageMember + Array(bytes[(brace + 1)...]), offset: 0)
         }
@@ -397,6 +399,14 @@ public final class TransferEngine: @unchecked Sendable {
             }
             let head = Array(repeating: UInt8(ascii: " "), count: brace) + [UInt8(ascii: "{")]
             return .spliced(prefix: head + Transfer.usageMember, sent: 0, fd: fd, fileBytes: task.summary.size - brace - 1)
+        }
+        if task.summary.skippedPrefix > 0 {
+            let skipped = task.summary.skippedPrefix
+            guard lseek(fd, off_t(skipped), SEEK_SET) == off_t(skipped) else {
+                Syscall.close(fd)
+                throw SystemError(errno: errno, call: "lseek", path: task.requestPath)
+            }
+            return .spliced(prefix: Array(repeating: 0x20, count: skipped), sent: 0, fd: fd, fileBytes: task.summary.size - skipped)
         }
         return .file(fd: fd)
     }
