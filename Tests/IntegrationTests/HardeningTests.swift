@@ -231,3 +231,22 @@ import Testing
         #expect(try harness.arrivals(of: prompt).count == 1, "the stub parsed the body: the mark was not sent")
     }
 }
+
+/// A hostile name reaches the log escaped once, bidi and zero-width characters included.
+@Suite(.serialized) struct LogEscapingTests {
+    @Test func anUnsafeNameIsLoggedEscapedOnce() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        let name = "evil\n\u{202E}gnp.\u{200B}x.json"
+        let body = Array(try JSONSerialization.data(withJSONObject: Harness.request("escaped once")))
+        let hidden = "\(harness.layout.outgoing)/.evil.tmp"
+        try DurableFile.write(body, to: hidden)
+        #expect(rename(hidden, "\(harness.layout.outgoing)/\(name)") == 0)
+        try waitUntil("the name was logged", timeout: 20) { harness.log.contains("renamed a request to a safe id") }
+        let line = try #require(harness.log.split(separator: "\n").first { $0.contains("renamed a request to a safe id") })
+        #expect(line.contains(#"file=evil\x0a\u{202e}gnp.\u{200b}x.json"#), "\(line)")
+        #expect(!line.contains("\u{202E}") && !line.contains("\u{200B}"))
+    }
+}

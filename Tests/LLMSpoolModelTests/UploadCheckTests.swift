@@ -66,3 +66,11 @@ import Testing
         }
     }
 }
+
+@Suite struct TextEscapingTests {
+    @Test func bidiAndZeroWidthCharactersAreEscaped() {
+        #expect(TextEscaping.escape("a\u{202E}b\u{200B}c\u{2066}d\u{FEFF}e\u{2028}f") == #"a\u{202e}b\u{200b}c\u{2066}d\u{feff}e\u{2028}f"#)
+        #expect(TextEscaping.escape("é ü 日本") == "é ü 日本", "other text passes as it is")
+        #expect(TextEscaping.escape("a\\x0a\n") == #"a\\x0a\x0a"#, "a backslash is escaped, so a forged escape cannot pass for one")
+    }
+}
