@@ -250,3 +250,28 @@ import Testing
         #expect(!line.contains("\u{202E}") && !line.contains("\u{200B}"))
     }
 }
+
+/// A spool root replaced by a symbolic link while running is refused, not followed.
+@Suite(.serialized) struct SpoolRootTests {
+    @Test func aRootReplacedByALinkHoldsEverySend() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["retry_max_seconds": 0.2])
+        let root = harness.layout.root
+        #expect(rename(root, root + ".moved") == 0)
+        #expect(symlink(root + ".moved", root) == 0)
+        try harness.drop("through-link", Harness.request("sent through a replaced root"))
+        try waitUntil("the daemon refused the replaced root", timeout: 20) { harness.log.contains("the spool's root was replaced") }
+        try waitUntil("the request was held a few times", timeout: 20) {
+            harness.log.components(separatedBy: "is not the folder the daemon started with").count > 3
+        }
+        #expect(try harness.arrivals(of: "sent through a replaced root").isEmpty)
+        #expect(unlink(root) == 0)
+        #expect(rename(root + ".moved", root) == 0)
+        try waitUntil("the request is answered once the root is back", timeout: 30) {
+            FileManager.default.fileExists(atPath: harness.layout.result("through-link"))
+        }
+        #expect(try harness.arrivals(of: "sent through a replaced root").count == 1)
+    }
+}

@@ -32,7 +32,7 @@ public final class SpoolDaemon: Sendable {
         let metrics = Metrics()
         let polling = WatchMode.resolve(config.watchMode, path: config.spool).mode == .poll
         let leases = (config.leases ?? polling) ? LeaseManager(layout: layout, hostID: config.hostID, seconds: config.leaseSeconds, logger: logger) : nil
-        let diskHealth = DiskHealth()
+        let diskHealth = DiskHealth(layout: layout)
         let finisher = Finisher(layout: layout, logger: logger, retry: config.retry, endpointCount: endpoints.count, metrics: metrics, leases: leases,
                                 diskHealth: diskHealth,
                                 report: { report in
