@@ -275,3 +275,33 @@ import Testing
         #expect(try harness.arrivals(of: "sent through a replaced root").count == 1)
     }
 }
+
+/// With a daemon running, `status` takes its counts from the live status instead of
+/// reading every record.
+@Suite(.serialized) struct StatusCountTests {
+    @Test func statusUsesTheDaemonsCounts() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.drop("before", Harness.request("finished before the start"))
+        try harness.startDaemon()
+        try waitUntil("before is done", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("before")) }
+        try harness.drop("after", Harness.request("finished after the start"))
+        try waitUntil("after is done", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("after")) }
+        func status() throws -> [String: Any] {
+            try #require(JSONObject(try harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout))
+        }
+        try waitUntil("the daemon publishes its counts", timeout: 20) {
+            LiveStatus.read(harness.layout)?.totals?.done == 2
+        }
+        #expect(try status()["done"] as? Int == 2)
+        let tokens = try #require(try status()["tokens"] as? [String: Int])
+        #expect((tokens["total_tokens"] ?? 0) > 0)
+        // A file the daemon did not publish is not counted while it runs: the count is its own.
+        try DurableFile.write(Array("{}".utf8), to: harness.layout.result("planted"))
+        let planted = try status()
+        #expect(planted["done"] as? Int == 2, "\(planted)")
+        #expect(harness.stopDaemon() == 0)
+        #expect(try status()["done"] as? Int == 3, "without a daemon, status counts the files")
+    }
+}

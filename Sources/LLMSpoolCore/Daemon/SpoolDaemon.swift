@@ -6,6 +6,7 @@ import Synchronization
 /// The running daemon: watcher -> scheduler and transfers -> finisher, wired together.
 public final class SpoolDaemon: Sendable {
     private let layout: SpoolLayout
+    private let totals = TotalsKeeper()
     private let watcher: Watcher
     private let engine: TransferEngine
     private let finisher: Finisher
@@ -98,6 +99,7 @@ public final class SpoolDaemon: Sendable {
         }
         try watcher.start()
         engine.start()
+        totals.start(query: SpoolQuery(layout: layout), metrics: metrics)
         startStatusWriter()
         notifier.send("READY=1")
         logger.info("watching", ["outgoing": layout.outgoing])
@@ -108,8 +110,9 @@ public final class SpoolDaemon: Sendable {
         NamedThread.start("status") { [self] in
             while !statusStop.load(ordering: .relaxed) {
                 let snapshot = engine.snapshot
-                let status = LiveStatus(pid: getpid(), updatedAt: Date(), queued: snapshot.queued, deferred: snapshot.deferred,
+                var status = LiveStatus(pid: getpid(), updatedAt: Date(), queued: snapshot.queued, deferred: snapshot.deferred,
                                         inFlight: snapshot.inFlight)
+                status.totals = totals.current(metrics)
                 try? DurableFile.replace(status.encoded(), at: LiveStatus.path(layout), mode: layout.fileMode)
                 if notifier.enabled {
                     notifier.send("STATUS=\(snapshot.queued) queued, \(snapshot.transferring) in flight, \(snapshot.deferred) waiting to retry")

@@ -131,18 +131,30 @@ public struct SpoolQuery: Sendable {
             }
         }
         summary.transfers = live?.inFlight.filter { inFlightIDs.contains($0.id) } ?? []
+        // A running daemon keeps the counts; reading every record is for a spool without one.
+        let totals = live?.totals ?? finishedTotals()
+        summary.done = totals.done
+        summary.failed = totals.failed
+        summary.tokens = totals.tokens
+        return summary
+    }
+
+    /// Results in `incoming`, error records in `failed` and the usage of every done record:
+    /// one read of every task record.
+    public func finishedTotals() -> SpoolTotals {
+        var totals = SpoolTotals()
         for name in (try? Syscall.listDirectory(layout.incoming)) ?? [] {
-            if case .request = RequestName.classify(name) { summary.done += 1 }
+            if case .request = RequestName.classify(name) { totals.done += 1 }
         }
         for name in (try? Syscall.listDirectory(layout.failed)) ?? [] where name.hasSuffix(SpoolLayout.errorRecordSuffix) && !name.hasPrefix(".") {
-            summary.failed += 1
+            totals.failed += 1
         }
         for name in (try? Syscall.listDirectory(layout.state)) ?? [] {
             guard case .request(let id) = RequestName.classify(name), let record = TaskRecord.load(layout, id: id),
                   record.status == .done, let usage = record.usage else { continue }
-            for (key, value) in usage { summary.tokens[key] = TokenCount.sum(summary.tokens[key, default: 0], value) }
+            for (key, value) in usage { totals.tokens[key] = TokenCount.sum(totals.tokens[key, default: 0], value) }
         }
-        return summary
+        return totals
     }
 
     /// Everything known about one request, as a JSON object.
