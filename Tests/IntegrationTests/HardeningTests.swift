@@ -105,6 +105,23 @@ import Testing
 /// A request whose answer crashes the daemon is failed after three crashes in a row
 /// instead of crashing every restart.
 @Suite(.serialized) struct CrashLoopTests {
+    /// A kill -9 is not a crash: a request in flight at three of them is still answered.
+    @Test func killsAreNotCrashes() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let slow: [String: Any] = ["header_delay_ms": 5000]
+        try harness.drop("slow", Harness.request("in flight at every kill", stub: ["faults": [slow, slow, slow]]))
+        for round in 1...3 {
+            try harness.startDaemon(waitUntilWatching: false)
+            try waitUntil("attempt \(round) reached the stub", timeout: 20) { try harness.arrivals(of: "in flight at every kill").count == round }
+            harness.killDaemon()
+        }
+        try harness.startDaemon()
+        try waitUntil("slow is answered", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.result("slow")) }
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.failedRequest("slow")))
+    }
+
     @Test func aRequestInFlightAtThreeCrashesInARowFails() throws {
         let harness = try Harness()
         defer { harness.stop() }

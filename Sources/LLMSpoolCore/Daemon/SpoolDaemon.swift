@@ -88,6 +88,12 @@ public final class SpoolDaemon: Sendable {
 
     public func start() throws {
         try layout.create()
+        // A request in flight counts toward the crash guard only when this daemon's
+        // predecessor died of a crash: a kill -9 or a power loss is not the request's doing.
+        let marker = layout.state + "/.crashed"
+        engine.previousRunCrashed = CrashMarker.consume(markerPath: marker)
+        if engine.previousRunCrashed { logger.warning("the previous run of the daemon crashed") }
+        CrashMarker.install(markerPath: marker)
         warnIfOpenToEveryone()
         removeLeftovers()
         SpoolDaemon.raiseDescriptorLimit()

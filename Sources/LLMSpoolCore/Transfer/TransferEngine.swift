@@ -127,6 +127,9 @@ public final class TransferEngine: @unchecked Sendable {
     private var lastLivePublish = 0.0
     /// Set before `start` when daemons share the spool.
     public var leases: LeaseManager?
+    /// Whether the daemon before this one crashed; otherwise starts recorded by it are
+    /// not held against their requests (`CrashGuard`).
+    public var previousRunCrashed = false
 
     public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, known: KnownTasks, metrics: Metrics = Metrics(),
                 diskHealth: DiskHealth = DiskHealth(), delegate: Delegate, logger: Logger) throws {
@@ -472,13 +475,14 @@ public final class TransferEngine: @unchecked Sendable {
             endBeforeStart(task, endpointIndex: endpointIndex, .diskError(reason))
             return
         }
+        var task = task
+        if !previousRunCrashed { task.history = CrashGuard.ended(task.history) }
         if CrashGuard.mustFail(task.history) {
             endBeforeStart(task, endpointIndex: endpointIndex, .crashLoop(starts: task.history.unfinishedStarts))
             return
         }
         // The start is on disk before the request is sent: if the answer crashes the
         // daemon, the next run knows this request was in flight (`CrashGuard`).
-        var task = task
         task.history = CrashGuard.starting(task.history)
         do {
             try TaskRecord(id: task.id, status: .active, request: task.identity, history: task.history).write(layout, durable: false)
