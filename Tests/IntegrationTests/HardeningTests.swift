@@ -322,3 +322,26 @@ import Testing
         #expect(try status()["done"] as? Int == 3, "without a daemon, status counts the files")
     }
 }
+
+/// Numbers from the network past Int's range reach no trapping conversion.
+@Suite(.serialized) struct HugeNumberTests {
+    @Test func absurdWaitsAndCountsNeitherCrashNorPause() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["max_retry_after_seconds": 1])
+        try harness.drop("huge", Harness.request("wait 1e300 s", stub: ["faults": [["status": 429, "retry_after": "1e300"]]]))
+        try harness.drop("huge-ms", Harness.request("wait 1e300 ms", stub: ["faults": [["status": 503, "retry_after_ms": "1e300"]]]))
+        try harness.drop("huge-reset", Harness.request("reset in 1e300 s", stub: ["faults": [[
+            "headers": ["x-ratelimit-remaining-tokens": "-1e300", "x-ratelimit-reset-tokens": "1e300s"]]]]))
+        for id in ["huge", "huge-ms"] {
+            try waitUntil("\(id) failed", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.errorRecord(id)) }
+            let record = try harness.json(harness.layout.errorRecord(id))
+            #expect((record["message"] as? String)?.contains("max_retry_after_seconds") == true, "\(record)")
+        }
+        try waitUntil("huge-reset answered", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("huge-reset")) }
+        try harness.drop("next", Harness.request("still running"))
+        try waitUntil("the daemon still answers", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("next")) }
+        #expect(harness.daemonIsRunning)
+    }
+}
