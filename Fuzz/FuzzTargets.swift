@@ -1,5 +1,5 @@
-// libFuzzer entry point for llmspool's parsers. One binary, four targets, chosen with
-// LLMSPOOL_FUZZ_TARGET=sse|validator|config|json. Each target also checks an invariant that
+// libFuzzer entry point for llmspool's parsers. One binary, six targets, chosen with
+// LLMSPOOL_FUZZ_TARGET=sse|validator|config|json|headers|numbers. Each target also checks an invariant that
 // must hold for every input, so that a wrong answer is a finding, not only a crash.
 import Foundation
 
@@ -13,6 +13,8 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     case "validator": fuzzValidator(bytes)
     case "config": fuzzConfig(bytes)
     case "json": fuzzJSON(bytes)
+    case "headers": fuzzHeaders(bytes)
+    case "numbers": fuzzNumbers(bytes)
     default: fatalError("unknown LLMSPOOL_FUZZ_TARGET \(target)")
     }
     return 0
@@ -83,4 +85,63 @@ private func fuzzConfig(_ bytes: [UInt8]) {
     } catch {
         preconditionFailure("an unexpected error type: \(error)")
     }
+}
+
+/// A response head, line by line, as libcurl hands it over: every line parses, names come
+/// out in lower case, values without surrounding blanks, and what the retry policy and the
+/// endpoint gate make of the headers is a finite, non-negative wait.
+private func fuzzHeaders(_ bytes: [UInt8]) {
+    var headers: [String: String] = [:]
+    for line in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
+        switch HeaderLine.parse(line + [0x0A]) {
+        case .field(let name, let value):
+            precondition(name == name.lowercased() || name.utf8.contains { $0 >= 0x80 }, "a header name kept upper case")
+            precondition(value.first.map { $0 != " " && $0 != "\t" } ?? true, "a value kept leading blanks")
+            headers[name] = value
+        case .statusLine:
+            headers.removeAll()
+        case .other:
+            break
+        }
+    }
+    checkWaits(headers)
+}
+
+/// One header value against every number parser: none traps, every wait is finite and
+/// non-negative, and a message can always print it.
+private func fuzzNumbers(_ bytes: [UInt8]) {
+    let text = String(decoding: bytes, as: UTF8.self)
+    if let seconds = RetryPolicy.duration(text) {
+        precondition(seconds.isFinite && seconds >= 0, "duration gave \(seconds)")
+        _ = RetryPolicy.wholeSeconds(seconds)
+    }
+    if let date = HTTPDate.parse(text) {
+        precondition(date.timeIntervalSince1970.isFinite, "an HTTP date out of range")
+    }
+    if let value = Double(text) { _ = RetryPolicy.wholeSeconds(value) }
+    checkWaits(["retry-after": text])
+    checkWaits(["retry-after-ms": text])
+    checkWaits(["x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": text,
+                "x-ratelimit-remaining-tokens": text, "x-ratelimit-reset-tokens": text])
+}
+
+private func checkWaits(_ headers: [String: String]) {
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+    if let delay = RetryPolicy.requestedDelay(headers, now: now) {
+        precondition(delay.isFinite && delay >= 0, "requestedDelay gave \(delay)")
+    }
+    for status in [200, 429, 503] {
+        let feedback = EndpointFeedback.from(.response(status: status), headers: headers, now: now)
+        if let pause = feedback.pauseSeconds { precondition(pause.isFinite && pause >= 0, "a pause of \(pause)") }
+        var gate = EndpointGate(concurrency: 1, now: now.timeIntervalSince1970)
+        gate.admit(estimatedTokens: 1, now: now.timeIntervalSince1970)
+        gate.release(feedback, now: now.timeIntervalSince1970)
+        _ = gate.readiness(estimatedTokens: 1, now: now.timeIntervalSince1970)
+    }
+    var history = TaskHistory(firstSeen: now)
+    history.attempts = [AttemptEntry(startedAt: now, endedAt: now, endpoint: "e", outcome: "http", bytesSent: 0, bytesReceived: 0)]
+    let plan = RetryPolicy.plan(AttemptFailure(.http, "429", httpStatus: 429), headers: headers, history: history, endpointIndex: 0,
+                                endpointCount: 2, now: now, settings: RetrySettings(), random: 0.5)
+    if case .retry(let delay, _, _) = plan { precondition(delay.isFinite && delay >= 0, "a retry after \(delay)") }
+    if case .giveUp(let reason) = plan { _ = reason.description }
 }

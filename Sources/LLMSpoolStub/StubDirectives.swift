@@ -53,6 +53,12 @@ public struct StubFault: Sendable, Equatable {
     public var keepaliveMs = 200
     /// Send an error event after the first content piece.
     public var errorInStream = false
+    /// Answer `status` (200 when not given) with no body at all.
+    public var emptyBody = false
+    /// A stream holding nothing but `data: [DONE]`.
+    public var doneOnly = false
+    /// Extra response headers, sent as given (`x-ratelimit-*`, odd `Retry-After` values).
+    public var headers: [(String, String)] = []
 
     public init(status: Int? = nil) {
         self.status = status
@@ -69,5 +75,16 @@ public struct StubFault: Sendable, Equatable {
         stallMs = max(0, object["stall_ms"] as? Int ?? 0)
         keepaliveMs = max(1, object["keepalive_ms"] as? Int ?? 200)
         errorInStream = object["error_in_stream"] as? Bool ?? false
+        emptyBody = object["empty_body"] as? Bool ?? false
+        doneOnly = object["done_only"] as? Bool ?? false
+        headers = ((object["headers"] as? [String: Any]) ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, "\($0.value)") }
+    }
+
+    public static func == (left: StubFault, right: StubFault) -> Bool {
+        left.status == right.status && left.retryAfter == right.retryAfter && left.retryAfterMs == right.retryAfterMs
+            && left.shouldRetry == right.shouldRetry && left.headerDelayMs == right.headerDelayMs && left.cutAfter == right.cutAfter
+            && left.truncateAfter == right.truncateAfter && left.stallMs == right.stallMs && left.keepaliveMs == right.keepaliveMs
+            && left.errorInStream == right.errorInStream && left.emptyBody == right.emptyBody && left.doneOnly == right.doneOnly
+            && left.headers.map { $0.0 + ":" + $0.1 } == right.headers.map { $0.0 + ":" + $0.1 }
     }
 }

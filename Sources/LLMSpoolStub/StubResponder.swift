@@ -52,6 +52,15 @@ public struct StubResponder: Sendable {
         }
         let directives = defaults.overridden(by: request)
         let fault = attempt <= directives.faults.count ? directives.faults[attempt - 1] : nil
+        var response = answer(request, body: body, directives: directives, fault: fault, attempt: attempt)
+        response.headers += fault?.headers ?? []
+        return response
+    }
+
+    private func answer(_ request: [String: Any], body: [UInt8], directives: StubDirectives, fault: StubFault?, attempt: Int) -> Response {
+        if let fault, fault.emptyBody {
+            return Response(status: fault.status ?? 200, headers: [], latencyMs: fault.headerDelayMs, pieces: [])
+        }
         if let fault, let status = fault.status {
             var response = error(status, "stub answered \(status) as asked (attempt \(attempt))", latency: fault.headerDelayMs)
             if let value = fault.retryAfter { response.headers.append(("Retry-After", value)) }
@@ -89,6 +98,10 @@ public struct StubResponder: Sendable {
             var object: [String: Any] = ["id": id, "object": "chat.completion.chunk", "created": StubResponder.created, "model": model, "choices": choices]
             if let usage { object["usage"] = usage }
             return Array("data: ".utf8) + StubResponder.json(object) + Array("\n\n".utf8)
+        }
+        if fault?.doneOnly == true {
+            return Response(status: 200, headers: [("Content-Type", "text/event-stream")], latencyMs: latency,
+                            pieces: [Piece(bytes: Array("data: [DONE]\n\n".utf8), delayMs: 0)])
         }
         let delay = directives.tokenDelayMs
         var pieces = [Piece(bytes: event([["index": 0, "delta": ["role": "assistant", "content": ""], "finish_reason": NSNull()]]), delayMs: 0)]

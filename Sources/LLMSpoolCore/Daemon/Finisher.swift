@@ -27,10 +27,12 @@ public final class Finisher: Sendable {
     private let metrics: Metrics
     /// Set when daemons share the spool: nothing is published without the lease.
     private let leases: LeaseManager?
+    private let diskHealth: DiskHealth
 
     public init(layout: SpoolLayout, logger: Logger, retry: RetrySettings, endpointCount: Int, metrics: Metrics = Metrics(), leases: LeaseManager? = nil,
-                random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+                diskHealth: DiskHealth = DiskHealth(), random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
                 report: @escaping @Sendable (TaskReport) -> Void) {
+        self.diskHealth = diskHealth
         self.metrics = metrics
         self.leases = leases
         self.executor = PublicationExecutor(files: SpoolFiles(layout: layout), beforeStep: Finisher.testPause(logger: logger))
@@ -103,6 +105,7 @@ public final class Finisher: Sendable {
         let partial = layout.partial(id)
         let verdict = judge(outcome, partial: partial)
         var task = outcome.task
+        task.history = CrashGuard.ended(task.history)
         var entry = AttemptEntry(startedAt: outcome.startedAt, endedAt: outcome.endedAt, endpoint: outcome.endpointName,
                                  outcome: "ok", bytesSent: outcome.bytesSent, bytesReceived: outcome.bytesReceived)
         if case .response(let status) = outcome.ending { entry.httpStatus = status }
@@ -130,6 +133,7 @@ public final class Finisher: Sendable {
             closePartial(outcome.partialFD)
             discardSpill(outcome)
             try? Syscall.unlinkIfPresent(partial)
+            if failure.kind == .disk { diskHealth.writeFailed() }
             entry.outcome = failure.kind.rawValue
             entry.message = failure.message
             entry.timer = failure.timer?.rawValue
@@ -229,7 +233,14 @@ public final class Finisher: Sendable {
                 }
                 return AttemptJudge.judgeStream(status: status, verdict: stream.verdict)
             }
-            let body = try FileReader.prefix(path: partial, limit: Finisher.plainAnswerLimit)
+            let body: [UInt8]
+            do {
+                body = try FileReader.prefix(path: partial, limit: Finisher.plainAnswerLimit)
+            } catch let error as SystemError where error.errno == ENOENT && outcome.bytesReceived == 0 {
+                // The `.partial` is created at the first byte: an empty answer has none. That
+                // is the endpoint's fault (malformed, counted by max_attempts), not the disk's.
+                body = []
+            }
             return AttemptJudge.judgePlain(status: status, body: body)
         } catch {
             return .failure(AttemptFailure(.disk, "reading the answer back failed: \(error)"))
@@ -317,6 +328,7 @@ public final class Finisher: Sendable {
     /// The outcome could not be written (a full disk, most often): nothing half-done is
     /// left, the request stays in `outgoing`, and the task is tried again later.
     private func postpone(_ task: TaskDescriptor, because reason: String) -> Scheduler.Event {
+        diskHealth.writeFailed()  // no new start until a write succeeds (DiskHealth)
         try? Syscall.unlinkIfPresent(layout.partial(task.id))
         try? Syscall.unlinkIfPresent(SpoolLayout.temporary(for: layout.result(task.id)))
         let delay = RetryPolicy.backoff(afterAttempts: max(1, task.history.attempts.count), settings: policy.withLock { $0.retry }, random: random())

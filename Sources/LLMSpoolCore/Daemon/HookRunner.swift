@@ -77,11 +77,17 @@ public final class HookRunner: Sendable {
     }
 
     private func run(_ command: HookCommand, variables: [String: String], id: String) {
-        var environment = ProcessInfo.processInfo.environment
-        // The hook gets the task, never the key.
-        for (key, _) in environment where key.hasSuffix("API_KEY") { environment[key] = nil }
-        environment.merge(variables) { $1 }
+        let environment = HookEnvironment.build(daemon: ProcessInfo.processInfo.environment, task: variables)
         let argv = command.arguments
+        let output: (read: Int32, write: Int32)
+        do {
+            output = try Syscall.nonBlockingPipe()
+        } catch {
+            logger.warning("hook could not start", id: id, ["command": argv[0], "reason": "\(error)"])
+            return
+        }
+        var readEnd = output.read
+        defer { if readEnd >= 0 { Syscall.close(readEnd) } }
         let cArgs = argv.map { strdup($0) } + [nil]
         let cEnv = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -92,33 +98,72 @@ public final class HookRunner: Sendable {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        // Both streams into one pipe, read here: a hook's words reach the log escaped and
+        // bounded, never the daemon's stderr raw.
+        posix_spawn_file_actions_adddup2(&actions, output.write, 1)
+        posix_spawn_file_actions_adddup2(&actions, output.write, 2)
         var pid: pid_t = 0
         let started = Date()
         let spawned = posix_spawnp(&pid, argv[0], &actions, nil, cArgs, cEnv)
+        Syscall.close(output.write)
         guard spawned == 0 else {
             logger.warning("hook could not start", id: id, ["command": argv[0], "reason": String(cString: strerror(spawned))])
             return
         }
+        var captured = HookOutput()
+        func drain() {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while readEnd >= 0 {
+                do {
+                    let count = try buffer.withUnsafeMutableBytes { try Syscall.read(readEnd, into: $0) }
+                    if count == 0 {
+                        Syscall.close(readEnd)
+                        readEnd = -1
+                        return
+                    }
+                    captured.append(buffer[0..<count])
+                } catch let error as SystemError where error.errno == EAGAIN {
+                    return
+                } catch {
+                    logger.warning("cannot read a hook's output", id: id, ["command": argv[0], "reason": "\(error)"])
+                    Syscall.close(readEnd)
+                    readEnd = -1
+                    return
+                }
+            }
+        }
         var status: Int32 = 0
         var timedOut = false
         while true {
-            let result = waitpid(pid, &status, WNOHANG)
-            if result == pid { break }
-            if result == -1 && errno != EINTR { break }
+            drain()
+            do {
+                let changed = try Syscall.waitpid(pid, options: WNOHANG)
+                if changed.pid == pid {
+                    status = changed.status
+                    break
+                }
+            } catch {
+                logger.warning("cannot wait for a hook", id: id, ["command": argv[0], "reason": "\(error)"])
+                break
+            }
             if Date().timeIntervalSince(started) > settings.timeoutSeconds && !timedOut {
                 timedOut = true
                 kill(pid, SIGKILL)
             }
             usleep(20_000)
         }
+        // What is left in the pipe; a child the hook left behind may hold it open, so no more is awaited.
+        drain()
         let exitCode = (status >> 8) & 0xFF
         let signaled = status & 0x7F
+        var fields: [(String, String)] = [("command", argv[0])]
+        if !captured.kept.isEmpty { fields.append(("output", captured.text)) }
         if timedOut {
-            logger.warning("hook killed after hook_timeout_seconds", id: id, ["command": argv[0], "timeout_seconds": "\(settings.timeoutSeconds)"])
+            logger.log(.warning, "hook killed after hook_timeout_seconds", id: id, fields + [("timeout_seconds", "\(settings.timeoutSeconds)")])
         } else if signaled != 0 || exitCode != 0 {
-            logger.warning("hook failed", id: id, ["command": argv[0], "exit_status": "\(exitCode)", "signal": "\(signaled)"])
+            logger.log(.warning, "hook failed", id: id, fields + [("exit_status", "\(exitCode)"), ("signal", "\(signaled)")])
         } else {
-            logger.debug("hook ran", id: id, ["command": argv[0], "seconds": String(format: "%.3f", Date().timeIntervalSince(started))])
+            logger.log(.info, "hook ran", id: id, fields + [("seconds", String(format: "%.3f", Date().timeIntervalSince(started)))])
         }
     }
 }

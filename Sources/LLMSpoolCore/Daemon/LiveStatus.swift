@@ -10,6 +10,8 @@ public struct LiveStatus: Sendable, Equatable {
     public var queued: Int
     public var deferred: Int
     public var inFlight: [TransferEngine.LiveTransfer]
+    /// The daemon's counts of finished requests; nil while it is still counting at start.
+    public var totals: SpoolTotals?
 
     /// Hidden: ids never start with a dot, so no task record can take this name.
     public static let fileName = ".daemon.json"
@@ -32,7 +34,17 @@ public struct LiveStatus: Sendable, Equatable {
             JSONText.appendQuoted(transfer.endpoint, to: &text)
             text += "}"
         }
-        text += "]}\n"
+        text += "]"
+        if let totals {
+            text += ",\"totals\":{\"done\":\(totals.done),\"failed\":\(totals.failed),\"tokens\":{"
+            text += totals.tokens.keys.sorted().map { key in
+                var member = ""
+                JSONText.appendQuoted(key, to: &member)
+                return member + ":\(totals.tokens[key]!)"
+            }.joined(separator: ",")
+            text += "}}"
+        }
+        text += "}\n"
         return Array(text.utf8)
     }
 
@@ -50,7 +62,11 @@ public struct LiveStatus: Sendable, Equatable {
                                                events: entry["events"] as? Int ?? 0, attempt: entry["attempt"] as? Int ?? 1,
                                                endpoint: entry["endpoint"] as? String ?? "")
         }
-        return LiveStatus(pid: pid, updatedAt: updated, queued: object["queued"] as? Int ?? 0,
-                          deferred: object["deferred"] as? Int ?? 0, inFlight: live)
+        var status = LiveStatus(pid: pid, updatedAt: updated, queued: object["queued"] as? Int ?? 0,
+                                deferred: object["deferred"] as? Int ?? 0, inFlight: live)
+        if let totals = object["totals"] as? [String: Any], let done = totals["done"] as? Int, let failed = totals["failed"] as? Int {
+            status.totals = SpoolTotals(done: done, failed: failed, tokens: totals["tokens"] as? [String: Int] ?? [:])
+        }
+        return status
     }
 }

@@ -6,6 +6,7 @@ import Synchronization
 /// The running daemon: watcher -> scheduler and transfers -> finisher, wired together.
 public final class SpoolDaemon: Sendable {
     private let layout: SpoolLayout
+    private let totals = TotalsKeeper()
     private let watcher: Watcher
     private let engine: TransferEngine
     private let finisher: Finisher
@@ -32,7 +33,9 @@ public final class SpoolDaemon: Sendable {
         let metrics = Metrics()
         let polling = WatchMode.resolve(config.watchMode, path: config.spool).mode == .poll
         let leases = (config.leases ?? polling) ? LeaseManager(layout: layout, hostID: config.hostID, seconds: config.leaseSeconds, logger: logger) : nil
+        let diskHealth = DiskHealth(layout: layout)
         let finisher = Finisher(layout: layout, logger: logger, retry: config.retry, endpointCount: endpoints.count, metrics: metrics, leases: leases,
+                                diskHealth: diskHealth,
                                 report: { report in
                                     switch report.outcome {
                                     case .succeeded: metrics.outcome("done")
@@ -49,7 +52,7 @@ public final class SpoolDaemon: Sendable {
         let committer = GroupCommitter(finisher: finisher, post: post)
         let engine = try TransferEngine(
             layout: layout, endpoints: endpoints, settings: TransferEngine.Settings(config), known: known, metrics: metrics,
-            delegate: .init(
+            diskHealth: diskHealth, delegate: .init(
                 attemptEnded: { outcome in
                     pool.submit {
                         switch finisher.prepare(outcome) {
@@ -85,6 +88,12 @@ public final class SpoolDaemon: Sendable {
 
     public func start() throws {
         try layout.create()
+        // A request in flight counts toward the crash guard only when this daemon's
+        // predecessor died of a crash: a kill -9 or a power loss is not the request's doing.
+        let marker = layout.state + "/.crashed"
+        engine.previousRunCrashed = CrashMarker.consume(markerPath: marker)
+        if engine.previousRunCrashed { logger.warning("the previous run of the daemon crashed") }
+        CrashMarker.install(markerPath: marker)
         warnIfOpenToEveryone()
         removeLeftovers()
         SpoolDaemon.raiseDescriptorLimit()
@@ -96,6 +105,7 @@ public final class SpoolDaemon: Sendable {
         }
         try watcher.start()
         engine.start()
+        totals.start(query: SpoolQuery(layout: layout), metrics: metrics)
         startStatusWriter()
         notifier.send("READY=1")
         logger.info("watching", ["outgoing": layout.outgoing])
@@ -106,8 +116,9 @@ public final class SpoolDaemon: Sendable {
         NamedThread.start("status") { [self] in
             while !statusStop.load(ordering: .relaxed) {
                 let snapshot = engine.snapshot
-                let status = LiveStatus(pid: getpid(), updatedAt: Date(), queued: snapshot.queued, deferred: snapshot.deferred,
+                var status = LiveStatus(pid: getpid(), updatedAt: Date(), queued: snapshot.queued, deferred: snapshot.deferred,
                                         inFlight: snapshot.inFlight)
+                status.totals = totals.current(metrics)
                 try? DurableFile.replace(status.encoded(), at: LiveStatus.path(layout), mode: layout.fileMode)
                 if notifier.enabled {
                     notifier.send("STATUS=\(snapshot.queued) queued, \(snapshot.transferring) in flight, \(snapshot.deferred) waiting to retry")

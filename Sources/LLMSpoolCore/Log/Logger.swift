@@ -49,10 +49,15 @@ public final class Logger: Sendable {
     }
 
     public func log(_ level: Level, _ message: String, id: String? = nil, _ fields: KeyValuePairs<String, String> = [:]) {
+        log(level, message, id: id, fields.map { ($0.key, $0.value) })
+    }
+
+    /// The same, with fields built at run time.
+    public func log(_ level: Level, _ message: String, id: String? = nil, _ fields: [(String, String)]) {
         guard level >= minimum else { return }
         var pairs: [(String, String)] = []
         if let id { pairs.append(("id", id)) }
-        pairs.append(contentsOf: fields.map { ($0.key, $0.value) })
+        pairs.append(contentsOf: fields)
         sink(render(level, message, pairs))
     }
 

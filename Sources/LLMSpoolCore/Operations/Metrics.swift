@@ -24,6 +24,8 @@ public final class Metrics: Sendable {
         var bytesIn: Int64 = 0
         var bytesOut: Int64 = 0
         var tokens: [String: Int] = [:]
+        /// Every count of every `usage`, as `status` sums them.
+        var usage: [String: Int] = [:]
         var rescans: [String: Int] = [:]
         var overflows = 0
         var firstByte = Histogram()
@@ -39,13 +41,19 @@ public final class Metrics: Sendable {
     public init() {}
 
     public func outcome(_ name: String) { state.withLock { $0.outcomes[name, default: 0] += 1 } }
+
+    /// Results, failures and tokens since the daemon started.
+    public func finishedTotals() -> SpoolTotals {
+        state.withLock { SpoolTotals(done: $0.outcomes["done", default: 0], failed: $0.outcomes["failed", default: 0], tokens: $0.usage) }
+    }
     public func retry(_ reason: String) { state.withLock { $0.retries[reason, default: 0] += 1 } }
     public func rescan(_ reason: String) { state.withLock { $0.rescans[reason, default: 0] += 1 } }
     public func overflow() { state.withLock { $0.overflows += 1 } }
 
     public func usage(_ counts: [String: Int]) {
         state.withLock { state in
-            for key in ["prompt_tokens", "completion_tokens"] { if let value = counts[key] { state.tokens[key, default: 0] += value } }
+            for key in ["prompt_tokens", "completion_tokens"] { if let value = counts[key] { state.tokens[key] = TokenCount.sum(state.tokens[key, default: 0], value) } }
+            for (key, value) in counts { state.usage[key] = TokenCount.sum(state.usage[key, default: 0], value) }
         }
     }
 

@@ -8,6 +8,45 @@ extension SpoolLayout {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// The folders every outcome writes to.
+    var publicationFolders: [String] { [state, incoming, failed] }
+
+    /// Recreates the folders an outcome writes to that someone deleted while the daemon
+    /// ran (`outgoing` has its own watch), each logged. Returns the folders recreated.
+    @discardableResult
+    public func recreateMissingFolders(logger: Logger) -> [String] {
+        var recreated: [String] = []
+        for directory in publicationFolders where !Syscall.isPresent(directory) {
+            do {
+                try Syscall.mkdir(directory, mode: directoryMode)
+                recreated.append(directory)
+                logger.warning("a spool folder was missing; recreated", ["path": directory])
+            } catch let error as SystemError where error.errno == EEXIST {
+            } catch {
+                logger.error("a spool folder is missing and cannot be recreated", ["path": directory, "reason": "\(error)"])
+            }
+        }
+        return recreated
+    }
+
+    /// Whether an outcome could be written now: a hidden file created and removed in each
+    /// folder an outcome writes to. The error of the first folder that refuses, if any.
+    public func probeWritable() -> SystemError? {
+        for directory in publicationFolders {
+            let probe = directory + "/.llmspool-probe"
+            do {
+                let fd = try Syscall.open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: fileMode)
+                Syscall.close(fd)
+                try Syscall.unlinkIfPresent(probe)
+            } catch let error as SystemError {
+                return error
+            } catch {
+                return SystemError(errno: EIO, call: "probe", path: probe)
+            }
+        }
+        return nil
+    }
+
     /// Creates the spool's folders that are missing, with `directoryMode`.
     public func create() throws {
         for directory in folders {

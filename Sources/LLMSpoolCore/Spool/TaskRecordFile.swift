@@ -21,6 +21,7 @@ extension TaskRecord {
             if let hash = request.contentHash { fields += ", \"fnv1a\": \"\(String(hash, radix: 16))\"" }
             members.append(("request", "{" + fields + "}"))
         }
+        if history.unfinishedStarts > 0 { members.append(("unfinished_starts", "\(history.unfinishedStarts)")) }
         if let notBefore = history.notBefore { members.append(("next_attempt_at", JSONText.quoted(Timestamp.string(notBefore)))) }
         if let endpoint { members.append(("endpoint", JSONText.quoted(endpoint))) }
         if let usage {
@@ -76,7 +77,9 @@ extension TaskRecord {
         let attempts = (object["attempts"] as? [Any] ?? []).compactMap { ($0 as? [String: Any]).flatMap(decodeAttempt) }
         let history = TaskHistory(firstSeen: firstSeen, attempts: attempts,
                                   notBefore: (object["next_attempt_at"] as? String).flatMap(Timestamp.date),
-                                  preferredEndpoint: object["preferred_endpoint"] as? Int ?? 0)
+                                  // Numbers from a file: bounded before anything indexes or counts with them.
+                                  preferredEndpoint: min(max(0, object["preferred_endpoint"] as? Int ?? 0), 1 << 20),
+                                  unfinishedStarts: min(max(0, object["unfinished_starts"] as? Int ?? 0), CrashGuard.limit))
         var errorRecord: [UInt8]?
         if let embedded = object["error_record"] {
             errorRecord = JSONObject.encode(embedded)

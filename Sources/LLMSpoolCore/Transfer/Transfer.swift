@@ -70,6 +70,10 @@ final class Transfer {
     private(set) var spillFD: Int32 = -1
     private var unflushedSpillBytes = 0
 
+    /// Tests only: a response header of this name (from `LLMSPOOL_TEST_CRASH_HEADER`) makes
+    /// the daemon die as a parser bug would, so that the crash guard can be tested for real.
+    static let crashHeader: String? = ProcessInfo.processInfo.environment["LLMSPOOL_TEST_CRASH_HEADER"]?.lowercased()
+
     /// Text held in memory before it goes to the result's temporary: most answers stay
     /// below it and cost no extra descriptor.
     static let spillThreshold = 64 * 1024
@@ -117,7 +121,15 @@ final class Transfer {
 
     private func readFile(_ fd: Int32, into buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
         do {
-            let count = try Syscall.read(fd, into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity), path: task.requestPath)
+            // Never more than the Content-Length sent, whatever the file has become.
+            let room = max(0, min(capacity, bodySize - Int(bytesSent)))
+            let count = room == 0 ? 0 : try Syscall.read(fd, into: UnsafeMutableRawBufferPointer(start: buffer, count: room), path: task.requestPath)
+            if count == 0 && Int(bytesSent) < bodySize {
+                // The file shrank during the upload: stop now rather than leave the server
+                // waiting for bytes that will never come until the idle timer fires.
+                readError = SystemError(errno: EIO, call: "read (the request shrank while it was sent)", path: task.requestPath)
+                return llms_curl_readfunc_abort
+            }
             bytesSent += Int64(count)
             return count
         } catch let error as SystemError {
@@ -267,14 +279,14 @@ final class Transfer {
 
     func receiveHeader(_ buffer: UnsafeMutablePointer<CChar>, count: Int) -> Int {
         if firstByteAt == nil { firstByteAt = TransferEngine.monotonic() }
-        let line = String(decoding: UnsafeRawBufferPointer(start: buffer, count: count), as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        if line.hasPrefix("HTTP/") {
+        switch HeaderLine.parse(UnsafeRawBufferPointer(start: buffer, count: count)) {
+        case .statusLine:
             headers.removeAll()  // a new response (after 100 Continue or a redirect) starts afresh
-        } else if let colon = line.firstIndex(of: ":"), headers.count < 100 {
-            let name = line[..<colon].lowercased()
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        case .field(let name, let value) where headers.count < 100:
+            if name == Transfer.crashHeader { fatalError("test-only crash: the response carried \(name)") }
             headers[name] = value
+        case .field, .other:
+            break
         }
         return count
     }

@@ -22,6 +22,8 @@ public final class TransferEngine: @unchecked Sendable {
         public var shutdownGraceSeconds: Double
         public var cooldownAfterFailures: Int
         public var cooldownSeconds: Double
+        /// Caps an endpoint-wide pause as it caps a request's Retry-After.
+        public var maxPauseSeconds: Double
         public var maxRequestBytes: Int
         public var maxResponseBytes: Int64
         public var fileMode: mode_t
@@ -34,6 +36,7 @@ public final class TransferEngine: @unchecked Sendable {
             shutdownGraceSeconds = config.shutdownGraceSeconds
             cooldownAfterFailures = config.cooldownAfterFailures
             cooldownSeconds = config.cooldownSeconds
+            maxPauseSeconds = config.retry.maxRetryAfterSeconds
             maxRequestBytes = config.maxRequestBytes
             maxResponseBytes = config.maxResponseBytes
             fileMode = config.fileMode
@@ -107,6 +110,7 @@ public final class TransferEngine: @unchecked Sendable {
     private let delegate: Delegate
     private let known: KnownTasks
     private let metrics: Metrics
+    private let diskHealth: DiskHealth
     private let logger: Logger
     private var endpoints: [Endpoint]
     private var settings: Settings
@@ -123,9 +127,13 @@ public final class TransferEngine: @unchecked Sendable {
     private var lastLivePublish = 0.0
     /// Set before `start` when daemons share the spool.
     public var leases: LeaseManager?
+    /// Whether the daemon before this one crashed; otherwise starts recorded by it are
+    /// not held against their requests (`CrashGuard`).
+    public var previousRunCrashed = false
 
     public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, known: KnownTasks, metrics: Metrics = Metrics(),
-                delegate: Delegate, logger: Logger) throws {
+                diskHealth: DiskHealth = DiskHealth(), delegate: Delegate, logger: Logger) throws {
+        self.diskHealth = diskHealth
         guard let multi = curl_multi_init() else { throw ConfigError("libcurl could not create a multi handle") }
         self.multi = multi
         do {
@@ -186,7 +194,8 @@ public final class TransferEngine: @unchecked Sendable {
         endpoints.enumerated().map { index, endpoint in
             EndpointGate(concurrency: min(endpoint.concurrency, settings.concurrency), requestsPerMinute: endpoint.requestsPerMinute,
                          tokensPerMinute: endpoint.tokensPerMinute, cooldownAfterFailures: settings.cooldownAfterFailures,
-                         cooldownSeconds: settings.cooldownSeconds, active: active[index] ?? 0, now: now)
+                         cooldownSeconds: settings.cooldownSeconds, maxPauseSeconds: settings.maxPauseSeconds,
+                         active: active[index] ?? 0, now: now)
         }
     }
 
@@ -353,15 +362,35 @@ public final class TransferEngine: @unchecked Sendable {
             // A model rewrite needs the body parsed; it is held in memory for this attempt.
             guard case .success(let loaded)? = RequestFile.read(path: task.requestPath, limit: settings.maxRequestBytes),
                   var object = JSONObject.parse(loaded.bytes) else { return nil }
+            // RequestFile.read compared fstat with lstat; this compares with what intake validated.
+            if task.identity != nil, loaded.identity != task.identity {
+                throw UploadRefusal(verdict: UploadCheck.verify(validated: task.identity, current: loaded.identity, isRegularFile: true, links: 1))
+            }
             object["model"] = model
             if task.summary.usageSplice != nil { object["stream_options"] = ["include_usage": true] }
             return .memory(Array(try JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes])), offset: 0)
         }
         let fd = try Syscall.open(task.requestPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
-        if task.summary.size <= TransferEngine.smallBodyLimit, let bytes = try readWhole(fd, expected: task.summary.size, path: task.requestPath) {
+        // Opened by name again: it must still be the file intake validated.
+        let verdict: UploadCheck.Verdict
+        do {
+            let info = try Syscall.fstat(fd, path: task.requestPath)
+            verdict = UploadCheck.verify(validated: task.identity, current: FileIdentity(info),
+                                         isRegularFile: info.st_mode & S_IFMT == S_IFREG, links: UInt64(info.st_nlink))
+        } catch {
+            Syscall.close(fd)
+            throw error
+        }
+        guard verdict == .same else {
+            Syscall.close(fd)
+            throw UploadRefusal(verdict: verdict)
+        }
+        if task.summary.size <= TransferEngine.smallBodyLimit, var bytes = try readWhole(fd, expected: task.summary.size, path: task.requestPath) {
             // A small body is read at once and its file closed: ten thousand requests
             // starting together would otherwise hold ten thousand files besides their sockets.
             Syscall.close(fd)
+            // A byte order mark goes as blanks: offsets stay the file's.
+            for index in 0..<min(task.summary.skippedPrefix, bytes.count) { bytes[index] = 0x20 }
             guard let brace = task.summary.usageSplice else { return .memory(bytes, offset: 0) }
             return .memory(Array(bytes[...brace]) + Transfer.usageMember + Array(bytes[(brace + 1)...]), offset: 0)
         }
@@ -373,6 +402,14 @@ public final class TransferEngine: @unchecked Sendable {
             }
             let head = Array(repeating: UInt8(ascii: " "), count: brace) + [UInt8(ascii: "{")]
             return .spliced(prefix: head + Transfer.usageMember, sent: 0, fd: fd, fileBytes: task.summary.size - brace - 1)
+        }
+        if task.summary.skippedPrefix > 0 {
+            let skipped = task.summary.skippedPrefix
+            guard lseek(fd, off_t(skipped), SEEK_SET) == off_t(skipped) else {
+                Syscall.close(fd)
+                throw SystemError(errno: errno, call: "lseek", path: task.requestPath)
+            }
+            return .spliced(prefix: Array(repeating: 0x20, count: skipped), sent: 0, fd: fd, fileBytes: task.summary.size - skipped)
         }
         return .file(fd: fd)
     }
@@ -433,6 +470,26 @@ public final class TransferEngine: @unchecked Sendable {
                 return
             }
         }
+        if let reason = diskHealth.holdReason(layout, logger: logger) {
+            // The answer could not be kept: the request waits, unsent, like one on a full disk.
+            endBeforeStart(task, endpointIndex: endpointIndex, .diskError(reason))
+            return
+        }
+        var task = task
+        if !previousRunCrashed { task.history = CrashGuard.ended(task.history) }
+        if CrashGuard.mustFail(task.history) {
+            endBeforeStart(task, endpointIndex: endpointIndex, .crashLoop(starts: task.history.unfinishedStarts))
+            return
+        }
+        // The start is on disk before the request is sent: if the answer crashes the
+        // daemon, the next run knows this request was in flight (`CrashGuard`).
+        task.history = CrashGuard.starting(task.history)
+        do {
+            try TaskRecord(id: task.id, status: .active, request: task.identity, history: task.history).write(layout, durable: false)
+        } catch {
+            endBeforeStart(task, endpointIndex: endpointIndex, .diskError("recording the start of the attempt failed: \(error)"))
+            return
+        }
         let endpoint = endpoints[min(endpointIndex, endpoints.count - 1)]
         let body: Transfer.Body
         do {
@@ -448,6 +505,17 @@ public final class TransferEngine: @unchecked Sendable {
                 leases.release(task.id)
                 skip(task)
             } else {
+                endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
+            }
+            return
+        } catch let refusal as UploadRefusal {
+            switch refusal.verdict {
+            case .refuse(let problem):
+                apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: Date().timeIntervalSince1970))
+                delegate.rejected(task.id, task.requestPath, problem)
+            case .replaced, .same:
+                // A new file under the name: intake judges it as a new task.
+                logger.info("the request was replaced after it was validated; the new file is a new task", id: task.id)
                 endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
             }
             return
@@ -536,7 +604,7 @@ public final class TransferEngine: @unchecked Sendable {
             let connecting = text.hasPrefix("Connection time") || text.hasPrefix("Resolving time") || text.contains("connect")
             return .timedOut(connecting ? .connect : .total, message: text)
         }
-        return .transportError(code: Int32(code.rawValue), message: text)
+        return .transport(code: Int32(code.rawValue), message: text, responseStarted: transfer.firstByteAt != nil)
     }
 
     /// Ends every attempt whose idle timer or total deadline has passed. libcurl enforces
@@ -622,4 +690,9 @@ public final class TransferEngine: @unchecked Sendable {
             if let live { $0.inFlight = live }
         }
     }
+}
+
+/// The file opened for an upload is not the one intake validated.
+struct UploadRefusal: Error {
+    let verdict: UploadCheck.Verdict
 }

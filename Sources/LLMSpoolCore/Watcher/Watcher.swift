@@ -263,27 +263,29 @@ public final class Watcher: @unchecked Sendable {
         guard raw.first != UInt8(ascii: "."), raw.count > 5, Array(raw.suffix(5)) == Array(SpoolLayout.requestSuffix.utf8) else { return }
         let id = RequestName.safeID(forRawName: raw)
         let escaped = RequestName.escaped(raw)
+        // The logger escapes what it prints: given the escaped name it escaped it twice (`\\x0a`).
+        let logged = String(decoding: raw, as: UTF8.self)
         let taken: Bool
         do {
             taken = try Syscall.exists(layout.request(id))
         } catch {
-            logger.warning("cannot look for the safe id; will look again", ["file": escaped, "reason": "\(error)"])
+            logger.warning("cannot look for the safe id; will look again", ["file": logged, "reason": "\(error)"])
             return
         }
         guard !taken else {
             if reportedUnusable.insert(escaped).inserted {
-                logger.warning("left in outgoing: its safe id is taken by a request not finished yet", ["file": escaped, "safe_id": id])
+                logger.warning("left in outgoing: its safe id is taken by a request not finished yet", ["file": logged, "safe_id": id])
             }
             return
         }
         do {
             try DurableFile.write(Array(escaped.utf8), to: layout.originalName(id), mode: layout.fileMode)
             try Syscall.rename(in: layout.outgoing, rawName: raw, to: id + SpoolLayout.requestSuffix)
-            logger.warning("renamed a request to a safe id: \(reason)", id: id, ["file": escaped])
+            logger.warning("renamed a request to a safe id: \(reason)", id: id, ["file": logged])
             if mode == .poll { consider(id + SpoolLayout.requestSuffix, force: false) }
         } catch {
             if reportedUnusable.insert(escaped).inserted {
-                logger.error("cannot rename a request with an unsafe name; left in place", ["file": escaped, "reason": "\(error)"])
+                logger.error("cannot rename a request with an unsafe name; left in place", ["file": logged, "reason": "\(error)"])
             }
         }
     }
@@ -354,6 +356,7 @@ public final class Watcher: @unchecked Sendable {
                     }
                 }
                 settling[name] = nil
+                if case .valid = intake { logger.debug("validated", id: id, ["bytes": "\(loaded.bytes.count)"]) }
                 delegate.found(intake)
             }
         }

@@ -10,6 +10,9 @@ public struct RequestSummary: Sendable, Equatable {
     /// `"stream_options": {"include_usage": true}` right after it (a stream that did not
     /// ask for its usage); nil when the body goes as it is.
     public let usageSplice: Int?
+    /// Bytes at the start of the file that are not sent: 3 for a UTF-8 byte order mark,
+    /// which most JSON readers skip and some endpoints refuse.
+    public var skippedPrefix = 0
 
     public init(model: String, stream: Bool, size: Int, estimatedTokens: Int = 0, usageSplice: Int? = nil) {
         self.model = model
@@ -25,9 +28,14 @@ public struct RequestSummary: Sendable, Equatable {
 public enum RequestValidator {
     /// The deepest nesting a request may have.
     public static let defaultMaxDepth = 64
+    static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
 
     public static func validate(_ bytes: [UInt8], maxDepth: Int = defaultMaxDepth) -> Result<RequestSummary, RequestProblem> {
         if bytes.isEmpty { return .failure(RequestProblem(.invalidJSON, "the file is empty")) }
+        // A UTF-8 byte order mark is read as blanks: every offset (positions of problems,
+        // the usage splice) stays that of the file, and the upload leaves the mark out.
+        let hasMark = bytes.starts(with: RequestValidator.byteOrderMark)
+        let bytes = hasMark ? [0x20, 0x20, 0x20] + bytes.dropFirst(3) : bytes
         if let bad = firstInvalidUTF8(bytes) {
             let (line, column) = position(ofByte: bad, in: bytes)
             return .failure(RequestProblem(.notUTF8, "the file is not UTF-8 (invalid byte at offset \(bad))", line: line, column: column))
@@ -74,9 +82,11 @@ public enum RequestValidator {
             // right after its brace without reading or rewriting the rest.
             splice = bytes.firstIndex(of: UInt8(ascii: "{"))
         }
-        return .success(RequestSummary(model: model, stream: stream, size: bytes.count,
-                                       estimatedTokens: estimateTokens(request, messages: messageList, bytes: bytes),
-                                       usageSplice: splice))
+        var summary = RequestSummary(model: model, stream: stream, size: bytes.count,
+                                     estimatedTokens: estimateTokens(request, messages: messageList, bytes: bytes),
+                                     usageSplice: splice)
+        if hasMark { summary.skippedPrefix = RequestValidator.byteOrderMark.count }
+        return .success(summary)
     }
 
     /// A rough count, enough for a token bucket: four characters a token (counted as

@@ -11,6 +11,7 @@ public struct AttemptFailure: Sendable, Equatable {
         case disk
         case invalidRequest = "invalid-request"
         case responseTooLarge = "response-too-large"
+        case crashLoop = "crash-loop"
     }
 
     /// Which timer ended the attempt.

@@ -25,6 +25,10 @@ public enum AttemptJudge {
             return .failure(AttemptFailure(.disk, "writing the answer failed: \(error)"))
         case .responseTooLarge(let limit):
             return .failure(AttemptFailure(.responseTooLarge, "the answer grew past \(limit) bytes (max_response_bytes)"))
+        case .crashLoop(let starts):
+            return .failure(AttemptFailure(.crashLoop, "the daemon stopped without finishing this request \(starts) times in a row (it may be what crashes it); not sent again"))
+        case .headerTooLarge(let message):
+            return .failure(AttemptFailure(.responseTooLarge, "a response header line passed libcurl's limit of 100 KiB: \(message)"))
         case .transportError(let code, let message):
             return .failure(AttemptFailure(.transport, "\(message) (curl code \(code))", curlCode: code))
         case .timedOut(let timer, let message):
@@ -42,6 +46,9 @@ public enum AttemptJudge {
     /// Read with `RawJSON`: every plain answer passes here, and Foundation's parser (with
     /// its bridging) cost more than the rest of the judgement.
     public static func judgePlain(status: Int, body: [UInt8]) -> Verdict {
+        if body.isEmpty {
+            return .failure(AttemptFailure(.malformedResponse, "the endpoint answered HTTP \(status) with an empty body", httpStatus: status))
+        }
         guard let value = try? RawJSON.parse(body), case .object = value else {
             return .failure(AttemptFailure(.malformedResponse, "the answer is not a JSON object (\(body.count) bytes)", httpStatus: status, providerBody: Array(body.prefix(65536))))
         }

@@ -35,7 +35,7 @@ extension EndpointFeedback {
             return EndpointFeedback(RetryPolicy.permanentCurlCodes.contains(code) ? .neutral : .retryableFailure)
         case .timedOut:
             return EndpointFeedback(.retryableFailure)
-        case .diskError, .cancelled, .responseTooLarge, .leaseLost:
+        case .diskError, .cancelled, .responseTooLarge, .headerTooLarge, .leaseLost, .crashLoop:
             return EndpointFeedback(.neutral)
         }
     }

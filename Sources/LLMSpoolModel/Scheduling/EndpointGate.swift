@@ -15,6 +15,9 @@ public struct EndpointGate: Sendable, Equatable {
     public let concurrency: Int
     public let cooldownAfterFailures: Int
     public let cooldownSeconds: Double
+    /// The longest pause a provider may impose on the whole endpoint (`max_retry_after_seconds`):
+    /// one answer asking for a day must not stop every request for a day.
+    public let maxPauseSeconds: Double
     public private(set) var active = 0
     public private(set) var pausedUntil = 0.0
     public private(set) var coolingUntil = 0.0
@@ -23,7 +26,8 @@ public struct EndpointGate: Sendable, Equatable {
     private var tokens: TokenBucket?
 
     public init(concurrency: Int, requestsPerMinute: Double? = nil, tokensPerMinute: Double? = nil,
-                cooldownAfterFailures: Int = 3, cooldownSeconds: Double = 30, active: Int = 0, now: Double) {
+                cooldownAfterFailures: Int = 3, cooldownSeconds: Double = 30, maxPauseSeconds: Double = 3600, active: Int = 0, now: Double) {
+        self.maxPauseSeconds = maxPauseSeconds.isFinite ? max(0, maxPauseSeconds) : 3600
         self.concurrency = max(1, concurrency)
         self.active = active
         self.cooldownAfterFailures = max(1, cooldownAfterFailures)
@@ -50,7 +54,7 @@ public struct EndpointGate: Sendable, Equatable {
 
     public mutating func release(_ feedback: EndpointFeedback, now: Double) {
         active = max(0, active - 1)
-        if let pause = feedback.pauseSeconds, pause > 0 { pausedUntil = max(pausedUntil, now + pause) }
+        if let pause = EndpointGate.capped(feedback.pauseSeconds, limit: maxPauseSeconds) { pausedUntil = max(pausedUntil, now + pause) }
         switch feedback.outcome {
         case .answered:
             consecutiveFailures = 0
@@ -63,5 +67,12 @@ public struct EndpointGate: Sendable, Equatable {
         case .neutral:
             break
         }
+    }
+
+    /// A provider's pause bounded by `limit`; nil when there is none worth keeping (absent,
+    /// zero, negative or not a number).
+    public static func capped(_ pause: Double?, limit: Double) -> Double? {
+        guard let pause, pause > 0 else { return nil }
+        return min(pause, limit)
     }
 }

@@ -85,6 +85,8 @@ public enum RetryPolicy {
     }
 
     public static func isRetryable(_ failure: AttemptFailure, headers: [String: String]) -> Bool {
+        // No header of the endpoint can make the daemon's own verdicts retryable.
+        if failure.kind == .invalidRequest || failure.kind == .crashLoop { return false }
         if let verdict = headers["x-should-retry"]?.lowercased() {
             if verdict == "true" { return true }
             if verdict == "false" { return false }
@@ -100,7 +102,7 @@ public enum RetryPolicy {
             return true
         case .incompleteStream, .malformedResponse, .disk:
             return true
-        case .invalidRequest, .responseTooLarge:
+        case .invalidRequest, .responseTooLarge, .crashLoop:
             return false
         }
     }

@@ -219,7 +219,8 @@ public struct Scheduler: Sendable {
         let count = gates.count
         var earliestCoolingEnd: Double?
         for offset in 0..<count {
-            let index = (task.history.preferredEndpoint % count + offset) % count
+            // A record may hold any number: a negative one must not index before the list.
+            let index = ((task.history.preferredEndpoint % count + count) % count + offset) % count
             switch gates[index].readiness(estimatedTokens: task.summary.estimatedTokens, now: now) {
             case .ready:
                 return index

@@ -35,8 +35,13 @@ public struct TaskHistory: Sendable, Equatable {
     public var notBefore: Date?
     /// The endpoint (index in the fallback list) the next attempt tries first.
     public var preferredEndpoint = 0
+    /// Attempts started since the last one that ended: more than zero at a start means the
+    /// daemon died while this request was in flight (see `CrashGuard`).
+    public var unfinishedStarts = 0
 
-    public init(firstSeen: Date, attempts: [AttemptEntry] = [], notBefore: Date? = nil, preferredEndpoint: Int = 0) {
+    public init(firstSeen: Date, attempts: [AttemptEntry] = [], notBefore: Date? = nil, preferredEndpoint: Int = 0,
+                unfinishedStarts: Int = 0) {
+        self.unfinishedStarts = unfinishedStarts
         self.firstSeen = firstSeen
         self.attempts = attempts
         self.notBefore = notBefore

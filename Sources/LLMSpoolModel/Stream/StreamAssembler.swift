@@ -197,6 +197,11 @@ public struct StreamAssembler {
         guard sawDone || finished else {
             return .incomplete("the stream ended without [DONE] or a finish_reason after \(eventCount) events")
         }
+        // `[DONE]` after no choice at all is no answer: publishing `choices: []` as a success
+        // would hand the consumer nothing while claiming the task done.
+        if choices.isEmpty {
+            return .malformed("the stream ended with [DONE] but carried no choice (\(eventCount) events)")
+        }
         return .complete(assembled())
     }
 

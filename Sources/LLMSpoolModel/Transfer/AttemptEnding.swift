@@ -10,9 +10,25 @@ public enum AttemptEnding: Sendable, Equatable {
     case diskError(String)
     /// The answer grew past `max_response_bytes`.
     case responseTooLarge(limit: Int64)
+    /// A response header line passed libcurl's limit (100 KiB in 7.88).
+    case headerTooLarge(String)
     /// Another daemon took the request over: this attempt must leave no trace.
     case leaseLost
     /// The request file left `outgoing` while it was in flight.
     case cancelled
+    /// The daemon died while this request was in flight, `starts` times in a row.
+    case crashLoop(starts: Int)
 }
 
+extension AttemptEnding {
+    /// libcurl's CURLE_OUT_OF_MEMORY: 7.88 also answers it for a header line past its
+    /// 100 KiB limit, which is the endpoint's fault, not the machine's.
+    static let curlOutOfMemory: Int32 = 27
+
+    /// What a failed libcurl transfer amounts to. A code 27 after the status line arrived
+    /// is a giant header (a real shortage of memory before any byte is told apart).
+    public static func transport(code: Int32, message: String, responseStarted: Bool) -> AttemptEnding {
+        if code == curlOutOfMemory && responseStarted { return .headerTooLarge(message) }
+        return .transportError(code: code, message: message)
+    }
+}

@@ -1,0 +1,31 @@
+/// Whether the file opened for the upload is still the one intake validated. Postfix's
+/// `safe_open` compares `fstat` of the opened file with what `lstat` saw; here the opened
+/// descriptor is compared with the identity recorded at intake, so that a request swapped
+/// for a hard link to another file, or changed after validation, is never sent. Pure.
+public enum UploadCheck {
+    public enum Verdict: Sendable, Equatable {
+        /// Send it.
+        case same
+        /// Not sendable as it is now: moved to `failed/` with this problem, never sent.
+        case refuse(RequestProblem)
+        /// Another file took the name since intake: a new task, judged by intake on its own.
+        case replaced
+    }
+
+    /// `current` is `fstat` of the descriptor to upload from.
+    public static func verify(validated: FileIdentity?, current: FileIdentity, isRegularFile: Bool, links: UInt64) -> Verdict {
+        guard isRegularFile else {
+            return .refuse(RequestProblem(.notRegularFile, "the request is no longer a regular file"))
+        }
+        if links > 1 {
+            return .refuse(RequestProblem(.hardLink, "the request has \(links) hard links since it was validated; only a file with one name is sent"))
+        }
+        guard let validated else { return .same }
+        guard validated.device == current.device, validated.inode == current.inode else { return .replaced }
+        if validated.size != current.size || validated.modifiedNanoseconds != current.modifiedNanoseconds {
+            return .refuse(RequestProblem(.changedAfterValidation,
+                                          "the request changed after it was validated (\(validated.size) bytes then, \(current.size) now); it was not sent"))
+        }
+        return .same
+    }
+}

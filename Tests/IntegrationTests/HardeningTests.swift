@@ -1,0 +1,347 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+@testable import LLMSpoolStub
+import Testing
+
+/// Defects found by trying to break the daemon from outside, each reproduced over real
+/// sockets against a misbehaving endpoint.
+@Suite(.serialized) struct HardeningTests {
+    func waitForFailure(_ harness: Harness, _ id: String, timeout: TimeInterval = 30) throws -> [String: Any] {
+        try waitUntil("\(id) is in failed/", timeout: timeout) {
+            FileManager.default.fileExists(atPath: harness.layout.failedRequest(id))
+        }
+        return try harness.json(harness.layout.errorRecord(id))
+    }
+
+    /// An empty 200 has no `.partial`; it was judged a disk failure, which max_attempts
+    /// does not count, and retried for a day.
+    @Test(arguments: [200, 204]) func anEmptyAnswerIsMalformedAndBoundedByMaxAttempts(status: Int) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["max_attempts": 2])
+        let prompt = "answer me with nothing \(status)"
+        let empty: [String: Any] = ["status": status, "empty_body": true]
+        try harness.drop("empty", Harness.request(prompt, stub: ["faults": [empty, empty, empty, empty]]))
+        let record = try waitForFailure(harness, "empty")
+        #expect(record["kind"] as? String == "malformed-response")
+        #expect(record["attempts"] as? Int == 2)
+        #expect(try harness.arrivals(of: prompt).count == 2)
+    }
+
+    @Test func aStreamOfOnlyDoneIsMalformed() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["max_attempts": 1])
+        try harness.drop("hollow", Harness.request("done and nothing else", stream: true, stub: ["faults": [["done_only": true]]]))
+        let record = try waitForFailure(harness, "hollow")
+        #expect(record["kind"] as? String == "malformed-response")
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.result("hollow")))
+    }
+
+    /// libcurl answers a giant header line with code 27 (out of memory), which was judged a
+    /// permanent transport failure: it is the endpoint's answer being too large.
+    @Test func aTenMegabyteHeaderLineIsResponseTooLarge() throws {
+        let head = Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Padding: ".utf8)
+        let endpoint = try RawEndpoint(response: head + [UInt8](repeating: 0x61, count: 10 << 20) + Array("\r\nContent-Length: 2\r\n\r\n{}".utf8))
+        defer { endpoint.stop() }
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startDaemon(config: ["base_url": endpoint.baseURL, "max_attempts": 3])
+        try harness.drop("giant", Harness.request("a giant header"))
+        let record = try waitForFailure(harness, "giant")
+        #expect(record["kind"] as? String == "response-too-large")
+        #expect(endpoint.count == 1, "not retried: the endpoint would send the same head again")
+    }
+}
+
+/// One answer asking for a day's pause must not stop the endpoint for a day.
+@Suite(.serialized) struct EndpointPauseIntegrationTests {
+    @Test(arguments: ["retry-after", "x-ratelimit"])
+    func anEndpointPauseIsCappedByMaxRetryAfter(asking: String) throws {
+        let fault: [String: Any] = asking == "retry-after"
+            ? ["status": 429, "retry_after": 100_000]
+            : ["headers": ["x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "100000s"]]
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["max_retry_after_seconds": 1, "concurrency": 1])
+        try harness.drop("first", Harness.request("ask for a long pause", stub: ["faults": [fault]]))
+        try waitUntil("the first request ended", timeout: 20) {
+            FileManager.default.fileExists(atPath: harness.layout.result("first"))
+                || FileManager.default.fileExists(atPath: harness.layout.failedRequest("first"))
+        }
+        try harness.drop("second", Harness.request("after the pause"))
+        try waitUntil("the second request has a result", timeout: 20) {
+            FileManager.default.fileExists(atPath: harness.layout.result("second"))
+        }
+        #expect(try harness.arrivals(of: "after the pause").count == 1)
+    }
+}
+
+/// Hooks run with an allow-list environment, and what they print reaches the log escaped.
+@Suite(.serialized) struct HookHardeningTests {
+    @Test func aKeyUnderAnyNameNeverReachesAHookNorTheLog() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: [
+            "api_key_env": "MY_LLM_TOKEN",
+            "on_complete": "env; printf 'red\\033[31m\\n'",
+        ], environment: ["MY_LLM_TOKEN": Harness.secret, "SOME_PASSWORD": Harness.secret])
+        try harness.drop("hooked", Harness.request("hook me"))
+        try waitUntil("the hook's output is logged", timeout: 20) { harness.log.contains("hook ran id=hooked") }
+        let line = try #require(harness.log.split(separator: "\n").first { $0.contains("hook ran id=hooked") })
+        #expect(line.contains("LLMSPOOL_ID=hooked"), "the hook's output is in the log line: \(line)")
+        #expect(line.contains("red\\x1b[31m\\x0a"), "escaped once: \(line)")
+        #expect(!line.contains("MY_LLM_TOKEN") && !line.contains("SOME_PASSWORD"))
+        #expect(!harness.log.contains(Harness.secret))
+        #expect(harness.filesContainingSecret().isEmpty)
+    }
+}
+
+/// A request whose answer crashes the daemon is failed after three crashes in a row
+/// instead of crashing every restart.
+@Suite(.serialized) struct CrashLoopTests {
+    /// A kill -9 is not a crash: a request in flight at three of them is still answered.
+    @Test func killsAreNotCrashes() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let slow: [String: Any] = ["header_delay_ms": 5000]
+        try harness.drop("slow", Harness.request("in flight at every kill", stub: ["faults": [slow, slow, slow]]))
+        for round in 1...3 {
+            try harness.startDaemon(waitUntilWatching: false)
+            try waitUntil("attempt \(round) reached the stub", timeout: 20) { try harness.arrivals(of: "in flight at every kill").count == round }
+            harness.killDaemon()
+        }
+        try harness.startDaemon()
+        try waitUntil("slow is answered", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.result("slow")) }
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.failedRequest("slow")))
+    }
+
+    @Test func aRequestInFlightAtThreeCrashesInARowFails() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let crash: [String: Any] = ["headers": ["X-Stub-Crash": "1"]]
+        try harness.drop("poison", Harness.request("crash the daemon", stub: ["faults": [crash, crash, crash, crash, crash]]))
+        for round in 1...3 {
+            try harness.startDaemon(environment: ["LLMSPOOL_TEST_CRASH_HEADER": "x-stub-crash"], waitUntilWatching: false)
+            let status = try harness.waitForDaemonExit(timeout: 30)
+            #expect(status != 0, "round \(round): the test-only trigger crashed the daemon")
+        }
+        #expect(try harness.arrivals(of: "crash the daemon").count == 3)
+        try harness.startDaemon(environment: ["LLMSPOOL_TEST_CRASH_HEADER": "x-stub-crash"])
+        try waitUntil("poison is in failed/", timeout: 30) {
+            FileManager.default.fileExists(atPath: harness.layout.failedRequest("poison"))
+        }
+        let record = try harness.json(harness.layout.errorRecord("poison"))
+        #expect(record["kind"] as? String == "crash-loop")
+        #expect(try harness.arrivals(of: "crash the daemon").count == 3, "not sent a fourth time")
+        try harness.drop("after", Harness.request("a healthy one"))
+        try waitUntil("the daemon still answers", timeout: 20) {
+            FileManager.default.fileExists(atPath: harness.layout.result("after"))
+        }
+    }
+}
+
+/// The upload sends the file intake validated, or nothing.
+@Suite(.serialized) struct UploadIdentityTests {
+    @Test func aQueuedRequestSwappedOrShrunkIsNeverSent() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let out = harness.layout.outgoing
+        try harness.startDaemon(config: ["concurrency": 1])
+        try harness.drop("a-blocker", Harness.request("hold the only slot", stub: ["latency_ms": 2000]))
+        try waitUntil("the blocker reached the stub", timeout: 20) { try !harness.arrivals(of: "hold the only slot").isEmpty }
+        // These wait, validated, behind it.
+        try harness.drop("swapped", Harness.request("an honest request"))
+        try harness.drop("shrunk", Harness.request("a request that will shrink " + String(repeating: "x", count: 500)))
+        try waitUntil("both were validated", timeout: 20) {
+            harness.log.contains("validated id=swapped") && harness.log.contains("validated id=shrunk")
+        }
+        let secret = harness.root + "/outside.json"
+        try DurableFile.write(Array(try JSONSerialization.data(withJSONObject: Harness.request("SECRET-OUTSIDE"))), to: secret)
+        // A hard link to a file outside the spool, renamed over the validated request.
+        #expect(link(secret, "\(out)/.swapped.tmp") == 0)
+        #expect(rename("\(out)/.swapped.tmp", "\(out)/swapped.json") == 0)
+        // The other is cut short in place, still valid JSON.
+        let short = Array(try JSONSerialization.data(withJSONObject: Harness.request("shrunk")))
+        let fd = open("\(out)/shrunk.json", O_WRONLY | O_TRUNC)
+        #expect(fd >= 0)
+        _ = short.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        try waitUntil("both are in failed/", timeout: 30) {
+            FileManager.default.fileExists(atPath: harness.layout.errorRecord("swapped"))
+                && FileManager.default.fileExists(atPath: harness.layout.errorRecord("shrunk"))
+        }
+        #expect(try harness.arrivals(of: "SECRET-OUTSIDE").isEmpty, "the linked file was never sent")
+        #expect(try harness.arrivals(of: "shrunk").isEmpty)
+        #expect(try harness.stubArrivals().filter { $0.prompt.hasPrefix("a request that will shrink") }.isEmpty)
+        let swapped = try harness.json(harness.layout.errorRecord("swapped"))
+        #expect((swapped["problem"] as? [String: Any])?["kind"] as? String == "hard-link")
+        let shrunk = try harness.json(harness.layout.errorRecord("shrunk"))
+        #expect((shrunk["problem"] as? [String: Any])?["kind"] as? String == "changed-after-validation")
+    }
+}
+
+/// Spool folders pulled out from under the daemon are recreated, and a write that cannot
+/// succeed holds requests back instead of sending them again and again.
+@Suite(.serialized) struct SpoolFolderTests {
+    @Test(arguments: ["failed", "incoming", "state"]) func aDeletedFolderIsRecreatedAndTheRequestSentOnce(folder: String) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        let path = harness.layout.root + "/" + folder
+        try FileManager.default.removeItem(atPath: path)
+        let refused = folder == "failed"
+        let prompt = "after \(folder) was deleted"
+        try harness.drop("late", Harness.request(prompt, stub: refused ? ["status": 400] : nil))
+        let outcome = refused ? harness.layout.errorRecord("late") : harness.layout.result("late")
+        try waitUntil("late has its outcome", timeout: 30) { FileManager.default.fileExists(atPath: outcome) }
+        #expect(try harness.arrivals(of: prompt).count == 1)
+        #expect(harness.log.contains("a spool folder was missing; recreated"))
+    }
+
+    @Test func anUnwritableIncomingHoldsRequestsUnsent() throws {
+        guard Harness.isRoot, let chattr = Harness.which("chattr") else {
+            print("skipped: needs root and chattr to make a folder unwritable for root")
+            return
+        }
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["retry_max_seconds": 0.2])
+        let incoming = harness.layout.incoming
+        guard (try? Harness.run(chattr, ["+i", incoming])) != nil else {
+            print("skipped: the filesystem does not support the immutable flag")
+            return
+        }
+        defer { _ = try? Harness.run(chattr, ["-i", incoming]) }
+        try harness.drop("held", Harness.request("hold me while incoming is immutable"))
+        try waitUntil("the daemon held the request several times", timeout: 30) {
+            harness.log.components(separatedBy: "nothing is sent until it can").count > 4
+        }
+        #expect(try harness.arrivals(of: "hold me while incoming is immutable").count == 1)
+        _ = try Harness.run(chattr, ["-i", incoming])
+        try waitUntil("held has its result", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.result("held")) }
+        #expect(try harness.arrivals(of: "hold me while incoming is immutable").count == 2, "one call that could not be kept, one that was")
+    }
+}
+
+@Suite(.serialized) struct ByteOrderMarkIntegrationTests {
+    @Test(arguments: [false, true]) func aRequestWithAByteOrderMarkIsSentWithoutIt(large: Bool) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        // Past the small-body limit the body is streamed from the file, not read at once.
+        let prompt = "with a byte order mark" + (large ? " " + String(repeating: "y", count: 70_000) : "")
+        let body = Array(try JSONSerialization.data(withJSONObject: Harness.request(prompt, stream: true)))
+        try harness.drop("marked", bytes: [0xEF, 0xBB, 0xBF] + body)
+        try waitUntil("marked has a result", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.result("marked")) }
+        #expect(try harness.arrivals(of: prompt).count == 1, "the stub parsed the body: the mark was not sent")
+    }
+}
+
+/// A hostile name reaches the log escaped once, bidi and zero-width characters included.
+@Suite(.serialized) struct LogEscapingTests {
+    @Test func anUnsafeNameIsLoggedEscapedOnce() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        let name = "evil\n\u{202E}gnp.\u{200B}x.json"
+        let body = Array(try JSONSerialization.data(withJSONObject: Harness.request("escaped once")))
+        let hidden = "\(harness.layout.outgoing)/.evil.tmp"
+        try DurableFile.write(body, to: hidden)
+        #expect(rename(hidden, "\(harness.layout.outgoing)/\(name)") == 0)
+        try waitUntil("the name was logged", timeout: 20) { harness.log.contains("renamed a request to a safe id") }
+        let line = try #require(harness.log.split(separator: "\n").first { $0.contains("renamed a request to a safe id") })
+        #expect(line.contains(#"file=evil\x0a\u{202e}gnp.\u{200b}x.json"#), "\(line)")
+        #expect(!line.contains("\u{202E}") && !line.contains("\u{200B}"))
+    }
+}
+
+/// A spool root replaced by a symbolic link while running is refused, not followed.
+@Suite(.serialized) struct SpoolRootTests {
+    @Test func aRootReplacedByALinkHoldsEverySend() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["retry_max_seconds": 0.2])
+        let root = harness.layout.root
+        #expect(rename(root, root + ".moved") == 0)
+        #expect(symlink(root + ".moved", root) == 0)
+        try harness.drop("through-link", Harness.request("sent through a replaced root"))
+        try waitUntil("the daemon refused the replaced root", timeout: 20) { harness.log.contains("the spool's root was replaced") }
+        try waitUntil("the request was held a few times", timeout: 20) {
+            harness.log.components(separatedBy: "is not the folder the daemon started with").count > 3
+        }
+        #expect(try harness.arrivals(of: "sent through a replaced root").isEmpty)
+        #expect(unlink(root) == 0)
+        #expect(rename(root + ".moved", root) == 0)
+        try waitUntil("the request is answered once the root is back", timeout: 30) {
+            FileManager.default.fileExists(atPath: harness.layout.result("through-link"))
+        }
+        #expect(try harness.arrivals(of: "sent through a replaced root").count == 1)
+    }
+}
+
+/// With a daemon running, `status` takes its counts from the live status instead of
+/// reading every record.
+@Suite(.serialized) struct StatusCountTests {
+    @Test func statusUsesTheDaemonsCounts() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.drop("before", Harness.request("finished before the start"))
+        try harness.startDaemon()
+        try waitUntil("before is done", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("before")) }
+        try harness.drop("after", Harness.request("finished after the start"))
+        try waitUntil("after is done", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("after")) }
+        func status() throws -> [String: Any] {
+            try #require(JSONObject(try harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout))
+        }
+        try waitUntil("the daemon publishes its counts", timeout: 20) {
+            LiveStatus.read(harness.layout)?.totals?.done == 2
+        }
+        #expect(try status()["done"] as? Int == 2)
+        let tokens = try #require(try status()["tokens"] as? [String: Int])
+        #expect((tokens["total_tokens"] ?? 0) > 0)
+        // A file the daemon did not publish is not counted while it runs: the count is its own.
+        try DurableFile.write(Array("{}".utf8), to: harness.layout.result("planted"))
+        let planted = try status()
+        #expect(planted["done"] as? Int == 2, "\(planted)")
+        #expect(harness.stopDaemon() == 0)
+        #expect(try status()["done"] as? Int == 3, "without a daemon, status counts the files")
+    }
+}
+
+/// Numbers from the network past Int's range reach no trapping conversion.
+@Suite(.serialized) struct HugeNumberTests {
+    @Test func absurdWaitsAndCountsNeitherCrashNorPause() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["max_retry_after_seconds": 1])
+        try harness.drop("huge", Harness.request("wait 1e300 s", stub: ["faults": [["status": 429, "retry_after": "1e300"]]]))
+        try harness.drop("huge-ms", Harness.request("wait 1e300 ms", stub: ["faults": [["status": 503, "retry_after_ms": "1e300"]]]))
+        try harness.drop("huge-reset", Harness.request("reset in 1e300 s", stub: ["faults": [[
+            "headers": ["x-ratelimit-remaining-tokens": "-1e300", "x-ratelimit-reset-tokens": "1e300s"]]]]))
+        for id in ["huge", "huge-ms"] {
+            try waitUntil("\(id) failed", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.errorRecord(id)) }
+            let record = try harness.json(harness.layout.errorRecord(id))
+            #expect((record["message"] as? String)?.contains("max_retry_after_seconds") == true, "\(record)")
+        }
+        try waitUntil("huge-reset answered", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("huge-reset")) }
+        try harness.drop("next", Harness.request("still running"))
+        try waitUntil("the daemon still answers", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("next")) }
+        #expect(harness.daemonIsRunning)
+    }
+}
