@@ -18,6 +18,26 @@ public struct SpoolActions: Sendable {
         }.sorted()
     }
 
+    /// Where `retry --all-failed` puts failures that a later outcome of the same id
+    /// replaced: kept for inspection, never sent again. Not an id: no `.json` suffix.
+    public var supersededFolder: String { layout.failed + "/superseded" }
+
+    /// Failed ids whose failure a later result of the same id replaced.
+    public func supersededIDs() -> [String] {
+        failedIDs().filter { OutcomeTimes(layout: layout, id: $0).failureSuperseded }
+    }
+
+    /// Moves a superseded failure (request and record) into `failed/superseded/`.
+    public func archive(_ id: String) throws {
+        do { try Syscall.mkdir(supersededFolder, mode: layout.directoryMode) } catch let error as SystemError where error.errno == EEXIST {}
+        for (path, name) in [(layout.errorRecord(id), id + SpoolLayout.errorRecordSuffix), (layout.failedRequest(id), id + SpoolLayout.requestSuffix)]
+        where Syscall.exists(path) {
+            try Syscall.rename(path, supersededFolder + "/" + name)
+        }
+        try Syscall.fsyncDirectory(supersededFolder)
+        try Syscall.fsyncDirectory(layout.failed)
+    }
+
     /// Moves a failed request back to `outgoing`. Its task record goes first: a record that
     /// says `failed` would send the request straight back (see `TaskRecord`).
     public func retry(_ id: String) throws {
@@ -63,7 +83,9 @@ public struct SpoolActions: Sendable {
             try Syscall.unlinkIfPresent(layout.rawStream(id))
             cleaned.results += 1
         }
-        for id in failedIDs() where !running.contains(id) && old(layout.failedRequest(id)) {
+        for id in failedIDs() where !running.contains(id) {
+            // Dated by the failure itself, never by the request file's mtime.
+            guard let failedAt = OutcomeTimes(layout: layout, id: id).failed, failedAt < cutoff else { continue }
             try Syscall.unlinkIfPresent(layout.errorRecord(id))
             try Syscall.unlinkIfPresent(layout.failedRequest(id))
             cleaned.failures += 1
