@@ -5,14 +5,23 @@ import LLMSpoolCore
 /// `llmspool submit` and `llmspool wait`: drop a request safely, and follow one to its end.
 enum SubmitCommand {
     static func submit(_ argv: [String]) throws -> Int32 {
-        let args = try Arguments(argv, valued: ["--spool", "--id", "--timeout"], switches: ["--help", "--wait"])
+        let args = try Arguments(argv, valued: ClientSpool.valued.union(["--id", "--timeout"]), switches: ["--help", "--wait"])
         if args.has("--help") {
             print(Help.submit)
             return 0
         }
+        // Every argument is checked before anything is dropped: a typo must not cost a request.
         guard args.positionals.count == 1 else { throw Arguments.UsageError(description: "give one FILE, or - for standard input") }
+        let waitTimeout = try timeout(args)
+        if args["--timeout"] != nil && !args.has("--wait") {
+            throw Arguments.UsageError(description: "--timeout applies to --wait only")
+        }
+        let id = args["--id"] ?? newID()
+        guard case .request(let parsed) = RequestName.classify(id + SpoolLayout.requestSuffix), parsed == id, !id.contains("/") else {
+            throw Arguments.UsageError(description: "--id \"\(Logger.escape(id))\" cannot be used as a request id")
+        }
         let source = args.positionals[0]
-        let layout = SpoolLayout(root: args["--spool"] ?? "./spool")
+        let layout = try ClientSpool.existing(args)
         let limit = Config().maxRequestBytes
         let bytes: [UInt8]
         if source == "-" {
@@ -21,40 +30,49 @@ enum SubmitCommand {
             do { bytes = try FileReader.prefix(path: source, limit: limit + 1) } catch { throw ConfigError("cannot read \(source): \(error)") }
         }
         guard bytes.count <= limit else { throw ConfigError("\(source) is larger than \(limit) bytes") }
-        let id = args["--id"] ?? newID()
-        guard Syscall.exists(layout.outgoing) else { throw ConfigError("\(layout.outgoing) does not exist; is --spool right? (llmspool run creates it)") }
         guard !Syscall.exists(layout.request(id)) else { throw ConfigError("a request with id \(id) is already queued") }
         do {
-            try Submitter.submit(bytes, id: id, layout: layout)
+            try Submitter.submit(bytes, id: id, layout: layout, mode: requestMode(layout))
         } catch let problem as RequestProblem {
             throw ConfigError("\(source == "-" ? "standard input" : source): \(problem)")
         }
+        if let warning = ClientSpool.idleWarning(layout) { FileHandle.standardError.write(Data("llmspool: \(warning)\n".utf8)) }
         guard args.has("--wait") else {
             print(id)
             return 0
         }
         FileHandle.standardError.write(Data("\(id)\n".utf8))
-        return follow(id, layout: layout, timeout: try timeout(args))
+        return follow(id, layout: layout, timeout: waitTimeout)
+    }
+
+    /// A request dropped into a folder the group shares must be readable by the daemon's
+    /// group: 0640 there (the setgid folder gives it the group), the owner's only elsewhere.
+    static func requestMode(_ layout: SpoolLayout) -> mode_t {
+        guard let info = try? Syscall.lstat(layout.outgoing), info.st_mode & 0o020 != 0 else { return 0o600 }
+        return 0o640
     }
 
     static func wait(_ argv: [String]) throws -> Int32 {
-        let args = try Arguments(argv, valued: ["--spool", "--timeout"], switches: ["--help"])
+        let args = try Arguments(argv, valued: ClientSpool.valued.union(["--timeout"]), switches: ["--help"])
         if args.has("--help") {
             print(Help.wait)
             return 0
         }
         guard args.positionals.count == 1 else { throw Arguments.UsageError(description: "give one request ID") }
-        let layout = SpoolLayout(root: args["--spool"] ?? "./spool")
+        let waitTimeout = try timeout(args)
+        let layout = try ClientSpool.layout(args)
         let id = args.positionals[0]
         if SpoolQuery(layout: layout).state(of: id) == .unknown {
             throw ConfigError("no request \(id) in \(layout.root)")
         }
-        return follow(id, layout: layout, timeout: try timeout(args))
+        return follow(id, layout: layout, timeout: waitTimeout)
     }
 
     static func timeout(_ args: Arguments) throws -> Double? {
         guard let text = args["--timeout"] else { return nil }
-        guard let seconds = Double(text), seconds > 0 else { throw Arguments.UsageError(description: "--timeout takes seconds") }
+        guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
+            throw Arguments.UsageError(description: "--timeout takes a number of seconds above 0, not \"\(Logger.escape(text))\"")
+        }
         return seconds
     }
 
@@ -80,7 +98,7 @@ enum SubmitCommand {
             FileHandle.standardOutput.write(Data(text.utf8))
         }, onProgress: { progress in
             guard live && !textShown else { return }
-            var line = String(format: "%@  %.1fs  attempt %d", progress.state.rawValue.replacingOccurrences(of: "_", with: " "),
+            var line = String(format: "%@  %.1fs  attempt %d", progress.state.rawValue,
                               progress.elapsed, progress.attempt)
             if let rate = progress.tokensPerSecond { line += String(format: "  %.0f tok/s", rate) }
             FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))

@@ -13,6 +13,13 @@ func fail(_ message: String, status: Int32 = 2) -> Never {
     exit(status)
 }
 
+// --version works on every command, before anything else is checked.
+let beforeSeparator = arguments.prefix { $0 != "--" }
+if beforeSeparator.contains("--version") || command == "version" {
+    print("llmspool \(BuildInfo.version)")
+    exit(0)
+}
+
 do {
     let status: Int32
     switch command {
@@ -24,6 +31,7 @@ do {
     case "submit": status = try SubmitCommand.submit(rest)
     case "wait": status = try SubmitCommand.wait(rest)
     case "status": status = try StatusCommand.status(rest)
+    case "queue": status = try StatusCommand.queue(rest)
     case "show": status = try StatusCommand.show(rest)
     case "retry": status = try ManageCommand.retry(rest)
     case "cancel": status = try ManageCommand.cancel(rest)

@@ -1,11 +1,13 @@
 import Foundation
 import Glibc
 
-/// Where a request stands, as the spool's folders tell it.
+/// Where a request stands, as the spool's folders tell it: one word per state, the same in
+/// `status`, `show`, `queue`, JSON and the live line.
 public enum RequestState: String, Sendable {
     case queued
-    case inFlight = "in_flight"
-    case deferred
+    case inFlight = "in-flight"
+    /// Waiting for its next attempt (a backoff or a provider's Retry-After).
+    case deferred = "waiting"
     case done
     case failed
     case cancelled
@@ -33,7 +35,8 @@ public struct StatusSummary: Sendable {
 
     public func json() -> [UInt8] {
         var object: [String: Any] = [
-            "queued": queued, "in_flight": inFlight, "deferred": deferred, "done": done, "failed": failed,
+            // "waiting" is the state's word; "deferred" stays for scripts written against it.
+            "queued": queued, "in_flight": inFlight, "waiting": deferred, "deferred": deferred, "done": done, "failed": failed,
             "tokens": tokens,
             "daemon": daemonPID.map { ["running": true, "pid": $0] as [String: Any] } ?? ["running": false],
         ]
@@ -50,16 +53,23 @@ public struct StatusSummary: Sendable {
         return JSONObject.encode(object)
     }
 
+    /// The same object on one line: for `status --watch --json` (NDJSON).
+    public func jsonLine() -> [UInt8] {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(json())),
+              let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return Array("{}\n".utf8) }
+        return Array(data) + [0x0A]
+    }
+
     public func text(now: Date = Date()) -> String {
         var lines = [daemonPID.map { "daemon: running (pid \($0))" } ?? "daemon: not running"]
-        lines.append("queued \(queued)  in flight \(inFlight)  waiting to retry \(deferred)  done \(done)  failed \(failed)")
+        lines.append("queued \(queued)  in-flight \(inFlight)  waiting \(deferred)  done \(done)  failed \(failed)")
         if !tokens.isEmpty {
             lines.append("tokens: " + ["prompt_tokens", "completion_tokens", "total_tokens"].compactMap { key in
                 tokens[key].map { "\(key.replacingOccurrences(of: "_tokens", with: "")) \($0)" }
             }.joined(separator: "  "))
         }
         if !transfers.isEmpty {
-            lines.append("in flight:")
+            lines.append("in-flight:")
             for transfer in transfers.sorted(by: { $0.startedAt < $1.startedAt }) {
                 let elapsed = now.timeIntervalSince(transfer.startedAt)
                 lines.append(String(format: "  %@  %.1fs  %lld bytes  %d tokens  attempt %d  %@", Logger.escape(transfer.id), elapsed,
@@ -67,7 +77,7 @@ public struct StatusSummary: Sendable {
             }
         }
         if !waiting.isEmpty {
-            lines.append("waiting to retry:")
+            lines.append("waiting:")
             for entry in waiting.sorted(by: { ($0.nextAttemptAt ?? .distantPast) < ($1.nextAttemptAt ?? .distantPast) }) {
                 let next = entry.nextAttemptAt.map { String(format: "in %.1fs", max(0, $0.timeIntervalSince(now))) } ?? "soon"
                 lines.append("  \(Logger.escape(entry.id))  next attempt \(next)  after \(entry.attempts) attempts  last error: \(entry.lastError ?? "-")")
@@ -107,8 +117,14 @@ public struct SpoolQuery: Sendable {
             }
             return .queued
         }
-        if Syscall.exists(layout.result(id)) { return .done }
-        if Syscall.exists(layout.errorRecord(id)) { return .failed }
+        let hasResult = Syscall.exists(layout.result(id))
+        let hasFailure = Syscall.exists(layout.errorRecord(id))
+        if hasResult && hasFailure {
+            // Both outcomes of one id: the later one is the request's state.
+            return OutcomeTimes(layout: layout, id: id).failureSuperseded ? .done : .failed
+        }
+        if hasResult { return .done }
+        if hasFailure { return .failed }
         if TaskRecord.load(layout, id: id)?.status == .cancelled { return .cancelled }
         return .unknown
     }
@@ -131,18 +147,52 @@ public struct SpoolQuery: Sendable {
             }
         }
         summary.transfers = live?.inFlight.filter { inFlightIDs.contains($0.id) } ?? []
+        var results = Set<String>()
         for name in (try? Syscall.listDirectory(layout.incoming)) ?? [] {
-            if case .request = RequestName.classify(name) { summary.done += 1 }
+            if case .request(let id) = RequestName.classify(name) { results.insert(id) }
         }
+        var failures = Set<String>()
         for name in (try? Syscall.listDirectory(layout.failed)) ?? [] where name.hasSuffix(SpoolLayout.errorRecordSuffix) && !name.hasPrefix(".") {
-            summary.failed += 1
+            failures.insert(String(name.dropLast(SpoolLayout.errorRecordSuffix.count)))
         }
+        // An id with both outcomes counts once, by its later one.
+        for id in results.intersection(failures) {
+            if OutcomeTimes(layout: layout, id: id).failureSuperseded { failures.remove(id) } else { results.remove(id) }
+        }
+        summary.done = results.count
+        summary.failed = failures.count
         for name in (try? Syscall.listDirectory(layout.state)) ?? [] {
             guard case .request(let id) = RequestName.classify(name), let record = TaskRecord.load(layout, id: id),
                   record.status == .done, let usage = record.usage else { continue }
             for (key, value) in usage { summary.tokens[key, default: 0] += value }
         }
         return summary
+    }
+
+    /// The requests not finished yet, oldest first: what `llmspool queue` lists.
+    public func queue(now: Date = Date()) -> [QueueEntry] {
+        let live = LiveStatus.read(layout, now: now)
+        var entries: [QueueEntry] = []
+        for id in outgoingIDs() {
+            guard let info = try? Syscall.lstat(layout.request(id)) else { continue }
+            let state = self.state(of: id, live: live, now: now)
+            let record = TaskRecord.load(layout, id: id)
+            let arrived = Date(timeIntervalSince1970: Double(info.st_ctim.tv_sec))
+            var entry = QueueEntry(id: id, state: state, bytes: Int64(info.st_size), since: record?.history.firstSeen ?? arrived,
+                                   attempts: record?.history.attempts.count ?? 0, endpoint: record?.endpoint)
+            if let transfer = live?.inFlight.first(where: { $0.id == id }) {
+                entry.endpoint = transfer.endpoint
+                entry.attempts = max(entry.attempts, transfer.attempt)
+            }
+            if state == .deferred, let next = record?.history.notBefore {
+                let error = record?.history.attempts.last?.message.map { " after: \($0)" } ?? ""
+                entry.reason = "next attempt at \(Timestamp.string(next))\(error)"
+            } else if state == .queued && live == nil {
+                entry.reason = "no daemon running"
+            }
+            entries.append(entry)
+        }
+        return entries.sorted { ($0.since, $0.id) < ($1.since, $1.id) }
     }
 
     /// Everything known about one request, as a JSON object.
@@ -168,7 +218,10 @@ public struct SpoolQuery: Sendable {
             if let endpoint = record.endpoint { object["endpoint"] = endpoint }
             if let usage = record.usage { object["usage"] = usage }
         }
-        if let bytes = try? FileReader.prefix(path: layout.errorRecord(id), limit: 1 << 20), let error = JSONObject.parse(bytes) {
+        if object["state"] as? String != RequestState.failed.rawValue, Syscall.exists(layout.errorRecord(id)) {
+            // A later outcome replaced this failure: it is history, not the request's error.
+            object["superseded_failure"] = layout.errorRecord(id)
+        } else if let bytes = try? FileReader.prefix(path: layout.errorRecord(id), limit: 1 << 20), let error = JSONObject.parse(bytes) {
             object["error"] = ["kind": error["kind"] ?? NSNull(), "message": error["message"] ?? NSNull(), "http_status": error["http_status"] ?? NSNull()]
             if object["attempts"] == nil { object["attempts"] = error["attempt_log"] }
         }
