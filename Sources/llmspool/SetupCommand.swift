@@ -97,7 +97,9 @@ enum SetupCommand {
         ]
         lines += values.map { "\($0.0) = \($0.1)" }
         print(lines.joined(separator: "\n"))
-        print("configuration OK")
+        let warnings = ConfigWarnings.of(endpoints)
+        for warning in warnings { FileHandle.standardError.write(Data("llmspool: warning: \(warning)\n".utf8)) }
+        print(warnings.isEmpty ? "configuration OK" : "configuration usable, with \(warnings.count) warning\(warnings.count == 1 ? "" : "s") (on stderr)")
         return 0
     }
 }

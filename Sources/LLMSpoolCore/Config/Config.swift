@@ -319,6 +319,9 @@ struct SettingsReader {
     func checkKeys() throws {
         let knownSet = Set(known)
         for key in settings.keys.sorted() where !knownSet.contains(key) && !key.hasPrefix("_") {
+            if key == "api_key" {
+                throw ConfigError("\(source): \"api_key\": keys are never accepted inline; use api_key_env (a variable's name) or api_key_file")
+            }
             throw ConfigError("\(source): unknown setting \"\(key)\" (known: \(known.joined(separator: ", ")))")
         }
     }
