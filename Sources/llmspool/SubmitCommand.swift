@@ -76,6 +76,20 @@ enum SubmitCommand {
         return seconds
     }
 
+    /// Ctrl-C (or SIGTERM) while following stops the following only: the request stays in
+    /// the spool, and the message says so and how to follow it again. Exit status 130.
+    static func interruptMessage(_ id: String, clearLine: Bool) -> any DispatchSourceSignal {
+        signal(SIGINT, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        source.setEventHandler {
+            let clear = clearLine ? "\r\u{1B}[K" : "\n"
+            FileHandle.standardError.write(Data("\(clear)llmspool: \(id) is still running; `llmspool wait \(id)` to follow\n".utf8))
+            exit(130)
+        }
+        source.resume()
+        return source
+    }
+
     /// A sortable id that no other submit picks: time, then randomness.
     static func newID() -> String {
         let formatter = DateFormatter()
@@ -103,7 +117,9 @@ enum SubmitCommand {
             if let rate = progress.tokensPerSecond { line += String(format: "  %.0f tok/s", rate) }
             FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
         })
+        let interrupt = interruptMessage(id, clearLine: live)
         let ending = follower.run(timeout: timeout)
+        interrupt.cancel()
         if live && !textShown { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         if isatty(1) == 1 && textShown && !lastText.hasSuffix("\n") { FileHandle.standardOutput.write(Data("\n".utf8)) }
         switch ending {

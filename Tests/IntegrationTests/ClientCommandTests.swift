@@ -249,6 +249,52 @@ import Testing
         #expect(try harness.cli(["cancel", "--all", "--yes", "--spool", harness.layout.root]).stdout == "cancelled c\n")
     }
 
+    @Test func ctrlCDuringSubmitWaitSaysTheRequestIsStillRunning() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let file = harness.root + "/request.json"
+        try requestText("interrupted").write(toFile: file, atomically: true, encoding: .utf8)
+        let errors = harness.root + "/submit.err"
+        _ = FileManager.default.createFile(atPath: errors, contents: nil)
+        // No daemon: the request waits, and so does submit --wait, until Ctrl-C.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Harness.binary)
+        process.arguments = ["submit", file, "--id", "interrupted", "--wait", "--spool", harness.layout.root]
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        defer {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+        try waitUntil("the request is dropped and followed", timeout: 20) {
+            ((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "").contains("interrupted\n")
+        }
+        kill(process.processIdentifier, SIGINT)
+        try waitUntil("submit exits", timeout: 20) { !process.isRunning }
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 130)
+        let text = try String(contentsOfFile: errors, encoding: .utf8)
+        #expect(text.contains("llmspool: interrupted is still running; `llmspool wait interrupted` to follow"), "\(text)")
+        #expect(exists(harness.layout.request("interrupted")), "the request stays in the spool")
+    }
+
+    @Test func checkConfigWarnsAboutARemoteEndpointWithoutAKey() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let config = harness.root + "/remote.json"
+        try #"{"spool": "\#(harness.layout.root)", "base_url": "https://api.openai.com/v1"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let checked = try harness.cli(["check-config", "--config", config])
+        #expect(checked.status == 0, "\(checked.stderr)")
+        #expect(checked.stderr.contains("is remote and has no API key"), "\(checked.stderr)")
+        #expect(!checked.stdout.contains("configuration OK"), "\(checked.stdout)")
+        let keyed = try harness.cli(["check-config", "--config", config], environment: ["OPENAI_API_KEY": "sk-test"])
+        #expect(keyed.stdout.contains("configuration OK") && keyed.stderr.isEmpty, "\(keyed.stdout)\(keyed.stderr)")
+        try #"{"api_key": "sk-inline"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let inline = try harness.cli(["check-config", "--config", config])
+        #expect(inline.status == 1 && inline.stderr.contains("keys are never accepted inline; use api_key_env"), "\(inline.stderr)")
+    }
+
     /// A loopback port nobody listens on right now.
     func freePort() throws -> UInt16 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
