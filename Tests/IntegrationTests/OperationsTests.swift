@@ -27,8 +27,10 @@ import Testing
         // A second init keeps the config; --group opens the folders to the group.
         #expect(try harness.cli(["init", spool]).stdout.contains("kept the existing"))
         let grouped = harness.root + "/grouped"
-        #expect(try harness.cli(["init", grouped, "--group"]).status == 0)
-        #expect(try Syscall.lstat(grouped + "/outgoing").st_mode & 0o777 == 0o750)
+        #expect(try harness.cli(["init", grouped, "--group", "root"]).status == 0)
+        #expect(try Syscall.lstat(grouped + "/outgoing").st_mode & 0o7777 == 0o3770)
+        #expect(try Syscall.lstat(grouped + "/incoming").st_mode & 0o7777 == 0o2750)
+        #expect(try harness.cli(["init", grouped, "--group"]).status == 2, "--group names the group")
         #expect(try Config.load(path: grouped + "/config.json").groupReadable)
         // A broken config is refused with its problem.
         try #"{"concurrency": "many"}"#.write(toFile: harness.root + "/bad.json", atomically: false, encoding: .utf8)
