@@ -41,8 +41,10 @@ enum SubmitCommand {
             print(id)
             return 0
         }
+        // Ready for Ctrl-C before the id is out: whoever reads the id may interrupt at once.
+        let interrupt = interruptMessage(id, clearLine: isatty(1) == 1 && isatty(2) == 1)
         FileHandle.standardError.write(Data("\(id)\n".utf8))
-        return follow(id, layout: layout, timeout: waitTimeout)
+        return follow(id, layout: layout, timeout: waitTimeout, interrupt: interrupt)
     }
 
     /// A request dropped into a folder the group shares must be readable by the daemon's
@@ -101,7 +103,7 @@ enum SubmitCommand {
     }
 
     /// Streams the answer's text to stdout; on a terminal, a live line on stderr.
-    static func follow(_ id: String, layout: SpoolLayout, timeout: Double?) -> Int32 {
+    static func follow(_ id: String, layout: SpoolLayout, timeout: Double?, interrupt installed: (any DispatchSourceSignal)? = nil) -> Int32 {
         let live = isatty(1) == 1 && isatty(2) == 1
         var textShown = false
         var lastText = ""
@@ -117,7 +119,7 @@ enum SubmitCommand {
             if let rate = progress.tokensPerSecond { line += String(format: "  %.0f tok/s", rate) }
             FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
         })
-        let interrupt = interruptMessage(id, clearLine: live)
+        let interrupt = installed ?? interruptMessage(id, clearLine: live)
         let ending = follower.run(timeout: timeout)
         interrupt.cancel()
         if live && !textShown { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
