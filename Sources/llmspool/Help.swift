@@ -17,6 +17,7 @@ enum Help {
       show     everything known about one request
       retry    move failed requests back to outgoing
       cancel   cancel queued or running requests
+      hold     keep requests unsent until released (release puts them back)
       clean    remove old results, failures and records
       stub     serve the bundled OpenAI-compatible endpoint on 127.0.0.1
       demo     run the stub and the daemon on ./spool with the sample requests, then exit
@@ -144,6 +145,15 @@ enum Help {
     transfer stops and its partial answer is removed. --all cancels every request in
     outgoing after asking on the terminal; --yes skips the question (a script without it
     cancels nothing).
+    """
+
+    static let hold = """
+    Usage: llmspool hold ID... | llmspool release ID... [--spool DIR | --config FILE]
+
+    hold keeps requests unsent, like postsuper -h: each moves from outgoing to <spool>/hold
+    (a transfer in flight stops, as when its file is deleted). release moves them back to
+    outgoing, where the daemon picks them up with the attempts they had. status, show and
+    queue call them held; cancel deletes a held request.
     """
 
     static let clean = """

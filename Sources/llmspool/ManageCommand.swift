@@ -62,6 +62,18 @@ enum ManageCommand {
         return ["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased())
     }
 
+    /// `hold ID...` and `release ID...`, like postsuper -h and -H.
+    static func hold(_ argv: [String], release: Bool) throws -> Int32 {
+        let args = try Arguments(argv, valued: ClientSpool.valued, switches: ["--help"])
+        if args.has("--help") {
+            print(Help.hold)
+            return 0
+        }
+        guard !args.positionals.isEmpty else { throw Arguments.UsageError(description: "give request IDs") }
+        let actions = SpoolActions(layout: try ClientSpool.existing(args))
+        return release ? each(args.positionals, "released") { try actions.release($0) } : each(args.positionals, "held") { try actions.hold($0) }
+    }
+
     static func clean(_ argv: [String]) throws -> Int32 {
         let args = try Arguments(argv, valued: ClientSpool.valued.union(["--older-than"]), switches: ["--help"])
         if args.has("--help") {

@@ -35,6 +35,8 @@ do {
     case "show": status = try StatusCommand.show(rest)
     case "retry": status = try ManageCommand.retry(rest)
     case "cancel": status = try ManageCommand.cancel(rest)
+    case "hold": status = try ManageCommand.hold(rest, release: false)
+    case "release": status = try ManageCommand.hold(rest, release: true)
     case "clean": status = try ManageCommand.clean(rest)
     case "-h", "--help", "help":
         print(Help.main)

@@ -339,3 +339,29 @@ extension Harness {
         return process
     }
 }
+
+/// `hold` and `release`, like postsuper -h and -H.
+@Suite(.serialized) struct HoldCommandTests {
+    @Test func aHeldRequestStaysUnsentUntilReleased() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.drop("kept", Harness.request("kept back"))
+        let held = try harness.cli(["hold", "kept", "--spool", harness.layout.root])
+        #expect(held.status == 0 && held.stdout == "held kept\n", "\(held.stdout)\(held.stderr)")
+        #expect(try harness.cli(["hold", "kept", "--spool", harness.layout.root]).status == 1, "not in outgoing any more")
+        try harness.startDaemon()
+        // A request dropped later is answered: the daemon runs, and still sends nothing held.
+        try harness.drop("other", Harness.request("not held"))
+        try waitUntil("the other is done", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("other")) }
+        #expect(try harness.arrivals(of: "kept back").isEmpty)
+        #expect(JSONObject(try harness.cli(["show", "kept", "--spool", harness.layout.root]).stdout)?["state"] as? String == "held")
+        #expect(JSONObject(try harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout)?["held"] as? Int == 1)
+        let queue = try harness.cli(["queue", "--spool", harness.layout.root])
+        #expect(queue.stdout.contains("kept  held") && queue.stdout.contains("llmspool release kept"), "\(queue.stdout)")
+        let released = try harness.cli(["release", "kept", "--spool", harness.layout.root])
+        #expect(released.stdout == "released kept\n", "\(released.stderr)")
+        try waitUntil("the released one is done", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("kept")) }
+        #expect(try harness.arrivals(of: "kept back").count == 1)
+    }
+}

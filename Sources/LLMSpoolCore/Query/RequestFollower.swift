@@ -68,7 +68,7 @@ public final class RequestFollower {
             case .unknown where sawRequest:
                 // Gone from outgoing with no outcome yet: the outcome is being written.
                 break
-            case .queued, .inFlight, .deferred:
+            case .queued, .inFlight, .deferred, .held:
                 sawRequest = true
             case .unknown:
                 break

@@ -52,8 +52,46 @@ public struct SpoolActions: Sendable {
         try Syscall.fsyncDirectory(layout.failed)
     }
 
-    /// Cancels a queued, waiting or running request, as deleting its file does.
+    /// Where held requests wait, unsent, like Postfix's hold queue: outside `outgoing`, so
+    /// the daemon needs no cooperation (taking a request out of `outgoing` withdraws it).
+    public var holdFolder: String { layout.root + "/hold" }
+
+    public func held(_ id: String) -> String { "\(holdFolder)/\(id)\(SpoolLayout.requestSuffix)" }
+
+    /// Ids of the held requests.
+    public func heldIDs() -> [String] {
+        ((try? Syscall.listDirectory(holdFolder)) ?? []).compactMap {
+            if case .request(let id) = RequestName.classify($0) { return id }
+            return nil
+        }.sorted()
+    }
+
+    /// Keeps a request unsent until `release`. One in flight is stopped, as by deletion.
+    public func hold(_ id: String) throws {
+        guard Syscall.exists(layout.request(id)) else { throw ConfigError("\(id): not in \(layout.outgoing) (finished, failed, held or never dropped)") }
+        do { try Syscall.mkdir(holdFolder, mode: layout.directoryMode) } catch let error as SystemError where error.errno == EEXIST {}
+        guard !Syscall.exists(held(id)) else { throw ConfigError("\(id): \(held(id)) already exists") }
+        try Syscall.rename(layout.request(id), held(id))
+        try Syscall.fsyncDirectory(holdFolder)
+        try Syscall.fsyncDirectory(layout.outgoing)
+    }
+
+    /// Puts a held request back in `outgoing`, where the daemon picks it up.
+    public func release(_ id: String) throws {
+        guard Syscall.exists(held(id)) else { throw ConfigError("\(id): not held (no \(held(id)))") }
+        guard !Syscall.exists(layout.request(id)) else { throw ConfigError("\(id): \(layout.request(id)) already exists") }
+        try Syscall.rename(held(id), layout.request(id))
+        try Syscall.fsyncDirectory(layout.outgoing)
+        try Syscall.fsyncDirectory(holdFolder)
+    }
+
+    /// Cancels a queued, waiting or running request, as deleting its file does; a held one
+    /// is deleted from the hold folder.
     public func cancel(_ id: String) throws {
+        if !Syscall.exists(layout.request(id)), Syscall.exists(held(id)) {
+            try Syscall.unlink(held(id))
+            return
+        }
         do {
             try Syscall.unlink(layout.request(id))
         } catch let error as SystemError where error.errno == ENOENT {

@@ -8,6 +8,8 @@ public enum RequestState: String, Sendable {
     case inFlight = "in-flight"
     /// Waiting for its next attempt (a backoff or a provider's Retry-After).
     case deferred = "waiting"
+    /// Kept unsent in the hold folder until released.
+    case held
     case done
     case failed
     case cancelled
@@ -28,6 +30,7 @@ public struct StatusSummary: Sendable {
     public var deferred = 0
     public var done = 0
     public var failed = 0
+    public var held = 0
     public var tokens: [String: Int] = [:]
     public var transfers: [TransferEngine.LiveTransfer] = []
     public var waiting: [Waiting] = []
@@ -37,7 +40,7 @@ public struct StatusSummary: Sendable {
         var object: [String: Any] = [
             // "waiting" is the state's word; "deferred" stays for scripts written against it.
             "queued": queued, "in_flight": inFlight, "waiting": deferred, "deferred": deferred, "done": done, "failed": failed,
-            "tokens": tokens,
+            "held": held, "tokens": tokens,
             "daemon": daemonPID.map { ["running": true, "pid": $0] as [String: Any] } ?? ["running": false],
         ]
         object["in_flight_requests"] = transfers.map {
@@ -62,7 +65,7 @@ public struct StatusSummary: Sendable {
 
     public func text(now: Date = Date()) -> String {
         var lines = [daemonPID.map { "daemon: running (pid \($0))" } ?? "daemon: not running"]
-        lines.append("queued \(queued)  in-flight \(inFlight)  waiting \(deferred)  done \(done)  failed \(failed)")
+        lines.append("queued \(queued)  in-flight \(inFlight)  waiting \(deferred)  done \(done)  failed \(failed)  held \(held)")
         if !tokens.isEmpty {
             lines.append("tokens: " + ["prompt_tokens", "completion_tokens", "total_tokens"].compactMap { key in
                 tokens[key].map { "\(key.replacingOccurrences(of: "_tokens", with: "")) \($0)" }
@@ -117,6 +120,7 @@ public struct SpoolQuery: Sendable {
             }
             return .queued
         }
+        if Syscall.exists(SpoolActions(layout: layout).held(id)) { return .held }
         let hasResult = Syscall.exists(layout.result(id))
         let hasFailure = Syscall.exists(layout.errorRecord(id))
         if hasResult && hasFailure {
@@ -159,6 +163,7 @@ public struct SpoolQuery: Sendable {
         for id in results.intersection(failures) {
             if OutcomeTimes(layout: layout, id: id).failureSuperseded { failures.remove(id) } else { results.remove(id) }
         }
+        summary.held = SpoolActions(layout: layout).heldIDs().count
         summary.done = results.count
         summary.failed = failures.count
         for name in (try? Syscall.listDirectory(layout.state)) ?? [] {
@@ -191,6 +196,15 @@ public struct SpoolQuery: Sendable {
                 entry.reason = "no daemon running"
             }
             entries.append(entry)
+        }
+        let actions = SpoolActions(layout: layout)
+        for id in actions.heldIDs() {
+            guard let info = try? Syscall.lstat(actions.held(id)) else { continue }
+            let record = TaskRecord.load(layout, id: id)
+            entries.append(QueueEntry(id: id, state: .held, bytes: Int64(info.st_size),
+                                      since: record?.history.firstSeen ?? Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec)),
+                                      attempts: record?.history.attempts.count ?? 0, endpoint: record?.endpoint,
+                                      reason: "held: llmspool release \(id)"))
         }
         return entries.sorted { ($0.since, $0.id) < ($1.since, $1.id) }
     }
