@@ -29,3 +29,26 @@ import Testing
         }
     }
 }
+
+/// Config syntax errors read naturally and name the line and column; the standard's rules hold.
+@Suite struct ConfigSyntaxTests {
+    func message(_ text: String) -> String {
+        do {
+            _ = try Config.parse(Array(text.utf8), source: "c.json")
+            return "accepted"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func aTrailingCommaIsRefusedWithItsPlace() {
+        let refused = message("{\n  \"concurrency\": 4,\n}\n")
+        #expect(refused.hasPrefix("config c.json is not valid JSON: line 3, column 1: "), "\(refused)")
+    }
+
+    @Test func aMissingCommaNamesItsLineAndColumn() {
+        let refused = message("{\n  \"concurrency\": 4\n  \"metrics\": \"127.0.0.1:9464\"\n}\n")
+        #expect(refused.hasPrefix("config c.json is not valid JSON: line 3, column 3: "), "\(refused)")
+        #expect(message("{\"concurrency\": 4}") == "accepted")
+    }
+}

@@ -122,6 +122,14 @@ public struct Config: Sendable, Equatable {
 
     /// Parses a config file's bytes; `source` names it in errors.
     public static func parse(_ bytes: [UInt8], source: String, base: Config = Config()) throws -> Config {
+        // The strict reader first: it refuses what the standard refuses (a trailing comma,
+        // which Foundation lets through) and says where, as a line and a column.
+        do {
+            _ = try RawJSON.parse(bytes)
+        } catch {
+            let (line, column) = RequestValidator.position(ofByte: min(error.offset, bytes.count), in: bytes)
+            throw ConfigError("config \(source) is not valid JSON: line \(line), column \(column): \(error.reason)")
+        }
         let object: Any
         do {
             object = try JSONSerialization.jsonObject(with: Data(bytes))
