@@ -107,12 +107,13 @@ enum Help {
     """
 
     static let status = """
-    Usage: llmspool status [--json] [--watch] [--interval SECONDS] [--spool DIR]
+    Usage: llmspool status [--json] [--watch [--interval SECONDS]] [--list] [--spool DIR | --config FILE]
 
     Queued, in flight (id, elapsed, bytes and tokens received, attempt, endpoint), waiting
     to retry (next attempt, last error), done and failed counts, and token totals. Reads the
     folders (and the daemon's state/.daemon.json when one runs); locks nothing. --json prints
-    one object with counts under queued, in_flight, deferred, done, failed.
+    one object with counts under queued, in_flight, waiting (also as deferred), done, failed
+    and held; with --watch, one object per line (NDJSON). --list is `llmspool queue`.
     """
 
     static let queue = """

@@ -5,10 +5,15 @@ import LLMSpoolCore
 /// `llmspool status` and `llmspool show`: read the spool, change nothing.
 enum StatusCommand {
     static func status(_ argv: [String]) throws -> Int32 {
-        let args = try Arguments(argv, valued: ClientSpool.valued.union(["--interval"]), switches: ["--help", "--json", "--watch"])
+        let args = try Arguments(argv, valued: ClientSpool.valued.union(["--interval"]), switches: ["--help", "--json", "--watch", "--list"])
         if args.has("--help") {
             print(Help.status)
             return 0
+        }
+        if args.has("--list") {
+            // The same listing as `queue`, for those who look for it under status.
+            guard !args.has("--watch") && args["--interval"] == nil else { throw Arguments.UsageError(description: "--list does not take --watch") }
+            return try queue(argv.filter { $0 != "--list" })
         }
         guard args.positionals.isEmpty else { throw Arguments.UsageError(description: "unexpected argument \(Logger.escape(args.positionals[0]))") }
         var interval = 1.0

@@ -358,6 +358,8 @@ extension Harness {
         #expect(JSONObject(try harness.cli(["show", "kept", "--spool", harness.layout.root]).stdout)?["state"] as? String == "held")
         #expect(JSONObject(try harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout)?["held"] as? Int == 1)
         let queue = try harness.cli(["queue", "--spool", harness.layout.root])
+        let listed = try harness.cli(["status", "--list", "--spool", harness.layout.root]).stdout
+        #expect(listed.hasPrefix("ID  STATE  BYTES  AGE") && listed.contains("kept  held"), "status --list is queue: \(listed)")
         #expect(queue.stdout.contains("kept  held") && queue.stdout.contains("llmspool release kept"), "\(queue.stdout)")
         let released = try harness.cli(["release", "kept", "--spool", harness.layout.root])
         #expect(released.stdout == "released kept\n", "\(released.stderr)")
