@@ -38,7 +38,7 @@ enum ClientSpool {
     static func idleWarning(_ layout: SpoolLayout, now: Date = Date()) -> String? {
         if LiveStatus.read(layout, now: now) != nil { return nil }
         if let seen = lastSeenDaemon(layout), now.timeIntervalSince(seen) < 60 { return nil }
-        let when = lastSeenDaemon(layout).map { "since \(Timestamp.string($0))" } ?? "ever"
-        return "warning: no daemon has been running on \(layout.root) \(when); the request waits in \(layout.outgoing) until `llmspool run` watches it"
+        let since = lastSeenDaemon(layout).map { " (none since \(Timestamp.string($0)))" } ?? ""
+        return "warning: no daemon has been running on \(layout.root) for a minute\(since); the request waits in \(layout.outgoing) until `llmspool run` watches it"
     }
 }
