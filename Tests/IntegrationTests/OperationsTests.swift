@@ -103,7 +103,8 @@ import Testing
                 guard parts.count == 2, let value = Double(parts[1]) else { throw HarnessError("not a sample: \(line)") }
                 samples[String(parts[0])] = value
             }
-            return samples["llmspool_requests_total{outcome=\"failed\"}"] == 1
+            // A result appears before its outcome is counted (the request's removal comes between).
+            return samples["llmspool_requests_total{outcome=\"failed\"}"] == 1 && samples["llmspool_requests_total{outcome=\"done\"}"] == 2
         }
         #expect(samples["llmspool_requests_total{outcome=\"done\"}"] == 2)
         #expect(samples["llmspool_retries_total{reason=\"http\"}"] == 1)
