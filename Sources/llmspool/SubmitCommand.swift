@@ -114,10 +114,7 @@ enum SubmitCommand {
             FileHandle.standardOutput.write(Data(text.utf8))
         }, onProgress: { progress in
             guard live && !textShown else { return }
-            var line = String(format: "%@  %.1fs  attempt %d", progress.state.rawValue,
-                              progress.elapsed, progress.attempt)
-            if let rate = progress.tokensPerSecond { line += String(format: "  %.0f tok/s", rate) }
-            FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
+            FileHandle.standardError.write(Data("\r\u{1B}[K\(progress.line())".utf8))
         })
         let interrupt = installed ?? interruptMessage(id, clearLine: live)
         let ending = follower.run(timeout: timeout)
