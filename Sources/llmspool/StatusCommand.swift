@@ -38,7 +38,8 @@ enum StatusCommand {
             }
             if clear { FileHandle.standardOutput.write(Data("\u{1B}[H\u{1B}[2J".utf8)) }
             FileHandle.standardOutput.write(Data(text.utf8))
-            if args.has("--watch") { usleep(UInt32(interval * 1_000_000)) }
+            // Thread.sleep: usleep takes a UInt32 of microseconds, which a long interval overflows.
+            if args.has("--watch") { Thread.sleep(forTimeInterval: interval) }
         } while args.has("--watch")
         return 0
     }

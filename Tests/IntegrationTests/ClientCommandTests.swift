@@ -235,6 +235,10 @@ import Testing
         let lines = watched.stdout.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.count >= 2 && lines.last == "", "\(watched.stdout)")
         for line in lines.dropLast() { #expect(JSONObject(String(line))?["queued"] as? Int == 0, "\(line)") }
+        // The longest interval is accepted, not an overflow (the first object comes at once).
+        let slow = try harness.cli(["/usr/bin/timeout", "-s", "KILL", "2", Harness.binary, "status", "--watch", "--json", "--interval", "86400",
+                                    "--spool", harness.layout.root], viaProgram: true)
+        #expect(slow.status == 137 && slow.stdout.split(separator: "\n").count == 1, "\(slow.status) \(slow.stderr)")
 
         try harness.drop("a", Harness.request("a"))
         try harness.drop("b", Harness.request("b"))
