@@ -22,7 +22,7 @@ Package: llmspool
 Version: $version
 Architecture: $arch
 Maintainer: llmspool developers <dev@llmspool.invalid>
-Depends: libinotifytools0, libcurl4, libmicrohttpd12
+Depends: adduser, libinotifytools0, libcurl4, libmicrohttpd12
 Section: net
 Priority: optional
 Description: spool daemon for long LLM calls
@@ -44,6 +44,28 @@ if [ "$1" = configure ]; then
 fi
 POSTINST
 chmod 0755 "$root/DEBIAN/postinst"
+cat > "$root/DEBIAN/prerm" <<'PRERM'
+#!/bin/sh
+set -e
+# Stop the daemon before its binary goes; requests stay in the spool for the next start.
+if [ -d /run/systemd/system ] && { [ "$1" = remove ] || [ "$1" = upgrade ]; }; then
+    systemctl stop llmspool.service >/dev/null 2>&1 || true
+fi
+PRERM
+chmod 0755 "$root/DEBIAN/prerm"
+cat > "$root/DEBIAN/postrm" <<'POSTRM'
+#!/bin/sh
+set -e
+if [ -d /run/systemd/system ]; then systemctl daemon-reload >/dev/null 2>&1 || true; fi
+# purge removes the configuration and the user, never the spool: it holds other people's
+# requests and answers (remove /var/spool/llmspool by hand when it is no longer wanted).
+if [ "$1" = purge ]; then
+    rm -f /etc/llmspool/config.json
+    rmdir /etc/llmspool 2>/dev/null || true
+    if getent passwd llmspool >/dev/null && command -v deluser >/dev/null; then deluser --system llmspool >/dev/null 2>&1 || true; fi
+fi
+POSTRM
+chmod 0755 "$root/DEBIAN/postrm"
 out="llmspool_${version}_${arch}.deb"
 dpkg-deb --root-owner-group --build "$root" "$out" >/dev/null
 echo "$out"

@@ -39,6 +39,44 @@ static inline struct MHD_Daemon *llms_mhd_start_ipv4(
     return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 }
 
+/* The metrics listener: an IPv4 or IPv6 literal, and no SO_REUSEPORT, so that a port
+   another process holds is refused instead of shared (scrapes would alternate). */
+static inline struct MHD_Daemon *llms_mhd_start_exclusive(
+    unsigned int flags, const char *address, int ipv6, uint16_t port,
+    MHD_AccessHandlerCallback handler, void *handler_cls,
+    unsigned int connection_limit, unsigned int connection_timeout_seconds)
+{
+    struct sockaddr_in addr4;
+    struct sockaddr_in6 addr6;
+    memset(&addr4, 0, sizeof addr4);
+    memset(&addr6, 0, sizeof addr6);
+    void *addr;
+    if (ipv6) {
+        addr6.sin6_family = AF_INET6;
+        addr6.sin6_port = htons(port);
+        if (inet_pton(AF_INET6, address, &addr6.sin6_addr) != 1) return NULL;
+        addr = &addr6;
+        flags |= MHD_USE_IPv6;
+    } else {
+        addr4.sin_family = AF_INET;
+        addr4.sin_port = htons(port);
+        if (inet_pton(AF_INET, address, &addr4.sin_addr) != 1) return NULL;
+        addr = &addr4;
+    }
+    struct MHD_OptionItem options[] = {
+        {MHD_OPTION_SOCK_ADDR, 0, addr},
+        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)connection_limit, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)connection_timeout_seconds, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+}
+
+static inline int llms_ipv6_parses(const char *address) {
+    struct in6_addr parsed;
+    return inet_pton(AF_INET6, address, &parsed) == 1;
+}
+
 static inline int llms_ipv4_parses(const char *address) {
     struct in_addr parsed;
     return inet_pton(AF_INET, address, &parsed) == 1;

@@ -15,8 +15,19 @@ public enum Syscall {
         }
     }
 
+    /// A file this creates gets exactly `mode`: the umask (a unit's `UMask=0077`) must not
+    /// take away the group bits a setting asked for, so the mode is set again with fchmod.
     public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws -> Int32 {
-        try retrying("open", path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
+        let fd = try retrying("open", path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
+        if flags & O_CREAT != 0 {
+            do {
+                _ = try retrying("fchmod", path) { Glibc.fchmod(fd, mode) }
+            } catch {
+                Glibc.close(fd)
+                throw error
+            }
+        }
+        return fd
     }
 
     /// Closes without retrying: on Linux the descriptor is gone even when close reports
@@ -82,8 +93,10 @@ public enum Syscall {
         do { try unlink(path) } catch let error as SystemError where error.errno == ENOENT {}
     }
 
+    /// The folder gets exactly `mode`, whatever the umask (see `open`).
     public static func mkdir(_ path: String, mode: mode_t) throws {
         _ = try retrying("mkdir", path) { Glibc.mkdir(path, mode) }
+        _ = try retrying("chmod", path) { Glibc.chmod(path, mode) }
     }
 
     public static func fstat(_ fd: Int32, path: String? = nil) throws -> stat {

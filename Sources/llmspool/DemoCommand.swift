@@ -17,9 +17,6 @@ enum DemoCommand {
         config.concurrency = 8
         config.logLevel = .warning
         let layout = SpoolLayout(root: config.spool)
-        let samplesFolder = config.spool + "/samples"
-        let samples = try Syscall.listDirectory(samplesFolder).filter { $0.hasSuffix(".json") }.sorted()
-        guard !samples.isEmpty else { throw ConfigError("no sample requests in \(samplesFolder)") }
 
         let stub = try StubServer(port: 0, defaults: StubDirectives(tokens: 12, tokenDelayMs: 15))
         let reports = Mutex<[String: TaskReport]>([:])
@@ -32,10 +29,8 @@ enum DemoCommand {
         print("local endpoint: \(stub.baseURL)")
         try daemon.start()
         var ids: [String] = []
-        for name in samples {
-            let id = String(name.dropLast(SpoolLayout.requestSuffix.count))
-            let bytes = try FileReader.prefix(path: "\(samplesFolder)/\(name)", limit: config.maxRequestBytes)
-            let path = try Submitter.submit(bytes, id: id, layout: layout)
+        for (id, text) in DemoSamples.all {
+            let path = try Submitter.submit(Array(text.utf8), id: id, layout: layout)
             print("dropped \(path)")
             ids.append(id)
         }

@@ -13,14 +13,18 @@ enum Help {
       submit   drop a request safely (--wait follows it, printing the answer as it streams)
       wait     follow a request someone else dropped to its end
       status   counts and requests in flight, with or without a running daemon
+      queue    list the requests not finished yet: state, size, age, attempts, endpoint, reason
       show     everything known about one request
       retry    move failed requests back to outgoing
       cancel   cancel queued or running requests
+      hold     keep requests unsent until released (release puts them back)
       clean    remove old results, failures and records
       stub     serve the bundled OpenAI-compatible endpoint on 127.0.0.1
       demo     run the stub and the daemon on ./spool with the sample requests, then exit
 
-    Every command takes --spool DIR (default ./spool) where it applies.
+    Every command takes --version, and --spool DIR or --config FILE where it applies: the
+    spool is --spool, else the config's (--config, $LLMSPOOL_CONFIG, Config/llmspool.json,
+    /etc/llmspool/config.json, the first that exists), else ./spool.
 
     Run `llmspool <command> --help` for a command's options.
     """
@@ -75,7 +79,7 @@ enum Help {
     Usage: llmspool demo [options]
 
     Starts the stub on a free loopback port and the daemon on the spool, drops the sample
-    requests from <spool>/samples into <spool>/outgoing, waits for each to finish, prints
+    requests built into the binary into <spool>/outgoing, waits for each to finish, prints
     where each result landed and exits. Needs no API key and no network.
 
     Options:
@@ -103,12 +107,21 @@ enum Help {
     """
 
     static let status = """
-    Usage: llmspool status [--json] [--watch] [--interval SECONDS] [--spool DIR]
+    Usage: llmspool status [--json] [--watch [--interval SECONDS]] [--list] [--spool DIR | --config FILE]
 
     Queued, in flight (id, elapsed, bytes and tokens received, attempt, endpoint), waiting
     to retry (next attempt, last error), done and failed counts, and token totals. Reads the
     folders (and the daemon's state/.daemon.json when one runs); locks nothing. --json prints
-    one object with counts under queued, in_flight, deferred, done, failed.
+    one object with counts under queued, in_flight, waiting (also as deferred), done, failed
+    and held; with --watch, one object per line (NDJSON). --list is `llmspool queue`.
+    """
+
+    static let queue = """
+    Usage: llmspool queue [--json] [--spool DIR | --config FILE]
+
+    Lists the requests in outgoing, oldest first, like postqueue -p: id, state (queued,
+    waiting, in-flight), size in bytes, age, attempts, endpoint, and why it waits. --json
+    prints {"requests": [...]} with the same fields.
     """
 
     static let show = """
@@ -119,16 +132,29 @@ enum Help {
     """
 
     static let retry = """
-    Usage: llmspool retry ID... | --all-failed [--spool DIR]
+    Usage: llmspool retry ID... | --all-failed [--spool DIR | --config FILE]
 
-    Moves failed requests back to outgoing, with a fresh attempt count.
+    Moves failed requests back to outgoing, with a fresh attempt count. --all-failed skips
+    a failure that a later result of the same id replaced: it moves it (request and record)
+    to failed/superseded/ instead of sending it again.
     """
 
     static let cancel = """
-    Usage: llmspool cancel ID... [--spool DIR]
+    Usage: llmspool cancel ID... | --all [--yes] [--spool DIR | --config FILE]
 
     Cancels queued, waiting or running requests, as deleting their files does: a running
-    transfer stops and its partial answer is removed.
+    transfer stops and its partial answer is removed. --all cancels every request in
+    outgoing after asking on the terminal; --yes skips the question (a script without it
+    cancels nothing).
+    """
+
+    static let hold = """
+    Usage: llmspool hold ID... | llmspool release ID... [--spool DIR | --config FILE]
+
+    hold keeps requests unsent, like postsuper -h: each moves from outgoing to <spool>/hold
+    (a transfer in flight stops, as when its file is deleted). release moves them back to
+    outgoing, where the daemon picks them up with the attempts they had. status, show and
+    queue call them held; cancel deletes a held request.
     """
 
     static let clean = """
@@ -140,10 +166,13 @@ enum Help {
     """
 
     static let initialize = """
-    Usage: llmspool init [DIR] [--config FILE] [--group] [--force]
+    Usage: llmspool init [DIR] [--config FILE] [--group GROUP] [--force]
 
     Creates the spool DIR (default ./spool) with outgoing, incoming, failed and state,
-    mode 0700 (0750 with --group), and writes a commented example configuration to FILE
+    mode 0700. With --group GROUP the folders belong to GROUP: outgoing is 3770 (members
+    drop requests; setgid keeps them in the group, the sticky bit keeps members from
+    removing each other's), the others 2750, and group_readable is on. Add a user to the
+    group with: adduser USER GROUP (then log in again). It also writes a commented example configuration to FILE
     (default DIR/config.json, mode 0600) naming that spool. An existing config is kept
     unless --force. For a service: llmspool init /var/spool/llmspool --config /etc/llmspool/config.json
     """

@@ -1,44 +1,90 @@
 import Foundation
+import Glibc
 import LLMSpoolCore
 
 /// `llmspool retry`, `cancel` and `clean`: an operator's changes to the spool.
 enum ManageCommand {
     static func retry(_ argv: [String]) throws -> Int32 {
-        let args = try Arguments(argv, valued: ["--spool"], switches: ["--help", "--all-failed"])
+        let args = try Arguments(argv, valued: ClientSpool.valued, switches: ["--help", "--all-failed"])
         if args.has("--help") {
             print(Help.retry)
             return 0
         }
-        let actions = SpoolActions(layout: SpoolLayout(root: args["--spool"] ?? "./spool"))
-        let ids = args.has("--all-failed") ? actions.failedIDs() : args.positionals
-        guard !ids.isEmpty else {
-            if args.has("--all-failed") { return 0 }
+        if args.has("--all-failed") && !args.positionals.isEmpty {
+            throw Arguments.UsageError(description: "give request IDs or --all-failed, not both")
+        }
+        guard args.has("--all-failed") || !args.positionals.isEmpty else {
             throw Arguments.UsageError(description: "give request IDs, or --all-failed")
         }
-        return each(ids, "requeued") { try actions.retry($0) }
+        let actions = SpoolActions(layout: try ClientSpool.existing(args))
+        guard args.has("--all-failed") else { return each(args.positionals, "requeued") { try actions.retry($0) } }
+        // A failure that a later result of the same id replaced is history: archived, not sent again.
+        let superseded = Set(actions.supersededIDs())
+        let archived = each(superseded.sorted(), "archived superseded failure of") { try actions.archive($0) }
+        let retried = each(actions.failedIDs().filter { !superseded.contains($0) }, "requeued") { try actions.retry($0) }
+        return max(archived, retried)
     }
 
     static func cancel(_ argv: [String]) throws -> Int32 {
-        let args = try Arguments(argv, valued: ["--spool"], switches: ["--help"])
+        let args = try Arguments(argv, valued: ClientSpool.valued, switches: ["--help", "--all", "--yes"])
         if args.has("--help") {
             print(Help.cancel)
             return 0
         }
+        if args.has("--all") && !args.positionals.isEmpty { throw Arguments.UsageError(description: "give request IDs or --all, not both") }
+        guard args.has("--all") || !args.positionals.isEmpty else { throw Arguments.UsageError(description: "give request IDs, or --all") }
+        if args.has("--yes") && !args.has("--all") { throw Arguments.UsageError(description: "--yes applies to --all only") }
+        let layout = try ClientSpool.existing(args)
+        let actions = SpoolActions(layout: layout)
+        guard args.has("--all") else { return each(args.positionals, "cancelled") { try actions.cancel($0) } }
+        let ids = SpoolQuery(layout: layout).outgoingIDs().sorted()
+        guard !ids.isEmpty else {
+            print("nothing to cancel in \(layout.outgoing)")
+            return 0
+        }
+        if !args.has("--yes") {
+            guard confirm("cancel all \(ids.count) requests in \(layout.outgoing)? [y/N] ") else {
+                FileHandle.standardError.write(Data("llmspool: nothing cancelled\n".utf8))
+                return 1
+            }
+        }
+        return each(ids, "cancelled") { try actions.cancel($0) }
+    }
+
+    /// Asks on the terminal (stderr, then a line from stdin); anything but y or yes is no,
+    /// and so is the end of the input, so a script without --yes cancels nothing.
+    static func confirm(_ question: String) -> Bool {
+        FileHandle.standardError.write(Data(question.utf8))
+        guard let answer = readLine() else {
+            FileHandle.standardError.write(Data("\n".utf8))
+            return false
+        }
+        return ["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased())
+    }
+
+    /// `hold ID...` and `release ID...`, like postsuper -h and -H.
+    static func hold(_ argv: [String], release: Bool) throws -> Int32 {
+        let args = try Arguments(argv, valued: ClientSpool.valued, switches: ["--help"])
+        if args.has("--help") {
+            print(Help.hold)
+            return 0
+        }
         guard !args.positionals.isEmpty else { throw Arguments.UsageError(description: "give request IDs") }
-        let actions = SpoolActions(layout: SpoolLayout(root: args["--spool"] ?? "./spool"))
-        return each(args.positionals, "cancelled") { try actions.cancel($0) }
+        let actions = SpoolActions(layout: try ClientSpool.existing(args))
+        return release ? each(args.positionals, "released") { try actions.release($0) } : each(args.positionals, "held") { try actions.hold($0) }
     }
 
     static func clean(_ argv: [String]) throws -> Int32 {
-        let args = try Arguments(argv, valued: ["--spool", "--older-than"], switches: ["--help"])
+        let args = try Arguments(argv, valued: ClientSpool.valued.union(["--older-than"]), switches: ["--help"])
         if args.has("--help") {
             print(Help.clean)
             return 0
         }
+        guard args.positionals.isEmpty else { throw Arguments.UsageError(description: "unexpected argument \(Logger.escape(args.positionals[0]))") }
         guard let text = args["--older-than"], let age = SpoolActions.age(text) else {
             throw Arguments.UsageError(description: "--older-than takes an age such as 90s, 15m, 12h, 7d or 2w")
         }
-        let cleaned = try SpoolActions(layout: SpoolLayout(root: args["--spool"] ?? "./spool")).clean(olderThan: Date().addingTimeInterval(-age))
+        let cleaned = try SpoolActions(layout: try ClientSpool.existing(args)).clean(olderThan: Date().addingTimeInterval(-age))
         print("removed \(cleaned.results) results, \(cleaned.failures) failed requests, \(cleaned.records) task records")
         return 0
     }

@@ -34,6 +34,7 @@ enum RunCommand {
         if let metricsServer, let address = config.metricsAddress {
             logger.info("serving metrics", ["address": address, "port": "\(metricsServer.port)"])
         }
+        for warning in ConfigWarnings.of(endpoints) { logger.warning(warning) }
         logger.info("llmspool running", ["spool": config.spool, "concurrency": "\(config.concurrency)"])
         let signal = signals.wait()
         logger.info("stopping", ["signal": signal == SIGTERM ? "SIGTERM" : "SIGINT"])

@@ -6,18 +6,27 @@ import LLMSpoolCore
 /// configuration amounts to.
 enum SetupCommand {
     static func initialize(_ argv: [String]) throws -> Int32 {
-        let args = try Arguments(argv, valued: ["--config"], switches: ["--help", "--group", "--force"])
+        let args = try Arguments(argv, valued: ["--config", "--group"], switches: ["--help", "--force"])
         if args.has("--help") {
             print(Help.initialize)
             return 0
         }
         guard args.positionals.count <= 1 else { throw Arguments.UsageError(description: "give at most one DIR") }
+        let group = try args["--group"].map(groupID)
         let directory = args.positionals.first ?? "./spool"
         let absolute = directory.hasPrefix("/") ? directory : FileManager.default.currentDirectoryPath + "/" + directory
-        let layout = SpoolLayout(root: absolute, groupReadable: args.has("--group"))
+        let layout = SpoolLayout(root: absolute, groupReadable: group != nil)
         try layout.create()
         for folder in [layout.root, layout.outgoing, layout.incoming, layout.failed, layout.state] {
-            _ = chmod(folder, layout.directoryMode)
+            var mode = layout.directoryMode
+            if let group {
+                // As mail spools do: the group drops requests (setgid keeps each file in the
+                // group, the sticky bit keeps members from removing each other's files) and
+                // reads results in folders whose files inherit the group.
+                mode = folder == layout.outgoing ? 0o3770 : 0o2750
+                guard chown(folder, uid_t.max, group) == 0 else { throw SystemError(errno: errno, call: "chown", path: folder) }
+            }
+            guard chmod(folder, mode) == 0 else { throw SystemError(errno: errno, call: "chmod", path: folder) }
         }
         let configPath = args["--config"] ?? layout.root + "/config.json"
         if Syscall.isPresent(configPath) && !args.has("--force") {
@@ -26,12 +35,19 @@ enum SetupCommand {
         }
         try? Syscall.mkdir(DurableFile.directory(of: configPath), mode: 0o755)
         var text = ExampleConfig.text(spool: layout.root)
-        if args.has("--group") { text = text.replacingOccurrences(of: "\"group_readable\": false", with: "\"group_readable\": true") }
+        if group != nil { text = text.replacingOccurrences(of: "\"group_readable\": false", with: "\"group_readable\": true") }
         try DurableFile.write(Array(text.utf8), to: configPath, mode: 0o600)
         print("spool ready: \(layout.root)")
         print("config written: \(configPath)")
         print("start with: llmspool run --config \(configPath)")
         return 0
+    }
+
+    /// A group name or number, as `chgrp` takes it.
+    static func groupID(_ name: String) throws -> gid_t {
+        if let entry = getgrnam(name) { return entry.pointee.gr_gid }
+        if let number = UInt32(name), getgrgid(number) != nil { return number }
+        throw Arguments.UsageError(description: "--group: no group \"\(Logger.escape(name))\" (create it with: groupadd \(Logger.escape(name)))")
     }
 
     static func checkConfig(_ argv: [String]) throws -> Int32 {
@@ -77,11 +93,14 @@ enum SetupCommand {
             ("settle_seconds", "\(config.settleSeconds)"), ("min_free_bytes", "\(config.minFreeBytes)"),
             ("shutdown_grace_seconds", "\(config.shutdownGraceSeconds)"),
             ("on_complete", config.hooks.onComplete.map { "\($0)" } ?? "none"), ("on_failure", config.hooks.onFailure.map { "\($0)" } ?? "none"),
+            ("ca_file", config.caFile ?? "the system's"), ("ca_directory (SSL_CERT_DIR)", config.caDirectory ?? "the system's"),
             ("metrics", config.metricsAddress ?? "none"), ("log_level", config.logLevel.name), ("log_format", config.logFormat.rawValue),
         ]
         lines += values.map { "\($0.0) = \($0.1)" }
         print(lines.joined(separator: "\n"))
-        print("configuration OK")
+        let warnings = ConfigWarnings.of(endpoints)
+        for warning in warnings { FileHandle.standardError.write(Data("llmspool: warning: \(warning)\n".utf8)) }
+        print(warnings.isEmpty ? "configuration OK" : "configuration usable, with \(warnings.count) warning\(warnings.count == 1 ? "" : "s") (on stderr)")
         return 0
     }
 }

@@ -5,35 +5,69 @@ import LLMSpoolCore
 /// `llmspool status` and `llmspool show`: read the spool, change nothing.
 enum StatusCommand {
     static func status(_ argv: [String]) throws -> Int32 {
-        let args = try Arguments(argv, valued: ["--spool", "--interval"], switches: ["--help", "--json", "--watch"])
+        let args = try Arguments(argv, valued: ClientSpool.valued.union(["--interval"]), switches: ["--help", "--json", "--watch", "--list"])
         if args.has("--help") {
             print(Help.status)
             return 0
         }
-        let layout = SpoolLayout(root: args["--spool"] ?? "./spool")
-        guard Syscall.isPresent(layout.outgoing) else { throw ConfigError("\(layout.outgoing) does not exist; is --spool right?") }
+        if args.has("--list") {
+            // The same listing as `queue`, for those who look for it under status.
+            guard !args.has("--watch") && args["--interval"] == nil else { throw Arguments.UsageError(description: "--list does not take --watch") }
+            return try queue(argv.filter { $0 != "--list" })
+        }
+        guard args.positionals.isEmpty else { throw Arguments.UsageError(description: "unexpected argument \(Logger.escape(args.positionals[0]))") }
+        var interval = 1.0
+        if let text = args["--interval"] {
+            guard let seconds = Double(text), seconds >= 0.1, seconds <= 86_400 else {
+                throw Arguments.UsageError(description: "--interval takes seconds from 0.1 to 86400, not \"\(Logger.escape(text))\"")
+            }
+            guard args.has("--watch") else { throw Arguments.UsageError(description: "--interval applies to --watch only") }
+            interval = seconds
+        }
+        let layout = try ClientSpool.existing(args)
         let query = SpoolQuery(layout: layout)
-        let interval = Double(args["--interval"] ?? "1") ?? 1
+        let clear = args.has("--watch") && !args.has("--json") && isatty(1) == 1
         repeat {
             let summary = query.summary()
-            let text = args.has("--json") ? String(decoding: summary.json(), as: UTF8.self) : summary.text() + "\n"
-            if args.has("--watch") && isatty(1) == 1 {
-                FileHandle.standardOutput.write(Data("\u{1B}[H\u{1B}[2J".utf8))
+            let text: String
+            if args.has("--json") {
+                // Watching prints one compact object per line (NDJSON) for scripts to read as it comes.
+                text = String(decoding: args.has("--watch") ? summary.jsonLine() : summary.json(), as: UTF8.self)
+            } else {
+                text = summary.text() + "\n"
             }
+            if clear { FileHandle.standardOutput.write(Data("\u{1B}[H\u{1B}[2J".utf8)) }
             FileHandle.standardOutput.write(Data(text.utf8))
-            if args.has("--watch") { usleep(UInt32(max(0.1, interval) * 1_000_000)) }
+            // Thread.sleep: usleep takes a UInt32 of microseconds, which a long interval overflows.
+            if args.has("--watch") { Thread.sleep(forTimeInterval: interval) }
         } while args.has("--watch")
         return 0
     }
 
+    static func queue(_ argv: [String]) throws -> Int32 {
+        let args = try Arguments(argv, valued: ClientSpool.valued, switches: ["--help", "--json"])
+        if args.has("--help") {
+            print(Help.queue)
+            return 0
+        }
+        guard args.positionals.isEmpty else { throw Arguments.UsageError(description: "unexpected argument \(Logger.escape(args.positionals[0]))") }
+        let entries = SpoolQuery(layout: try ClientSpool.existing(args)).queue()
+        if args.has("--json") {
+            FileHandle.standardOutput.write(Data(QueueEntry.json(entries)))
+        } else {
+            FileHandle.standardOutput.write(Data(QueueEntry.table(entries).utf8))
+        }
+        return 0
+    }
+
     static func show(_ argv: [String]) throws -> Int32 {
-        let args = try Arguments(argv, valued: ["--spool"], switches: ["--help"])
+        let args = try Arguments(argv, valued: ClientSpool.valued, switches: ["--help"])
         if args.has("--help") {
             print(Help.show)
             return 0
         }
         guard args.positionals.count == 1 else { throw Arguments.UsageError(description: "give one request ID") }
-        let layout = SpoolLayout(root: args["--spool"] ?? "./spool")
+        let layout = try ClientSpool.layout(args)
         let details = SpoolQuery(layout: layout).show(args.positionals[0])
         let data = try JSONSerialization.data(withJSONObject: details, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         FileHandle.standardOutput.write(data + Data("\n".utf8))

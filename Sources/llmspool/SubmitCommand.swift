@@ -5,14 +5,23 @@ import LLMSpoolCore
 /// `llmspool submit` and `llmspool wait`: drop a request safely, and follow one to its end.
 enum SubmitCommand {
     static func submit(_ argv: [String]) throws -> Int32 {
-        let args = try Arguments(argv, valued: ["--spool", "--id", "--timeout"], switches: ["--help", "--wait"])
+        let args = try Arguments(argv, valued: ClientSpool.valued.union(["--id", "--timeout"]), switches: ["--help", "--wait"])
         if args.has("--help") {
             print(Help.submit)
             return 0
         }
+        // Every argument is checked before anything is dropped: a typo must not cost a request.
         guard args.positionals.count == 1 else { throw Arguments.UsageError(description: "give one FILE, or - for standard input") }
+        let waitTimeout = try timeout(args)
+        if args["--timeout"] != nil && !args.has("--wait") {
+            throw Arguments.UsageError(description: "--timeout applies to --wait only")
+        }
+        let id = args["--id"] ?? newID()
+        guard case .request(let parsed) = RequestName.classify(id + SpoolLayout.requestSuffix), parsed == id, !id.contains("/") else {
+            throw Arguments.UsageError(description: "--id \"\(Logger.escape(id))\" cannot be used as a request id")
+        }
         let source = args.positionals[0]
-        let layout = SpoolLayout(root: args["--spool"] ?? "./spool")
+        let layout = try ClientSpool.existing(args)
         let limit = Config().maxRequestBytes
         let bytes: [UInt8]
         if source == "-" {
@@ -21,41 +30,66 @@ enum SubmitCommand {
             do { bytes = try FileReader.prefix(path: source, limit: limit + 1) } catch { throw ConfigError("cannot read \(source): \(error)") }
         }
         guard bytes.count <= limit else { throw ConfigError("\(source) is larger than \(limit) bytes") }
-        let id = args["--id"] ?? newID()
-        guard Syscall.isPresent(layout.outgoing) else { throw ConfigError("\(layout.outgoing) does not exist; is --spool right? (llmspool run creates it)") }
         guard !Syscall.isPresent(layout.request(id)) else { throw ConfigError("a request with id \(id) is already queued") }
         do {
-            try Submitter.submit(bytes, id: id, layout: layout)
+            try Submitter.submit(bytes, id: id, layout: layout, mode: requestMode(layout))
         } catch let problem as RequestProblem {
             throw ConfigError("\(source == "-" ? "standard input" : source): \(problem)")
         }
+        if let warning = ClientSpool.idleWarning(layout) { FileHandle.standardError.write(Data("llmspool: \(warning)\n".utf8)) }
         guard args.has("--wait") else {
             print(id)
             return 0
         }
+        // Ready for Ctrl-C before the id is out: whoever reads the id may interrupt at once.
+        let interrupt = interruptMessage(id, clearLine: isatty(1) == 1 && isatty(2) == 1)
         FileHandle.standardError.write(Data("\(id)\n".utf8))
-        return follow(id, layout: layout, timeout: try timeout(args))
+        return follow(id, layout: layout, timeout: waitTimeout, interrupt: interrupt)
+    }
+
+    /// A request dropped into a folder the group shares must be readable by the daemon's
+    /// group: 0640 there (the setgid folder gives it the group), the owner's only elsewhere.
+    static func requestMode(_ layout: SpoolLayout) -> mode_t {
+        guard let info = try? Syscall.lstat(layout.outgoing), info.st_mode & 0o020 != 0 else { return 0o600 }
+        return 0o640
     }
 
     static func wait(_ argv: [String]) throws -> Int32 {
-        let args = try Arguments(argv, valued: ["--spool", "--timeout"], switches: ["--help"])
+        let args = try Arguments(argv, valued: ClientSpool.valued.union(["--timeout"]), switches: ["--help"])
         if args.has("--help") {
             print(Help.wait)
             return 0
         }
         guard args.positionals.count == 1 else { throw Arguments.UsageError(description: "give one request ID") }
-        let layout = SpoolLayout(root: args["--spool"] ?? "./spool")
+        let waitTimeout = try timeout(args)
+        let layout = try ClientSpool.layout(args)
         let id = args.positionals[0]
         if SpoolQuery(layout: layout).state(of: id) == .unknown {
             throw ConfigError("no request \(id) in \(layout.root)")
         }
-        return follow(id, layout: layout, timeout: try timeout(args))
+        return follow(id, layout: layout, timeout: waitTimeout)
     }
 
     static func timeout(_ args: Arguments) throws -> Double? {
         guard let text = args["--timeout"] else { return nil }
-        guard let seconds = Double(text), seconds > 0 else { throw Arguments.UsageError(description: "--timeout takes seconds") }
+        guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
+            throw Arguments.UsageError(description: "--timeout takes a number of seconds above 0, not \"\(Logger.escape(text))\"")
+        }
         return seconds
+    }
+
+    /// Ctrl-C (or SIGTERM) while following stops the following only: the request stays in
+    /// the spool, and the message says so and how to follow it again. Exit status 130.
+    static func interruptMessage(_ id: String, clearLine: Bool) -> any DispatchSourceSignal {
+        signal(SIGINT, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        source.setEventHandler {
+            let clear = clearLine ? "\r\u{1B}[K" : "\n"
+            FileHandle.standardError.write(Data("\(clear)llmspool: \(id) is still running; `llmspool wait \(id)` to follow\n".utf8))
+            exit(130)
+        }
+        source.resume()
+        return source
     }
 
     /// A sortable id that no other submit picks: time, then randomness.
@@ -69,7 +103,7 @@ enum SubmitCommand {
     }
 
     /// Streams the answer's text to stdout; on a terminal, a live line on stderr.
-    static func follow(_ id: String, layout: SpoolLayout, timeout: Double?) -> Int32 {
+    static func follow(_ id: String, layout: SpoolLayout, timeout: Double?, interrupt installed: (any DispatchSourceSignal)? = nil) -> Int32 {
         let live = isatty(1) == 1 && isatty(2) == 1
         var textShown = false
         var lastText = ""
@@ -80,12 +114,11 @@ enum SubmitCommand {
             FileHandle.standardOutput.write(Data(text.utf8))
         }, onProgress: { progress in
             guard live && !textShown else { return }
-            var line = String(format: "%@  %.1fs  attempt %d", progress.state.rawValue.replacingOccurrences(of: "_", with: " "),
-                              progress.elapsed, progress.attempt)
-            if let rate = progress.tokensPerSecond { line += String(format: "  %.0f tok/s", rate) }
-            FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
+            FileHandle.standardError.write(Data("\r\u{1B}[K\(progress.line())".utf8))
         })
+        let interrupt = installed ?? interruptMessage(id, clearLine: live)
         let ending = follower.run(timeout: timeout)
+        interrupt.cancel()
         if live && !textShown { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         if isatty(1) == 1 && textShown && !lastText.hasSuffix("\n") { FileHandle.standardOutput.write(Data("\n".utf8)) }
         switch ending {

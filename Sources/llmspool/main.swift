@@ -14,6 +14,13 @@ func fail(_ message: String, status: Int32 = 2) -> Never {
     exit(status)
 }
 
+// --version works on every command, before anything else is checked.
+let beforeSeparator = arguments.prefix { $0 != "--" }
+if beforeSeparator.contains("--version") || command == "version" {
+    print("llmspool \(BuildInfo.version)")
+    exit(0)
+}
+
 do {
     let status: Int32
     switch command {
@@ -25,9 +32,12 @@ do {
     case "submit": status = try SubmitCommand.submit(rest)
     case "wait": status = try SubmitCommand.wait(rest)
     case "status": status = try StatusCommand.status(rest)
+    case "queue": status = try StatusCommand.queue(rest)
     case "show": status = try StatusCommand.show(rest)
     case "retry": status = try ManageCommand.retry(rest)
     case "cancel": status = try ManageCommand.cancel(rest)
+    case "hold": status = try ManageCommand.hold(rest, release: false)
+    case "release": status = try ManageCommand.hold(rest, release: true)
     case "clean": status = try ManageCommand.clean(rest)
     case "-h", "--help", "help":
         print(Help.main)

@@ -93,6 +93,7 @@ import Testing
         #expect(object["queued"] as? Int == 1)
         #expect(object["in_flight"] as? Int == 1)
         #expect(object["deferred"] as? Int == 1)
+        #expect(object["waiting"] as? Int == 1)
         #expect(object["done"] as? Int == 2)
         #expect(object["failed"] as? Int == 1)
         #expect(((object["daemon"] as? [String: Any])?["running"]) as? Bool == true)
@@ -106,7 +107,7 @@ import Testing
         let tokens = try #require(object["tokens"] as? [String: Int])
         #expect(tokens["completion_tokens"] == 16, "8 + 8 tokens, the stream's included")
         let text = try harness.cli(["status", "--spool", harness.layout.root])
-        #expect(text.stdout.contains("queued 1  in flight 1  waiting to retry 1  done 2  failed 1"))
+        #expect(text.stdout.contains("queued 1  in-flight 1  waiting 1  done 2  failed 1"))
         // Without a daemon the counts still come from the folders.
         #expect(harness.stopDaemon() == 0)
         let offline = try #require(JSONObject(try harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout))

@@ -28,8 +28,10 @@ import Testing
         // A second init keeps the config; --group opens the folders to the group.
         #expect(try harness.cli(["init", spool]).stdout.contains("kept the existing"))
         let grouped = harness.root + "/grouped"
-        #expect(try harness.cli(["init", grouped, "--group"]).status == 0)
-        #expect(try Syscall.lstat(grouped + "/outgoing").st_mode & 0o777 == 0o750)
+        #expect(try harness.cli(["init", grouped, "--group", "root"]).status == 0)
+        #expect(try Syscall.lstat(grouped + "/outgoing").st_mode & 0o7777 == 0o3770)
+        #expect(try Syscall.lstat(grouped + "/incoming").st_mode & 0o7777 == 0o2750)
+        #expect(try harness.cli(["init", grouped, "--group"]).status == 2, "--group names the group")
         #expect(try Config.load(path: grouped + "/config.json").groupReadable)
         // A broken config is refused with its problem.
         try #"{"concurrency": "many"}"#.write(toFile: harness.root + "/bad.json", atomically: false, encoding: .utf8)
@@ -102,7 +104,8 @@ import Testing
                 guard parts.count == 2, let value = Double(parts[1]) else { throw HarnessError("not a sample: \(line)") }
                 samples[String(parts[0])] = value
             }
-            return samples["llmspool_requests_total{outcome=\"failed\"}"] == 1
+            // A result appears before its outcome is counted (the request's removal comes between).
+            return samples["llmspool_requests_total{outcome=\"failed\"}"] == 1 && samples["llmspool_requests_total{outcome=\"done\"}"] == 2
         }
         #expect(samples["llmspool_requests_total{outcome=\"done\"}"] == 2)
         #expect(samples["llmspool_retries_total{reason=\"http\"}"] == 1)

@@ -118,8 +118,9 @@ import Testing
             try DurableFile.write(Array("{}".utf8), to: "\(harness.layout.outgoing)/\(name)", syncDirectory: false)
         }
         try harness.drop("real", Harness.request("only me"))
-        try waitUntil("the real request is answered", timeout: 30) {
-            FileManager.default.fileExists(atPath: harness.layout.result("real"))
+        // The result appears first; the request leaves outgoing just after.
+        try waitUntil("the real request is answered and removed", timeout: 30) {
+            FileManager.default.fileExists(atPath: harness.layout.result("real")) && !FileManager.default.fileExists(atPath: harness.layout.request("real"))
         }
         #expect(harness.files(in: harness.layout.outgoing) == ignored.sorted())
         #expect(harness.files(in: harness.layout.failed).isEmpty)

@@ -49,6 +49,10 @@ public struct Config: Sendable, Equatable {
     public var leaseSeconds = 30.0
     /// This daemon's name in leases; the host name by default.
     public var hostID = ProcessInfo.processInfo.hostName
+    /// A PEM file of CA certificates for https endpoints (a private CA); the system's when nil.
+    public var caFile: String?
+    /// A folder of hashed CA certificates (SSL_CERT_DIR); the system's when nil.
+    public var caDirectory: String?
     /// HOST:PORT for /metrics and /healthz; none by default.
     public var metricsAddress: String?
 
@@ -95,6 +99,7 @@ public struct Config: Sendable, Equatable {
         ("leases", "claim each request before sending it, for several daemons on one spool (default: on when polling)"),
         ("lease_seconds", "a claim not renewed for this long is taken over (default 30)"),
         ("host_id", "this daemon's name in claims (default: the host name)"),
+        ("ca_file", "a PEM file of CA certificates for https endpoints, for a private CA (default: CURL_CA_BUNDLE, else SSL_CERT_FILE, else the system's; SSL_CERT_DIR names a folder)"),
         ("metrics", "HOST:PORT serving Prometheus /metrics and /healthz (default none)"),
         ("log_level", "debug, info, warning or error (default info)"),
         ("log_format", "text or json (default text)"),
@@ -117,6 +122,14 @@ public struct Config: Sendable, Equatable {
 
     /// Parses a config file's bytes; `source` names it in errors.
     public static func parse(_ bytes: [UInt8], source: String, base: Config = Config()) throws -> Config {
+        // The strict reader first: it refuses what the standard refuses (a trailing comma,
+        // which Foundation lets through) and says where, as a line and a column.
+        do {
+            _ = try RawJSON.parse(bytes)
+        } catch {
+            let (line, column) = RequestValidator.position(ofByte: min(error.offset, bytes.count), in: bytes)
+            throw ConfigError("config \(source) is not valid JSON: line \(line), column \(column): \(error.reason)")
+        }
         let object: Any
         do {
             object = try JSONSerialization.jsonObject(with: Data(bytes))
@@ -178,6 +191,7 @@ public struct Config: Sendable, Equatable {
         if let value = try reader.integer("hook_concurrency", minimum: 1, maximum: 1_000) { config.hooks.concurrency = value }
         if let value = try reader.number("hook_timeout_seconds", minimum: 0.001) { config.hooks.timeoutSeconds = value }
         if let value = try reader.string("metrics") { config.metricsAddress = value }
+        if let value = try reader.string("ca_file") { config.caFile = value }
         if let value = try reader.bool("leases") { config.leases = value }
         if let value = try reader.number("lease_seconds", minimum: 1) { config.leaseSeconds = value }
         if let value = try reader.string("host_id") {
@@ -199,6 +213,12 @@ public struct Config: Sendable, Equatable {
     public func applyingEnvironment(_ environment: [String: String]) -> Config {
         var config = self
         if let url = environment["OPENAI_BASE_URL"], !url.isEmpty { config.baseURL = url }
+        // libcurl reads none of these itself; curl(1) and OpenSSL's tools do, so users expect
+        // them. Unlike other settings, the file's ca_file wins: these variables are often set
+        // machine-wide to the system's bundle, which would hide the private CA asked for.
+        let nonEmpty = { (name: String) in environment[name].flatMap { $0.isEmpty ? nil : $0 } }
+        if config.caFile == nil, let file = nonEmpty("CURL_CA_BUNDLE") ?? nonEmpty("SSL_CERT_FILE") { config.caFile = file }
+        if config.caDirectory == nil, let folder = nonEmpty("SSL_CERT_DIR") { config.caDirectory = folder }
         return config
     }
 
@@ -319,6 +339,9 @@ struct SettingsReader {
     func checkKeys() throws {
         let knownSet = Set(known)
         for key in settings.keys.sorted() where !knownSet.contains(key) && !key.hasPrefix("_") {
+            if key == "api_key" {
+                throw ConfigError("\(source): \"api_key\": keys are never accepted inline; use api_key_env (a variable's name) or api_key_file")
+            }
             throw ConfigError("\(source): unknown setting \"\(key)\" (known: \(known.joined(separator: ", ")))")
         }
     }

@@ -50,6 +50,7 @@ public enum ExampleConfig {
   "hook_timeout_seconds": 60,
   "_leases": "leases (default: on when polling), lease_seconds, host_id (default: the host name): for several daemons sharing one spool.",
   "lease_seconds": 30,
+  "_ca_file": "ca_file: a PEM file of CA certificates for an https endpoint behind a private CA; without it, CURL_CA_BUNDLE or SSL_CERT_FILE (a file) and SSL_CERT_DIR (a folder) in the environment, else the system's.",
   "_metrics": "metrics: HOST:PORT to serve Prometheus /metrics and /healthz, e.g. \"127.0.0.1:9464\" (or --metrics); none by default.",
   "log_level": "info",
   "log_format": "text"

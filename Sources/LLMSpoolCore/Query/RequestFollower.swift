@@ -19,6 +19,30 @@ public final class RequestFollower {
         public var elapsed: Double
         public var tokensPerSecond: Double?
         public var attempt: Int
+        /// When a waiting request's next attempt starts, and what ended the last one.
+        public var nextAttemptAt: Date?
+        public var lastError: String?
+
+        public init(state: RequestState, elapsed: Double, tokensPerSecond: Double? = nil, attempt: Int,
+                    nextAttemptAt: Date? = nil, lastError: String? = nil) {
+            self.state = state
+            self.elapsed = elapsed
+            self.tokensPerSecond = tokensPerSecond
+            self.attempt = attempt
+            self.nextAttemptAt = nextAttemptAt
+            self.lastError = lastError
+        }
+
+        /// The live line: what `show` says, in one line.
+        public func line(now: Date = Date()) -> String {
+            var text = String(format: "%@  %.1fs  attempt %d", state.rawValue, elapsed, attempt)
+            if let rate = tokensPerSecond { text += String(format: "  %.0f tok/s", rate) }
+            if state == .deferred, let next = nextAttemptAt {
+                text += String(format: "  next attempt in %.0fs", max(0, next.timeIntervalSince(now)))
+            }
+            if state == .deferred || state == .queued, let error = lastError { text += "  after: \(error)" }
+            return text
+        }
     }
 
     private let layout: SpoolLayout
@@ -68,7 +92,7 @@ public final class RequestFollower {
             case .unknown where sawRequest:
                 // Gone from outgoing with no outcome yet: the outcome is being written.
                 break
-            case .queued, .inFlight, .deferred:
+            case .queued, .inFlight, .deferred, .held:
                 sawRequest = true
             case .unknown:
                 break
@@ -76,11 +100,31 @@ public final class RequestFollower {
             if let timeout, Date().timeIntervalSince(started) > timeout { return .timedOut }
             if Date().timeIntervalSince(lastProgress) >= 0.2 {
                 lastProgress = Date()
-                let rate = firstTokenAt.map { Double(tokens) / max(Date().timeIntervalSince($0), 0.001) }
-                onProgress(Progress(state: state, elapsed: Date().timeIntervalSince(started), tokensPerSecond: rate, attempt: attempt))
+                onProgress(progress(state: state, query: query))
             }
             usleep(UInt32(pollInterval * 1_000_000))
         }
+    }
+
+    /// What the daemon's live status and the task record say, as `show` would: the attempt
+    /// in flight, its token rate, and when a waiting request tries again.
+    private func progress(state fileState: RequestState, query: SpoolQuery) -> Progress {
+        let now = Date()
+        let live = LiveStatus.read(layout, now: now)
+        let state = live == nil ? fileState : query.state(of: id, live: live, now: now)
+        let record = TaskRecord.load(layout, id: id)
+        var current = Progress(state: state, elapsed: now.timeIntervalSince(started), attempt: max(attempt, (record?.history.attempts.count ?? 0) + 1))
+        if let transfer = live?.inFlight.first(where: { $0.id == id }) {
+            current.attempt = transfer.attempt
+            if transfer.events > 0 { current.tokensPerSecond = Double(transfer.events) / max(now.timeIntervalSince(transfer.startedAt), 0.001) }
+        } else if let firstTokenAt {
+            current.tokensPerSecond = Double(tokens) / max(now.timeIntervalSince(firstTokenAt), 0.001)
+        }
+        if state != .inFlight {
+            current.nextAttemptAt = record?.history.notBefore
+            current.lastError = record?.history.attempts.last?.message
+        }
+        return current
     }
 
     /// Reads what arrived in the `.partial` since the last look. A new file (a retry

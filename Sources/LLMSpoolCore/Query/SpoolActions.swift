@@ -18,6 +18,26 @@ public struct SpoolActions: Sendable {
         }.sorted()
     }
 
+    /// Where `retry --all-failed` puts failures that a later outcome of the same id
+    /// replaced: kept for inspection, never sent again. Not an id: no `.json` suffix.
+    public var supersededFolder: String { layout.failed + "/superseded" }
+
+    /// Failed ids whose failure a later result of the same id replaced.
+    public func supersededIDs() -> [String] {
+        failedIDs().filter { OutcomeTimes(layout: layout, id: $0).failureSuperseded }
+    }
+
+    /// Moves a superseded failure (request and record) into `failed/superseded/`.
+    public func archive(_ id: String) throws {
+        do { try Syscall.mkdir(supersededFolder, mode: layout.directoryMode) } catch let error as SystemError where error.errno == EEXIST {}
+        for (path, name) in [(layout.errorRecord(id), id + SpoolLayout.errorRecordSuffix), (layout.failedRequest(id), id + SpoolLayout.requestSuffix)]
+        where Syscall.isPresent(path) {
+            try Syscall.rename(path, supersededFolder + "/" + name)
+        }
+        try Syscall.fsyncDirectory(supersededFolder)
+        try Syscall.fsyncDirectory(layout.failed)
+    }
+
     /// Moves a failed request back to `outgoing`. Its task record goes first: a record that
     /// says `failed` would send the request straight back (see `TaskRecord`).
     public func retry(_ id: String) throws {
@@ -32,8 +52,46 @@ public struct SpoolActions: Sendable {
         try Syscall.fsyncDirectory(layout.failed)
     }
 
-    /// Cancels a queued, waiting or running request, as deleting its file does.
+    /// Where held requests wait, unsent, like Postfix's hold queue: outside `outgoing`, so
+    /// the daemon needs no cooperation (taking a request out of `outgoing` withdraws it).
+    public var holdFolder: String { layout.root + "/hold" }
+
+    public func held(_ id: String) -> String { "\(holdFolder)/\(id)\(SpoolLayout.requestSuffix)" }
+
+    /// Ids of the held requests.
+    public func heldIDs() -> [String] {
+        ((try? Syscall.listDirectory(holdFolder)) ?? []).compactMap {
+            if case .request(let id) = RequestName.classify($0) { return id }
+            return nil
+        }.sorted()
+    }
+
+    /// Keeps a request unsent until `release`. One in flight is stopped, as by deletion.
+    public func hold(_ id: String) throws {
+        guard Syscall.isPresent(layout.request(id)) else { throw ConfigError("\(id): not in \(layout.outgoing) (finished, failed, held or never dropped)") }
+        do { try Syscall.mkdir(holdFolder, mode: layout.directoryMode) } catch let error as SystemError where error.errno == EEXIST {}
+        guard !Syscall.isPresent(held(id)) else { throw ConfigError("\(id): \(held(id)) already exists") }
+        try Syscall.rename(layout.request(id), held(id))
+        try Syscall.fsyncDirectory(holdFolder)
+        try Syscall.fsyncDirectory(layout.outgoing)
+    }
+
+    /// Puts a held request back in `outgoing`, where the daemon picks it up.
+    public func release(_ id: String) throws {
+        guard Syscall.isPresent(held(id)) else { throw ConfigError("\(id): not held (no \(held(id)))") }
+        guard !Syscall.isPresent(layout.request(id)) else { throw ConfigError("\(id): \(layout.request(id)) already exists") }
+        try Syscall.rename(held(id), layout.request(id))
+        try Syscall.fsyncDirectory(layout.outgoing)
+        try Syscall.fsyncDirectory(holdFolder)
+    }
+
+    /// Cancels a queued, waiting or running request, as deleting its file does; a held one
+    /// is deleted from the hold folder.
     public func cancel(_ id: String) throws {
+        if !Syscall.isPresent(layout.request(id)), Syscall.isPresent(held(id)) {
+            try Syscall.unlink(held(id))
+            return
+        }
         do {
             try Syscall.unlink(layout.request(id))
         } catch let error as SystemError where error.errno == ENOENT {
@@ -63,7 +121,9 @@ public struct SpoolActions: Sendable {
             try Syscall.unlinkIfPresent(layout.rawStream(id))
             cleaned.results += 1
         }
-        for id in failedIDs() where !running.contains(id) && old(layout.failedRequest(id)) {
+        for id in failedIDs() where !running.contains(id) {
+            // Dated by the failure itself, never by the request file's mtime.
+            guard let failedAt = OutcomeTimes(layout: layout, id: id).failed, failedAt < cutoff else { continue }
             try Syscall.unlinkIfPresent(layout.errorRecord(id))
             try Syscall.unlinkIfPresent(layout.failedRequest(id))
             cleaned.failures += 1

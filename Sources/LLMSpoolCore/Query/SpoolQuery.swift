@@ -1,11 +1,15 @@
 import Foundation
 import Glibc
 
-/// Where a request stands, as the spool's folders tell it.
+/// Where a request stands, as the spool's folders tell it: one word per state, the same in
+/// `status`, `show`, `queue`, JSON and the live line.
 public enum RequestState: String, Sendable {
     case queued
-    case inFlight = "in_flight"
-    case deferred
+    case inFlight = "in-flight"
+    /// Waiting for its next attempt (a backoff or a provider's Retry-After).
+    case deferred = "waiting"
+    /// Kept unsent in the hold folder until released.
+    case held
     case done
     case failed
     case cancelled
@@ -26,6 +30,7 @@ public struct StatusSummary: Sendable {
     public var deferred = 0
     public var done = 0
     public var failed = 0
+    public var held = 0
     public var tokens: [String: Int] = [:]
     public var transfers: [TransferEngine.LiveTransfer] = []
     public var waiting: [Waiting] = []
@@ -33,8 +38,9 @@ public struct StatusSummary: Sendable {
 
     public func json() -> [UInt8] {
         var object: [String: Any] = [
-            "queued": queued, "in_flight": inFlight, "deferred": deferred, "done": done, "failed": failed,
-            "tokens": tokens,
+            // "waiting" is the state's word; "deferred" stays for scripts written against it.
+            "queued": queued, "in_flight": inFlight, "waiting": deferred, "deferred": deferred, "done": done, "failed": failed,
+            "held": held, "tokens": tokens,
             "daemon": daemonPID.map { ["running": true, "pid": $0] as [String: Any] } ?? ["running": false],
         ]
         object["in_flight_requests"] = transfers.map {
@@ -50,16 +56,23 @@ public struct StatusSummary: Sendable {
         return JSONObject.encode(object)
     }
 
+    /// The same object on one line: for `status --watch --json` (NDJSON).
+    public func jsonLine() -> [UInt8] {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(json())),
+              let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return Array("{}\n".utf8) }
+        return Array(data) + [0x0A]
+    }
+
     public func text(now: Date = Date()) -> String {
         var lines = [daemonPID.map { "daemon: running (pid \($0))" } ?? "daemon: not running"]
-        lines.append("queued \(queued)  in flight \(inFlight)  waiting to retry \(deferred)  done \(done)  failed \(failed)")
+        lines.append("queued \(queued)  in-flight \(inFlight)  waiting \(deferred)  done \(done)  failed \(failed)  held \(held)")
         if !tokens.isEmpty {
             lines.append("tokens: " + ["prompt_tokens", "completion_tokens", "total_tokens"].compactMap { key in
                 tokens[key].map { "\(key.replacingOccurrences(of: "_tokens", with: "")) \($0)" }
             }.joined(separator: "  "))
         }
         if !transfers.isEmpty {
-            lines.append("in flight:")
+            lines.append("in-flight:")
             for transfer in transfers.sorted(by: { $0.startedAt < $1.startedAt }) {
                 let elapsed = now.timeIntervalSince(transfer.startedAt)
                 lines.append(String(format: "  %@  %.1fs  %lld bytes  %d tokens  attempt %d  %@", Logger.escape(transfer.id), elapsed,
@@ -67,7 +80,7 @@ public struct StatusSummary: Sendable {
             }
         }
         if !waiting.isEmpty {
-            lines.append("waiting to retry:")
+            lines.append("waiting:")
             for entry in waiting.sorted(by: { ($0.nextAttemptAt ?? .distantPast) < ($1.nextAttemptAt ?? .distantPast) }) {
                 let next = entry.nextAttemptAt.map { String(format: "in %.1fs", max(0, $0.timeIntervalSince(now))) } ?? "soon"
                 lines.append("  \(Logger.escape(entry.id))  next attempt \(next)  after \(entry.attempts) attempts  last error: \(entry.lastError ?? "-")")
@@ -107,8 +120,15 @@ public struct SpoolQuery: Sendable {
             }
             return .queued
         }
-        if Syscall.isPresent(layout.result(id)) { return .done }
-        if Syscall.isPresent(layout.errorRecord(id)) { return .failed }
+        if Syscall.isPresent(SpoolActions(layout: layout).held(id)) { return .held }
+        let hasResult = Syscall.isPresent(layout.result(id))
+        let hasFailure = Syscall.isPresent(layout.errorRecord(id))
+        if hasResult && hasFailure {
+            // Both outcomes of one id: the later one is the request's state.
+            return OutcomeTimes(layout: layout, id: id).failureSuperseded ? .done : .failed
+        }
+        if hasResult { return .done }
+        if hasFailure { return .failed }
         if TaskRecord.load(layout, id: id)?.status == .cancelled { return .cancelled }
         return .unknown
     }
@@ -131,6 +151,7 @@ public struct SpoolQuery: Sendable {
             }
         }
         summary.transfers = live?.inFlight.filter { inFlightIDs.contains($0.id) } ?? []
+        summary.held = SpoolActions(layout: layout).heldIDs().count
         // A running daemon keeps the counts; reading every record is for a spool without one.
         let totals = live?.totals ?? finishedTotals()
         summary.done = totals.done
@@ -139,16 +160,24 @@ public struct SpoolQuery: Sendable {
         return summary
     }
 
-    /// Results in `incoming`, error records in `failed` and the usage of every done record:
-    /// one read of every task record.
+    /// Results in `incoming`, error records in `failed` (an id with both counted once, by
+    /// its later outcome) and the usage of every done record: one read of every task record.
     public func finishedTotals() -> SpoolTotals {
         var totals = SpoolTotals()
+        var results = Set<String>()
         for name in (try? Syscall.listDirectory(layout.incoming)) ?? [] {
-            if case .request = RequestName.classify(name) { totals.done += 1 }
+            if case .request(let id) = RequestName.classify(name) { results.insert(id) }
         }
+        var failures = Set<String>()
         for name in (try? Syscall.listDirectory(layout.failed)) ?? [] where name.hasSuffix(SpoolLayout.errorRecordSuffix) && !name.hasPrefix(".") {
-            totals.failed += 1
+            failures.insert(String(name.dropLast(SpoolLayout.errorRecordSuffix.count)))
         }
+        // An id with both outcomes counts once, by its later one.
+        for id in results.intersection(failures) {
+            if OutcomeTimes(layout: layout, id: id).failureSuperseded { failures.remove(id) } else { results.remove(id) }
+        }
+        totals.done = results.count
+        totals.failed = failures.count
         for name in (try? Syscall.listDirectory(layout.state)) ?? [] {
             guard case .request(let id) = RequestName.classify(name),
                   let bytes = try? FileReader.prefix(path: layout.taskRecord(id), limit: 16 << 20),
@@ -169,6 +198,41 @@ public struct SpoolQuery: Sendable {
             usage[member.key] = count
         }
         return usage
+    }
+
+    /// The requests not finished yet, oldest first: what `llmspool queue` lists.
+    public func queue(now: Date = Date()) -> [QueueEntry] {
+        let live = LiveStatus.read(layout, now: now)
+        var entries: [QueueEntry] = []
+        for id in outgoingIDs() {
+            guard let info = try? Syscall.lstat(layout.request(id)) else { continue }
+            let state = self.state(of: id, live: live, now: now)
+            let record = TaskRecord.load(layout, id: id)
+            let arrived = Date(timeIntervalSince1970: Double(info.st_ctim.tv_sec))
+            var entry = QueueEntry(id: id, state: state, bytes: Int64(info.st_size), since: record?.history.firstSeen ?? arrived,
+                                   attempts: record?.history.attempts.count ?? 0, endpoint: record?.endpoint)
+            if let transfer = live?.inFlight.first(where: { $0.id == id }) {
+                entry.endpoint = transfer.endpoint
+                entry.attempts = max(entry.attempts, transfer.attempt)
+            }
+            if state == .deferred, let next = record?.history.notBefore {
+                let error = record?.history.attempts.last?.message.map { " after: \($0)" } ?? ""
+                entry.reason = "next attempt at \(Timestamp.string(next))\(error)"
+            } else if state == .queued && live == nil {
+                entry.reason = "no daemon running"
+            }
+            entries.append(entry)
+        }
+        let actions = SpoolActions(layout: layout)
+        for id in actions.heldIDs() {
+            guard let info = try? Syscall.lstat(actions.held(id)) else { continue }
+            let record = TaskRecord.load(layout, id: id)
+            entries.append(QueueEntry(id: id, state: .held, bytes: Int64(info.st_size),
+                                      since: record?.history.firstSeen ?? Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec)),
+                                      attempts: record?.history.attempts.count ?? 0, endpoint: record?.endpoint,
+                                      reason: "held: llmspool release \(id)"))
+        }
+        return entries.sorted { ($0.since, $0.id) < ($1.since, $1.id) }
     }
 
     /// Everything known about one request, as a JSON object.
@@ -194,7 +258,10 @@ public struct SpoolQuery: Sendable {
             if let endpoint = record.endpoint { object["endpoint"] = endpoint }
             if let usage = record.usage { object["usage"] = usage }
         }
-        if let bytes = try? FileReader.prefix(path: layout.errorRecord(id), limit: 1 << 20), let error = JSONObject.parse(bytes) {
+        if object["state"] as? String != RequestState.failed.rawValue, Syscall.isPresent(layout.errorRecord(id)) {
+            // A later outcome replaced this failure: it is history, not the request's error.
+            object["superseded_failure"] = layout.errorRecord(id)
+        } else if let bytes = try? FileReader.prefix(path: layout.errorRecord(id), limit: 1 << 20), let error = JSONObject.parse(bytes) {
             object["error"] = ["kind": error["kind"] ?? NSNull(), "message": error["message"] ?? NSNull(), "http_status": error["http_status"] ?? NSNull()]
             if object["attempts"] == nil { object["attempts"] = error["attempt_log"] }
         }

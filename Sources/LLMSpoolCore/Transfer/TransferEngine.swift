@@ -27,6 +27,8 @@ public final class TransferEngine: @unchecked Sendable {
         public var maxRequestBytes: Int
         public var maxResponseBytes: Int64
         public var fileMode: mode_t
+        public var caFile: String?
+        public var caDirectory: String?
 
         public init(_ config: Config) {
             concurrency = config.concurrency
@@ -40,6 +42,8 @@ public final class TransferEngine: @unchecked Sendable {
             maxRequestBytes = config.maxRequestBytes
             maxResponseBytes = config.maxResponseBytes
             fileMode = config.fileMode
+            caFile = config.caFile
+            caDirectory = config.caDirectory
         }
     }
 
@@ -560,6 +564,8 @@ public final class TransferEngine: @unchecked Sendable {
         CurlHandle.set(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(settings.connectTimeoutSeconds * 1000))
         CurlHandle.set(handle, CURLOPT_TIMEOUT_MS, Int(settings.requestTimeoutSeconds * 1000))
         CurlHandle.set(handle, CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(transfer.errorBuffer))
+        if let file = settings.caFile { CurlHandle.set(handle, CURLOPT_CAINFO, string: file) }
+        if let folder = settings.caDirectory { CurlHandle.set(handle, CURLOPT_CAPATH, string: folder) }
         CurlHandle.set(handle, CURLOPT_READDATA, pointer: me)
         CurlHandle.set(handle, CURLOPT_READFUNCTION, callback: { buffer, size, count, context in
             Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().readBody(into: buffer!, capacity: size * count)
@@ -589,11 +595,11 @@ public final class TransferEngine: @unchecked Sendable {
         while let message = curl_multi_info_read(multi, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
                   let transfer = transfers[handle] else { continue }
-            end(transfer, as: TransferEngine.ending(of: transfer, code: llms_curlmsg_result(message)))
+            end(transfer, as: TransferEngine.ending(of: transfer, code: llms_curlmsg_result(message), settings: settings))
         }
     }
 
-    static func ending(of transfer: Transfer, code: CURLcode) -> AttemptOutcome.Ending {
+    static func ending(of transfer: Transfer, code: CURLcode, settings: Settings) -> AttemptOutcome.Ending {
         if transfer.overLimit { return .responseTooLarge(limit: transfer.responseLimit) }
         if let diskError = transfer.diskError { return .diskError("\(diskError)") }
         if code == CURLE_OK { return .response(status: CurlHandle.responseCode(transfer.handle)) }
@@ -604,7 +610,23 @@ public final class TransferEngine: @unchecked Sendable {
             let connecting = text.hasPrefix("Connection time") || text.hasPrefix("Resolving time") || text.contains("connect")
             return .timedOut(connecting ? .connect : .total, message: text)
         }
+        if code == CURLE_PEER_FAILED_VERIFICATION { text += "; " + TransferEngine.caHint(settings) }
         return .transport(code: Int32(code.rawValue), message: text, responseStarted: transfer.firstByteAt != nil)
+    }
+
+    /// What a failed certificate check was checked against, and how to name another CA.
+    static func caHint(_ settings: Settings) -> String {
+        var used: [String] = []
+        if let file = settings.caFile { used.append("CA file \(file)") }
+        if let folder = settings.caDirectory { used.append("CA folder \(folder)") }
+        if used.isEmpty {
+            // CURLVERSION_NOW is a macro Swift cannot import; the tenth layout has cainfo and capath.
+            let info = curl_version_info(CURLVERSION_TENTH)?.pointee
+            let file = info?.cainfo.map { String(cString: $0) } ?? "none built in"
+            let folder = info?.capath.map { String(cString: $0) }
+            used.append("the system's CA file \(file)" + (folder.map { " and folder \($0)" } ?? ""))
+        }
+        return "checked against \(used.joined(separator: " and ")); for a private CA set ca_file in the config, or SSL_CERT_FILE / CURL_CA_BUNDLE (a file) or SSL_CERT_DIR (a folder) in the daemon's environment"
     }
 
     /// Ends every attempt whose idle timer or total deadline has passed. libcurl enforces

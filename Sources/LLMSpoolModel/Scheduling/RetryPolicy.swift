@@ -85,6 +85,8 @@ public enum RetryPolicy {
     }
 
     public static func isRetryable(_ failure: AttemptFailure, headers: [String: String]) -> Bool {
+        // No retry brings a missing or refused key, whatever x-should-retry says.
+        if isAuthenticationFailure(failure) { return false }
         // No header of the endpoint can make the daemon's own verdicts retryable.
         if failure.kind == .invalidRequest || failure.kind == .crashLoop { return false }
         if let verdict = headers["x-should-retry"]?.lowercased() {
@@ -105,6 +107,18 @@ public enum RetryPolicy {
         case .invalidRequest, .responseTooLarge, .crashLoop:
             return false
         }
+    }
+
+    /// A 401 or 403, or a 5xx whose body says the API key is missing or wrong (some proxies
+    /// answer 500 for that).
+    public static func isAuthenticationFailure(_ failure: AttemptFailure) -> Bool {
+        guard failure.kind == .http, let status = failure.httpStatus else { return false }
+        if status == 401 || status == 403 { return true }
+        guard status >= 500, let body = failure.providerBody else { return false }
+        let text = String(decoding: body.prefix(4096), as: UTF8.self).lowercased()
+        let namesKey = ["api key", "api_key", "apikey", "authorization header"].contains { text.contains($0) }
+        let saysMissing = ["missing", "not provided", "no api key", "required", "invalid", "incorrect"].contains { text.contains($0) }
+        return namesKey && saysMissing
     }
 
     public static func isRetryableStatus(_ status: Int) -> Bool {

@@ -1,0 +1,44 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+
+/// How the client commands find their spool: the same sources as `run` (--spool, then the
+/// config from --config, $LLMSPOOL_CONFIG or the default paths, then ./spool), so an
+/// installed service needs no --spool on every command.
+enum ClientSpool {
+    /// The options every client command accepts besides its own.
+    static let valued: Set<String> = ["--spool", "--config"]
+
+    static func layout(_ args: Arguments, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> SpoolLayout {
+        if let spool = args["--spool"] { return SpoolLayout(root: spool) }
+        guard let path = ConfigSource.path(args, environment: environment) else { return SpoolLayout(root: "./spool") }
+        do {
+            return SpoolLayout(root: try Config.load(path: path).spool)
+        } catch {
+            throw ConfigError("cannot find the spool through the config \(path): \(error) (or give --spool DIR)")
+        }
+    }
+
+    /// A spool whose outgoing folder exists, or an error saying how to fix it.
+    static func existing(_ args: Arguments) throws -> SpoolLayout {
+        let layout = try layout(args)
+        guard Syscall.isPresent(layout.outgoing) else {
+            throw ConfigError("\(layout.outgoing) does not exist; give --spool DIR or --config FILE (llmspool init creates a spool)")
+        }
+        return layout
+    }
+
+    /// When a daemon last said it was alive on this spool (its live status file), if ever.
+    static func lastSeenDaemon(_ layout: SpoolLayout) -> Date? {
+        guard let info = try? Syscall.lstat(LiveStatus.path(layout)) else { return nil }
+        return Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
+    }
+
+    /// The warning `submit` prints when nothing has watched the spool for a minute, else nil.
+    static func idleWarning(_ layout: SpoolLayout, now: Date = Date()) -> String? {
+        if LiveStatus.read(layout, now: now) != nil { return nil }
+        if let seen = lastSeenDaemon(layout), now.timeIntervalSince(seen) < 60 { return nil }
+        let since = lastSeenDaemon(layout).map { " (none since \(Timestamp.string($0)))" } ?? ""
+        return "warning: no daemon has been running on \(layout.root) for a minute\(since); the request waits in \(layout.outgoing) until `llmspool run` watches it"
+    }
+}

@@ -1,0 +1,24 @@
+import Foundation
+import LLMSpoolCore
+import Testing
+
+/// The live line of `submit --wait` says what `show` says: the state's one word, the
+/// attempt, the token rate, and for a waiting request when it tries again and why.
+@Suite struct ProgressLineTests {
+    let now = Date(timeIntervalSince1970: 1_000_000)
+
+    @Test func inFlightShowsTheAttemptAndTheRate() {
+        let line = RequestFollower.Progress(state: .inFlight, elapsed: 3.25, tokensPerSecond: 41.6, attempt: 2).line(now: now)
+        #expect(line == "in-flight  3.2s  attempt 2  42 tok/s")
+    }
+
+    @Test func waitingShowsWhenAndWhy() {
+        let progress = RequestFollower.Progress(state: .deferred, elapsed: 10, attempt: 4, nextAttemptAt: now.addingTimeInterval(29.6),
+                                                lastError: "the endpoint answered HTTP 503")
+        #expect(progress.line(now: now) == "waiting  10.0s  attempt 4  next attempt in 30s  after: the endpoint answered HTTP 503")
+    }
+
+    @Test func queuedHasNoRateAndNoNextAttempt() {
+        #expect(RequestFollower.Progress(state: .queued, elapsed: 0.5, attempt: 1).line(now: now) == "queued  0.5s  attempt 1")
+    }
+}
