@@ -307,7 +307,7 @@ struct NetworkSpoolTests {
         try waitUntil("the late request is answered", timeout: 60) { Syscall.exists(producer.result("late")) }
         let lateClaimer = LeaseManager(layout: cached[0], hostID: "late", seconds: 3, logger: Logger(minimum: .error))
         let lateClaim = lateClaimer.claim("late")
-        if lateClaim == .claimed { lateClaimer.release("late") }
+        if lateClaim == .claimed { lateClaimer.release("late", ended: false) }
         stopReading.set()
         Self.stopAll(daemons)
         #expect(lateClaim != .claimed, "a finished request cannot be claimed again through a caching mount")

@@ -127,7 +127,7 @@ import Testing
         #expect(!manager.isHeldElsewhere("orphan"))
         #expect(manager.claim("orphan") == .claimed)
         #expect(manager.stillMine("orphan"))
-        manager.release("orphan")
+        manager.release("orphan", ended: false)
         #expect(!FileManager.default.fileExists(atPath: layout.lease("orphan")))
     }
 }

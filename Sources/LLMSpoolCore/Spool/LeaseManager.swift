@@ -2,15 +2,22 @@ import Foundation
 import Glibc
 import Synchronization
 
-/// Claims on requests for daemons sharing one spool (over NFS or SMB, as Maildir does),
-/// built only on what such filesystems make atomic: exclusive create and rename. Never
-/// `flock`.
+/// Claims on requests for daemons sharing one spool (over NFS, SMB, GlusterFS or sshfs, as
+/// Maildir does), built only on what such filesystems make atomic on the server: exclusive
+/// create, and rename/unlink. Client caches may show stale files; none of these steps
+/// trusts a cached read to allow anything, only to refuse.
 ///
 /// - Claim: `O_CREAT|O_EXCL` of `state/leases/<id>.lease`, holding the owner and an expiry.
 ///   An EEXIST may be the server's answer to a create it already did for us (a
 ///   retransmission), so it is confirmed by reading the lease back.
-/// - Renew: a keeper thread rewrites each held lease (temporary + rename) every third of the
-///   lease time, after checking it is still ours; a lease found taken is reported lost.
+/// - Renew: a keeper thread rewrites each held lease in place every third of the lease
+///   time, after checking it is still ours; a lease found taken is reported lost. A lease
+///   being released is never renewed (the two exclude each other per id). In place, not by
+///   rename: renaming onto a file open on the same FUSE mount leaves a `.fuse_hidden` file.
+/// - End: when a task ends, its lease becomes a tombstone (`ended`, expiring after the
+///   lease time) in place, so the id is never free in between: a daemon whose cache still
+///   shows the answered request hits `EEXIST` on its claim. Expired tombstones are removed
+///   by their owner's keeper, and the rest at a clean stop.
 /// - Take over: a lease past its expiry plus the margin may be broken by whoever wins the
 ///   `O_EXCL` create of `<id>.takeover`; the winner checks the lease is still the expired
 ///   one, removes it, claims it afresh and drops the takeover lock.
@@ -24,9 +31,14 @@ public final class LeaseManager: Sendable {
         case failed(String)
     }
 
-    struct Lease: Equatable {
-        var owner: String
-        var expiresAt: Double
+    typealias Lease = LeaseRules.Lease
+
+    /// The ids held, and the one the keeper is renewing (a release waits for it).
+    private struct Held {
+        var ids: Set<String> = []
+        var renewing: String?
+        /// Our tombstones, with when they were written.
+        var tombstones: [String: Double] = [:]
     }
 
     public let owner: String
@@ -35,12 +47,14 @@ public final class LeaseManager: Sendable {
     public var margin: Double { max(1, seconds / 3) }
     private let layout: SpoolLayout
     private let logger: Logger
-    private let held = Mutex<Set<String>>([])
+    private let held = Mutex(Held())
     private let stopRequested = Atomic<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
     private let skewWarned = Atomic<Bool>(false)
+    public let hostID: String
 
     public init(layout: SpoolLayout, hostID: String, seconds: Double, logger: Logger) {
+        self.hostID = hostID
         self.layout = layout
         self.seconds = seconds
         self.logger = logger
@@ -54,40 +68,66 @@ public final class LeaseManager: Sendable {
     /// file's mtime, so it is taken over like any other.
     func read(_ path: String) -> Lease? {
         guard let info = try? Syscall.lstat(path) else { return nil }
-        if let bytes = try? FileReader.prefix(path: path, limit: 4096), let object = JSONObject.parse(bytes),
-           let owner = object["owner"] as? String, let expires = (object["expires_at"] as? NSNumber)?.doubleValue {
-            return Lease(owner: owner, expiresAt: expires)
+        // Twice: a lease rewritten in place can be caught half-written.
+        for attempt in 0..<2 {
+            if attempt > 0 { usleep(5_000) }
+            if let bytes = try? FileReader.prefix(path: path, limit: 4096), let object = JSONObject.parse(bytes),
+               let owner = object["owner"] as? String, let expires = (object["expires_at"] as? NSNumber)?.doubleValue {
+                return Lease(owner: owner, expiresAt: expires, ended: (object["ended"] as? Bool) ?? false)
+            }
+            if !Syscall.exists(path) { return nil }
         }
         let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
         return Lease(owner: "unreadable@\(info.st_ino)", expiresAt: modified + seconds)
     }
 
-    func encode(expiresAt: Double) -> [UInt8] {
-        JSONObject.encode(["owner": owner, "expires_at": expiresAt, "host": owner.split(separator: ":").first.map(String.init) ?? owner] as [String: Any])
+    func encode(expiresAt: Double, ended: Bool = false) -> [UInt8] {
+        var object: [String: Any] = ["owner": owner, "expires_at": expiresAt, "host": hostID]
+        if ended { object["ended"] = true }
+        return JSONObject.encode(object)
+    }
+
+    func state(_ lease: Lease?) -> LeaseRules.State {
+        LeaseRules.state(of: lease, me: owner, now: LeaseManager.now(), margin: margin)
     }
 
     /// True when someone else holds a lease on `id` that has not expired: the watcher need
     /// not even read the request.
     public func isHeldElsewhere(_ id: String) -> Bool {
-        guard let lease = read(layout.lease(id)) else { return false }
-        return lease.owner != owner && lease.expiresAt + margin > LeaseManager.now()
+        switch state(read(layout.lease(id))) {
+        case .heldElsewhere, .ended: true
+        case .absent, .mine, .expired: false
+        }
+    }
+
+    /// Whether this daemon holds `id` now (in memory: no file is read).
+    public func holds(_ id: String) -> Bool {
+        held.withLock { $0.ids.contains(id) }
+    }
+
+    /// Claims `id` unless this daemon already holds it.
+    public func claimIfNeeded(_ id: String) -> Claim {
+        holds(id) ? .claimed : claim(id)
     }
 
     public func claim(_ id: String) -> Claim {
         let path = layout.lease(id)
         switch createExclusive(path, bytes: encode(expiresAt: LeaseManager.now() + seconds)) {
         case .created:
-            held.withLock { _ = $0.insert(id) }
+            hold(id)
             checkSkew(path)
             return .claimed
         case .exists:
-            guard let lease = read(path) else { return .heldElsewhere }  // removed meanwhile: later
-            if lease.owner == owner {
-                held.withLock { _ = $0.insert(id) }  // our own create, retransmitted
+            let lease = read(path)
+            switch state(lease) {
+            case .absent, .heldElsewhere, .ended:
+                return .heldElsewhere  // absent: removed meanwhile; looked at again later
+            case .mine:
+                hold(id)  // our own create, retransmitted
                 return .claimed
+            case .expired:
+                return takeOver(id, expired: lease!)
             }
-            if lease.expiresAt + margin > LeaseManager.now() { return .heldElsewhere }
-            return takeOver(id, expired: lease)
         case .failed(let message):
             return .failed(message)
         }
@@ -108,27 +148,78 @@ public final class LeaseManager: Sendable {
         defer { try? Syscall.unlinkIfPresent(lock) }
         guard read(layout.lease(id)) == expired else { return .heldElsewhere }  // renewed or taken meanwhile
         try? Syscall.unlinkIfPresent(layout.lease(id))
-        logger.warning("took over an expired lease", id: id, ["previous_owner": expired.owner])
+        if expired.ended {
+            logger.debug("an expired tombstone was replaced by a new claim", id: id)
+        } else {
+            logger.warning("took over an expired lease", id: id, ["previous_owner": expired.owner])
+        }
         switch createExclusive(layout.lease(id), bytes: encode(expiresAt: LeaseManager.now() + seconds)) {
         case .created:
-            held.withLock { _ = $0.insert(id) }
+            hold(id)
             return .claimed
         case .exists:
-            return read(layout.lease(id))?.owner == owner ? .claimed : .heldElsewhere
+            guard read(layout.lease(id)).map({ $0.owner == owner && !$0.ended }) == true else { return .heldElsewhere }
+            hold(id)
+            return .claimed
         case .failed(let message):
             return .failed(message)
         }
     }
 
-    /// Still ours and not expired: safe to publish.
-    public func stillMine(_ id: String) -> Bool {
-        guard let lease = read(layout.lease(id)) else { return false }
-        return lease.owner == owner && lease.expiresAt > LeaseManager.now()
+    private func hold(_ id: String) {
+        held.withLock {
+            $0.ids.insert(id)
+            $0.tombstones[id] = nil
+        }
     }
 
-    public func release(_ id: String) {
-        held.withLock { _ = $0.remove(id) }
-        if read(layout.lease(id))?.owner == owner { try? Syscall.unlinkIfPresent(layout.lease(id)) }
+    /// Still ours and not expired: safe to publish.
+    public func stillMine(_ id: String) -> Bool {
+        guard holds(id), let lease = read(layout.lease(id)) else { return false }
+        return lease.owner == owner && !lease.ended && lease.expiresAt > LeaseManager.now()
+    }
+
+    /// Gives up the claim on `id`. `ended`: the task ended here (done, failed, cancelled,
+    /// gone): the lease becomes a tombstone, so no stale view of the request can be claimed
+    /// for a lease time. Otherwise (a retry later, a shutdown) the lease is removed, so any
+    /// daemon may take the request at once.
+    public func release(_ id: String, ended: Bool) {
+        // Wait while the keeper renews this very lease: a renewal after the release would
+        // bring the lease back.
+        while true {
+            let removed = held.withLock { state -> Bool? in
+                if state.renewing == id { return nil }
+                return state.ids.remove(id) != nil
+            }
+            guard let wasHeld = removed else {
+                usleep(1_000)
+                continue
+            }
+            guard wasHeld else { return }
+            break
+        }
+        let path = layout.lease(id)
+        guard let lease = read(path), lease.owner == owner, !lease.ended else { return }
+        if ended {
+            do {
+                try rewrite(path, encode(expiresAt: LeaseManager.now() + seconds, ended: true))
+                held.withLock { $0.tombstones[id] = LeaseManager.now() }
+                return
+            } catch {
+                logger.warning("cannot leave a tombstone; removing the lease", id: id, ["reason": "\(error)"])
+            }
+        }
+        try? Syscall.unlinkIfPresent(path)
+    }
+
+    /// Rewrites a lease in place (see the type's notes on `.fuse_hidden`). A reader that
+    /// catches it half-written cannot parse it and treats it as held by someone (its
+    /// mtime is fresh), which only ever refuses a claim.
+    private func rewrite(_ path: String, _ bytes: [UInt8]) throws {
+        let fd = try Syscall.open(path, O_WRONLY | O_NOFOLLOW)
+        defer { Syscall.close(fd) }
+        try Syscall.writeAll(fd, bytes, path: path)
+        if ftruncate(fd, off_t(bytes.count)) != 0 { throw SystemError(errno: errno, call: "ftruncate", path: path) }
     }
 
     /// Renews every held lease a few times per lease period; calls `lost` for a lease that
@@ -142,24 +233,126 @@ public final class LeaseManager: Sendable {
                     usleep(100_000)
                     slept += 0.1
                 }
-                for id in held.withLock({ $0 }) {
-                    let path = layout.lease(id)
-                    guard read(path)?.owner == owner else {
-                        held.withLock { _ = $0.remove(id) }
-                        logger.warning("lease lost to another daemon; discarding this attempt", id: id)
-                        lost(id)
-                        continue
-                    }
-                    try? DurableFile.replace(encode(expiresAt: LeaseManager.now() + seconds), at: path, mode: layout.fileMode)
-                }
+                renewAll(lost: lost)
+                removeOldTombstones(olderThan: seconds)
+                removeExpiredTombstones()
+                removeFuseHidden(olderThan: 10)
             }
             stopped.signal()
         }
     }
 
+    private func renewAll(lost: @Sendable (String) -> Void) {
+        for id in held.withLock({ $0.ids }) {
+            let marked = held.withLock { state -> Bool in
+                guard state.ids.contains(id) else { return false }
+                state.renewing = id
+                return true
+            }
+            guard marked else { continue }
+            let path = layout.lease(id)
+            let lease = read(path)
+            if let lease, lease.owner == owner, !lease.ended {
+                do {
+                    try rewrite(path, encode(expiresAt: LeaseManager.now() + seconds))
+                } catch {
+                    logger.warning("cannot renew a lease", id: id, ["reason": "\(error)"])
+                }
+                held.withLock { $0.renewing = nil }
+            } else {
+                let wasHeld = held.withLock { state -> Bool in
+                    state.renewing = nil
+                    return state.ids.remove(id) != nil
+                }
+                if wasHeld {
+                    logger.warning("lease lost to another daemon; discarding this attempt", id: id)
+                    lost(id)
+                }
+            }
+        }
+    }
+
+    /// Removes our tombstones written more than `age` seconds ago (all of them with 0).
+    private func removeOldTombstones(olderThan age: Double) {
+        let now = LeaseManager.now()
+        let due = held.withLock { state -> [String] in
+            let due = state.tombstones.filter { now - $0.value >= age }.map(\.key)
+            for id in due { state.tombstones[id] = nil }
+            return due
+        }
+        for id in due {
+            let path = layout.lease(id)
+            if let lease = read(path), lease.owner == owner, lease.ended { try? Syscall.unlinkIfPresent(path) }
+        }
+    }
+
+    /// Removes any daemon's tombstone long expired (its owner stopped without removing it),
+    /// through the takeover lock, like any other expired lease.
+    func removeExpiredTombstones() {
+        let now = LeaseManager.now()
+        for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasSuffix(".lease") {
+            let id = String(name.dropLast(".lease".count))
+            guard let lease = read(layout.lease(id)), lease.ended, lease.expiresAt + margin < now else { continue }
+            let lock = layout.takeover(id)
+            guard case .created = createExclusive(lock, bytes: encode(expiresAt: now + seconds)) else { continue }
+            if read(layout.lease(id)) == lease { try? Syscall.unlinkIfPresent(layout.lease(id)) }
+            try? Syscall.unlinkIfPresent(lock)
+        }
+    }
+
+    /// A FUSE mount (sshfs) keeps a file removed while open as `.fuse_hidden*`, and such
+    /// files can outlive the open. Nothing in `state/leases` is held open for long, so an
+    /// old one is a leftover.
+    private func removeFuseHidden(olderThan age: Double) {
+        let now = LeaseManager.now()
+        for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasPrefix(".fuse_hidden") {
+            let path = "\(layout.leases)/\(name)"
+            guard let info = try? Syscall.lstat(path) else { continue }
+            if now - (Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9) >= age { try? Syscall.unlinkIfPresent(path) }
+        }
+    }
+
+    /// Stops the keeper, then removes this daemon's tombstones once they have covered the
+    /// few seconds in which client caches can still show their requests.
     public func stopKeeper() {
         stopRequested.store(true, ordering: .relaxed)
         stopped.wait()
+        let newest = held.withLock { $0.tombstones.values.max() } ?? 0
+        let wait = min(LeaseManager.staleCacheSeconds, seconds) - (LeaseManager.now() - newest)
+        if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
+        removeOldTombstones(olderThan: 0)
+        removeFuseHidden(olderThan: 0)
+    }
+
+    /// How long client caches may show a file another client removed: GlusterFS's
+    /// md-cache and quick-read about a second (measured up to 0.9 s), with room to spare.
+    public static let staleCacheSeconds = 2.0
+
+    /// Takes back at once the leases of this host's earlier runs that died (killed, or the
+    /// machine restarted): their requests need not wait for the lease time. Returns the
+    /// ids taken back.
+    public func reclaimDeadIncarnations() -> [String] {
+        var reclaimed: [String] = []
+        for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasSuffix(".lease") {
+            let path = "\(layout.leases)/\(name)"
+            guard let lease = read(path),
+                  LeaseRules.isDeadIncarnation(lease, hostID: hostID, myPID: getpid(), isAlive: LeaseManager.isAlive) else { continue }
+            // Re-read just before the unlink: a taker may have replaced it meanwhile.
+            guard read(path) == lease else { continue }
+            try? Syscall.unlinkIfPresent(path)
+            reclaimed.append(String(name.dropLast(".lease".count)))
+        }
+        return reclaimed
+    }
+
+    static func isAlive(_ pid: Int32) -> Bool {
+        kill(pid, 0) == 0 || errno == EPERM
+    }
+
+    /// Whether a starting daemon may remove a leftover file of `id` (see `LeaseRules`).
+    public func mayRemoveLeftover(of id: String) -> Bool {
+        LeaseRules.mayRemoveLeftover(lease: read(layout.lease(id)), me: owner, hostID: hostID, myPID: getpid(), now: LeaseManager.now(),
+                                     margin: margin, isAlive: LeaseManager.isAlive)
     }
 
     enum Created {
@@ -174,7 +367,7 @@ public final class LeaseManager: Sendable {
             defer { Syscall.close(fd) }
             try Syscall.writeAll(fd, bytes, path: path)
             return .created
-        } catch let error as SystemError where error.errno == EEXIST {
+        } catch let error as SystemError where LeaseRules.createFailure(errno: error.errno, fileExists: { Syscall.exists(path) }) == .exists {
             return .exists
         } catch {
             return .failed("\(error)")
