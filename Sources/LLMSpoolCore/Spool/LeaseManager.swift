@@ -282,7 +282,7 @@ public final class LeaseManager: Sendable {
         }
         for id in due {
             let path = layout.lease(id)
-            if let lease = read(path), lease.owner == owner, lease.ended { try? Syscall.unlinkIfPresent(path) }
+            if let lease = read(path), lease.ended, lease.host == hostID { try? Syscall.unlinkIfPresent(path) }
         }
     }
 
@@ -335,8 +335,14 @@ public final class LeaseManager: Sendable {
         var reclaimed: [String] = []
         for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasSuffix(".lease") {
             let path = "\(layout.leases)/\(name)"
-            guard let lease = read(path),
-                  LeaseRules.isDeadIncarnation(lease, hostID: hostID, myPID: getpid(), isAlive: LeaseManager.isAlive) else { continue }
+            guard let lease = read(path) else { continue }
+            if lease.ended, lease.host == hostID, let pid = lease.pid, pid != getpid(), !LeaseManager.isAlive(pid) {
+                // Its tombstones become ours, to be removed once they expire.
+                let id = String(name.dropLast(".lease".count))
+                held.withLock { $0.tombstones[id] = lease.expiresAt - seconds }
+                continue
+            }
+            guard LeaseRules.isDeadIncarnation(lease, hostID: hostID, myPID: getpid(), isAlive: LeaseManager.isAlive) else { continue }
             // Re-read just before the unlink: a taker may have replaced it meanwhile.
             guard read(path) == lease else { continue }
             try? Syscall.unlinkIfPresent(path)
