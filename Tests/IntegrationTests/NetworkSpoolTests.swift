@@ -107,6 +107,19 @@ struct NetworkSpoolTests {
         return counts
     }
 
+    /// The log lines about `ids`, each prefixed with its log's index, to explain a failure.
+    static func linesAbout(_ ids: some Sequence<String>, in logs: [String]) -> String {
+        var lines: [String] = []
+        for id in ids {
+            for (index, log) in logs.enumerated() {
+                for line in log.split(separator: "\n") where line.contains(" id=\(id) ") || line.hasSuffix(" id=\(id)") {
+                    lines.append("[\(index)] \(line)")
+                }
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
     /// Files a finished run must not leave anywhere in the spool: claims, partial answers,
     /// hidden temporaries, and what FUSE makes of files removed while open.
     static func leftovers(_ layout: SpoolLayout) -> [String] {
@@ -130,7 +143,10 @@ struct NetworkSpoolTests {
 
     /// Every request reached the endpoint once, ended done once, left its result and nothing else.
     func expectExactlyOnce(_ harness: Harness, _ layout: SpoolLayout, ids: [String], prompt: (String) -> String, logs: [String],
-                           sentTwiceAllowed: Set<String> = []) throws {
+                           sentTwiceAllowed: Set<String> = [], heldOpenByOthers: Bool = false) throws {
+        // sshfs keeps a request removed while another program had it open on the same
+        // mount as `outgoing/.fuse_hidden*`: such a program's leftover, not the daemon's.
+        let othersLeftover: (String) -> Bool = { heldOpenByOthers && $0.hasPrefix("outgoing/.fuse_hidden") }
         let arrivals = try harness.stubArrivals()
         var perPrompt: [String: Int] = [:]
         for arrival in arrivals { perPrompt[arrival.prompt, default: 0] += 1 }
@@ -138,13 +154,17 @@ struct NetworkSpoolTests {
         let unexpected = repeated.filter { !sentTwiceAllowed.contains($0) }
         #expect(unexpected.isEmpty, "sent more than once: \(unexpected.prefix(20)) (\(unexpected.count))")
         #expect(ids.allSatisfy { perPrompt[prompt($0), default: 0] >= 1 }, "every request reached the endpoint")
-        #expect(ids.allSatisfy { perPrompt[prompt($0), default: 0] <= 2 }, "at most once more each")
+        let thrice = ids.filter { perPrompt[prompt($0), default: 0] > 2 }
+        if !thrice.isEmpty { print("sent three times or more:\n\(Self.linesAbout(thrice.prefix(2), in: logs))") }
+        #expect(thrice.isEmpty, "at most once more each: \(thrice) \(Self.linesAbout(thrice.prefix(2), in: logs))")
         let done = Self.doneIDs(logs)
         let doneTwice = ids.filter { done[$0, default: 0] > 1 }
         #expect(doneTwice.isEmpty, "ended done more than once: \(doneTwice.prefix(20)) (\(doneTwice.count))")
-        #expect(ids.allSatisfy { done[$0, default: 0] == 1 }, "every request ended done once: \(ids.filter { done[$0, default: 0] == 0 }.prefix(20))")
+        // A daemon killed between publishing and logging leaves a result without its line.
+        let unlogged = ids.filter { done[$0, default: 0] == 0 && !sentTwiceAllowed.contains($0) }
+        #expect(unlogged.isEmpty, "every request ended done once: \(unlogged.prefix(20))")
         #expect(harness.files(in: layout.failed).isEmpty, "nothing failed: \(harness.files(in: layout.failed).prefix(10))")
-        #expect(harness.files(in: layout.outgoing).isEmpty)
+        #expect(harness.files(in: layout.outgoing).filter { !othersLeftover("outgoing/" + $0) }.isEmpty)
         var notDone: [String] = []
         for id in ids {
             let record = try? harness.json(layout.taskRecord(id))
@@ -154,8 +174,8 @@ struct NetworkSpoolTests {
         for id in ids.enumerated().filter({ $0.offset % 50 == 0 }).map(\.element) {
             #expect(Harness.content(of: try harness.json(layout.result(id))) == StubAnswer.content(prompt: prompt(id), tokens: 8))
         }
-        let left = Self.leftovers(layout)
-        #expect(left.isEmpty, "left behind: \(left.prefix(20)) (\(left.count))")
+        let left = Self.leftovers(layout).filter { !othersLeftover($0) }
+        #expect(left.isEmpty, "left behind: \(left.prefix(20)) (\(left.count)) \(Self.linesAbout(left.prefix(2).map { (($0 as NSString).lastPathComponent as NSString).deletingPathExtension }, in: logs))")
     }
 
     /// Waits until no claim is left in `state/leases`: finished ids keep theirs a while.
@@ -313,7 +333,7 @@ struct NetworkSpoolTests {
         #expect(lateClaim != .claimed, "a finished request cannot be claimed again through a caching mount")
         waitForLeasesToClear(producer)
         try expectExactlyOnce(harness, producer, ids: ids + ["late"], prompt: { $0 == "late" ? "\(kind) cached late" : "\(kind) cached \($0.dropFirst())" },
-                              logs: ["d1", "d2", "d3"].map { harness.extraLog($0) })
+                              logs: ["d1", "d2", "d3"].map { harness.extraLog($0) }, heldOpenByOthers: true)
     }
 }
 

@@ -89,6 +89,9 @@ public final class SpoolDaemon: Sendable {
         try layout.create()
         warnIfOpenToEveryone()
         if let leases {
+            let choice = leases.chooseMethod()
+            logger.info(choice.method == .locks ? "claims are held under file locks" : "claims are lease files only",
+                        ["method": choice.method.rawValue, "reason": choice.reason])
             let reclaimed = leases.reclaimDeadIncarnations()
             if !reclaimed.isEmpty {
                 logger.info("took back the claims of this host's earlier run", ["requests": "\(reclaimed.count)"])
@@ -191,11 +194,14 @@ public final class SpoolDaemon: Sendable {
         for directory in [layout.incoming, layout.failed, layout.state] {
             for name in (try? Syscall.listDirectory(directory)) ?? [] {
                 guard let id = LeaseRules.leftoverID(name) else { continue }
-                if let leases, !leases.mayRemoveLeftover(of: id) {
-                    kept += 1
-                    continue
+                var unlinked = false
+                let remove = { unlinked = (try? Syscall.unlink("\(directory)/\(name)")) != nil }
+                if let leases {
+                    if !leases.removeLeftover(of: id, remove) { kept += 1 }
+                } else {
+                    remove()
                 }
-                if (try? Syscall.unlink("\(directory)/\(name)")) != nil { removed += 1 }
+                if unlinked { removed += 1 }
             }
         }
         if removed > 0 || kept > 0 {

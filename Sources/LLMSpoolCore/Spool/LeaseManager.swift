@@ -1,3 +1,4 @@
+import CSystem
 import Foundation
 import Glibc
 import Synchronization
@@ -39,6 +40,10 @@ public final class LeaseManager: Sendable {
         var renewing: String?
         /// Our tombstones, with when they were written.
         var tombstones: [String: Double] = [:]
+        /// With locks: the locked descriptor of each claim and tombstone of ours.
+        var fds: [String: Int32] = [:]
+        /// With locks: when another daemon's claim was last probed, per id.
+        var probedAt: [String: Double] = [:]
     }
 
     public let owner: String
@@ -52,6 +57,14 @@ public final class LeaseManager: Sendable {
     private let stopped = DispatchSemaphore(value: 0)
     private let skewWarned = Atomic<Bool>(false)
     public let hostID: String
+    private let lockMode = Atomic<Bool>(false)
+
+    /// How claims are held, as chosen by `chooseMethod` (lease files until then).
+    public var method: ClaimMethod { lockMode.load(ordering: .relaxed) ? .locks : .leaseFiles }
+
+    /// How long a tombstone bars its id. With locks a tombstone is held locked, one
+    /// descriptor each, so it lives only as long as stale caches need.
+    var tombstoneSeconds: Double { lockMode.load(ordering: .relaxed) ? min(seconds, 2 * LeaseManager.staleCacheSeconds) : seconds }
 
     public init(layout: SpoolLayout, hostID: String, seconds: Double, logger: Logger) {
         self.hostID = hostID
@@ -78,7 +91,7 @@ public final class LeaseManager: Sendable {
             if !Syscall.exists(path) { return nil }
         }
         let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
-        return Lease(owner: "unreadable@\(info.st_ino)", expiresAt: modified + seconds)
+        return Lease(owner: "\(Lease.unreadablePrefix)\(info.st_ino)", expiresAt: modified + seconds)
     }
 
     func encode(expiresAt: Double, ended: Bool = false) -> [UInt8] {
@@ -94,10 +107,31 @@ public final class LeaseManager: Sendable {
     /// True when someone else holds a lease on `id` that has not expired: the watcher need
     /// not even read the request.
     public func isHeldElsewhere(_ id: String) -> Bool {
-        switch state(read(layout.lease(id))) {
-        case .heldElsewhere, .ended: true
-        case .absent, .mine, .expired: false
+        let lease = read(layout.lease(id))
+        switch state(lease) {
+        case .heldElsewhere:
+            // A lease without content yet is being created: its lock may not be taken yet.
+            guard lockMode.load(ordering: .relaxed), lease?.isWritten == true else { return true }
+            return !lockLooksFree(id)
+        case .ended:
+            return true
+        case .absent, .mine, .expired:
+            return false
         }
+    }
+
+    /// With locks: whether another daemon's claim on `id` has lost its lock (its holder is
+    /// gone), checked at most once a second per id: a lock is a round trip to the server.
+    private func lockLooksFree(_ id: String) -> Bool {
+        let now = LeaseManager.now()
+        let due = held.withLock { state -> Bool in
+            if let last = state.probedAt[id], now - last < 1 { return false }
+            state.probedAt[id] = now
+            return true
+        }
+        guard due, let fd = try? Syscall.open(layout.lease(id), O_RDWR | O_NOFOLLOW) else { return false }
+        defer { Syscall.close(fd) }  // closing the description drops a lock taken here
+        return llms_ofd_lock(fd, llms_lock_write) == 0
     }
 
     /// Whether this daemon holds `id` now (in memory: no file is read).
@@ -112,19 +146,25 @@ public final class LeaseManager: Sendable {
 
     public func claim(_ id: String) -> Claim {
         let path = layout.lease(id)
-        switch createExclusive(path, bytes: encode(expiresAt: LeaseManager.now() + seconds)) {
-        case .created:
-            hold(id)
+        switch createExclusive(path, bytes: encode(expiresAt: LeaseManager.now() + seconds), lock: lockMode.load(ordering: .relaxed)) {
+        case .created(let fd):
+            hold(id, fd: fd)
             checkSkew(path)
             return .claimed
         case .exists:
             let lease = read(path)
             switch state(lease) {
+            case .heldElsewhere where lockMode.load(ordering: .relaxed) && lease?.isWritten == true:
+                return takeOverUnlocked(id)
             case .absent, .heldElsewhere, .ended:
                 return .heldElsewhere  // absent: removed meanwhile; looked at again later
             case .mine:
                 hold(id)  // our own create, retransmitted
                 return .claimed
+            case .expired where lockMode.load(ordering: .relaxed):
+                // With locks the lock decides, never the content: a cached copy of an old
+                // lease can look expired while its new holder is at work.
+                return takeOverUnlocked(id)
             case .expired:
                 return takeOver(id, expired: lease!)
             }
@@ -135,7 +175,7 @@ public final class LeaseManager: Sendable {
 
     private func takeOver(_ id: String, expired: Lease) -> Claim {
         let lock = layout.takeover(id)
-        switch createExclusive(lock, bytes: encode(expiresAt: LeaseManager.now() + seconds)) {
+        switch createExclusive(lock, bytes: encode(expiresAt: LeaseManager.now() + seconds), lock: false) {
         case .created:
             break
         case .exists:
@@ -153,9 +193,9 @@ public final class LeaseManager: Sendable {
         } else {
             logger.warning("took over an expired lease", id: id, ["previous_owner": expired.owner])
         }
-        switch createExclusive(layout.lease(id), bytes: encode(expiresAt: LeaseManager.now() + seconds)) {
-        case .created:
-            hold(id)
+        switch createExclusive(layout.lease(id), bytes: encode(expiresAt: LeaseManager.now() + seconds), lock: lockMode.load(ordering: .relaxed)) {
+        case .created(let fd):
+            hold(id, fd: fd)
             return .claimed
         case .exists:
             guard read(layout.lease(id)).map({ $0.owner == owner && !$0.ended }) == true else { return .heldElsewhere }
@@ -166,11 +206,82 @@ public final class LeaseManager: Sendable {
         }
     }
 
-    private func hold(_ id: String) {
-        held.withLock {
-            $0.ids.insert(id)
-            $0.tombstones[id] = nil
+    private func hold(_ id: String, fd: Int32 = -1) {
+        let previous = held.withLock { state -> Int32? in
+            state.ids.insert(id)
+            state.tombstones[id] = nil
+            let previous = state.fds[id]
+            if fd >= 0 { state.fds[id] = fd } else { state.fds[id] = nil }
+            return previous
         }
+        if let previous, previous != fd { Syscall.close(previous) }
+    }
+
+    /// With locks: a claim whose lock is free belongs to a daemon that is gone (killed,
+    /// crashed, its machine down), since a live one holds its lock for as long as it holds
+    /// the claim, tombstones included. The lock is then ours at once, without waiting for
+    /// the lease time. A lease not yet written (created, not yet locked) is left alone.
+    private func takeOverUnlocked(_ id: String) -> Claim {
+        let path = layout.lease(id)
+        guard let fd = try? Syscall.open(path, O_RDWR | O_NOFOLLOW) else { return .heldElsewhere }
+        guard llms_ofd_lock(fd, llms_lock_write) == 0 else {
+            Syscall.close(fd)
+            return .heldElsewhere
+        }
+        // The lock must be on the file the name holds now, not one removed meanwhile.
+        guard let opened = try? Syscall.fstat(fd, path: path), let named = try? Syscall.lstat(path), opened.st_ino == named.st_ino,
+              let lease = read(path), lease.isWritten, state(lease) != .ended else {
+            Syscall.close(fd)
+            return .heldElsewhere
+        }
+        do {
+            let bytes = encode(expiresAt: LeaseManager.now() + seconds)
+            try Syscall.writeAll(fd, bytes, path: path)  // the descriptor is at offset 0
+            if ftruncate(fd, off_t(bytes.count)) != 0 { throw SystemError(errno: errno, call: "ftruncate", path: path) }
+        } catch {
+            Syscall.close(fd)
+            return .failed("\(error)")
+        }
+        logger.warning("took over the claim of a daemon that is gone (its lock was free)", id: id, ["previous_owner": lease.owner])
+        hold(id, fd: fd)
+        return .claimed
+    }
+
+    /// Chooses lease files or locks for the spool's filesystem (see `ClaimMethod`), with a
+    /// probe of two descriptors on one file in `state/leases`. Call once, before any claim.
+    @discardableResult
+    public func chooseMethod() -> (method: ClaimMethod, reason: String) {
+        let probe = probeLocks()
+        let mountinfo = (try? FileReader.prefix(path: "/proc/self/mountinfo", limit: 4 << 20)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let real = realpath(layout.leases, nil).map { pointer -> String in
+            defer { free(pointer) }
+            return String(cString: pointer)
+        } ?? layout.leases
+        let mount = ClaimMethod.mount(of: real, mountinfo: mountinfo) ?? (type: "unknown", options: [])
+        let choice = ClaimMethod.choose(filesystem: mount.type, options: mount.options, probe: probe)
+        lockMode.store(choice.method == .locks, ordering: .relaxed)
+        return choice
+    }
+
+    /// Two descriptors of one file: the second must be refused the lock the first holds,
+    /// and granted it once the first lets go.
+    func probeLocks() -> ClaimMethod.Probe {
+        let path = "\(layout.leases)/.probe-\(owner.replacingOccurrences(of: ":", with: "-"))"
+        defer { try? Syscall.unlinkIfPresent(path) }
+        guard let first = try? Syscall.open(path, O_RDWR | O_CREAT | O_NOFOLLOW, mode: layout.fileMode) else { return .failed(errno: errno) }
+        defer { Syscall.close(first) }
+        guard let second = try? Syscall.open(path, O_RDWR | O_NOFOLLOW) else { return .failed(errno: errno) }
+        defer { Syscall.close(second) }
+        guard llms_ofd_lock(first, llms_lock_write) == 0 else { return .failed(errno: errno) }
+        if llms_ofd_lock(second, llms_lock_write) == 0 { return .noConflict }
+        guard errno == EAGAIN || errno == EACCES else { return .failed(errno: errno) }
+        guard llms_ofd_lock(first, llms_lock_unlock) == 0 else { return .failed(errno: errno) }
+        // A network lock manager may take a moment to hand the lock on.
+        for _ in 0..<50 {
+            if llms_ofd_lock(second, llms_lock_write) == 0 { return .works }
+            usleep(10_000)
+        }
+        return .neverReleased
     }
 
     /// Still ours and not expired: safe to publish.
@@ -198,18 +309,27 @@ public final class LeaseManager: Sendable {
             guard wasHeld else { return }
             break
         }
+        let fd = held.withLock { $0.fds.removeValue(forKey: id) } ?? -1
         let path = layout.lease(id)
-        guard let lease = read(path), lease.owner == owner, !lease.ended else { return }
+        guard let lease = read(path), lease.owner == owner, !lease.ended else {
+            if fd >= 0 { Syscall.close(fd) }
+            return
+        }
         if ended {
             do {
-                try rewrite(path, encode(expiresAt: LeaseManager.now() + seconds, ended: true))
-                held.withLock { $0.tombstones[id] = LeaseManager.now() }
+                try rewrite(path, encode(expiresAt: LeaseManager.now() + tombstoneSeconds, ended: true))
+                // With locks the tombstone stays locked: the lock says its owner lives.
+                held.withLock {
+                    $0.tombstones[id] = LeaseManager.now()
+                    if fd >= 0 { $0.fds[id] = fd }
+                }
                 return
             } catch {
                 logger.warning("cannot leave a tombstone; removing the lease", id: id, ["reason": "\(error)"])
             }
         }
         try? Syscall.unlinkIfPresent(path)
+        if fd >= 0 { Syscall.close(fd) }
     }
 
     /// Rewrites a lease in place (see the type's notes on `.fuse_hidden`). A reader that
@@ -234,7 +354,7 @@ public final class LeaseManager: Sendable {
                     slept += 0.1
                 }
                 renewAll(lost: lost)
-                removeOldTombstones(olderThan: seconds)
+                removeOldTombstones(olderThan: tombstoneSeconds)
                 removeExpiredTombstones()
                 removeFuseHidden(olderThan: 10)
             }
@@ -275,14 +395,16 @@ public final class LeaseManager: Sendable {
     /// Removes our tombstones written more than `age` seconds ago (all of them with 0).
     private func removeOldTombstones(olderThan age: Double) {
         let now = LeaseManager.now()
-        let due = held.withLock { state -> [String] in
+        let due = held.withLock { state -> [(String, Int32)] in
             let due = state.tombstones.filter { now - $0.value >= age }.map(\.key)
             for id in due { state.tombstones[id] = nil }
-            return due
+            state.probedAt = state.probedAt.filter { now - $0.value < 60 }
+            return due.map { ($0, state.fds.removeValue(forKey: $0) ?? -1) }
         }
-        for id in due {
+        for (id, fd) in due {
             let path = layout.lease(id)
             if let lease = read(path), lease.ended, lease.host == hostID { try? Syscall.unlinkIfPresent(path) }
+            if fd >= 0 { Syscall.close(fd) }
         }
     }
 
@@ -293,8 +415,17 @@ public final class LeaseManager: Sendable {
         for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasSuffix(".lease") {
             let id = String(name.dropLast(".lease".count))
             guard let lease = read(layout.lease(id)), lease.ended, lease.expiresAt + margin < now else { continue }
+            if lockMode.load(ordering: .relaxed) {
+                // Its owner holds it locked until it removes it itself; a free lock means the owner is gone.
+                guard let fd = try? Syscall.open(layout.lease(id), O_RDWR | O_NOFOLLOW) else { continue }
+                defer { Syscall.close(fd) }
+                guard llms_ofd_lock(fd, llms_lock_write) == 0, let opened = try? Syscall.fstat(fd, path: layout.lease(id)),
+                      let named = try? Syscall.lstat(layout.lease(id)), opened.st_ino == named.st_ino, read(layout.lease(id)) == lease else { continue }
+                try? Syscall.unlinkIfPresent(layout.lease(id))
+                continue
+            }
             let lock = layout.takeover(id)
-            guard case .created = createExclusive(lock, bytes: encode(expiresAt: now + seconds)) else { continue }
+            guard case .created = createExclusive(lock, bytes: encode(expiresAt: now + seconds), lock: false) else { continue }
             if read(layout.lease(id)) == lease { try? Syscall.unlinkIfPresent(layout.lease(id)) }
             try? Syscall.unlinkIfPresent(lock)
         }
@@ -318,7 +449,7 @@ public final class LeaseManager: Sendable {
         stopRequested.store(true, ordering: .relaxed)
         stopped.wait()
         let newest = held.withLock { $0.tombstones.values.max() } ?? 0
-        let wait = min(LeaseManager.staleCacheSeconds, seconds) - (LeaseManager.now() - newest)
+        let wait = min(LeaseManager.staleCacheSeconds, tombstoneSeconds) - (LeaseManager.now() - newest)
         if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
         removeOldTombstones(olderThan: 0)
         removeFuseHidden(olderThan: 0)
@@ -342,7 +473,9 @@ public final class LeaseManager: Sendable {
                 held.withLock { $0.tombstones[id] = lease.expiresAt - seconds }
                 continue
             }
-            guard LeaseRules.isDeadIncarnation(lease, hostID: hostID, myPID: getpid(), isAlive: LeaseManager.isAlive) else { continue }
+            // With locks, a dead run's claims are free already: the next claim takes them.
+            guard !lockMode.load(ordering: .relaxed),
+                  LeaseRules.isDeadIncarnation(lease, hostID: hostID, myPID: getpid(), isAlive: LeaseManager.isAlive) else { continue }
             // Re-read just before the unlink: a taker may have replaced it meanwhile.
             guard read(path) == lease else { continue }
             try? Syscall.unlinkIfPresent(path)
@@ -355,24 +488,64 @@ public final class LeaseManager: Sendable {
         kill(pid, 0) == 0 || errno == EPERM
     }
 
-    /// Whether a starting daemon may remove a leftover file of `id` (see `LeaseRules`).
-    public func mayRemoveLeftover(of id: String) -> Bool {
-        LeaseRules.mayRemoveLeftover(lease: read(layout.lease(id)), me: owner, hostID: hostID, myPID: getpid(), now: LeaseManager.now(),
-                                     margin: margin, isAlive: LeaseManager.isAlive)
+    /// Runs `remove` if a starting daemon may remove a leftover file of `id` (see
+    /// `LeaseRules`); returns whether it ran. With locks, the lease's lock decides, and is
+    /// held while `remove` runs, so no daemon can take the id over meanwhile.
+    public func removeLeftover(of id: String, _ remove: () -> Void) -> Bool {
+        if lockMode.load(ordering: .relaxed) {
+            let fd: Int32
+            do {
+                fd = try Syscall.open(layout.lease(id), O_RDWR | O_NOFOLLOW)
+            } catch let error as SystemError where RequestFile.isGone(error.errno) {
+                remove()
+                return true
+            } catch {
+                return false
+            }
+            defer { Syscall.close(fd) }
+            guard llms_ofd_lock(fd, llms_lock_write) == 0 else { return false }
+            remove()
+            return true
+        }
+        guard LeaseRules.mayRemoveLeftover(lease: read(layout.lease(id)), me: owner, hostID: hostID, myPID: getpid(), now: LeaseManager.now(),
+                                           margin: margin, isAlive: LeaseManager.isAlive) else { return false }
+        remove()
+        return true
     }
 
     enum Created {
-        case created
+        /// With the locked descriptor, kept open, when `lock` was asked; -1 otherwise.
+        case created(Int32)
         case exists
         case failed(String)
     }
 
-    private func createExclusive(_ path: String, bytes: [UInt8]) -> Created {
+    /// `lock`: the new file is locked before anything is written to it, so a lease with
+    /// content is always locked while its owner lives.
+    private func createExclusive(_ path: String, bytes: [UInt8], lock: Bool) -> Created {
         do {
-            let fd = try Syscall.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
-            defer { Syscall.close(fd) }
+            let fd = try Syscall.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
+            var keep = false
+            defer { if !keep { Syscall.close(fd) } }
+            if lock {
+                // Another daemon's probe may hold the lock for a moment.
+                var locked = llms_ofd_lock(fd, llms_lock_write) == 0
+                for _ in 0..<50 where !locked {
+                    usleep(2_000)
+                    locked = llms_ofd_lock(fd, llms_lock_write) == 0
+                }
+                guard locked else {
+                    let code = errno
+                    // Ours by the exclusive create: removed unless the name holds another file by now.
+                    if let opened = try? Syscall.fstat(fd, path: path), let named = try? Syscall.lstat(path), opened.st_ino == named.st_ino {
+                        try? Syscall.unlinkIfPresent(path)
+                    }
+                    return .failed("cannot lock \(path): errno \(code)")
+                }
+            }
             try Syscall.writeAll(fd, bytes, path: path)
-            return .created
+            keep = lock
+            return .created(lock ? fd : -1)
         } catch let error as SystemError where LeaseRules.createFailure(errno: error.errno, fileExists: { Syscall.exists(path) }) == .exists {
             return .exists
         } catch {

@@ -19,6 +19,12 @@ public enum LeaseRules {
             self.ended = ended
         }
 
+        /// The owner given to a lease file whose content cannot be read (being written).
+        public static let unreadablePrefix = "unreadable@"
+
+        /// Whether the lease had content: its creator wrote it (and, with locks, locked it first).
+        public var isWritten: Bool { !owner.hasPrefix(Self.unreadablePrefix) }
+
         /// The host id in an owner `host:pid:tag`.
         public var host: String { Self.parts(owner).host }
         /// The pid in an owner `host:pid:tag`, if it has one.
