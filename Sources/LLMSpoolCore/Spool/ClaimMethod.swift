@@ -37,13 +37,14 @@ public enum ClaimMethod: String, Sendable, Equatable {
         case .neverReleased: return (.leaseFiles, "a dropped lock stayed taken on \(type)")
         }
         if localFilesystems.contains(type) { return (.locks, "\(type) is local: its locks are the kernel's") }
+        // NFS (v3 through lockd, v4 in the protocol) unless mounted to keep locks local.
+        if type.hasPrefix("nfs"),
+           options.contains("nolock") || options.contains(where: { $0 == "local_lock=all" || $0 == "local_lock=posix" }) {
+            return (.leaseFiles, "\(type) is mounted with local locks (nolock or local_lock)")
+        }
         if sharedLockFilesystems.contains(type) { return (.locks, "\(type) serves locks to every client") }
         switch type {
         case "nfs":
-            // NFSv3 locks through lockd, unless mounted without it.
-            if options.contains("nolock") || options.contains(where: { $0 == "local_lock=all" || $0 == "local_lock=posix" }) {
-                return (.leaseFiles, "nfs is mounted with local locks (nolock or local_lock)")
-            }
             return (.locks, "nfs serves locks through lockd")
         case "cifs", "smb3":
             if options.contains("nobrl") { return (.leaseFiles, "\(type) is mounted with nobrl: locks stay local") }
