@@ -107,16 +107,30 @@ public final class LeaseManager: Sendable {
     /// True when someone else holds a lease on `id` that has not expired: the watcher need
     /// not even read the request.
     public func isHeldElsewhere(_ id: String) -> Bool {
+        look(id) == .heldElsewhere
+    }
+
+    /// What intake needs to know of a request's claim.
+    public enum Look: Sendable, Equatable {
+        case free
+        case heldElsewhere
+        /// Claimed by a daemon that is gone (its lease expired, or its lock is free).
+        case abandoned
+    }
+
+    public func look(_ id: String) -> Look {
         let lease = read(layout.lease(id))
         switch state(lease) {
         case .heldElsewhere:
             // A lease without content yet is being created: its lock may not be taken yet.
-            guard lockMode.load(ordering: .relaxed), lease?.isWritten == true else { return true }
-            return !lockLooksFree(id)
+            guard lockMode.load(ordering: .relaxed), lease?.isWritten == true else { return .heldElsewhere }
+            return lockLooksFree(id) ? .abandoned : .heldElsewhere
         case .ended:
-            return true
-        case .absent, .mine, .expired:
-            return false
+            return .heldElsewhere
+        case .expired:
+            return lease?.ended == true ? .free : .abandoned
+        case .absent, .mine:
+            return .free
         }
     }
 
