@@ -450,6 +450,14 @@ public final class LeaseManager: Sendable {
     /// old one is a leftover.
     private func removeFuseHidden(olderThan age: Double) {
         let now = LeaseManager.now()
+        for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasSuffix(".takeover") {
+            // A taker holds its lock for a moment; one left behind (its taker died, or an
+            // exclusive create answered with an error after all) is ours to remove at a
+            // stop (`age` 0), anyone's once it is as old as a taker would break.
+            let path = "\(layout.leases)/\(name)"
+            guard let lock = read(path) else { continue }
+            if (age == 0 && lock.owner == owner) || lock.expiresAt + seconds < now { try? Syscall.unlinkIfPresent(path) }
+        }
         for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasPrefix(".fuse_hidden") {
             let path = "\(layout.leases)/\(name)"
             guard let info = try? Syscall.lstat(path) else { continue }
