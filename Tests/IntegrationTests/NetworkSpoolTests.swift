@@ -210,6 +210,10 @@ struct NetworkSpoolTests {
             droppedAt["\(kind) net \(index)"] = Date().timeIntervalSince1970
         }
         let dropped = Date()
+        // `status` through the producer's mount lists every live daemon, not only the last writer.
+        let status = try harness.cli(["status", "--json", "--spool", producer.root])
+        let listed = (try? JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["daemons"] as? [[String: Any]]
+        #expect(Set((listed ?? []).compactMap { $0["host"] as? String }) == Set(names), "status shows every daemon: \(status.stdout.prefix(300))")
         try waitUntil("every request is answered", timeout: 600) {
             harness.files(in: producer.incoming).filter { $0.hasSuffix(".json") }.count >= count
         }

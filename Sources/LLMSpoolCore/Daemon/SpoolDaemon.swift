@@ -116,9 +116,20 @@ public final class SpoolDaemon: Sendable {
 
     /// Rewrites `state/.daemon.json` once a second, on a thread of its own.
     private func startStatusWriter() {
+        let roster = leases.map { DaemonRoster.path(layout, host: $0.hostID, pid: getpid()) }
+        if roster != nil {
+            do { try Syscall.mkdir(DaemonRoster.folder(layout), mode: layout.directoryMode) } catch let error as SystemError where error.errno == EEXIST {} catch {
+                logger.warning("cannot create the daemons folder; status will not list this daemon", ["reason": "\(error)"])
+            }
+        }
         NamedThread.start("status") { [self] in
             while !statusStop.load(ordering: .relaxed) {
                 let snapshot = engine.snapshot
+                if let roster, let leases {
+                    let entry = DaemonRoster.Entry(host: leases.hostID, pid: getpid(), updatedAt: Date(), queued: snapshot.queued,
+                                                   deferred: snapshot.deferred, inFlight: snapshot.transferring)
+                    try? DurableFile.replace(entry.encoded(), at: roster, mode: layout.fileMode)
+                }
                 let status = LiveStatus(pid: getpid(), updatedAt: Date(), queued: snapshot.queued, deferred: snapshot.deferred,
                                         inFlight: snapshot.inFlight)
                 try? DurableFile.replace(status.encoded(), at: LiveStatus.path(layout), mode: layout.fileMode)
@@ -130,6 +141,7 @@ public final class SpoolDaemon: Sendable {
                 usleep(UInt32(min(notifier.watchdogInterval ?? 1, 1) * 1_000_000))
             }
             try? Syscall.unlinkIfPresent(LiveStatus.path(layout))
+            if let roster { try? Syscall.unlinkIfPresent(roster) }
             statusStopped.signal()
         }
     }
