@@ -22,6 +22,11 @@ import Synchronization
 /// - Take over: a lease past its expiry plus the margin may be broken by whoever wins the
 ///   `O_EXCL` create of `<id>.takeover`; the winner checks the lease is still the expired
 ///   one, removes it, claims it afresh and drops the takeover lock.
+/// - Locks: where the filesystem serves `F_OFD_SETLK` locks to every client (see
+///   `ClaimMethod`), each lease is also locked from before its content is written until it
+///   is removed, tombstone included. A lease with content whose lock is free belongs to a
+///   daemon that is gone: it is taken over at once, under that lock, never by its content
+///   (a cached copy of an old lease can look expired while its new holder is at work).
 /// - Publish: the finisher asks `stillMine` first; a daemon that lost its lease (paused,
 ///   partitioned) discards its attempt and touches nothing of the new owner's.
 public final class LeaseManager: Sendable {
@@ -394,10 +399,11 @@ public final class LeaseManager: Sendable {
                 }
                 held.withLock { $0.renewing = nil }
             } else {
-                let wasHeld = held.withLock { state -> Bool in
+                let (wasHeld, fd) = held.withLock { state -> (Bool, Int32?) in
                     state.renewing = nil
-                    return state.ids.remove(id) != nil
+                    return (state.ids.remove(id) != nil, state.fds.removeValue(forKey: id))
                 }
+                if let fd { Syscall.close(fd) }
                 if wasHeld {
                     logger.warning("lease lost to another daemon; discarding this attempt", id: id)
                     lost(id)
