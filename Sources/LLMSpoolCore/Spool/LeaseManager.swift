@@ -59,6 +59,7 @@ public final class LeaseManager: Sendable {
     private let logger: Logger
     private let held = Mutex(Held())
     private let stopRequested = Atomic<Bool>(false)
+    private let keeperStarted = Atomic<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
     private let skewWarned = Atomic<Bool>(false)
     public let hostID: String
@@ -91,7 +92,12 @@ public final class LeaseManager: Sendable {
             if attempt > 0 { usleep(5_000) }
             if let bytes = try? FileReader.prefix(path: path, limit: 4096), let object = JSONObject.parse(bytes),
                let owner = object["owner"] as? String, let expires = (object["expires_at"] as? NSNumber)?.doubleValue {
-                return Lease(owner: owner, expiresAt: expires, ended: (object["ended"] as? Bool) ?? false)
+                // Every renewal rewrites the file, so no honest expiry lies further past its
+                // mtime than a lease time (twice, for clocks): a wild number in a lease file
+                // cannot bar its id for ever.
+                let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+                let bounded = expires.isFinite ? min(expires, modified + 2 * seconds) : modified + seconds
+                return Lease(owner: owner, expiresAt: bounded, ended: (object["ended"] as? Bool) ?? false)
             }
             if !Syscall.exists(path) { return nil }
         }
@@ -133,7 +139,10 @@ public final class LeaseManager: Sendable {
         case .ended:
             return .heldElsewhere
         case .expired:
-            return lease?.ended == true ? .free : .abandoned
+            if lease?.ended == true { return .free }
+            // With locks, the lock says whether its holder lives, whatever the content says.
+            guard lockMode.load(ordering: .relaxed), lease?.isWritten == true else { return .abandoned }
+            return lockLooksFree(id) ? .abandoned : .heldElsewhere
         case .absent, .mine:
             return .free
         }
@@ -364,6 +373,7 @@ public final class LeaseManager: Sendable {
     /// Renews every held lease a few times per lease period; calls `lost` for a lease that
     /// someone else holds now.
     public func startKeeper(lost: @escaping @Sendable (String) -> Void) {
+        keeperStarted.store(true, ordering: .relaxed)
         NamedThread.start("leases") { [self] in
             while !stopRequested.load(ordering: .relaxed) {
                 let interval = seconds / 3
@@ -475,10 +485,10 @@ public final class LeaseManager: Sendable {
     /// few seconds in which client caches can still show their requests.
     public func stopKeeper() {
         stopRequested.store(true, ordering: .relaxed)
-        stopped.wait()
+        if keeperStarted.load(ordering: .relaxed) { stopped.wait() }
         let newest = held.withLock { $0.tombstones.values.max() } ?? 0
         let wait = min(LeaseManager.staleCacheSeconds, tombstoneSeconds) - (LeaseManager.now() - newest)
-        if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
+        if wait > 0 { usleep(UInt32(min(wait, LeaseManager.staleCacheSeconds) * 1_000_000)) }
         removeOldTombstones(olderThan: 0)
         removeFuseHidden(olderThan: 0)
     }
