@@ -193,7 +193,7 @@ public final class Finisher: Sendable {
     public func reject(id: String, requestPath: String, problem: RequestProblem) -> Scheduler.Event {
         guard claimForEnding(id, "a rejection") else { return .finalized(id: id) }
         let event = rejectHoldingLease(id: id, requestPath: requestPath, problem: problem)
-        leases?.release(id, ended: true)
+        leases?.release(id, ended: Finisher.endsTask(event))
         return event
     }
 
