@@ -3,6 +3,8 @@
 // libc calls that Swift's Glibc module does not export. statfs is both a struct and a
 // function in C, which Swift cannot tell apart: this wrapper returns the type alone.
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
@@ -57,4 +59,22 @@ static inline int llms_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOE
 static inline int llms_set_thread_name(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
 }
+
+/// flock(2): like statfs, both a struct and a function in C.
+static inline int llms_flock(int fd, int operation) { return flock(fd, operation); }
+
+/// An open file description lock (F_OFD_SETLK) on the whole file: `type` is F_WRLCK,
+/// F_RDLCK or F_UNLCK. fcntl is variadic, which Swift cannot call. Fails with EAGAIN when
+/// another description holds a conflicting lock.
+#ifndef F_OFD_SETLK
+#define F_OFD_SETLK 37  /* Linux's value; glibc declares it only under _GNU_SOURCE */
+#endif
+static inline int llms_ofd_lock(int fd, short type) {
+    struct flock lock = {0};
+    lock.l_type = type;
+    lock.l_whence = SEEK_SET;
+    return fcntl(fd, F_OFD_SETLK, &lock);
+}
+static const short llms_lock_write = F_WRLCK;
+static const short llms_lock_unlock = F_UNLCK;
 #endif

@@ -70,6 +70,10 @@ public enum Syscall {
         try bytes.withUnsafeBytes { try writeAll(fd, $0, path: path) }
     }
 
+    public static func flock(_ fd: Int32, _ operation: Int32, path: String? = nil) throws {
+        _ = try retrying("flock", path) { llms_flock(fd, operation) }
+    }
+
     public static func fsync(_ fd: Int32, path: String? = nil) throws {
         _ = try retrying("fsync", path) { Glibc.fsync(fd) }
     }

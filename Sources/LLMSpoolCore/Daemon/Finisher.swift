@@ -90,9 +90,20 @@ public final class Finisher: Sendable {
     /// the result's bytes and its task record, durable. The folders' fsyncs are left to
     /// `commit`, which shares them among every success ready at the time.
     public func prepare(_ outcome: AttemptOutcome) -> Prepared {
+        let prepared = prepareHoldingLease(outcome)
+        if case .ended(let event) = prepared { leases?.release(outcome.task.id, ended: Finisher.endsTask(event)) }
+        return prepared
+    }
+
+    /// Whether `event` ends the task here: its lease becomes a tombstone. A retry (or a
+    /// postponement) keeps the request in `outgoing` for whoever claims it next.
+    static func endsTask(_ event: Scheduler.Event) -> Bool {
+        if case .retry = event { return false }
+        return true
+    }
+
+    private func prepareHoldingLease(_ outcome: AttemptOutcome) -> Prepared {
         let id = outcome.task.id
-        var keepLease = false
-        defer { if !keepLease { leases?.release(id) } }
         if let leases, outcome.ending == .leaseLost || !leases.stillMine(id) {
             // The request is another daemon's now: its partial, record and result are its
             // own. This attempt leaves nothing behind.
@@ -116,7 +127,10 @@ public final class Finisher: Sendable {
             try? Syscall.unlinkIfPresent(partial)
             entry.outcome = "cancelled"
             task.history.attempts.append(entry)
-            try? TaskRecord(id: id, status: .cancelled, request: task.identity, history: task.history).write(layout, durable: false)
+            // The request may have left because another daemon answered it: its record stays.
+            if LeaseRules.mayRecordCancelled(over: TaskRecord.load(layout, id: id)?.status) {
+                try? TaskRecord(id: id, status: .cancelled, request: task.identity, history: task.history).write(layout, durable: false)
+            }
             logger.info("cancelled: the request left outgoing while in flight", id: id, ["bytes_received": "\(outcome.bytesReceived)"])
             report(TaskReport(id: id, outcome: .cancelled))
             return .ended(.finalized(id: id))
@@ -124,7 +138,6 @@ public final class Finisher: Sendable {
             task.history.attempts.append(entry)
             do {
                 let success = try writeSuccess(outcome, task: task, assembled: assembled, usage: usage)
-                keepLease = true
                 return .success(PreparedSuccess(success: success, outcome: outcome, usage: usage))
             } catch {
                 return .ended(postpone(task, because: "publishing the result failed: \(error)"))
@@ -170,6 +183,30 @@ public final class Finisher: Sendable {
     /// Fails a request that was never sent (bad file, bad name). Validation is repeatable,
     /// so no commit record is needed: a crash here only means the same rejection again.
     public func reject(id: String, requestPath: String, problem: RequestProblem) -> Scheduler.Event {
+        guard claimForEnding(id, "a rejection") else { return .finalized(id: id) }
+        let event = rejectHoldingLease(id: id, requestPath: requestPath, problem: problem)
+        leases?.release(id, ended: Finisher.endsTask(event))
+        return event
+    }
+
+    /// On a shared spool, nothing is judged or moved without the request's lease: another
+    /// daemon may be answering it, or may have just answered it (a stale cache still shows
+    /// the file). Returns whether this daemon may go on.
+    private func claimForEnding(_ id: String, _ what: String) -> Bool {
+        guard let leases else { return true }
+        switch leases.claimIfNeeded(id) {
+        case .claimed:
+            return true
+        case .heldElsewhere:
+            logger.debug("\(what) left to the daemon holding the request", id: id)
+            return false
+        case .failed(let reason):
+            logger.warning("cannot claim the request; will look again", id: id, ["reason": reason])
+            return false
+        }
+    }
+
+    private func rejectHoldingLease(id: String, requestPath: String, problem: RequestProblem) -> Scheduler.Event {
         let task = TaskDescriptor(id: id, requestPath: requestPath, summary: RequestSummary(model: "", stream: false, size: 0))
         let failure = AttemptFailure(.invalidRequest, "\(requestPath): \(problem.description)")
         let event = fail(task: task, failure: failure, problem: problem, commit: false)
@@ -180,6 +217,8 @@ public final class Finisher: Sendable {
 
     /// Completes the clean-up of a task whose record says it ended before a restart.
     public func completeEnded(id: String, requestPath: String, identity: FileIdentity? = nil) -> Scheduler.Event {
+        guard claimForEnding(id, "the clean-up of an ended task") else { return .finalized(id: id) }
+        defer { leases?.release(id, ended: true) }
         guard let record = TaskRecord.load(layout, id: id) else { return .finalized(id: id) }
         let errorRecordExists: Bool
         do {
@@ -209,8 +248,11 @@ public final class Finisher: Sendable {
 
     /// A queued or waiting request was withdrawn by deleting its file.
     public func withdrawn(id: String) {
+        // On a shared spool a request usually leaves because another daemon answered it.
+        guard claimForEnding(id, "a withdrawal") else { return }
+        defer { leases?.release(id, ended: true) }
         var record = TaskRecord.load(layout, id: id) ?? TaskRecord(id: id, status: .cancelled, request: nil, history: TaskHistory(firstSeen: Date()))
-        if record.status == .active || record.status == .cancelled {
+        if LeaseRules.mayRecordCancelled(over: record.status) {
             record.status = .cancelled
             try? record.write(layout, durable: false)
         }
@@ -286,8 +328,8 @@ public final class Finisher: Sendable {
         return batch.indices.map { index in
             let prepared = batch[index]
             let id = prepared.task.id
-            defer { leases?.release(id) }
             if let reason = failed[index] {
+                leases?.release(id, ended: false)
                 return postpone(prepared.task, because: "publishing the result failed: \(reason)")
             }
             if let usage = prepared.usage { metrics.usage(usage) }
@@ -296,6 +338,7 @@ public final class Finisher: Sendable {
             logger.info("done", id: id, ["result": layout.result(id), "endpoint": outcome.endpointName,
                                          "attempts": "\(prepared.task.history.attempts.count)", "bytes": "\(outcome.bytesReceived)",
                                          "seconds": seconds])
+            leases?.release(id, ended: true)
             report(TaskReport(id: id, outcome: .succeeded(resultPath: layout.result(id))))
             return .finalized(id: id)
         }

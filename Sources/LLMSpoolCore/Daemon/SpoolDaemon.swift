@@ -18,6 +18,8 @@ public final class SpoolDaemon: Sendable {
     private let leases: LeaseManager?
     public let metrics: Metrics
     private let statusStop = Atomic<Bool>(false)
+    /// The `flock` that keeps a second daemon without leases off this spool.
+    private let spoolLock = Mutex<Int32>(-1)
     private let statusStopped = DispatchSemaphore(value: 0)
 
     /// `onReport` is called on a worker thread each time a task ends (or is postponed).
@@ -95,6 +97,17 @@ public final class SpoolDaemon: Sendable {
         if engine.previousRunCrashed { logger.warning("the previous run of the daemon crashed") }
         CrashMarker.install(markerPath: marker)
         warnIfOpenToEveryone()
+        if let leases {
+            let choice = leases.chooseMethod()
+            logger.info(choice.method == .locks ? "claims are held under file locks" : "claims are lease files only",
+                        ["method": choice.method.rawValue, "reason": choice.reason])
+            let reclaimed = leases.reclaimDeadIncarnations()
+            if !reclaimed.isEmpty {
+                logger.info("took back the claims of this host's earlier run", ["requests": "\(reclaimed.count)"])
+            }
+        } else {
+            try lockSpool()
+        }
         removeLeftovers()
         SpoolDaemon.raiseDescriptorLimit()
         if let leases {
@@ -113,9 +126,20 @@ public final class SpoolDaemon: Sendable {
 
     /// Rewrites `state/.daemon.json` once a second, on a thread of its own.
     private func startStatusWriter() {
+        let roster = leases.map { DaemonRoster.path(layout, host: $0.hostID, pid: getpid()) }
+        if roster != nil {
+            do { try Syscall.mkdir(DaemonRoster.folder(layout), mode: layout.directoryMode) } catch let error as SystemError where error.errno == EEXIST {} catch {
+                logger.warning("cannot create the daemons folder; status will not list this daemon", ["reason": "\(error)"])
+            }
+        }
         NamedThread.start("status") { [self] in
             while !statusStop.load(ordering: .relaxed) {
                 let snapshot = engine.snapshot
+                if let roster, let leases {
+                    let entry = DaemonRoster.Entry(host: leases.hostID, pid: getpid(), updatedAt: Date(), queued: snapshot.queued,
+                                                   deferred: snapshot.deferred, inFlight: snapshot.transferring)
+                    try? DurableFile.replace(entry.encoded(), at: roster, mode: layout.fileMode)
+                }
                 var status = LiveStatus(pid: getpid(), updatedAt: Date(), queued: snapshot.queued, deferred: snapshot.deferred,
                                         inFlight: snapshot.inFlight)
                 status.totals = totals.current(metrics)
@@ -128,6 +152,7 @@ public final class SpoolDaemon: Sendable {
                 usleep(UInt32(min(notifier.watchdogInterval ?? 1, 1) * 1_000_000))
             }
             try? Syscall.unlinkIfPresent(LiveStatus.path(layout))
+            if let roster { try? Syscall.unlinkIfPresent(roster) }
             statusStopped.signal()
         }
     }
@@ -162,19 +187,49 @@ public final class SpoolDaemon: Sendable {
         }
     }
 
-    /// Before anything runs, every `.partial` is from an attempt that died with an earlier
-    /// daemon, and every hidden temporary from a write that never finished: neither may
-    /// ever become a result. Their requests are still in `outgoing` and run again.
+    /// Without leases, one daemon per spool and host: two would each send every request.
+    /// An `flock` on `state/.lock`, held for the daemon's life and dropped by the kernel
+    /// when it dies.
+    func lockSpool() throws {
+        let path = "\(layout.state)/.lock"
+        let fd = try Syscall.open(path, O_RDWR | O_CREAT | O_NOFOLLOW, mode: layout.fileMode)
+        do {
+            try Syscall.flock(fd, LOCK_EX | LOCK_NB, path: path)
+        } catch let error as SystemError where error.errno == EWOULDBLOCK {
+            Syscall.close(fd)
+            throw ConfigError("another llmspool daemon is running on \(layout.root) (\(path) is locked); without leases only one may run "
+                + "per spool, or each request is sent by both: stop the other one, or set \"leases\": true in every daemon's config")
+        } catch {
+            Syscall.close(fd)
+            throw error
+        }
+        spoolLock.withLock { $0 = fd }
+    }
+
+    /// Before anything runs, every `.partial` and hidden temporary of this daemon's is from
+    /// an attempt that died with an earlier run, or from a write that never finished:
+    /// neither may ever become a result. Their requests are still in `outgoing` and run
+    /// again. On a shared spool, those of requests another live daemon holds are its own,
+    /// and stay.
     func removeLeftovers() {
         var removed = 0
+        var kept = 0
         for directory in [layout.incoming, layout.failed, layout.state] {
             for name in (try? Syscall.listDirectory(directory)) ?? [] {
-                let stale = name.hasSuffix(SpoolLayout.partialSuffix)
-                    || (name.hasPrefix(SpoolLayout.hiddenPrefix) && name.hasSuffix(SpoolLayout.temporarySuffix))
-                if stale, (try? Syscall.unlink("\(directory)/\(name)")) != nil { removed += 1 }
+                guard let id = LeaseRules.leftoverID(name) else { continue }
+                var unlinked = false
+                let remove = { unlinked = (try? Syscall.unlink("\(directory)/\(name)")) != nil }
+                if let leases {
+                    if !leases.removeLeftover(of: id, remove) { kept += 1 }
+                } else {
+                    remove()
+                }
+                if unlinked { removed += 1 }
             }
         }
-        if removed > 0 { logger.info("removed leftovers of an earlier run", ["files": "\(removed)"]) }
+        if removed > 0 || kept > 0 {
+            logger.info("removed leftovers of an earlier run", ["files": "\(removed)", "kept_for_other_daemons": "\(kept)"])
+        }
     }
 
     /// Thousands of streams need thousands of descriptors: take the hard limit.

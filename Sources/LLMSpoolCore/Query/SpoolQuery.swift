@@ -35,6 +35,8 @@ public struct StatusSummary: Sendable {
     public var transfers: [TransferEngine.LiveTransfer] = []
     public var waiting: [Waiting] = []
     public var daemonPID: Int32?
+    /// Every live daemon on a shared spool (empty on a spool without leases).
+    public var daemons: [DaemonRoster.Entry] = []
 
     public func json() -> [UInt8] {
         var object: [String: Any] = [
@@ -43,6 +45,10 @@ public struct StatusSummary: Sendable {
             "held": held, "tokens": tokens,
             "daemon": daemonPID.map { ["running": true, "pid": $0] as [String: Any] } ?? ["running": false],
         ]
+        object["daemons"] = daemons.map {
+            ["host": $0.host, "pid": Int($0.pid), "queued": $0.queued, "deferred": $0.deferred, "in_flight": $0.inFlight,
+             "updated_at": Timestamp.string($0.updatedAt)] as [String: Any]
+        }
         object["in_flight_requests"] = transfers.map {
             ["id": $0.id, "started_at": Timestamp.string($0.startedAt), "bytes_received": $0.bytesReceived,
              "tokens_received": $0.events, "attempt": $0.attempt, "endpoint": $0.endpoint] as [String: Any]
@@ -64,7 +70,12 @@ public struct StatusSummary: Sendable {
     }
 
     public func text(now: Date = Date()) -> String {
-        var lines = [daemonPID.map { "daemon: running (pid \($0))" } ?? "daemon: not running"]
+        var lines = [daemonPID.map { "daemon: running (pid \($0))" } ?? (daemons.isEmpty ? "daemon: not running" : "daemons: \(daemons.count) running")]
+        if !daemons.isEmpty && (daemons.count > 1 || daemonPID == nil) {
+            for entry in daemons {
+                lines.append("  \(Logger.escape(entry.host)) pid \(entry.pid): queued \(entry.queued)  in-flight \(entry.inFlight)  waiting \(entry.deferred)")
+            }
+        }
         lines.append("queued \(queued)  in-flight \(inFlight)  waiting \(deferred)  done \(done)  failed \(failed)  held \(held)")
         if !tokens.isEmpty {
             lines.append("tokens: " + ["prompt_tokens", "completion_tokens", "total_tokens"].compactMap { key in
@@ -137,6 +148,7 @@ public struct SpoolQuery: Sendable {
         var summary = StatusSummary()
         let live = LiveStatus.read(layout, now: now)
         summary.daemonPID = live?.pid
+        summary.daemons = DaemonRoster.read(layout, now: now)
         let inFlightIDs = Set(live?.inFlight.map(\.id) ?? [])
         for id in outgoingIDs() {
             let state = self.state(of: id, live: live, now: now)

@@ -1,19 +1,32 @@
+import CSystem
 import Foundation
 import Glibc
 import Synchronization
 
-/// Claims on requests for daemons sharing one spool (over NFS or SMB, as Maildir does),
-/// built only on what such filesystems make atomic: exclusive create and rename. Never
-/// `flock`.
+/// Claims on requests for daemons sharing one spool (over NFS, SMB, GlusterFS or sshfs, as
+/// Maildir does), built only on what such filesystems make atomic on the server: exclusive
+/// create, and rename/unlink. Client caches may show stale files; none of these steps
+/// trusts a cached read to allow anything, only to refuse.
 ///
 /// - Claim: `O_CREAT|O_EXCL` of `state/leases/<id>.lease`, holding the owner and an expiry.
 ///   An EEXIST may be the server's answer to a create it already did for us (a
 ///   retransmission), so it is confirmed by reading the lease back.
-/// - Renew: a keeper thread rewrites each held lease (temporary + rename) every third of the
-///   lease time, after checking it is still ours; a lease found taken is reported lost.
+/// - Renew: a keeper thread rewrites each held lease in place every third of the lease
+///   time, after checking it is still ours; a lease found taken is reported lost. A lease
+///   being released is never renewed (the two exclude each other per id). In place, not by
+///   rename: renaming onto a file open on the same FUSE mount leaves a `.fuse_hidden` file.
+/// - End: when a task ends, its lease becomes a tombstone (`ended`, expiring after the
+///   lease time) in place, so the id is never free in between: a daemon whose cache still
+///   shows the answered request hits `EEXIST` on its claim. Expired tombstones are removed
+///   by their owner's keeper, and the rest at a clean stop.
 /// - Take over: a lease past its expiry plus the margin may be broken by whoever wins the
 ///   `O_EXCL` create of `<id>.takeover`; the winner checks the lease is still the expired
 ///   one, removes it, claims it afresh and drops the takeover lock.
+/// - Locks: where the filesystem serves `F_OFD_SETLK` locks to every client (see
+///   `ClaimMethod`), each lease is also locked from before its content is written until it
+///   is removed, tombstone included. A lease with content whose lock is free belongs to a
+///   daemon that is gone: it is taken over at once, under that lock, never by its content
+///   (a cached copy of an old lease can look expired while its new holder is at work).
 /// - Publish: the finisher asks `stillMine` first; a daemon that lost its lease (paused,
 ///   partitioned) discards its attempt and touches nothing of the new owner's.
 public final class LeaseManager: Sendable {
@@ -24,9 +37,18 @@ public final class LeaseManager: Sendable {
         case failed(String)
     }
 
-    struct Lease: Equatable {
-        var owner: String
-        var expiresAt: Double
+    typealias Lease = LeaseRules.Lease
+
+    /// The ids held, and the one the keeper is renewing (a release waits for it).
+    private struct Held {
+        var ids: Set<String> = []
+        var renewing: String?
+        /// Our tombstones, with when they were written.
+        var tombstones: [String: Double] = [:]
+        /// With locks: the locked descriptor of each claim and tombstone of ours.
+        var fds: [String: Int32] = [:]
+        /// With locks: when another daemon's claim was last probed, per id.
+        var probedAt: [String: Double] = [:]
     }
 
     public let owner: String
@@ -35,12 +57,23 @@ public final class LeaseManager: Sendable {
     public var margin: Double { max(1, seconds / 3) }
     private let layout: SpoolLayout
     private let logger: Logger
-    private let held = Mutex<Set<String>>([])
+    private let held = Mutex(Held())
     private let stopRequested = Atomic<Bool>(false)
+    private let keeperStarted = Atomic<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
     private let skewWarned = Atomic<Bool>(false)
+    public let hostID: String
+    private let lockMode = Atomic<Bool>(false)
+
+    /// How claims are held, as chosen by `chooseMethod` (lease files until then).
+    public var method: ClaimMethod { lockMode.load(ordering: .relaxed) ? .locks : .leaseFiles }
+
+    /// How long a tombstone bars its id. With locks a tombstone is held locked, one
+    /// descriptor each, so it lives only as long as stale caches need.
+    var tombstoneSeconds: Double { lockMode.load(ordering: .relaxed) ? min(seconds, 2 * LeaseManager.staleCacheSeconds) : seconds }
 
     public init(layout: SpoolLayout, hostID: String, seconds: Double, logger: Logger) {
+        self.hostID = hostID
         self.layout = layout
         self.seconds = seconds
         self.logger = logger
@@ -54,40 +87,115 @@ public final class LeaseManager: Sendable {
     /// file's mtime, so it is taken over like any other.
     func read(_ path: String) -> Lease? {
         guard let info = try? Syscall.lstat(path) else { return nil }
-        if let bytes = try? FileReader.prefix(path: path, limit: 4096), let object = JSONObject.parse(bytes),
-           let owner = object["owner"] as? String, let expires = (object["expires_at"] as? NSNumber)?.doubleValue {
-            return Lease(owner: owner, expiresAt: expires)
+        // Twice: a lease rewritten in place can be caught half-written.
+        for attempt in 0..<2 {
+            if attempt > 0 { usleep(5_000) }
+            if let bytes = try? FileReader.prefix(path: path, limit: 4096), let object = JSONObject.parse(bytes),
+               let owner = object["owner"] as? String, let expires = (object["expires_at"] as? NSNumber)?.doubleValue {
+                // Every renewal rewrites the file, so no honest expiry lies further past its
+                // mtime than a lease time (twice, for clocks): a wild number in a lease file
+                // cannot bar its id for ever.
+                let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+                let bounded = expires.isFinite ? min(expires, modified + 2 * seconds) : modified + seconds
+                return Lease(owner: owner, expiresAt: bounded, ended: (object["ended"] as? Bool) ?? false)
+            }
+            if !Syscall.isPresent(path) { return nil }
         }
         let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
-        return Lease(owner: "unreadable@\(info.st_ino)", expiresAt: modified + seconds)
+        return Lease(owner: "\(Lease.unreadablePrefix)\(info.st_ino)", expiresAt: modified + seconds)
     }
 
-    func encode(expiresAt: Double) -> [UInt8] {
-        JSONObject.encode(["owner": owner, "expires_at": expiresAt, "host": owner.split(separator: ":").first.map(String.init) ?? owner] as [String: Any])
+    func encode(expiresAt: Double, ended: Bool = false) -> [UInt8] {
+        var object: [String: Any] = ["owner": owner, "expires_at": expiresAt, "host": hostID]
+        if ended { object["ended"] = true }
+        return JSONObject.encode(object)
+    }
+
+    func state(_ lease: Lease?) -> LeaseRules.State {
+        LeaseRules.state(of: lease, me: owner, now: LeaseManager.now(), margin: margin)
     }
 
     /// True when someone else holds a lease on `id` that has not expired: the watcher need
     /// not even read the request.
     public func isHeldElsewhere(_ id: String) -> Bool {
-        guard let lease = read(layout.lease(id)) else { return false }
-        return lease.owner != owner && lease.expiresAt + margin > LeaseManager.now()
+        look(id) == .heldElsewhere
+    }
+
+    /// What intake needs to know of a request's claim.
+    public enum Look: Sendable, Equatable {
+        case free
+        case heldElsewhere
+        /// Claimed by a daemon that is gone (its lease expired, or its lock is free).
+        case abandoned
+    }
+
+    public func look(_ id: String) -> Look {
+        let lease = read(layout.lease(id))
+        switch state(lease) {
+        case .heldElsewhere:
+            // A lease without content yet is being created: its lock may not be taken yet.
+            guard lockMode.load(ordering: .relaxed), lease?.isWritten == true else { return .heldElsewhere }
+            return lockLooksFree(id) ? .abandoned : .heldElsewhere
+        case .ended:
+            return .heldElsewhere
+        case .expired:
+            if lease?.ended == true { return .free }
+            // With locks, the lock says whether its holder lives, whatever the content says.
+            guard lockMode.load(ordering: .relaxed), lease?.isWritten == true else { return .abandoned }
+            return lockLooksFree(id) ? .abandoned : .heldElsewhere
+        case .absent, .mine:
+            return .free
+        }
+    }
+
+    /// With locks: whether another daemon's claim on `id` has lost its lock (its holder is
+    /// gone), checked at most once a second per id: a lock is a round trip to the server.
+    private func lockLooksFree(_ id: String) -> Bool {
+        let now = LeaseManager.now()
+        let due = held.withLock { state -> Bool in
+            if let last = state.probedAt[id], now - last < 1 { return false }
+            state.probedAt[id] = now
+            return true
+        }
+        guard due, let fd = try? Syscall.open(layout.lease(id), O_RDWR | O_NOFOLLOW) else { return false }
+        defer { Syscall.close(fd) }  // closing the description drops a lock taken here
+        return llms_ofd_lock(fd, llms_lock_write) == 0
+    }
+
+    /// Whether this daemon holds `id` now (in memory: no file is read).
+    public func holds(_ id: String) -> Bool {
+        held.withLock { $0.ids.contains(id) }
+    }
+
+    /// Claims `id` unless this daemon already holds it.
+    public func claimIfNeeded(_ id: String) -> Claim {
+        holds(id) ? .claimed : claim(id)
     }
 
     public func claim(_ id: String) -> Claim {
         let path = layout.lease(id)
-        switch createExclusive(path, bytes: encode(expiresAt: LeaseManager.now() + seconds)) {
-        case .created:
-            held.withLock { _ = $0.insert(id) }
+        switch createExclusive(path, bytes: encode(expiresAt: LeaseManager.now() + seconds), lock: lockMode.load(ordering: .relaxed)) {
+        case .created(let fd):
+            hold(id, fd: fd)
             checkSkew(path)
             return .claimed
         case .exists:
-            guard let lease = read(path) else { return .heldElsewhere }  // removed meanwhile: later
-            if lease.owner == owner {
-                held.withLock { _ = $0.insert(id) }  // our own create, retransmitted
+            let lease = read(path)
+            switch state(lease) {
+            case .heldElsewhere where lockMode.load(ordering: .relaxed) && lease?.isWritten == true:
+                return takeOverUnlocked(id)
+            case .absent, .heldElsewhere, .ended:
+                return .heldElsewhere  // absent: removed meanwhile; looked at again later
+            case .mine:
+                hold(id)  // our own create, retransmitted
                 return .claimed
+            case .expired where lockMode.load(ordering: .relaxed):
+                // With locks the lock decides, never the content: a cached copy of an old
+                // lease can look expired while its new holder is at work.
+                return takeOverUnlocked(id)
+            case .expired:
+                return takeOver(id, expired: lease!)
             }
-            if lease.expiresAt + margin > LeaseManager.now() { return .heldElsewhere }
-            return takeOver(id, expired: lease)
         case .failed(let message):
             return .failed(message)
         }
@@ -95,7 +203,7 @@ public final class LeaseManager: Sendable {
 
     private func takeOver(_ id: String, expired: Lease) -> Claim {
         let lock = layout.takeover(id)
-        switch createExclusive(lock, bytes: encode(expiresAt: LeaseManager.now() + seconds)) {
+        switch createExclusive(lock, bytes: encode(expiresAt: LeaseManager.now() + seconds), lock: false) {
         case .created:
             break
         case .exists:
@@ -108,32 +216,164 @@ public final class LeaseManager: Sendable {
         defer { try? Syscall.unlinkIfPresent(lock) }
         guard read(layout.lease(id)) == expired else { return .heldElsewhere }  // renewed or taken meanwhile
         try? Syscall.unlinkIfPresent(layout.lease(id))
-        logger.warning("took over an expired lease", id: id, ["previous_owner": expired.owner])
-        switch createExclusive(layout.lease(id), bytes: encode(expiresAt: LeaseManager.now() + seconds)) {
-        case .created:
-            held.withLock { _ = $0.insert(id) }
+        if expired.ended {
+            logger.debug("an expired tombstone was replaced by a new claim", id: id)
+        } else {
+            logger.warning("took over an expired lease", id: id, ["previous_owner": expired.owner])
+        }
+        switch createExclusive(layout.lease(id), bytes: encode(expiresAt: LeaseManager.now() + seconds), lock: lockMode.load(ordering: .relaxed)) {
+        case .created(let fd):
+            hold(id, fd: fd)
             return .claimed
         case .exists:
-            return read(layout.lease(id))?.owner == owner ? .claimed : .heldElsewhere
+            guard read(layout.lease(id)).map({ $0.owner == owner && !$0.ended }) == true else { return .heldElsewhere }
+            hold(id)
+            return .claimed
         case .failed(let message):
             return .failed(message)
         }
     }
 
-    /// Still ours and not expired: safe to publish.
-    public func stillMine(_ id: String) -> Bool {
-        guard let lease = read(layout.lease(id)) else { return false }
-        return lease.owner == owner && lease.expiresAt > LeaseManager.now()
+    private func hold(_ id: String, fd: Int32 = -1) {
+        let previous = held.withLock { state -> Int32? in
+            state.ids.insert(id)
+            state.tombstones[id] = nil
+            let previous = state.fds[id]
+            if fd >= 0 { state.fds[id] = fd } else { state.fds[id] = nil }
+            return previous
+        }
+        if let previous, previous != fd { Syscall.close(previous) }
     }
 
-    public func release(_ id: String) {
-        held.withLock { _ = $0.remove(id) }
-        if read(layout.lease(id))?.owner == owner { try? Syscall.unlinkIfPresent(layout.lease(id)) }
+    /// With locks: a claim whose lock is free belongs to a daemon that is gone (killed,
+    /// crashed, its machine down), since a live one holds its lock for as long as it holds
+    /// the claim, tombstones included. The lock is then ours at once, without waiting for
+    /// the lease time. A lease not yet written (created, not yet locked) is left alone.
+    private func takeOverUnlocked(_ id: String) -> Claim {
+        let path = layout.lease(id)
+        guard let fd = try? Syscall.open(path, O_RDWR | O_NOFOLLOW) else { return .heldElsewhere }
+        guard llms_ofd_lock(fd, llms_lock_write) == 0 else {
+            Syscall.close(fd)
+            return .heldElsewhere
+        }
+        // The lock must be on the file the name holds now, not one removed meanwhile.
+        guard let opened = try? Syscall.fstat(fd, path: path), let named = try? Syscall.lstat(path), opened.st_ino == named.st_ino,
+              let lease = read(path), lease.isWritten, state(lease) != .ended else {
+            Syscall.close(fd)
+            return .heldElsewhere
+        }
+        do {
+            let bytes = encode(expiresAt: LeaseManager.now() + seconds)
+            try Syscall.writeAll(fd, bytes, path: path)  // the descriptor is at offset 0
+            if ftruncate(fd, off_t(bytes.count)) != 0 { throw SystemError(errno: errno, call: "ftruncate", path: path) }
+        } catch {
+            Syscall.close(fd)
+            return .failed("\(error)")
+        }
+        logger.warning("took over the claim of a daemon that is gone (its lock was free)", id: id, ["previous_owner": lease.owner])
+        hold(id, fd: fd)
+        return .claimed
+    }
+
+    /// Chooses lease files or locks for the spool's filesystem (see `ClaimMethod`), with a
+    /// probe of two descriptors on one file in `state/leases`. Call once, before any claim.
+    @discardableResult
+    public func chooseMethod() -> (method: ClaimMethod, reason: String) {
+        let probe = probeLocks()
+        let mountinfo = (try? FileReader.prefix(path: "/proc/self/mountinfo", limit: 4 << 20)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let real = realpath(layout.leases, nil).map { pointer -> String in
+            defer { free(pointer) }
+            return String(cString: pointer)
+        } ?? layout.leases
+        let mount = ClaimMethod.mount(of: real, mountinfo: mountinfo) ?? (type: "unknown", options: [])
+        let choice = ClaimMethod.choose(filesystem: mount.type, options: mount.options, probe: probe)
+        lockMode.store(choice.method == .locks, ordering: .relaxed)
+        return choice
+    }
+
+    /// Two descriptors of one file: the second must be refused the lock the first holds,
+    /// and granted it once the first lets go.
+    func probeLocks() -> ClaimMethod.Probe {
+        let path = "\(layout.leases)/.probe-\(owner.replacingOccurrences(of: ":", with: "-"))"
+        defer { try? Syscall.unlinkIfPresent(path) }
+        guard let first = try? Syscall.open(path, O_RDWR | O_CREAT | O_NOFOLLOW, mode: layout.fileMode) else { return .failed(errno: errno) }
+        defer { Syscall.close(first) }
+        guard let second = try? Syscall.open(path, O_RDWR | O_NOFOLLOW) else { return .failed(errno: errno) }
+        defer { Syscall.close(second) }
+        guard llms_ofd_lock(first, llms_lock_write) == 0 else { return .failed(errno: errno) }
+        if llms_ofd_lock(second, llms_lock_write) == 0 { return .noConflict }
+        guard errno == EAGAIN || errno == EACCES else { return .failed(errno: errno) }
+        guard llms_ofd_lock(first, llms_lock_unlock) == 0 else { return .failed(errno: errno) }
+        // A network lock manager may take a moment to hand the lock on.
+        for _ in 0..<50 {
+            if llms_ofd_lock(second, llms_lock_write) == 0 { return .works }
+            usleep(10_000)
+        }
+        return .neverReleased
+    }
+
+    /// Still ours and not expired: safe to publish.
+    public func stillMine(_ id: String) -> Bool {
+        guard holds(id), let lease = read(layout.lease(id)) else { return false }
+        return lease.owner == owner && !lease.ended && lease.expiresAt > LeaseManager.now()
+    }
+
+    /// Gives up the claim on `id`. `ended`: the task ended here (done, failed, cancelled,
+    /// gone): the lease becomes a tombstone, so no stale view of the request can be claimed
+    /// for a lease time. Otherwise (a retry later, a shutdown) the lease is removed, so any
+    /// daemon may take the request at once.
+    public func release(_ id: String, ended: Bool) {
+        // Wait while the keeper renews this very lease: a renewal after the release would
+        // bring the lease back.
+        while true {
+            let removed = held.withLock { state -> Bool? in
+                if state.renewing == id { return nil }
+                return state.ids.remove(id) != nil
+            }
+            guard let wasHeld = removed else {
+                usleep(1_000)
+                continue
+            }
+            guard wasHeld else { return }
+            break
+        }
+        let fd = held.withLock { $0.fds.removeValue(forKey: id) } ?? -1
+        let path = layout.lease(id)
+        guard let lease = read(path), lease.owner == owner, !lease.ended else {
+            if fd >= 0 { Syscall.close(fd) }
+            return
+        }
+        if ended {
+            do {
+                try rewrite(path, encode(expiresAt: LeaseManager.now() + tombstoneSeconds, ended: true))
+                // With locks the tombstone stays locked: the lock says its owner lives.
+                held.withLock {
+                    $0.tombstones[id] = LeaseManager.now()
+                    if fd >= 0 { $0.fds[id] = fd }
+                }
+                return
+            } catch {
+                logger.warning("cannot leave a tombstone; removing the lease", id: id, ["reason": "\(error)"])
+            }
+        }
+        try? Syscall.unlinkIfPresent(path)
+        if fd >= 0 { Syscall.close(fd) }
+    }
+
+    /// Rewrites a lease in place (see the type's notes on `.fuse_hidden`). A reader that
+    /// catches it half-written cannot parse it and treats it as held by someone (its
+    /// mtime is fresh), which only ever refuses a claim.
+    private func rewrite(_ path: String, _ bytes: [UInt8]) throws {
+        let fd = try Syscall.open(path, O_WRONLY | O_NOFOLLOW)
+        defer { Syscall.close(fd) }
+        try Syscall.writeAll(fd, bytes, path: path)
+        if ftruncate(fd, off_t(bytes.count)) != 0 { throw SystemError(errno: errno, call: "ftruncate", path: path) }
     }
 
     /// Renews every held lease a few times per lease period; calls `lost` for a lease that
     /// someone else holds now.
     public func startKeeper(lost: @escaping @Sendable (String) -> Void) {
+        keeperStarted.store(true, ordering: .relaxed)
         NamedThread.start("leases") { [self] in
             while !stopRequested.load(ordering: .relaxed) {
                 let interval = seconds / 3
@@ -142,39 +382,209 @@ public final class LeaseManager: Sendable {
                     usleep(100_000)
                     slept += 0.1
                 }
-                for id in held.withLock({ $0 }) {
-                    let path = layout.lease(id)
-                    guard read(path)?.owner == owner else {
-                        held.withLock { _ = $0.remove(id) }
-                        logger.warning("lease lost to another daemon; discarding this attempt", id: id)
-                        lost(id)
-                        continue
-                    }
-                    try? DurableFile.replace(encode(expiresAt: LeaseManager.now() + seconds), at: path, mode: layout.fileMode)
-                }
+                renewAll(lost: lost)
+                removeOldTombstones(olderThan: tombstoneSeconds)
+                removeExpiredTombstones()
+                removeFuseHidden(olderThan: 10)
             }
             stopped.signal()
         }
     }
 
+    private func renewAll(lost: @Sendable (String) -> Void) {
+        for id in held.withLock({ $0.ids }) {
+            let marked = held.withLock { state -> Bool in
+                guard state.ids.contains(id) else { return false }
+                state.renewing = id
+                return true
+            }
+            guard marked else { continue }
+            let path = layout.lease(id)
+            let lease = read(path)
+            if let lease, lease.owner == owner, !lease.ended {
+                do {
+                    try rewrite(path, encode(expiresAt: LeaseManager.now() + seconds))
+                } catch {
+                    logger.warning("cannot renew a lease", id: id, ["reason": "\(error)"])
+                }
+                held.withLock { $0.renewing = nil }
+            } else {
+                let (wasHeld, fd) = held.withLock { state -> (Bool, Int32?) in
+                    state.renewing = nil
+                    return (state.ids.remove(id) != nil, state.fds.removeValue(forKey: id))
+                }
+                if let fd { Syscall.close(fd) }
+                if wasHeld {
+                    logger.warning("lease lost to another daemon; discarding this attempt", id: id)
+                    lost(id)
+                }
+            }
+        }
+    }
+
+    /// Removes our tombstones written more than `age` seconds ago (all of them with 0).
+    private func removeOldTombstones(olderThan age: Double) {
+        let now = LeaseManager.now()
+        let due = held.withLock { state -> [(String, Int32)] in
+            let due = state.tombstones.filter { now - $0.value >= age }.map(\.key)
+            for id in due { state.tombstones[id] = nil }
+            state.probedAt = state.probedAt.filter { now - $0.value < 60 }
+            return due.map { ($0, state.fds.removeValue(forKey: $0) ?? -1) }
+        }
+        for (id, fd) in due {
+            let path = layout.lease(id)
+            if let lease = read(path), lease.ended, lease.host == hostID { try? Syscall.unlinkIfPresent(path) }
+            if fd >= 0 { Syscall.close(fd) }
+        }
+    }
+
+    /// Removes any daemon's tombstone long expired (its owner stopped without removing it),
+    /// through the takeover lock, like any other expired lease.
+    func removeExpiredTombstones() {
+        let now = LeaseManager.now()
+        for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasSuffix(".lease") {
+            let id = String(name.dropLast(".lease".count))
+            guard let lease = read(layout.lease(id)), lease.ended, lease.expiresAt + margin < now else { continue }
+            if lockMode.load(ordering: .relaxed) {
+                // Its owner holds it locked until it removes it itself; a free lock means the owner is gone.
+                guard let fd = try? Syscall.open(layout.lease(id), O_RDWR | O_NOFOLLOW) else { continue }
+                defer { Syscall.close(fd) }
+                guard llms_ofd_lock(fd, llms_lock_write) == 0, let opened = try? Syscall.fstat(fd, path: layout.lease(id)),
+                      let named = try? Syscall.lstat(layout.lease(id)), opened.st_ino == named.st_ino, read(layout.lease(id)) == lease else { continue }
+                try? Syscall.unlinkIfPresent(layout.lease(id))
+                continue
+            }
+            let lock = layout.takeover(id)
+            guard case .created = createExclusive(lock, bytes: encode(expiresAt: now + seconds), lock: false) else { continue }
+            if read(layout.lease(id)) == lease { try? Syscall.unlinkIfPresent(layout.lease(id)) }
+            try? Syscall.unlinkIfPresent(lock)
+        }
+    }
+
+    /// A FUSE mount (sshfs) keeps a file removed while open as `.fuse_hidden*`, and such
+    /// files can outlive the open. Nothing in `state/leases` is held open for long, so an
+    /// old one is a leftover.
+    private func removeFuseHidden(olderThan age: Double) {
+        let now = LeaseManager.now()
+        for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasSuffix(".takeover") {
+            // A taker holds its lock for a moment; one left behind (its taker died, or an
+            // exclusive create answered with an error after all) is ours to remove at a
+            // stop (`age` 0), anyone's once it is as old as a taker would break.
+            let path = "\(layout.leases)/\(name)"
+            guard let lock = read(path) else { continue }
+            if (age == 0 && lock.owner == owner) || lock.expiresAt + seconds < now { try? Syscall.unlinkIfPresent(path) }
+        }
+        for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasPrefix(".fuse_hidden") {
+            let path = "\(layout.leases)/\(name)"
+            guard let info = try? Syscall.lstat(path) else { continue }
+            if now - (Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9) >= age { try? Syscall.unlinkIfPresent(path) }
+        }
+    }
+
+    /// Stops the keeper, then removes this daemon's tombstones once they have covered the
+    /// few seconds in which client caches can still show their requests.
     public func stopKeeper() {
         stopRequested.store(true, ordering: .relaxed)
-        stopped.wait()
+        if keeperStarted.load(ordering: .relaxed) { stopped.wait() }
+        let newest = held.withLock { $0.tombstones.values.max() } ?? 0
+        let wait = min(LeaseManager.staleCacheSeconds, tombstoneSeconds) - (LeaseManager.now() - newest)
+        if wait > 0 { usleep(UInt32(min(wait, LeaseManager.staleCacheSeconds) * 1_000_000)) }
+        removeOldTombstones(olderThan: 0)
+        removeFuseHidden(olderThan: 0)
+    }
+
+    /// How long client caches may show a file another client removed: GlusterFS's
+    /// md-cache and quick-read about a second (measured up to 0.9 s), with room to spare.
+    public static let staleCacheSeconds = 2.0
+
+    /// Takes back at once the leases of this host's earlier runs that died (killed, or the
+    /// machine restarted): their requests need not wait for the lease time. Returns the
+    /// ids taken back.
+    public func reclaimDeadIncarnations() -> [String] {
+        var reclaimed: [String] = []
+        for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasSuffix(".lease") {
+            let path = "\(layout.leases)/\(name)"
+            guard let lease = read(path) else { continue }
+            if lease.ended, lease.host == hostID, let pid = lease.pid, pid != getpid(), !LeaseManager.isAlive(pid) {
+                // Its tombstones become ours, to be removed once they expire.
+                let id = String(name.dropLast(".lease".count))
+                held.withLock { $0.tombstones[id] = lease.expiresAt - seconds }
+                continue
+            }
+            // With locks, a dead run's claims are free already: the next claim takes them.
+            guard !lockMode.load(ordering: .relaxed),
+                  LeaseRules.isDeadIncarnation(lease, hostID: hostID, myPID: getpid(), isAlive: LeaseManager.isAlive) else { continue }
+            // Re-read just before the unlink: a taker may have replaced it meanwhile.
+            guard read(path) == lease else { continue }
+            try? Syscall.unlinkIfPresent(path)
+            reclaimed.append(String(name.dropLast(".lease".count)))
+        }
+        return reclaimed
+    }
+
+    static func isAlive(_ pid: Int32) -> Bool {
+        kill(pid, 0) == 0 || errno == EPERM
+    }
+
+    /// Runs `remove` if a starting daemon may remove a leftover file of `id` (see
+    /// `LeaseRules`); returns whether it ran. With locks, the lease's lock decides, and is
+    /// held while `remove` runs, so no daemon can take the id over meanwhile.
+    public func removeLeftover(of id: String, _ remove: () -> Void) -> Bool {
+        if lockMode.load(ordering: .relaxed) {
+            let fd: Int32
+            do {
+                fd = try Syscall.open(layout.lease(id), O_RDWR | O_NOFOLLOW)
+            } catch let error as SystemError where RequestFile.isGone(error.errno) {
+                remove()
+                return true
+            } catch {
+                return false
+            }
+            defer { Syscall.close(fd) }
+            guard llms_ofd_lock(fd, llms_lock_write) == 0 else { return false }
+            remove()
+            return true
+        }
+        guard LeaseRules.mayRemoveLeftover(lease: read(layout.lease(id)), me: owner, hostID: hostID, myPID: getpid(), now: LeaseManager.now(),
+                                           margin: margin, isAlive: LeaseManager.isAlive) else { return false }
+        remove()
+        return true
     }
 
     enum Created {
-        case created
+        /// With the locked descriptor, kept open, when `lock` was asked; -1 otherwise.
+        case created(Int32)
         case exists
         case failed(String)
     }
 
-    private func createExclusive(_ path: String, bytes: [UInt8]) -> Created {
+    /// `lock`: the new file is locked before anything is written to it, so a lease with
+    /// content is always locked while its owner lives.
+    private func createExclusive(_ path: String, bytes: [UInt8], lock: Bool) -> Created {
         do {
-            let fd = try Syscall.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
-            defer { Syscall.close(fd) }
+            let fd = try Syscall.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
+            var keep = false
+            defer { if !keep { Syscall.close(fd) } }
+            if lock {
+                // Another daemon's probe may hold the lock for a moment.
+                var locked = llms_ofd_lock(fd, llms_lock_write) == 0
+                for _ in 0..<50 where !locked {
+                    usleep(2_000)
+                    locked = llms_ofd_lock(fd, llms_lock_write) == 0
+                }
+                guard locked else {
+                    let code = errno
+                    // Ours by the exclusive create: removed unless the name holds another file by now.
+                    if let opened = try? Syscall.fstat(fd, path: path), let named = try? Syscall.lstat(path), opened.st_ino == named.st_ino {
+                        try? Syscall.unlinkIfPresent(path)
+                    }
+                    return .failed("cannot lock \(path): errno \(code)")
+                }
+            }
             try Syscall.writeAll(fd, bytes, path: path)
-            return .created
-        } catch let error as SystemError where error.errno == EEXIST {
+            keep = lock
+            return .created(lock ? fd : -1)
+        } catch let error as SystemError where LeaseRules.createFailure(errno: error.errno, fileExists: { Syscall.isPresent(path) }) == .exists {
             return .exists
         } catch {
             return .failed("\(error)")

@@ -9,7 +9,9 @@ public enum RequestFile {
     }
 
     /// The file's bytes, or the problem that makes it unsendable. A file that vanished
-    /// (already finished or cancelled) is `nil`.
+    /// (already finished or cancelled) is `nil`: `ENOENT`, and `ESTALE`, which a network
+    /// filesystem answers for a file another client removed while this one's cache still
+    /// knew it. Neither ever makes a request invalid.
     ///
     /// Postfix's `safe_open`: `lstat` first, so that a link, a FIFO, a socket, a device or
     /// a folder is never opened at all; a file with more than one link is refused (it could
@@ -19,7 +21,7 @@ public enum RequestFile {
         let seen: stat
         do {
             seen = try Syscall.lstat(path)
-        } catch let error as SystemError where error.errno == ENOENT {
+        } catch let error as SystemError where isGone(error.errno) {
             return nil
         } catch let error as SystemError where error.isTransient {
             return .failure(RequestProblem(.transient, "cannot look at the request now: \(error)"))
@@ -31,7 +33,7 @@ public enum RequestFile {
         do {
             fd = try Syscall.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
         } catch let error as SystemError {
-            if error.errno == ENOENT { return nil }
+            if isGone(error.errno) { return nil }
             if error.errno == ELOOP { return .failure(RequestProblem(.notRegularFile, "the request is a symbolic link; links are never followed")) }
             if error.isTransient { return .failure(RequestProblem(.transient, "cannot open the request now: \(error)")) }
             return .failure(RequestProblem(.unreadable, "cannot open the request: \(error)"))
@@ -59,11 +61,18 @@ public enum RequestFile {
             return .success(Loaded(bytes: bytes, identity: FileIdentity(info).with(contentHash: Fingerprint.hash(bytes))))
         } catch let problem as RequestProblem {
             return .failure(problem)
+        } catch let error as SystemError where isGone(error.errno) {
+            return nil
         } catch let error as SystemError where error.isTransient {
             return .failure(RequestProblem(.transient, "cannot read the request now: \(error)"))
         } catch {
             return .failure(RequestProblem(.unreadable, "cannot read the request: \(error)"))
         }
+    }
+
+    /// The errors that mean the request is no longer there.
+    public static func isGone(_ code: Int32) -> Bool {
+        code == ENOENT || code == ESTALE
     }
 
     /// What is wrong with a file of this kind, if anything.

@@ -502,11 +502,11 @@ public final class TransferEngine: @unchecked Sendable {
                 return
             }
             body = opened
-        } catch let error as SystemError where error.errno == ENOENT {
+        } catch let error as SystemError where RequestFile.isGone(error.errno) {
             // Finished or withdrawn since intake saw it. On a shared spool another daemon
             // may have just finished it: its records are not ours to touch.
             if let leases {
-                leases.release(task.id)
+                leases.release(task.id, ended: true)
                 skip(task)
             } else {
                 endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
@@ -685,7 +685,7 @@ public final class TransferEngine: @unchecked Sendable {
             transfer.discardSpill()
             if transfer.partialFD >= 0 { Syscall.close(transfer.partialFD) }
             try? Syscall.unlinkIfPresent(transfer.partialPath)
-            leases?.release(transfer.task.id)
+            leases?.release(transfer.task.id, ended: false)
             logger.info("transfer stopped by shutdown; it will restart on the next run", id: transfer.task.id)
         }
         transfers.removeAll()

@@ -332,7 +332,14 @@ public final class Watcher: @unchecked Sendable {
             rename(unsafe: Array(name.utf8), because: reason)
         case .request(let id):
             if !force && known.contains(id) { return }
-            if let leases, leases.isHeldElsewhere(id) { return }
+            var abandoned = false
+            if let leases {
+                switch leases.look(id) {
+                case .heldElsewhere: return
+                case .abandoned: abandoned = true
+                case .free: break
+                }
+            }
             guard hasFreeSpace() else { return }
             let path = layout.request(id)
             switch RequestFile.read(path: path, limit: settings.maxRequestBytes) {
@@ -357,7 +364,12 @@ public final class Watcher: @unchecked Sendable {
                 }
                 settling[name] = nil
                 if case .valid = intake { logger.debug("validated", id: id, ["bytes": "\(loaded.bytes.count)"]) }
-                delegate.found(intake)
+                if abandoned, case .valid(var task) = intake {
+                    task.takenOver = true
+                    delegate.found(.valid(task))
+                } else {
+                    delegate.found(intake)
+                }
             }
         }
     }

@@ -66,6 +66,8 @@ public struct Scheduler: Sendable {
     private var entries: [String: Entry] = [:]
     private var queue: [String] = []
     private var queueHead = 0
+    /// Taken-over tasks, served before `queue`: another daemon had already started them.
+    private var front: [String] = []
     private var timers = MinHeap<Timer>(by: { $0.due < $1.due })
     private var rateWake: Double?
     private var draining = false
@@ -109,7 +111,7 @@ public struct Scheduler: Sendable {
                     return []
                 }
                 set(task.id, Entry(state: .queued, task: task))
-                queue.append(task.id)
+                if task.takenOver { front.append(task.id) } else { queue.append(task.id) }
                 return fill(now)
             case .invalid(let id, let path, let problem):
                 set(id, Entry(state: .finishing, task: nil))
@@ -204,7 +206,7 @@ public struct Scheduler: Sendable {
         while !draining && counts.transferring < concurrency && counts.finishing < finishingLimit,
               let id = peekQueued(), let task = entries[id]?.task {
             guard let endpoint = chooseEndpoint(for: task, now: now) else { break }
-            queueHead += 1
+            if front.first == id { front.removeFirst() } else { queueHead += 1 }
             gates[endpoint].admit(estimatedTokens: task.summary.estimatedTokens, now: now)
             set(id, Entry(state: .transferring(endpoint: endpoint), task: task))
             actions.append(.start(task, endpoint: endpoint))
@@ -239,6 +241,10 @@ public struct Scheduler: Sendable {
 
     /// The id at the head of the queue, skipping entries withdrawn or already started.
     private mutating func peekQueued() -> String? {
+        while let id = front.first {
+            if entries[id]?.state == .queued { return id }
+            front.removeFirst()
+        }
         while queueHead < queue.count {
             let id = queue[queueHead]
             if entries[id]?.state == .queued { return id }

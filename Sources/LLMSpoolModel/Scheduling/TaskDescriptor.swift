@@ -56,6 +56,8 @@ public struct TaskDescriptor: Sendable, Equatable {
     public let summary: RequestSummary
     public let identity: FileIdentity?
     public var history: TaskHistory
+    /// Found under the claim of a daemon that is gone: it had started, so it goes first.
+    public var takenOver = false
 
     public init(id: String, requestPath: String, summary: RequestSummary, identity: FileIdentity? = nil, history: TaskHistory? = nil) {
         self.id = id

@@ -1,0 +1,40 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+import Testing
+
+/// Without leases (a local spool, inotify) two daemons would each send every request:
+/// the second refuses to start.
+@Suite(.serialized) struct SpoolLockTests {
+    @Test func aSecondDaemonWithoutLeasesRefusesToStart() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["watch_mode": "inotify"])
+        // `timeout` ends a second daemon that wrongly started (exit 124) instead of hanging the test.
+        let second = try Harness.spawnAndWait(["/usr/bin/timeout", "20", Harness.binary, "run", "--config", harness.configPath])
+        #expect(second.status != 0 && second.status != 124, "the second daemon exits at once with an error: \(second.status)")
+        #expect(second.stderr.contains("another llmspool daemon is running on"), "\(second.stderr)")
+        #expect(second.stderr.contains("\"leases\": true"), "the message says how to run several")
+        // The first one still works.
+        try harness.drop("after", Harness.request("still served"))
+        try waitUntil("the first daemon answers", timeout: 20) { Syscall.isPresent(harness.layout.result("after")) }
+        // Once it stops, a new one starts.
+        harness.stopDaemon()
+        try harness.startDaemon(config: ["watch_mode": "inotify"])
+        #expect(harness.daemonIsRunning)
+    }
+
+    @Test func withLeasesSeveralDaemonsShareASpool() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let config: [String: Any] = ["watch_mode": "inotify", "leases": true, "lease_seconds": 3]
+        _ = try harness.startExtraDaemon("a", config: config.merging(["host_id": "a"]) { $1 })
+        _ = try harness.startExtraDaemon("b", config: config.merging(["host_id": "b"]) { $1 })
+        #expect(!harness.extraLog("b").contains("another llmspool daemon"))
+        for index in 0..<20 { try harness.drop("l\(index)", Harness.request("leased \(index)")) }
+        try waitUntil("all answered", timeout: 30) { (0..<20).allSatisfy { Syscall.isPresent(harness.layout.result("l\($0)")) } }
+        #expect(try harness.stubArrivals().count == 20)
+    }
+}
