@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
+#include <linux/stat.h>
 #include <unistd.h>
 
 /// The filesystem type (f_type) of `path`, or -1 with errno set.
@@ -17,6 +18,20 @@ static inline long llms_filesystem_type(const char *path) {
     struct statfs info;
     if (statfs(path, &info) != 0) return -1;
     return (long)info.f_type;
+}
+
+/// The birth time of a file in nanoseconds, through statx: `path` relative to the current
+/// folder (links not followed), or the descriptor itself when `path` is "". Returns 0 with
+/// the time, 1 when the filesystem keeps no birth time (FUSE, older NFS), -1 with errno.
+static inline int llms_birth_time(int fd, const char *path, long long *nanoseconds) {
+    // glibc declares statx only under _GNU_SOURCE: the system call itself, with the
+    // kernel's own header for the struct (AT_EMPTY_PATH is 0x1000, AT_STATX_SYNC_AS_STAT 0).
+    struct statx info;
+    int flags = path[0] == 0 ? 0x1000 : AT_SYMLINK_NOFOLLOW;
+    if (syscall(SYS_statx, path[0] == 0 ? fd : AT_FDCWD, path, flags, STATX_BTIME, &info) != 0) return -1;
+    if (!(info.stx_mask & STATX_BTIME)) return 1;
+    *nanoseconds = (long long)info.stx_btime.tv_sec * 1000000000LL + info.stx_btime.tv_nsec;
+    return 0;
 }
 
 /// sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE): declared by glibc only under

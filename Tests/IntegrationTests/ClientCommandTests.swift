@@ -138,8 +138,8 @@ import Testing
         let retried = try harness.cli(["retry", "--all-failed", "--spool", harness.layout.root])
         #expect(retried.status == 0, "\(retried.stderr)")
         #expect(retried.stdout == "archived superseded failure of twice\nrequeued stale\n", "\(retried.stdout)")
-        #expect(exists(harness.layout.failed + "/superseded/twice.json"))
-        #expect(exists(harness.layout.failed + "/superseded/twice.error.json"))
+        #expect(exists(harness.layout.superseded + "/1.twice.json"))
+        #expect(exists(harness.layout.superseded + "/1.twice.error.json"))
         #expect(!exists(harness.layout.request("twice")), "the stale failure is not sent again")
         try waitUntil("the real failure failed again", timeout: 20) { (try? harness.arrivals(of: "really refused").count) == 2 }
         #expect(try harness.arrivals(of: "first try").count == 1)

@@ -66,7 +66,7 @@ final class MemoryFiles: PublicationFiles, @unchecked Sendable {
     }
 
     static func identity(_ file: File) -> FileIdentity {
-        FileIdentity(device: 1, inode: file.inode, size: Int64(file.bytes.count), modifiedNanoseconds: 0, changedNanoseconds: 0)
+        FileIdentity(device: 1, inode: file.inode, size: Int64(file.bytes.count), modifiedNanoseconds: 0, bornNanoseconds: Int64(file.inode))
     }
 
     func unlinkIfPresent(_ path: String) throws(Failure) {

@@ -124,12 +124,12 @@ public final class Finisher: Sendable {
         case .cancelled:
             closePartial(outcome.partialFD)
             discardSpill(outcome)
-            try? Syscall.unlinkIfPresent(partial)
+            logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(partial) }
             entry.outcome = "cancelled"
             task.history.attempts.append(entry)
             // The request may have left because another daemon answered it: its record stays.
             if LeaseRules.mayRecordCancelled(over: TaskRecord.load(layout, id: id)?.status) {
-                try? TaskRecord(id: id, status: .cancelled, request: task.identity, history: task.history).write(layout, durable: false)
+                logger.bestEffort("an informational write") { try TaskRecord(id: id, status: .cancelled, request: task.identity, history: task.history).write(layout, durable: false) }
             }
             logger.info("cancelled: the request left outgoing while in flight", id: id, ["bytes_received": "\(outcome.bytesReceived)"])
             report(TaskReport(id: id, outcome: .cancelled))
@@ -145,7 +145,7 @@ public final class Finisher: Sendable {
         case .failure(let failure):
             closePartial(outcome.partialFD)
             discardSpill(outcome)
-            try? Syscall.unlinkIfPresent(partial)
+            logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(partial) }
             if failure.kind == .disk { diskHealth.writeFailed() }
             entry.outcome = failure.kind.rawValue
             entry.message = failure.message
@@ -254,7 +254,7 @@ public final class Finisher: Sendable {
         var record = TaskRecord.load(layout, id: id) ?? TaskRecord(id: id, status: .cancelled, request: nil, history: TaskHistory(firstSeen: Date()))
         if LeaseRules.mayRecordCancelled(over: record.status) {
             record.status = .cancelled
-            try? record.write(layout, durable: false)
+            logger.bestEffort("an informational write") { try record.write(layout, durable: false) }
         }
         logger.info("cancelled: the request was removed before it started", id: id)
         report(TaskReport(id: id, outcome: .cancelled))
@@ -372,8 +372,8 @@ public final class Finisher: Sendable {
     /// left, the request stays in `outgoing`, and the task is tried again later.
     private func postpone(_ task: TaskDescriptor, because reason: String) -> Scheduler.Event {
         diskHealth.writeFailed()  // no new start until a write succeeds (DiskHealth)
-        try? Syscall.unlinkIfPresent(layout.partial(task.id))
-        try? Syscall.unlinkIfPresent(SpoolLayout.temporary(for: layout.result(task.id)))
+        logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(layout.partial(task.id)) }
+        logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(SpoolLayout.temporary(for: layout.result(task.id))) }
         let delay = RetryPolicy.backoff(afterAttempts: max(1, task.history.attempts.count), settings: policy.withLock { $0.retry }, random: random())
         logger.error("outcome not written; the request stays in outgoing and is tried again", id: task.id,
                      ["reason": reason, "retry_in_seconds": String(format: "%.2f", delay)])
@@ -387,7 +387,7 @@ public final class Finisher: Sendable {
     private func discardSpill(_ outcome: AttemptOutcome) {
         guard let stream = outcome.stream, stream.spillFD >= 0 else { return }
         Syscall.close(stream.spillFD)
-        try? Syscall.unlinkIfPresent(stream.spillPath)
+        logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(stream.spillPath) }
     }
 
     private func closePartial(_ fd: Int32) {

@@ -138,12 +138,12 @@ public final class SpoolDaemon: Sendable {
                 if let roster, let leases {
                     let entry = DaemonRoster.Entry(host: leases.hostID, pid: getpid(), updatedAt: Date(), queued: snapshot.queued,
                                                    deferred: snapshot.deferred, inFlight: snapshot.transferring)
-                    try? DurableFile.replace(entry.encoded(), at: roster, mode: layout.fileMode)
+                    logger.bestEffort("an informational write") { try DurableFile.replace(entry.encoded(), at: roster, mode: layout.fileMode) }
                 }
                 var status = LiveStatus(pid: getpid(), updatedAt: Date(), queued: snapshot.queued, deferred: snapshot.deferred,
                                         inFlight: snapshot.inFlight)
                 status.totals = totals.current(metrics)
-                try? DurableFile.replace(status.encoded(), at: LiveStatus.path(layout), mode: layout.fileMode)
+                logger.bestEffort("an informational write") { try DurableFile.replace(status.encoded(), at: LiveStatus.path(layout), mode: layout.fileMode) }
                 if notifier.enabled {
                     notifier.send("STATUS=\(snapshot.queued) queued, \(snapshot.transferring) in flight, \(snapshot.deferred) waiting to retry")
                     // The watchdog is fed only while both loops show life.
@@ -151,8 +151,8 @@ public final class SpoolDaemon: Sendable {
                 }
                 usleep(UInt32(min(notifier.watchdogInterval ?? 1, 1) * 1_000_000))
             }
-            try? Syscall.unlinkIfPresent(LiveStatus.path(layout))
-            if let roster { try? Syscall.unlinkIfPresent(roster) }
+            logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(LiveStatus.path(layout)) }
+            if let roster { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(roster) } }
             statusStopped.signal()
         }
     }

@@ -20,22 +20,21 @@ public struct SpoolActions: Sendable {
 
     /// Where `retry --all-failed` puts failures that a later outcome of the same id
     /// replaced: kept for inspection, never sent again. Not an id: no `.json` suffix.
-    public var supersededFolder: String { layout.failed + "/superseded" }
+    public var supersededFolder: String { layout.superseded }
 
     /// Failed ids whose failure a later result of the same id replaced.
     public func supersededIDs() -> [String] {
         failedIDs().filter { OutcomeTimes(layout: layout, id: $0).failureSuperseded }
     }
 
-    /// Moves a superseded failure (request and record) into `failed/superseded/`.
+    /// Moves a superseded failure (request and record) into `failed/superseded/`, numbered
+    /// as the finisher numbers an earlier failure it moves aside: nothing there is overwritten.
     public func archive(_ id: String) throws {
-        do { try Syscall.mkdir(supersededFolder, mode: layout.directoryMode) } catch let error as SystemError where error.errno == EEXIST {}
-        for (path, name) in [(layout.errorRecord(id), id + SpoolLayout.errorRecordSuffix), (layout.failedRequest(id), id + SpoolLayout.requestSuffix)]
-        where Syscall.isPresent(path) {
-            try Syscall.rename(path, supersededFolder + "/" + name)
-        }
+        let steps: [PublicationStep] = [.archiveIfPresent(layout.errorRecord(id), into: layout.superseded),
+                                        .archiveIfPresent(layout.failedRequest(id), into: layout.superseded),
+                                        .syncFolder(layout.failed)]
+        if case .failed(_, _, let error) = PublicationExecutor(files: SpoolFiles(layout: layout)).run(steps) { throw error }
         try Syscall.fsyncDirectory(supersededFolder)
-        try Syscall.fsyncDirectory(layout.failed)
     }
 
     /// Moves a failed request back to `outgoing`. Its task record goes first: a record that

@@ -208,14 +208,14 @@ public final class LeaseManager: Sendable {
             break
         case .exists:
             // A taker that died leaves its lock behind; it is broken once it is old.
-            if let stale = read(lock), stale.expiresAt + seconds < LeaseManager.now() { try? Syscall.unlinkIfPresent(lock) }
+            if let stale = read(lock), stale.expiresAt + seconds < LeaseManager.now() { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(lock) } }
             return .heldElsewhere
         case .failed(let message):
             return .failed(message)
         }
-        defer { try? Syscall.unlinkIfPresent(lock) }
+        defer { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(lock) } }
         guard read(layout.lease(id)) == expired else { return .heldElsewhere }  // renewed or taken meanwhile
-        try? Syscall.unlinkIfPresent(layout.lease(id))
+        logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(layout.lease(id)) }
         if expired.ended {
             logger.debug("an expired tombstone was replaced by a new claim", id: id)
         } else {
@@ -295,7 +295,7 @@ public final class LeaseManager: Sendable {
     /// and granted it once the first lets go.
     func probeLocks() -> ClaimMethod.Probe {
         let path = "\(layout.leases)/.probe-\(owner.replacingOccurrences(of: ":", with: "-"))"
-        defer { try? Syscall.unlinkIfPresent(path) }
+        defer { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) } }
         guard let first = try? Syscall.open(path, O_RDWR | O_CREAT | O_NOFOLLOW, mode: layout.fileMode) else { return .failed(errno: errno) }
         defer { Syscall.close(first) }
         guard let second = try? Syscall.open(path, O_RDWR | O_NOFOLLOW) else { return .failed(errno: errno) }
@@ -356,7 +356,7 @@ public final class LeaseManager: Sendable {
                 logger.warning("cannot leave a tombstone; removing the lease", id: id, ["reason": "\(error)"])
             }
         }
-        try? Syscall.unlinkIfPresent(path)
+        logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) }
         if fd >= 0 { Syscall.close(fd) }
     }
 
@@ -433,7 +433,7 @@ public final class LeaseManager: Sendable {
         }
         for (id, fd) in due {
             let path = layout.lease(id)
-            if let lease = read(path), lease.ended, lease.host == hostID { try? Syscall.unlinkIfPresent(path) }
+            if let lease = read(path), lease.ended, lease.host == hostID { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) } }
             if fd >= 0 { Syscall.close(fd) }
         }
     }
@@ -451,13 +451,13 @@ public final class LeaseManager: Sendable {
                 defer { Syscall.close(fd) }
                 guard llms_ofd_lock(fd, llms_lock_write) == 0, let opened = try? Syscall.fstat(fd, path: layout.lease(id)),
                       let named = try? Syscall.lstat(layout.lease(id)), opened.st_ino == named.st_ino, read(layout.lease(id)) == lease else { continue }
-                try? Syscall.unlinkIfPresent(layout.lease(id))
+                logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(layout.lease(id)) }
                 continue
             }
             let lock = layout.takeover(id)
             guard case .created = createExclusive(lock, bytes: encode(expiresAt: now + seconds), lock: false) else { continue }
-            if read(layout.lease(id)) == lease { try? Syscall.unlinkIfPresent(layout.lease(id)) }
-            try? Syscall.unlinkIfPresent(lock)
+            if read(layout.lease(id)) == lease { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(layout.lease(id)) } }
+            logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(lock) }
         }
     }
 
@@ -472,12 +472,12 @@ public final class LeaseManager: Sendable {
             // stop (`age` 0), anyone's once it is as old as a taker would break.
             let path = "\(layout.leases)/\(name)"
             guard let lock = read(path) else { continue }
-            if (age == 0 && lock.owner == owner) || lock.expiresAt + seconds < now { try? Syscall.unlinkIfPresent(path) }
+            if (age == 0 && lock.owner == owner) || lock.expiresAt + seconds < now { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) } }
         }
         for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasPrefix(".fuse_hidden") {
             let path = "\(layout.leases)/\(name)"
             guard let info = try? Syscall.lstat(path) else { continue }
-            if now - (Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9) >= age { try? Syscall.unlinkIfPresent(path) }
+            if now - (Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9) >= age { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) } }
         }
     }
 
@@ -516,7 +516,7 @@ public final class LeaseManager: Sendable {
                   LeaseRules.isDeadIncarnation(lease, hostID: hostID, myPID: getpid(), isAlive: LeaseManager.isAlive) else { continue }
             // Re-read just before the unlink: a taker may have replaced it meanwhile.
             guard read(path) == lease else { continue }
-            try? Syscall.unlinkIfPresent(path)
+            logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) }
             reclaimed.append(String(name.dropLast(".lease".count)))
         }
         return reclaimed
@@ -576,7 +576,7 @@ public final class LeaseManager: Sendable {
                     let code = errno
                     // Ours by the exclusive create: removed unless the name holds another file by now.
                     if let opened = try? Syscall.fstat(fd, path: path), let named = try? Syscall.lstat(path), opened.st_ino == named.st_ino {
-                        try? Syscall.unlinkIfPresent(path)
+                        logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) }
                     }
                     return .failed("cannot lock \(path): errno \(code)")
                 }

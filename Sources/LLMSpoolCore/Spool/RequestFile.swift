@@ -58,7 +58,8 @@ public enum RequestFile {
                 }
                 bytes.append(contentsOf: chunk)
             }
-            return .success(Loaded(bytes: bytes, identity: FileIdentity(info).with(contentHash: Fingerprint.hash(bytes))))
+            let identity = FileIdentity(info).with(bornNanoseconds: FileIdentity.birthTime(fd: fd)).with(contentHash: Fingerprint.hash(bytes))
+            return .success(Loaded(bytes: bytes, identity: identity))
         } catch let problem as RequestProblem {
             return .failure(problem)
         } catch let error as SystemError where isGone(error.errno) {

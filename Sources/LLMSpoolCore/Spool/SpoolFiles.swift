@@ -46,7 +46,7 @@ public struct SpoolFiles: PublicationFiles, Sendable {
         } catch let error as SystemError where error.errno == ENOENT || error.errno == ESTALE {
             return nil
         }
-        return FileIdentity(info)
+        return FileIdentity(info).with(bornNanoseconds: FileIdentity.birthTime(path: path))
     }
 
     public func unlinkIfPresent(_ path: String) throws {

@@ -17,7 +17,7 @@ extension TaskRecord {
         ]
         if let request {
             var fields = "\"device\": \(request.device), \"inode\": \(request.inode), \"mtime_ns\": \(request.modifiedNanoseconds), \"size\": \(request.size)"
-            if let changed = request.changedNanoseconds { fields = "\"ctime_ns\": \(changed), " + fields }
+            if let born = request.bornNanoseconds { fields = "\"btime_ns\": \(born), " + fields }
             if let hash = request.contentHash { fields += ", \"fnv1a\": \"\(String(hash, radix: 16))\"" }
             members.append(("request", "{" + fields + "}"))
         }
@@ -71,7 +71,7 @@ extension TaskRecord {
            let size = (identity["size"] as? NSNumber)?.int64Value,
            let modified = (identity["mtime_ns"] as? NSNumber)?.int64Value {
             request = FileIdentity(device: device, inode: inode, size: size, modifiedNanoseconds: modified,
-                                   changedNanoseconds: (identity["ctime_ns"] as? NSNumber)?.int64Value,
+                                   bornNanoseconds: (identity["btime_ns"] as? NSNumber)?.int64Value,
                                    contentHash: (identity["fnv1a"] as? String).flatMap { UInt64($0, radix: 16) })
         }
         let attempts = (object["attempts"] as? [Any] ?? []).compactMap { ($0 as? [String: Any]).flatMap(decodeAttempt) }

@@ -479,6 +479,15 @@ public final class TransferEngine: @unchecked Sendable {
             endBeforeStart(task, endpointIndex: endpointIndex, .diskError(reason))
             return
         }
+        if let leases, let recorded = TaskRecord.load(layout, id: task.id)?.status, recorded == .done || recorded == .failed {
+            // A claim won on a stale view of a shared folder: another daemon has finished
+            // this request (its file still shows in a client cache). Its record stands; the
+            // watcher's next look completes or forgets the request.
+            logger.debug("already ended elsewhere; not sent", id: task.id, ["status": recorded.rawValue])
+            leases.release(task.id, ended: true)
+            skip(task)
+            return
+        }
         var task = task
         if !previousRunCrashed { task.history = CrashGuard.ended(task.history) }
         if CrashGuard.mustFail(task.history) {

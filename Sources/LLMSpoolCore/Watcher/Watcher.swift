@@ -203,7 +203,7 @@ public final class Watcher: @unchecked Sendable {
         // A moved folder keeps its watch: drop it, or its events would pass for ours.
         _ = inotifytools_remove_watch_by_wd(watch)
         while !stopping {
-            try? layout.create()
+            logger.bestEffort("recreating the spool folders") { try layout.create() }
             if addWatch() {
                 logger.info("watching outgoing again", ["path": layout.outgoing])
                 scan(reason: "folder recreated")
@@ -222,7 +222,7 @@ public final class Watcher: @unchecked Sendable {
             raws = try Syscall.listDirectoryRaw(layout.outgoing)
         } catch let error as SystemError where error.errno == ENOENT {
             logger.warning("outgoing is missing; creating it again", ["path": layout.outgoing])
-            try? layout.create()
+            logger.bestEffort("recreating the spool folders") { try layout.create() }
             return
         } catch {
             logger.error("cannot scan outgoing", ["reason": "\(error)"])

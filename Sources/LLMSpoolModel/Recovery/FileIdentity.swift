@@ -2,26 +2,29 @@
 /// new task, and must not inherit the old one's history.
 ///
 /// Device and inode say which file; an inode is recycled once its file is deleted, so they
-/// are not enough alone. The change time (which no producer can set, unlike the
-/// modification time) and the content's fingerprint tell a recycled inode from the file
-/// that was read.
+/// are not enough alone. The birth time (which no producer can set, unlike the
+/// modification time that `cp -p` keeps) and the content's fingerprint tell a recycled
+/// inode from the file that was read. The change time would not do: network filesystems
+/// change it behind the producer's back (GlusterFS keeps its own metadata in extended
+/// attributes of the file), and a file whose identity changes is never unlinked.
 public struct FileIdentity: Sendable, Equatable {
     public let device: UInt64
     public let inode: UInt64
     public let size: Int64
     public let modifiedNanoseconds: Int64
-    /// The inode's change time; nil in records written before it was kept.
-    public let changedNanoseconds: Int64?
+    /// The file's birth time (statx); nil where the filesystem keeps none, and in records
+    /// written before it was kept.
+    public let bornNanoseconds: Int64?
     /// FNV-1a of the content as intake read it; nil when the content was not read.
     public let contentHash: UInt64?
 
-    public init(device: UInt64, inode: UInt64, size: Int64, modifiedNanoseconds: Int64, changedNanoseconds: Int64? = nil,
+    public init(device: UInt64, inode: UInt64, size: Int64, modifiedNanoseconds: Int64, bornNanoseconds: Int64? = nil,
                 contentHash: UInt64? = nil) {
         self.device = device
         self.inode = inode
         self.size = size
         self.modifiedNanoseconds = modifiedNanoseconds
-        self.changedNanoseconds = changedNanoseconds
+        self.bornNanoseconds = bornNanoseconds
         self.contentHash = contentHash
     }
 
@@ -31,14 +34,20 @@ public struct FileIdentity: Sendable, Equatable {
         guard device == other.device, inode == other.inode, size == other.size, modifiedNanoseconds == other.modifiedNanoseconds else {
             return false
         }
-        if let changed = changedNanoseconds, let otherChanged = other.changedNanoseconds, changed != otherChanged { return false }
+        if let born = bornNanoseconds, let otherBorn = other.bornNanoseconds, born != otherBorn { return false }
         if let hash = contentHash, let otherHash = other.contentHash, hash != otherHash { return false }
         return true
+    }
+
+    /// The same identity with the file's birth time.
+    public func with(bornNanoseconds: Int64?) -> FileIdentity {
+        FileIdentity(device: device, inode: inode, size: size, modifiedNanoseconds: modifiedNanoseconds,
+                     bornNanoseconds: bornNanoseconds, contentHash: contentHash)
     }
 
     /// The same identity with the content's fingerprint.
     public func with(contentHash: UInt64) -> FileIdentity {
         FileIdentity(device: device, inode: inode, size: size, modifiedNanoseconds: modifiedNanoseconds,
-                     changedNanoseconds: changedNanoseconds, contentHash: contentHash)
+                     bornNanoseconds: bornNanoseconds, contentHash: contentHash)
     }
 }
