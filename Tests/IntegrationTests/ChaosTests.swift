@@ -92,4 +92,115 @@ import Testing
         let retried = log.components(separatedBy: "attempt failed; will retry").count - 1
         print("chaos: \(Self.rounds) kills, \(Self.requests) requests; restarts that found leftovers: \(leftovers); outcomes rolled forward: \(rolledForward); retries: \(retried)")
     }
+
+    /// A publication plan as the daemon's pause point logs it (`index=K step=KIND`, the index
+    /// counted per executor run), the request that takes it, and its commit point.
+    struct PlanUnderTest {
+        let name: String
+        let steps: [String]
+        /// How many of `steps` (from the first) leave nothing a restart counts as the outcome
+        /// when a kill lands in them, so the request is sent again. For a success that is up
+        /// to and with `publish`, not only up to the record that names the result's inode:
+        /// `Recovery.decide` counts a success as ended only once the result is in `incoming`.
+        let beforeCommit: Int
+        let stream: Bool
+        let stub: [String: Any]
+        let expected: (String) -> Expected
+    }
+
+    static var plans: [PlanUnderTest] {
+        [
+            PlanUnderTest(name: "plain",
+                          steps: ["index=0 step=sync-file", "index=1 step=commit-done",
+                                  "index=0 step=sync-folder", "index=1 step=publish", "index=2 step=sync-folder",
+                                  "index=3 step=remove-request", "index=4 step=sync-folder"],
+                          beforeCommit: 4, stream: false, stub: ["tokens": 3], expected: { .answer(prompt: $0, tokens: 3) }),
+            PlanUnderTest(name: "streamed",
+                          steps: ["index=0 step=sync-file", "index=1 step=commit-done",
+                                  "index=0 step=sync-folder", "index=1 step=keep-events", "index=2 step=publish", "index=3 step=sync-folder",
+                                  "index=4 step=remove-request", "index=5 step=sync-folder"],
+                          beforeCommit: 5, stream: true, stub: ["tokens": 3], expected: { .answer(prompt: $0, tokens: 3) }),
+            PlanUnderTest(name: "refused",
+                          steps: ["index=0 step=record-failed", "index=1 step=sync-folder", "index=2 step=archive", "index=3 step=archive",
+                                  "index=4 step=write-file", "index=5 step=move-request", "index=6 step=sync-folder",
+                                  "index=7 step=sync-folder", "index=8 step=remove-partial"],
+                          beforeCommit: 1, stream: false, stub: ["status": 400], expected: { _ in .failure(kind: "http") }),
+        ]
+    }
+
+    /// The publication steps the daemon logged after `offset` bytes of its log.
+    static func publicationSteps(in log: String, after offset: Int) -> [String] {
+        String(decoding: Array(log.utf8.dropFirst(offset)), as: UTF8.self).components(separatedBy: "\n").compactMap { line in
+            guard let range = line.range(of: #"publication step index=\d+ step=\S+"#, options: .regularExpression) else { return nil }
+            return String(line[range].dropFirst("publication step ".count))
+        }
+    }
+
+    /// One request at a time, a kill inside each step of each publication plan in turn: the
+    /// pause point logs the step and waits, the kill lands in that wait, and the log shows
+    /// that no later step ran. Whatever step it was, a restart leaves exactly one outcome.
+    @Test func killNineInsideEachPublicationStepLeavesOneOutcome() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let pause = ["LLMSPOOL_TEST_PUBLICATION_PAUSE_MS": "200"]
+        let config: [String: Any] = ["concurrency": 1, "max_attempts": 5, "retry_max_seconds": 0.2]
+        var landed: Set<String> = []
+        for plan in Self.plans {
+            for position in plan.steps.indices {
+                let id = "\(plan.name)\(position)"
+                let prompt = "chaos \(id)"
+                let offset = harness.log.utf8.count
+                try harness.startDaemon(config: config, environment: pause)
+                try harness.drop(id, Harness.request(prompt, stream: plan.stream, stub: plan.stub))
+                try waitUntil("\(id) reaches \(plan.steps[position])", timeout: 30) {
+                    Self.publicationSteps(in: harness.log, after: offset).count > position
+                }
+                #expect(harness.daemonIsRunning, "\(id): the daemon must still run when it is killed")
+                harness.killDaemon()
+                // The kill landed inside the step only if the log shows every step up to it and none after.
+                let seen = Self.publicationSteps(in: harness.log, after: offset)
+                #expect(seen == Array(plan.steps[...position]), "\(id): steps before the kill")
+                if seen == Array(plan.steps[...position]) { landed.insert("\(plan.name) \(plan.steps[position])") }
+
+                try harness.startDaemon(config: config)
+                try waitUntil("\(id) has an outcome", timeout: 30) {
+                    let incoming = harness.files(in: harness.layout.incoming)
+                    return !harness.files(in: harness.layout.outgoing).contains("\(id).json")
+                        && !incoming.contains("\(id).partial")
+                        && (incoming.contains("\(id).json") || harness.files(in: harness.layout.failed).contains("\(id).json"))
+                }
+                #expect(harness.stopDaemon() == 0)
+
+                let answered = harness.files(in: harness.layout.incoming).contains("\(id).json")
+                let refused = harness.files(in: harness.layout.failed).contains("\(id).json")
+                #expect(answered != refused, "\(id) must have exactly one outcome (answered \(answered), failed \(refused))")
+                switch plan.expected(prompt) {
+                case .answer(let prompt, let tokens):
+                    #expect(answered && !refused, "\(id) should be answered")
+                    if answered {
+                        #expect(Harness.content(of: try harness.json(harness.layout.result(id))) == StubAnswer.content(prompt: prompt, tokens: tokens), "\(id)")
+                    }
+                case .failure(let kind):
+                    #expect(refused && !answered, "\(id) should have failed")
+                    if refused {
+                        #expect(try harness.json(harness.layout.errorRecord(id))["kind"] as? String == kind, "\(id)")
+                    }
+                }
+                // A kill before the outcome is committed costs one more call; after it, none.
+                let calls = try harness.arrivals(of: prompt).count
+                let allowed = 1 + (position < plan.beforeCommit ? 1 : 0)
+                #expect((1...allowed).contains(calls), "\(id): the stub saw \(calls) calls, at most \(allowed) allowed")
+            }
+        }
+        let everyStep = Set(Self.plans.flatMap { plan in plan.steps.map { "\(plan.name) \($0)" } })
+        #expect(landed == everyStep, "kills that did not land: \(everyStep.subtracting(landed).sorted())")
+        // Every kind the plans have was hit, the folder fsyncs of each plan among them.
+        let kinds = Set(landed.compactMap { $0.split(separator: "=").last.map(String.init) })
+        #expect(kinds.isSuperset(of: ["sync-file", "commit-done", "record-failed", "keep-events", "publish", "sync-folder", "remove-request",
+                                      "move-request", "archive", "write-file", "remove-partial"]), "\(kinds.sorted())")
+        #expect(harness.files(in: harness.layout.outgoing).isEmpty)
+        #expect(harness.files(in: harness.layout.incoming).filter { $0.hasSuffix(".partial") || $0.hasPrefix(".") }.isEmpty)
+        #expect(harness.filesContainingSecret().isEmpty)
+    }
 }
