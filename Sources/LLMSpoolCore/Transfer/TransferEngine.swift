@@ -479,14 +479,25 @@ public final class TransferEngine: @unchecked Sendable {
             endBeforeStart(task, endpointIndex: endpointIndex, .diskError(reason))
             return
         }
-        if let leases, let recorded = TaskRecord.load(layout, id: task.id)?.status, recorded == .done || recorded == .failed {
-            // A claim won on a stale view of a shared folder: another daemon has finished
-            // this request (its file still shows in a client cache). Its record stands; the
-            // watcher's next look completes or forgets the request.
-            logger.debug("already ended elsewhere; not sent", id: task.id, ["status": recorded.rawValue])
-            leases.release(task.id, ended: true)
-            skip(task)
-            return
+        if let leases, let record = TaskRecord.load(layout, id: task.id), record.status == .done || record.status == .failed {
+            // A claim won on a stale view of a shared folder: another daemon may have finished
+            // this request (its file still shows in a client cache). A record that proves it
+            // (`Recovery.decide`) stands and the request is not sent; its lease stays as a
+            // tombstone, so that no other stale view claims it either. A done record whose
+            // result never got its name (a daemon killed in between) proves nothing: the
+            // request runs.
+            let resultInode: UInt64?
+            do {
+                resultInode = try Syscall.exists(layout.result(task.id)) ? UInt64(try Syscall.lstat(layout.result(task.id)).st_ino) : nil
+            } catch {
+                resultInode = nil
+            }
+            if Recovery.decide(record: record, identity: task.identity, resultInode: resultInode) == .alreadyEnded {
+                logger.debug("already ended elsewhere; not sent", id: task.id, ["status": record.status.rawValue])
+                leases.release(task.id, ended: true)
+                skip(task)
+                return
+            }
         }
         var task = task
         if !previousRunCrashed { task.history = CrashGuard.ended(task.history) }

@@ -1,9 +1,13 @@
 /// The steps that publish each kind of outcome, in the order that makes every crash
 /// recoverable. Pure: what to do, never how; `PublicationExecutor` runs them.
 ///
-/// The task record in `state/` is the commit point. Before it is durable, a crash leaves
-/// the request in `outgoing` to run again, and nothing visible. After it, `Recovery.decide`
-/// sees that the task ended and `completion` finishes what was left.
+/// A failure's commit point is its task record, which carries the error record: after it,
+/// `Recovery.decide` sees that the task ended and `completion` publishes what was left. A
+/// success's record commits to a result by its inode, and the rename of that result into
+/// `incoming` is what decides it: a crash before the rename leaves the result as a leftover
+/// that a restart removes, and the request runs again from zero (at-least-once delivery,
+/// exactly-once outcome); after it, the restart only removes the request. Either way a crash
+/// before the commit point leaves nothing visible.
 public enum PublicationPlan {
     /// What a success has to publish.
     public struct Success: Sendable, Equatable {
