@@ -556,7 +556,8 @@ public final class TransferEngine: @unchecked Sendable {
     private func configure(_ transfer: Transfer, endpoint: Endpoint) {
         let handle = transfer.handle
         let me = Unmanaged.passUnretained(transfer).toOpaque()
-        CurlHandle.set(handle, CURLOPT_URL, string: endpoint.chatCompletionsURL)
+        let dialect = DialectRegistry.dialect(for: transfer.task.summary)
+        CurlHandle.set(handle, CURLOPT_URL, string: endpoint.url(for: dialect))
         CurlHandle.set(handle, CURLOPT_POST, 1)
         CurlHandle.set(handle, CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(transfer.bodySize))
         CurlHandle.set(handle, CURLOPT_NOSIGNAL, 1)
@@ -583,8 +584,8 @@ public final class TransferEngine: @unchecked Sendable {
         list = curl_slist_append(list, "Content-Type: application/json")
         list = curl_slist_append(list, transfer.task.summary.stream ? "Accept: text/event-stream" : "Accept: application/json")
         list = curl_slist_append(list, "Expect:")  // no 100-continue round trip before the body
-        if let key = endpoint.apiKey {
-            list = curl_slist_append(list, "Authorization: Bearer \(key.value)")
+        for line in dialect.headers(apiKey: endpoint.apiKey?.value) {
+            list = curl_slist_append(list, line)
         }
         transfer.headerList = list
         _ = llms_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, list)
