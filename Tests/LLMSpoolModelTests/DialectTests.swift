@@ -5,6 +5,7 @@ import Testing
 private struct InputDialect: Dialect {
     var id: String { "test.input" }
     var path: String { "/test" }
+    var usageMember: [UInt8] { [] }
     func recognises(_ request: RawJSON.Value, in bytes: [UInt8]) -> Bool { request["input"] != nil }
     func summarise(_ request: RawJSON.Value, in bytes: [UInt8]) -> Result<RequestSummary, RequestProblem> {
         .success(RequestSummary(model: "x", stream: false, size: bytes.count))
@@ -114,6 +115,23 @@ private struct InputDialect: Dialect {
         #expect(plugged.verdict() == direct.verdict())
         #expect(plugged.takeContent() == Array("Hi there".utf8))
         #expect(plugged.heldContentCount == 0)
+    }
+
+    @Test func usageMemberSplicedAtTheSummarysOffsetAsksForUsage() throws {
+        let text = Array(#"  {"model":"m","stream":true,"messages":[]}"#.utf8)
+        let summary = try dialect.validate(text).get()
+        let brace = try #require(summary.usageSplice)
+        let spliced = Array(text[...brace]) + dialect.usageMember + Array(text[(brace + 1)...])
+        let request = try RawJSON.parse(spliced)
+        guard case .bool(true, _)? = request["stream_options"]?["include_usage"] else {
+            Issue.record("the spliced request does not ask for usage")
+            return
+        }
+        #expect(RawJSON.string(request["model"]!, in: spliced) == "m")
+        // Alone, as the engine merges it into a rewritten body.
+        let alone = [UInt8(ascii: "{")] + dialect.usageMember.dropLast() + [UInt8(ascii: "}")]
+        guard case .object(let members, _) = try RawJSON.parse(alone) else { Issue.record("not an object"); return }
+        #expect(members.map(\.key) == ["stream_options"])
     }
 
     @Test func usageOfAPlainAnswer() throws {

@@ -27,9 +27,6 @@ final class Transfer {
         }
     }
 
-    /// What the daemon adds after the opening brace of a stream that did not ask for usage.
-    static let usageMember = Array(#""stream_options":{"include_usage":true},"#.utf8)
-
     let task: TaskDescriptor
     let endpointIndex: Int
     let endpointName: String

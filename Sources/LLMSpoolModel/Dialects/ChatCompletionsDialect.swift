@@ -9,6 +9,8 @@ public struct ChatCompletionsDialect: Dialect {
 
     public var path: String { "/chat/completions" }
 
+    public var usageMember: [UInt8] { Array(#""stream_options":{"include_usage":true},"#.utf8) }
+
     public func recognises(_ request: RawJSON.Value, in bytes: [UInt8]) -> Bool {
         request["messages"] != nil
     }

@@ -14,6 +14,11 @@ public protocol Dialect: Sendable {
     /// ranges and splice offsets are those of the file.
     func summarise(_ request: RawJSON.Value, in bytes: [UInt8]) -> Result<RequestSummary, RequestProblem>
 
+    /// The member, with its trailing comma, that the daemon adds right after the request
+    /// object's opening brace at `RequestSummary.usageSplice` (a stream that did not ask
+    /// for its usage); never used by a dialect whose summaries have no splice.
+    var usageMember: [UInt8] { get }
+
     /// Where requests go, relative to an endpoint's base URL (which has no trailing slash).
     var path: String { get }
 
