@@ -327,7 +327,10 @@ public struct Endpoint: Sendable, Equatable {
         self.tokensPerMinute = tokensPerMinute
     }
 
-    public var chatCompletionsURL: String { baseURL + "/chat/completions" }
+    public var chatCompletionsURL: String { url(for: ChatCompletionsDialect()) }
+
+    /// Where requests of a dialect go on this endpoint.
+    public func url(for dialect: any Dialect) -> String { baseURL + dialect.path }
 }
 
 /// Typed reads from a JSON settings object, with errors that name the source and key.

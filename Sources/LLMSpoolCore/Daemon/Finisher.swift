@@ -267,13 +267,14 @@ public final class Finisher: Sendable {
             return verdict
         }
         guard case .response(let status) = outcome.ending else { return .cancelled }
+        let dialect = DialectRegistry.dialect(for: outcome.task.summary)
         do {
             if AttemptJudge.isEventStream(requested: outcome.task.summary.stream, headers: outcome.headers) {
                 // Assembled by the event loop as the events arrived: the answer is not read again.
                 guard let stream = outcome.stream else {
                     return .failure(AttemptFailure(.incompleteStream, "the stream was not assembled", httpStatus: status))
                 }
-                return AttemptJudge.judgeStream(status: status, verdict: stream.verdict)
+                return AttemptJudge.judgeStream(status: status, verdict: stream.verdict, dialect: dialect)
             }
             let body: [UInt8]
             do {
@@ -283,7 +284,7 @@ public final class Finisher: Sendable {
                 // is the endpoint's fault (malformed, counted by max_attempts), not the disk's.
                 body = []
             }
-            return AttemptJudge.judgePlain(status: status, body: body)
+            return AttemptJudge.judgePlain(status: status, body: body, dialect: dialect)
         } catch {
             return .failure(AttemptFailure(.disk, "reading the answer back failed: \(error)"))
         }

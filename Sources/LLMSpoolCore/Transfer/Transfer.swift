@@ -27,9 +27,6 @@ final class Transfer {
         }
     }
 
-    /// What the daemon adds after the opening brace of a stream that did not ask for usage.
-    static let usageMember = Array(#""stream_options":{"include_usage":true},"#.utf8)
-
     let task: TaskDescriptor
     let endpointIndex: Int
     let endpointName: String
@@ -62,7 +59,7 @@ final class Transfer {
     var readError: SystemError?
     private var sse: SSEParser?
     /// A stream's result, assembled as the events arrive.
-    private var assembler: StreamAssembler?
+    private var assembler: (any StreamAssembling)?
     /// Where the first choice's text goes once it outgrows `spillThreshold`: the hidden
     /// temporary of the result, so that a long answer is never held in memory.
     let spillPath: String
@@ -97,7 +94,7 @@ final class Transfer {
         self.clock = AttemptClock(startedAt: now)
         if task.summary.stream {
             sse = SSEParser()
-            assembler = StreamAssembler()
+            assembler = DialectRegistry.dialect(for: task.summary).makeAssembler()
         }
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
     }
@@ -247,7 +244,7 @@ final class Transfer {
             // A new file, never an old one truncated: as for the `.partial`.
             try Syscall.unlinkIfPresent(spillPath)
             spillFD = try Syscall.open(spillPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: fileMode)
-            try Syscall.writeAll(spillFD, StreamAssembler.contentHead, path: spillPath)
+            try Syscall.writeAll(spillFD, assembler!.contentHead, path: spillPath)
         }
         let text = assembler!.takeContent()
         try Syscall.writeAll(spillFD, text, path: spillPath)

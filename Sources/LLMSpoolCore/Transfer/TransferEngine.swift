@@ -362,6 +362,7 @@ public final class TransferEngine: @unchecked Sendable {
     }
 
     private func openBody(_ task: TaskDescriptor, endpoint: Endpoint) throws -> Transfer.Body? {
+        let usageMember = DialectRegistry.dialect(for: task.summary).usageMember
         if let model = endpoint.model, model != task.summary.model {
             // A model rewrite needs the body parsed; it is held in memory for this attempt.
             guard case .success(let loaded)? = RequestFile.read(path: task.requestPath, limit: settings.maxRequestBytes),
@@ -371,7 +372,11 @@ public final class TransferEngine: @unchecked Sendable {
                 throw UploadRefusal(verdict: UploadCheck.verify(validated: task.identity, current: loaded.identity, isRegularFile: true, links: 1))
             }
             object["model"] = model
-            if task.summary.usageSplice != nil { object["stream_options"] = ["include_usage": true] }
+            if task.summary.usageSplice != nil {
+                // The dialect's member as a one-member object (its trailing comma dropped), merged in.
+                guard let member = JSONObject.parse([UInt8(ascii: "{")] + usageMember.dropLast() + [UInt8(ascii: "}")]) else { return nil }
+                object.merge(member) { _, added in added }
+            }
             return .memory(Array(try JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes])), offset: 0)
         }
         let fd = try Syscall.open(task.requestPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
@@ -396,7 +401,7 @@ public final class TransferEngine: @unchecked Sendable {
             // A byte order mark goes as blanks: offsets stay the file's.
             for index in 0..<min(task.summary.skippedPrefix, bytes.count) { bytes[index] = 0x20 }
             guard let brace = task.summary.usageSplice else { return .memory(bytes, offset: 0) }
-            return .memory(Array(bytes[...brace]) + Transfer.usageMember + Array(bytes[(brace + 1)...]), offset: 0)
+            return .memory(Array(bytes[...brace]) + usageMember + Array(bytes[(brace + 1)...]), offset: 0)
         }
         if let brace = task.summary.usageSplice {
             // Everything up to and including the brace, then the usage member, then the rest.
@@ -405,7 +410,7 @@ public final class TransferEngine: @unchecked Sendable {
                 throw SystemError(errno: errno, call: "lseek", path: task.requestPath)
             }
             let head = Array(repeating: UInt8(ascii: " "), count: brace) + [UInt8(ascii: "{")]
-            return .spliced(prefix: head + Transfer.usageMember, sent: 0, fd: fd, fileBytes: task.summary.size - brace - 1)
+            return .spliced(prefix: head + usageMember, sent: 0, fd: fd, fileBytes: task.summary.size - brace - 1)
         }
         if task.summary.skippedPrefix > 0 {
             let skipped = task.summary.skippedPrefix
@@ -576,7 +581,8 @@ public final class TransferEngine: @unchecked Sendable {
     private func configure(_ transfer: Transfer, endpoint: Endpoint) {
         let handle = transfer.handle
         let me = Unmanaged.passUnretained(transfer).toOpaque()
-        CurlHandle.set(handle, CURLOPT_URL, string: endpoint.chatCompletionsURL)
+        let dialect = DialectRegistry.dialect(for: transfer.task.summary)
+        CurlHandle.set(handle, CURLOPT_URL, string: endpoint.url(for: dialect))
         CurlHandle.set(handle, CURLOPT_POST, 1)
         CurlHandle.set(handle, CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(transfer.bodySize))
         CurlHandle.set(handle, CURLOPT_NOSIGNAL, 1)
@@ -603,8 +609,8 @@ public final class TransferEngine: @unchecked Sendable {
         list = curl_slist_append(list, "Content-Type: application/json")
         list = curl_slist_append(list, transfer.task.summary.stream ? "Accept: text/event-stream" : "Accept: application/json")
         list = curl_slist_append(list, "Expect:")  // no 100-continue round trip before the body
-        if let key = endpoint.apiKey {
-            list = curl_slist_append(list, "Authorization: Bearer \(key.value)")
+        for line in dialect.headers(apiKey: endpoint.apiKey?.value) {
+            list = curl_slist_append(list, line)
         }
         transfer.headerList = list
         _ = llms_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, list)

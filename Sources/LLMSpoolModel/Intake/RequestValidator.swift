@@ -13,6 +13,8 @@ public struct RequestSummary: Sendable, Equatable {
     /// Bytes at the start of the file that are not sent: 3 for a UTF-8 byte order mark,
     /// which most JSON readers skip and some endpoints refuse.
     public var skippedPrefix = 0
+    /// The `Dialect.id` of the dialect the request was validated as.
+    public var dialect = ChatCompletionsDialect.id
 
     public init(model: String, stream: Bool, size: Int, estimatedTokens: Int = 0, usageSplice: Int? = nil) {
         self.model = model
@@ -23,14 +25,17 @@ public struct RequestSummary: Sendable, Equatable {
     }
 }
 
-/// Checks that a request is a UTF-8 JSON object with `model` and `messages`, before anything
-/// is sent. Pure: bytes in, verdict out.
+/// Checks that a request is a UTF-8 JSON object of a registered dialect (whose own rules
+/// are in its `Dialect`), before anything is sent. Pure: bytes in, verdict out.
 public enum RequestValidator {
     /// The deepest nesting a request may have.
     public static let defaultMaxDepth = 64
     static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
 
-    public static func validate(_ bytes: [UInt8], maxDepth: Int = defaultMaxDepth) -> Result<RequestSummary, RequestProblem> {
+    /// Validates a request as the dialect that recognises it among `dialects`, all the
+    /// registered ones unless told.
+    public static func validate(_ bytes: [UInt8], maxDepth: Int = defaultMaxDepth,
+                                dialects: [any Dialect] = DialectRegistry.all) -> Result<RequestSummary, RequestProblem> {
         if bytes.isEmpty { return .failure(RequestProblem(.invalidJSON, "the file is empty")) }
         // A UTF-8 byte order mark is read as blanks: every offset (positions of problems,
         // the usage splice) stays that of the file, and the upload leaves the mark out.
@@ -56,65 +61,15 @@ public enum RequestValidator {
         guard case .object = request else {
             return .failure(RequestProblem(.notAnObject, "the request must be a JSON object, not \(kindName(request))"))
         }
-        guard let modelValue = request["model"] else {
-            return .failure(RequestProblem(.missingField, "the request has no \"model\""))
+        let dialect = DialectRegistry.dialect(recognising: request, in: bytes, among: dialects)
+        var summary: RequestSummary
+        switch dialect.summarise(request, in: bytes) {
+        case .success(let summarised): summary = summarised
+        case .failure(let problem): return .failure(problem)
         }
-        guard case .string(let modelRange) = modelValue, !modelRange.isEmpty else {
-            return .failure(RequestProblem(.wrongType, "\"model\" must be a non-empty string, not \(kindName(modelValue))"))
-        }
-        let model = bytes.withUnsafeBytes { RawJSON.decodeString(UnsafeRawBufferPointer(rebasing: $0[modelRange])) }
-        guard let messages = request["messages"] else {
-            return .failure(RequestProblem(.missingField, "the request has no \"messages\""))
-        }
-        guard case .array(let messageList, _) = messages else {
-            return .failure(RequestProblem(.wrongType, "\"messages\" must be an array, not \(kindName(messages))"))
-        }
-        var stream = false
-        if let value = request["stream"], !value.isNull {
-            guard case .bool(let flag, _) = value else {
-                return .failure(RequestProblem(.wrongType, "\"stream\" must be true or false, not \(kindName(value))"))
-            }
-            stream = flag
-        }
-        var splice: Int?
-        if stream && request["stream_options"] == nil {
-            // The object has members (model, messages), so a member and a comma can go
-            // right after its brace without reading or rewriting the rest.
-            splice = bytes.firstIndex(of: UInt8(ascii: "{"))
-        }
-        var summary = RequestSummary(model: model, stream: stream, size: bytes.count,
-                                     estimatedTokens: estimateTokens(request, messages: messageList, bytes: bytes),
-                                     usageSplice: splice)
+        summary.dialect = dialect.id
         if hasMark { summary.skippedPrefix = RequestValidator.byteOrderMark.count }
         return .success(summary)
-    }
-
-    /// A rough count, enough for a token bucket: four characters a token (counted as
-    /// written, escapes included), plus the completion budget the request asks for.
-    static func estimateTokens(_ request: RawJSON.Value, messages: [RawJSON.Value], bytes: [UInt8]) -> Int {
-        var characters = 0
-        for message in messages {
-            switch message["content"] {
-            case .string(let range)?:
-                characters += range.count
-            case .array(let parts, _)?:
-                for part in parts {
-                    if case .string(let range)? = part["text"] { characters += range.count }
-                }
-            default:
-                break
-            }
-        }
-        func integer(_ value: RawJSON.Value?) -> Int? {
-            guard case .number(let range)? = value else { return nil }
-            let text = String(decoding: bytes[range], as: UTF8.self)
-            if let number = Int(text) { return number }
-            // Digits past Int's range: as large as it gets (the sum is clamped below).
-            return text.allSatisfy(\.isNumber) ? Int.max : nil
-        }
-        let budget = integer(request["max_completion_tokens"]) ?? integer(request["max_tokens"]) ?? 0
-        // Clamped: a request may name any number, and the sum must not overflow.
-        return characters / 4 + 1 + min(max(0, budget), 1 << 40)
     }
 
     /// Names a value the way people call it.

@@ -42,10 +42,11 @@ public enum AttemptJudge {
         }
     }
 
-    /// A plain (non-streamed) 2xx answer must be a JSON object without `error`.
+    /// A plain (non-streamed) 2xx answer must be a JSON object without `error`; its usage
+    /// is read as the request's dialect says.
     /// Read with `RawJSON`: every plain answer passes here, and Foundation's parser (with
     /// its bridging) cost more than the rest of the judgement.
-    public static func judgePlain(status: Int, body: [UInt8]) -> Verdict {
+    public static func judgePlain(status: Int, body: [UInt8], dialect: any Dialect = DialectRegistry.fallback) -> Verdict {
         if body.isEmpty {
             return .failure(AttemptFailure(.malformedResponse, "the endpoint answered HTTP \(status) with an empty body", httpStatus: status))
         }
@@ -57,7 +58,7 @@ public enum AttemptJudge {
             return .failure(AttemptFailure(.providerError, message, httpStatus: status, providerBody: Array(body.prefix(65536)),
                                            embeddedCode: ProviderError.embeddedCode(inBody: body)))
         }
-        return .success(assembled: nil, usage: usage(value, in: body))
+        return .success(assembled: nil, usage: dialect.usage(ofPlainAnswer: value, in: body))
     }
 
     /// The integer token counts of `usage`, read from the raw answer.
@@ -76,13 +77,13 @@ public enum AttemptJudge {
         return counts.isEmpty ? nil : counts
     }
 
-    public static func judgeStream(status: Int, verdict: StreamVerdict) -> Verdict {
+    /// A stream's verdict; an error sent inside it is classified by the request's dialect.
+    public static func judgeStream(status: Int, verdict: StreamVerdict, dialect: any Dialect = DialectRegistry.fallback) -> Verdict {
         switch verdict {
         case .complete(let assembled):
             return .success(assembled: assembled, usage: assembled.usage)
         case .providerError(let message, let body):
-            return .failure(AttemptFailure(.providerError, message, httpStatus: status, providerBody: body,
-                                           embeddedCode: ProviderError.embeddedCode(inBody: body)))
+            return .failure(dialect.streamFailure(message: message, body: body, status: status))
         case .incomplete(let reason):
             return .failure(AttemptFailure(.incompleteStream, reason, httpStatus: status))
         case .malformed(let reason):

@@ -1,0 +1,60 @@
+/// One request dialect (chat completions, and those to come): everything the daemon must
+/// know about a kind of request and its answer, so that the intake, the engine and the
+/// judge hold no dialect's rules of their own.
+public protocol Dialect: Sendable {
+    /// The name a summary carries (`RequestSummary.dialect`) to find the dialect again.
+    var id: String { get }
+
+    /// Whether a request object (already known to be valid JSON) is of this dialect; only
+    /// asked when more than one dialect is registered, and cheap: by the members it has.
+    func recognises(_ request: RawJSON.Value, in bytes: [UInt8]) -> Bool
+
+    /// Validates a request object of this dialect and says what the daemon needs before
+    /// sending it. `bytes` are the whole file (a byte order mark read as blanks), so that
+    /// ranges and splice offsets are those of the file.
+    func summarise(_ request: RawJSON.Value, in bytes: [UInt8]) -> Result<RequestSummary, RequestProblem>
+
+    /// The member, with its trailing comma, that the daemon adds right after the request
+    /// object's opening brace at `RequestSummary.usageSplice` (a stream that did not ask
+    /// for its usage); never used by a dialect whose summaries have no splice.
+    var usageMember: [UInt8] { get }
+
+    /// Where requests go, relative to an endpoint's base URL (which has no trailing slash).
+    var path: String { get }
+
+    /// The header lines that carry the endpoint's key, and any the dialect needs besides
+    /// the content type and accept lines every request has.
+    func headers(apiKey: String?) -> [String]
+
+    /// A fresh assembler for one streamed answer.
+    func makeAssembler() -> any StreamAssembling
+
+    /// The token counts of a plain (non-streamed) answer, already parsed.
+    func usage(ofPlainAnswer answer: RawJSON.Value, in body: [UInt8]) -> [String: Int]?
+
+    /// What an error the server sent inside a 2xx stream amounts to.
+    func streamFailure(message: String, body: [UInt8], status: Int) -> AttemptFailure
+}
+
+/// Folds the events of one streamed answer into the final object, on the event loop and
+/// in bounded memory: the text that grows with the answer can be taken off in pieces
+/// (and spilled to the result's file) as it arrives.
+public protocol StreamAssembling {
+    /// What precedes the first piece handed out by `takeContent()` in the result.
+    var contentHead: [UInt8] { get }
+    /// Bytes of text held that `takeContent()` would hand out.
+    var heldContentCount: Int { get }
+    mutating func consume(_ event: SSEParser.RawEvent)
+    /// Hands out the text held so far, leaving none held.
+    mutating func takeContent() -> [UInt8]
+    /// The verdict once the stream has ended.
+    func verdict() -> StreamVerdict
+}
+
+extension Dialect {
+    /// Validates a whole request file as this dialect, with the checks every dialect shares
+    /// (UTF-8, nesting, JSON, an object, a byte order mark).
+    public func validate(_ bytes: [UInt8], maxDepth: Int = RequestValidator.defaultMaxDepth) -> Result<RequestSummary, RequestProblem> {
+        RequestValidator.validate(bytes, maxDepth: maxDepth, dialects: [self])
+    }
+}
