@@ -129,6 +129,8 @@ public final class TransferEngine: @unchecked Sendable {
     private var descriptorBudget = 256
     private var lastIdleSweep = 0.0
     private var lastLivePublish = 0.0
+    /// Newer requests that arrived under the name of a task in flight, queued when it ends.
+    private var replacedInFlight: [String: Intake] = [:]
     /// Set before `start` when daemons share the spool.
     public var leases: LeaseManager?
     /// Whether the daemon before this one crashed; otherwise starts recorded by it are
@@ -307,12 +309,19 @@ public final class TransferEngine: @unchecked Sendable {
     private func handle(_ message: Message) {
         switch message {
         case .event(let event):
+            // A newer file under the name of a task in flight is a new task: kept until the
+            // old one ends (its publication leaves the newer file in place), then queued.
+            if case .arrived(.valid(let task)) = event, transfersByID[task.id] != nil,
+               let running = transfersByID[task.id]?.task.identity, let newer = task.identity, !newer.isSameInstance(as: running) {
+                replacedInFlight[task.id] = .valid(task)
+            }
             apply(scheduler.handle(event, now: Date().timeIntervalSince1970))
             switch event {
             case .arrived(let intake) where scheduler.state(of: intake.id) != nil:
                 known.insert(intake.id)
             case .finalized(let id):
                 known.remove(id)
+                if let newer = replacedInFlight.removeValue(forKey: id) { handle(.event(.arrived(newer))) }
             default:
                 break
             }
