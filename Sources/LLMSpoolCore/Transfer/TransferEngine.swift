@@ -504,6 +504,8 @@ public final class TransferEngine: @unchecked Sendable {
             do {
                 resultInode = try Syscall.exists(layout.result(task.id)) ? UInt64(try Syscall.lstat(layout.result(task.id)).st_ino) : nil
             } catch {
+                // Unreadable is not proof of an end: the request runs, as with no result.
+                logger.debug("cannot look for the result; sending", id: task.id, ["reason": "\(error)"])
                 resultInode = nil
             }
             if Recovery.decide(record: record, identity: task.identity, resultInode: resultInode) == .alreadyEnded {
