@@ -1,12 +1,13 @@
 import Testing
 @testable import LLMSpoolModel
 
-/// A dialect for tests only: recognised by `input`, summarised without rules of its own.
+/// A dialect for tests only: named by the url `/v1/test`, summarised without rules of its own.
 private struct InputDialect: Dialect {
     var id: String { "test.input" }
+    var url: String { "/v1/test" }
+    var api: EndpointAPI { .openai }
     var path: String { "/test" }
     var usageMember: [UInt8] { [] }
-    func recognises(_ request: RawJSON.Value, in bytes: [UInt8]) -> Bool { request["input"] != nil }
     func summarise(_ request: RawJSON.Value, in bytes: [UInt8]) -> Result<RequestSummary, RequestProblem> {
         .success(RequestSummary(model: "x", stream: false, size: bytes.count))
     }
@@ -34,29 +35,43 @@ private struct InputDialect: Dialect {
         #expect(DialectRegistry.dialect(for: summary).id == DialectRegistry.fallback.id)
     }
 
-    @Test func validatorStampsTheDialectItChose() throws {
+    @Test func validatorStampsTheDialectItsEnvelopeNames() throws {
         let chat = Array(#"{"model":"m","messages":[]}"#.utf8)
-        let input = Array(#"{"model":"m","input":"hi"}"#.utf8)
+        let input = Array(#"{"url":"/v1/test","body":{"model":"m","input":"hi"}}"#.utf8)
         let dialects: [any Dialect] = [ChatCompletionsDialect(), InputDialect()]
         #expect(try RequestValidator.validate(chat).get().dialect == ChatCompletionsDialect.id)
         #expect(try RequestValidator.validate(chat, dialects: dialects).get().dialect == ChatCompletionsDialect.id)
         #expect(try RequestValidator.validate(input, dialects: dialects).get().dialect == "test.input")
         #expect(try RequestValidator.validate(input, dialects: [InputDialect(), ChatCompletionsDialect()]).get().dialect == "test.input")
+        let inChat = Array(#"{"url":"/v1/chat/completions","body":{"model":"m","messages":[]}}"#.utf8)
+        #expect(try RequestValidator.validate(inChat, dialects: dialects).get().dialect == ChatCompletionsDialect.id)
     }
 
-    @Test func requestNoDialectRecognisesIsRefusedAsTheFirst() throws {
-        let neither = Array(#"{"model":"m"}"#.utf8)
+    @Test func bareRequestIsValidatedAsTheFirst() throws {
+        let neither = Array(#"{"model":"m","input":"hi"}"#.utf8)
         let dialects: [any Dialect] = [ChatCompletionsDialect(), InputDialect()]
         guard case .failure(let problem) = RequestValidator.validate(neither, dialects: dialects) else {
-            Issue.record("a request of no dialect passed")
+            Issue.record("a bare body without messages passed as chat")
             return
         }
         #expect(problem.message == #"the request has no "messages""#)
+        #expect(problem.line == 1 && problem.column == 1, "a dialect's problem is placed at its body")
+    }
+
+    @Test func envelopeURLNotRegisteredIsRefusedListingTheSupportedOnes() throws {
+        let other = Array(#"{"url":"/v1/test","body":{"model":"m","input":"hi"}}"#.utf8)
+        guard case .failure(let problem) = RequestValidator.validate(other) else {
+            Issue.record("an unregistered url passed")
+            return
+        }
+        #expect(problem.kind == .unsupported)
+        #expect(problem.message.contains("/v1/chat/completions"), "\(problem.message)")
+        #expect(problem.line == 1 && problem.column == 8)
     }
 
     @Test func sharedChecksComeBeforeAnyDialect() throws {
         let mark = [0xEF, 0xBB, 0xBF] + Array(#"{"input":1}"#.utf8)
-        #expect(try InputDialect().validate(mark).get().skippedPrefix == 3)
+        #expect(try InputDialect().validate(mark).get().body == 3..<mark.count)
         #expect(try InputDialect().validate(mark).get().dialect == "test.input")
         guard case .failure(let problem) = InputDialect().validate(Array("[1]".utf8)) else {
             Issue.record("an array passed")

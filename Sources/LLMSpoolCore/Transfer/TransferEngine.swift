@@ -375,7 +375,8 @@ public final class TransferEngine: @unchecked Sendable {
         if let model = endpoint.model, model != task.summary.model {
             // A model rewrite needs the body parsed; it is held in memory for this attempt.
             guard case .success(let loaded)? = RequestFile.read(path: task.requestPath, limit: settings.maxRequestBytes),
-                  var object = JSONObject.parse(loaded.bytes) else { return nil }
+                  task.summary.body.upperBound <= loaded.bytes.count,
+                  var object = JSONObject.parse(Array(loaded.bytes[task.summary.body])) else { return nil }
             // RequestFile.read compared fstat with lstat; this compares with what intake validated.
             if task.identity != nil, loaded.identity != task.identity {
                 throw UploadRefusal(verdict: UploadCheck.verify(validated: task.identity, current: loaded.identity, isRegularFile: true, links: 1))
@@ -403,33 +404,35 @@ public final class TransferEngine: @unchecked Sendable {
             Syscall.close(fd)
             throw UploadRefusal(verdict: verdict)
         }
-        if task.summary.size <= TransferEngine.smallBodyLimit, var bytes = try readWhole(fd, expected: task.summary.size, path: task.requestPath) {
+        let body = task.summary.body
+        if task.summary.size <= TransferEngine.smallBodyLimit, let bytes = try readWhole(fd, expected: task.summary.size, path: task.requestPath) {
             // A small body is read at once and its file closed: ten thousand requests
             // starting together would otherwise hold ten thousand files besides their sockets.
             Syscall.close(fd)
-            // A byte order mark goes as blanks: offsets stay the file's.
-            for index in 0..<min(task.summary.skippedPrefix, bytes.count) { bytes[index] = 0x20 }
-            guard let brace = task.summary.usageSplice else { return .memory(bytes, offset: 0) }
-            return .memory(Array(bytes[...brace]) + usageMember + Array(bytes[(brace + 1)...]), offset: 0)
+            guard let brace = task.summary.usageSplice else {
+                return .memory(body == 0..<bytes.count ? bytes : Array(bytes[body]), offset: 0)
+            }
+            return .memory(Array(bytes[body.lowerBound...brace]) + usageMember + Array(bytes[(brace + 1)..<body.upperBound]), offset: 0)
         }
+        // A large body goes from the file: what precedes the first byte taken from it
+        // (the opening brace and the usage member), then `fileBytes` from `start`.
+        let start: Int
+        let prefix: [UInt8]
         if let brace = task.summary.usageSplice {
-            // Everything up to and including the brace, then the usage member, then the rest.
-            guard lseek(fd, off_t(brace + 1), SEEK_SET) == off_t(brace + 1) else {
-                Syscall.close(fd)
-                throw SystemError(errno: errno, call: "lseek", path: task.requestPath)
-            }
-            let head = Array(repeating: UInt8(ascii: " "), count: brace) + [UInt8(ascii: "{")]
-            return .spliced(prefix: head + usageMember, sent: 0, fd: fd, fileBytes: task.summary.size - brace - 1)
+            start = brace + 1
+            prefix = [UInt8(ascii: "{")] + usageMember
+        } else if body == 0..<task.summary.size {
+            return .file(fd: fd)
+        } else {
+            start = body.lowerBound
+            prefix = []
         }
-        if task.summary.skippedPrefix > 0 {
-            let skipped = task.summary.skippedPrefix
-            guard lseek(fd, off_t(skipped), SEEK_SET) == off_t(skipped) else {
-                Syscall.close(fd)
-                throw SystemError(errno: errno, call: "lseek", path: task.requestPath)
-            }
-            return .spliced(prefix: Array(repeating: 0x20, count: skipped), sent: 0, fd: fd, fileBytes: task.summary.size - skipped)
+        guard lseek(fd, off_t(start), SEEK_SET) == off_t(start) else {
+            let code = errno
+            Syscall.close(fd)
+            throw SystemError(errno: code, call: "lseek", path: task.requestPath)
         }
-        return .file(fd: fd)
+        return .spliced(prefix: prefix, sent: 0, fd: fd, fileBytes: body.upperBound - start)
     }
 
     /// Bodies up to this size are sent from memory.

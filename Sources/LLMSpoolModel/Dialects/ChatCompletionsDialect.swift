@@ -9,11 +9,11 @@ public struct ChatCompletionsDialect: Dialect {
 
     public var path: String { "/chat/completions" }
 
-    public var usageMember: [UInt8] { Array(#""stream_options":{"include_usage":true},"#.utf8) }
+    public var url: String { "/v1/chat/completions" }
 
-    public func recognises(_ request: RawJSON.Value, in bytes: [UInt8]) -> Bool {
-        request["messages"] != nil
-    }
+    public var api: EndpointAPI { .openai }
+
+    public var usageMember: [UInt8] { Array(#""stream_options":{"include_usage":true},"#.utf8) }
 
     public func summarise(_ request: RawJSON.Value, in bytes: [UInt8]) -> Result<RequestSummary, RequestProblem> {
         guard let modelValue = request["model"] else {
@@ -40,7 +40,7 @@ public struct ChatCompletionsDialect: Dialect {
         if stream && request["stream_options"] == nil {
             // The object has members (model, messages), so a member and a comma can go
             // right after its brace without reading or rewriting the rest.
-            splice = bytes.firstIndex(of: UInt8(ascii: "{"))
+            splice = request.range.lowerBound
         }
         return .success(RequestSummary(model: model, stream: stream, size: bytes.count,
                                        estimatedTokens: Self.estimateTokens(request, messages: messageList, bytes: bytes),

@@ -5,13 +5,17 @@ public protocol Dialect: Sendable {
     /// The name a summary carries (`RequestSummary.dialect`) to find the dialect again.
     var id: String { get }
 
-    /// Whether a request object (already known to be valid JSON) is of this dialect; only
-    /// asked when more than one dialect is registered, and cheap: by the members it has.
-    func recognises(_ request: RawJSON.Value, in bytes: [UInt8]) -> Bool
+    /// The `url` an envelope names this dialect by (OpenAI's Batch line `url`, such as
+    /// `/v1/chat/completions`); unique among the registered dialects.
+    var url: String { get }
+
+    /// The kind of endpoint that serves this dialect.
+    var api: EndpointAPI { get }
 
     /// Validates a request object of this dialect and says what the daemon needs before
-    /// sending it. `bytes` are the whole file (a byte order mark read as blanks), so that
-    /// ranges and splice offsets are those of the file.
+    /// sending it. `request` is the body (a bare file's object or an envelope's `body`);
+    /// `bytes` are the whole file (a byte order mark read as blanks), so that ranges and
+    /// splice offsets are those of the file. The validator sets `dialect` and `body`.
     func summarise(_ request: RawJSON.Value, in bytes: [UInt8]) -> Result<RequestSummary, RequestProblem>
 
     /// The member, with its trailing comma, that the daemon adds right after the request
@@ -34,6 +38,13 @@ public protocol Dialect: Sendable {
 
     /// What an error the server sent inside a 2xx stream amounts to.
     func streamFailure(message: String, body: [UInt8], status: Int) -> AttemptFailure
+}
+
+/// The protocol family an endpoint speaks (its config's `api`), which decides the
+/// dialects it can take.
+public enum EndpointAPI: String, Sendable, CaseIterable {
+    case openai
+    case anthropic
 }
 
 /// Folds the events of one streamed answer into the final object, on the event loop and

@@ -1,8 +1,8 @@
 /// The request dialects the daemon speaks. A new dialect adds its files and one line to
 /// `all`; the intake, the engine and the judge find it here by the id its summary carries.
 public enum DialectRegistry {
-    /// Every dialect, in the order they are asked to recognise a request. The first is
-    /// the fallback: a request no dialect recognises is validated (and refused) as it.
+    /// Every dialect. The first is the fallback: a bare request (no envelope naming a
+    /// `url`) is validated as it.
     public static let all: [any Dialect] = [
         ChatCompletionsDialect(),
     ]
@@ -21,9 +21,11 @@ public enum DialectRegistry {
         dialect(id: summary.dialect) ?? fallback
     }
 
-    /// The dialect a parsed request belongs to, among `dialects`.
-    static func dialect(recognising request: RawJSON.Value, in bytes: [UInt8], among dialects: [any Dialect]) -> any Dialect {
-        if dialects.count == 1 { return dialects[0] }
-        return dialects.first { $0.recognises(request, in: bytes) } ?? dialects.first ?? fallback
+    /// The dialect an envelope's `url` names, or nil when none is registered under it.
+    public static func dialect(url: String) -> (any Dialect)? {
+        all.first { $0.url == url }
     }
+
+    /// The urls an envelope may name, in registration order.
+    public static var urls: [String] { all.map(\.url) }
 }

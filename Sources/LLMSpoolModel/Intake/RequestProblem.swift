@@ -16,6 +16,10 @@ public struct RequestProblem: Error, Sendable, Equatable, CustomStringConvertibl
         case notAnObject = "not-an-object"
         case missingField = "missing-field"
         case wrongType = "wrong-type"
+        /// A member the shape does not have (an envelope's typo).
+        case unknownMember = "unknown-member"
+        /// A value of the right type that the daemon does not serve (a url, a method).
+        case unsupported
     }
 
     public let kind: Kind

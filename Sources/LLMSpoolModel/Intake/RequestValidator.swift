@@ -10,11 +10,16 @@ public struct RequestSummary: Sendable, Equatable {
     /// `"stream_options": {"include_usage": true}` right after it (a stream that did not
     /// ask for its usage); nil when the body goes as it is.
     public let usageSplice: Int?
-    /// Bytes at the start of the file that are not sent: 3 for a UTF-8 byte order mark,
-    /// which most JSON readers skip and some endpoints refuse.
-    public var skippedPrefix = 0
+    /// The bytes of the file that are sent: the whole file but a UTF-8 byte order mark
+    /// (which most JSON readers skip and some endpoints refuse), or an envelope's `body`.
+    /// Offsets (`usageSplice`) are the file's.
+    public var body: Range<Int>
     /// The `Dialect.id` of the dialect the request was validated as.
     public var dialect = ChatCompletionsDialect.id
+    /// The envelope's `custom_id`, when the request came in one that had it.
+    public var customID: String?
+    /// The envelope's `completion_window` ("24h": the request can wait), when it had one.
+    public var completionWindow: String?
 
     public init(model: String, stream: Bool, size: Int, estimatedTokens: Int = 0, usageSplice: Int? = nil) {
         self.model = model
@@ -22,7 +27,11 @@ public struct RequestSummary: Sendable, Equatable {
         self.size = size
         self.estimatedTokens = estimatedTokens
         self.usageSplice = usageSplice
+        self.body = 0..<size
     }
+
+    /// Bytes of the file before the body, which are not sent.
+    public var skippedPrefix: Int { body.lowerBound }
 }
 
 /// Checks that a request is a UTF-8 JSON object of a registered dialect (whose own rules
@@ -32,8 +41,8 @@ public enum RequestValidator {
     public static let defaultMaxDepth = 64
     static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
 
-    /// Validates a request as the dialect that recognises it among `dialects`, all the
-    /// registered ones unless told.
+    /// Validates a request file: a bare body of the first of `dialects` (chat completions
+    /// among the registered ones), or an envelope whose `url` names one of `dialects`.
     public static func validate(_ bytes: [UInt8], maxDepth: Int = defaultMaxDepth,
                                 dialects: [any Dialect] = DialectRegistry.all) -> Result<RequestSummary, RequestProblem> {
         if bytes.isEmpty { return .failure(RequestProblem(.invalidJSON, "the file is empty")) }
@@ -61,15 +70,40 @@ public enum RequestValidator {
         guard case .object = request else {
             return .failure(RequestProblem(.notAnObject, "the request must be a JSON object, not \(kindName(request))"))
         }
-        let dialect = DialectRegistry.dialect(recognising: request, in: bytes, among: dialects)
-        var summary: RequestSummary
-        switch dialect.summarise(request, in: bytes) {
-        case .success(let summarised): summary = summarised
-        case .failure(let problem): return .failure(problem)
+        guard RequestEnvelope.isEnvelope(request) else {
+            let dialect = dialects.first ?? DialectRegistry.fallback
+            return summarise(request, in: bytes, as: dialect, body: (hasMark ? byteOrderMark.count : 0)..<bytes.count)
         }
-        summary.dialect = dialect.id
-        if hasMark { summary.skippedPrefix = RequestValidator.byteOrderMark.count }
-        return .success(summary)
+        switch RequestEnvelope.read(request, in: bytes, urls: dialects.map(\.url)) {
+        case .failure(let problem):
+            return .failure(problem)
+        case .success(let envelope):
+            guard let dialect = dialects.first(where: { $0.url == envelope.url }) else {
+                return .failure(RequestProblem(.unsupported, "\"url\" \"\(envelope.url)\" is not supported"))
+            }
+            return summarise(envelope.body, in: bytes, as: dialect, body: envelope.body.range).map { summary in
+                var summary = summary
+                summary.customID = envelope.customID
+                summary.completionWindow = envelope.completionWindow
+                return summary
+            }
+        }
+    }
+
+    /// A body validated as `dialect`; `body` is its range in `bytes`, which is what is sent.
+    public static func summarise(_ request: RawJSON.Value, in bytes: [UInt8], as dialect: any Dialect,
+                                 body: Range<Int>) -> Result<RequestSummary, RequestProblem> {
+        switch dialect.summarise(request, in: bytes) {
+        case .success(var summary):
+            summary.dialect = dialect.id
+            summary.body = body
+            return .success(summary)
+        case .failure(let problem):
+            guard problem.line == nil else { return .failure(problem) }
+            // A dialect's problem without a position is placed at the body it is about.
+            let (line, column) = position(ofByte: request.range.lowerBound, in: bytes)
+            return .failure(RequestProblem(problem.kind, problem.message, line: line, column: column))
+        }
     }
 
     /// Names a value the way people call it.
