@@ -17,6 +17,8 @@ private struct InputDialect: Dialect {
     func streamFailure(message: String, body: [UInt8], status: Int) -> AttemptFailure {
         AttemptFailure(.providerError, "test: \(message)", httpStatus: status)
     }
+    func textDelta(ofEvent payload: [UInt8]) -> String? { nil }
+    func answerText(ofResult result: [UInt8]) -> String? { nil }
 }
 
 @Suite struct DialectRegistryTests {
@@ -147,6 +149,16 @@ private struct InputDialect: Dialect {
         let alone = [UInt8(ascii: "{")] + dialect.usageMember.dropLast() + [UInt8(ascii: "}")]
         guard case .object(let members, _) = try RawJSON.parse(alone) else { Issue.record("not an object"); return }
         #expect(members.map(\.key) == ["stream_options"])
+    }
+
+    @Test func textOfEventsAndResults() throws {
+        #expect(dialect.textDelta(ofEvent: Array(#"{"choices":[{"index":0,"delta":{"content":"H\u00e9"}}]}"#.utf8)) == "Hé")
+        #expect(dialect.textDelta(ofEvent: Array(#"{"choices":[{"index":0,"delta":{"role":"assistant"}}]}"#.utf8)) == nil)
+        #expect(dialect.textDelta(ofEvent: Array(#"{"choices":[]}"#.utf8)) == nil)
+        #expect(dialect.textDelta(ofEvent: Array("[DONE]".utf8)) == nil)
+        #expect(dialect.answerText(ofResult: Array(#"{"choices":[{"message":{"role":"assistant","content":"a\nb"}}]}"#.utf8)) == "a\nb")
+        #expect(dialect.answerText(ofResult: Array(#"{"choices":[{"message":{"content":null}}]}"#.utf8)) == nil)
+        #expect(dialect.answerText(ofResult: Array("not json".utf8)) == nil)
     }
 
     @Test func usageOfAPlainAnswer() throws {

@@ -38,6 +38,14 @@ public protocol Dialect: Sendable {
 
     /// What an error the server sent inside a 2xx stream amounts to.
     func streamFailure(message: String, body: [UInt8], status: Int) -> AttemptFailure
+
+    /// The answer text one streamed event's data adds, or nil when it adds none: what a
+    /// live view shows (`submit --wait`, a prompt file's plain-text `.partial`).
+    func textDelta(ofEvent payload: [UInt8]) -> String?
+
+    /// The answer text of a result object (plain or assembled), for a person to read; nil
+    /// when the result has none (an embedding) or is not this dialect's object.
+    func answerText(ofResult result: [UInt8]) -> String?
 }
 
 /// The protocol family an endpoint speaks (its config's `api`), which decides the
