@@ -38,7 +38,7 @@ public enum DaemonRoster {
         }
     }
 
-    public static func folder(_ layout: SpoolLayout) -> String { "\(layout.state)/daemons" }
+    public static func folder(_ layout: SpoolLayout) -> String { layout.daemons }
 
     /// The host id made safe for a file name: anything but letters, digits, `-`, `_` and
     /// `.` becomes `_` (the host itself is in the file).

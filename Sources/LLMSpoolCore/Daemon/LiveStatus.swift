@@ -17,7 +17,7 @@ public struct LiveStatus: Sendable, Equatable {
     public static let fileName = ".daemon.json"
     public static let staleAfterSeconds = 5.0
 
-    public static func path(_ layout: SpoolLayout) -> String { "\(layout.state)/\(fileName)" }
+    public static func path(_ layout: SpoolLayout) -> String { layout.liveStatus }
 
     /// Written by hand, not through JSONSerialization: with thousands of streams in flight
     /// the file is rewritten every second, and Foundation's encoder cost tens of

@@ -16,6 +16,7 @@ public final class SpoolDaemon: Sendable {
     private let logger: Logger
     private let notifier: SystemdNotifier
     private let leases: LeaseManager?
+    private let control: ControlReader
     public let metrics: Metrics
     private let statusStop = Atomic<Bool>(false)
     /// The `flock` that keeps a second daemon without leases off this spool.
@@ -80,6 +81,7 @@ public final class SpoolDaemon: Sendable {
         self.metrics = metrics
         self.notifier = notifier
         self.leases = leases
+        self.control = ControlReader(layout: layout, shared: leases != nil, logger: logger) { [engine] event in engine.post(event) }
         self.logger = logger
     }
 
@@ -118,6 +120,7 @@ public final class SpoolDaemon: Sendable {
         }
         try watcher.start()
         engine.start()
+        control.start()
         totals.start(query: SpoolQuery(layout: layout), metrics: metrics)
         startStatusWriter()
         notifier.send("READY=1")
@@ -161,6 +164,7 @@ public final class SpoolDaemon: Sendable {
     public func stop() {
         notifier.send("STOPPING=1")
         watcher.stop()
+        control.stop()
         engine.shutdown()
         pool.finish()
         committer.finish()
@@ -191,7 +195,7 @@ public final class SpoolDaemon: Sendable {
     /// An `flock` on `state/.lock`, held for the daemon's life and dropped by the kernel
     /// when it dies.
     func lockSpool() throws {
-        let path = "\(layout.state)/.lock"
+        let path = layout.lock
         let fd = try Syscall.open(path, O_RDWR | O_CREAT | O_NOFOLLOW, mode: layout.fileMode)
         do {
             try Syscall.flock(fd, LOCK_EX | LOCK_NB, path: path)
