@@ -145,6 +145,8 @@ public final class SpoolDaemon: Sendable {
                 }
                 var status = LiveStatus(pid: getpid(), updatedAt: Date(), queued: snapshot.queued, deferred: snapshot.deferred,
                                         inFlight: snapshot.inFlight)
+                status.endpointWaits = snapshot.endpointWaits
+                status.endpointCount = snapshot.endpointCount
                 status.totals = totals.current(metrics)
                 logger.bestEffort("an informational write") { try DurableFile.replace(status.encoded(), at: LiveStatus.path(layout), mode: layout.fileMode) }
                 if notifier.enabled {

@@ -85,6 +85,22 @@ public final class TransferEngine: @unchecked Sendable {
         public var finishing = 0
         /// Refreshed about once a second.
         public var inFlight: [LiveTransfer] = []
+        /// Endpoints that take no request now, and why; refreshed about once a second.
+        public var endpointWaits: [NamedEndpointWait] = []
+        public var endpointCount = 0
+    }
+
+    /// An endpoint's wait, under the endpoint's name.
+    public struct NamedEndpointWait: Sendable, Equatable {
+        public var endpoint: String
+        public var wait: EndpointWait
+
+        public init(endpoint: String, wait: EndpointWait) {
+            self.endpoint = endpoint
+            self.wait = wait
+        }
+
+        public var message: String { wait.describe(endpoint: endpoint) { Timestamp.string(Date(timeIntervalSince1970: $0)) } }
     }
 
     /// One transfer as `status` shows it.
@@ -129,6 +145,8 @@ public final class TransferEngine: @unchecked Sendable {
     private var descriptorBudget = 256
     private var lastIdleSweep = 0.0
     private var lastLivePublish = 0.0
+    /// The waits last published, to log each one once as it begins.
+    private var lastWaits: [NamedEndpointWait] = []
     /// Newer requests that arrived under the name of a task in flight, queued when it ends.
     private var replacedInFlight: [String: Intake] = [:]
     /// Set before `start` when daemons share the spool.
@@ -744,12 +762,30 @@ public final class TransferEngine: @unchecked Sendable {
                              attempt: $0.task.history.attempts.count + 1, endpoint: $0.endpointName)
             }
         }
+        var waits: [NamedEndpointWait]?
+        if live != nil {
+            let wall = Date().timeIntervalSince1970
+            let named = zip(endpoints, scheduler.endpointWaits(now: wall)).compactMap { endpoint, wait in
+                wait.map { NamedEndpointWait(endpoint: endpoint.name, wait: $0) }
+            }
+            for wait in named where !lastWaits.contains(wait) && wait.wait.cause != .ownRateLimit {
+                // The endpoint's own rate limit is the configuration at work, not news.
+                logger.warning("endpoint waiting", ["endpoint": wait.endpoint, "cause": wait.wait.cause.rawValue,
+                                                    "until": Timestamp.string(Date(timeIntervalSince1970: wait.wait.until)),
+                                                    "reason": wait.message])
+            }
+            lastWaits = named
+            waits = named
+        }
+        let endpointCount = endpoints.count
         snapshotBox.withLock {
             $0.queued = counts.queued
             $0.deferred = counts.deferred
             $0.transferring = counts.transferring
             $0.finishing = counts.finishing
             if let live { $0.inFlight = live }
+            if let waits { $0.endpointWaits = waits }
+            $0.endpointCount = endpointCount
         }
     }
 }

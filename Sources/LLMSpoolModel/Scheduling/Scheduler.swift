@@ -179,6 +179,11 @@ public struct Scheduler: Sendable {
         return fill(now)
     }
 
+    /// Why each endpoint (by index) takes no request now; nil where it could.
+    public func endpointWaits(now: Double) -> [EndpointWait?] {
+        gates.map { $0.wait(now: now) }
+    }
+
     /// How many transfers run on each endpoint now.
     public var activeByEndpoint: [Int: Int] {
         var counts: [Int: Int] = [:]
