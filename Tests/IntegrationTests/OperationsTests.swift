@@ -127,11 +127,13 @@ import Testing
         try waitUntil("answered", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("logged")) }
         #expect(harness.stopDaemon() == 0)
         let lines = harness.log.split(separator: "\n").map(String.init)
-        let objects = try lines.map { line -> [String: String] in
-            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String] else { throw HarnessError("not JSON: \(line)") }
+        let objects = try lines.map { line -> [String: Any] in
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { throw HarnessError("not JSON: \(line)") }
             return object
         }
-        #expect(objects.contains { $0["msg"] == "done" && $0["id"] == "logged" }, "a line about a request carries its id")
+        let done = try #require(objects.first { $0["msg"] as? String == "done" && $0["id"] as? String == "logged" }, "a line about a request carries its id")
+        #expect(done["attempts"] as? Int == 1 && done["bytes"] is NSNumber && done["seconds"] is NSNumber, "numbers are numbers: \(done)")
+        #expect(done["result"] is String && done["endpoint"] is String)
         #expect(objects.allSatisfy { $0["time"] == nil }, "journald stamps lines itself")
         // Outside journald, text lines start with a timestamp.
         try harness.startDaemon(arguments: ["--log-format", "text"])

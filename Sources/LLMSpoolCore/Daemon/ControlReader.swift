@@ -49,7 +49,7 @@ final class ControlReader: Sendable {
             logger.bestEffort("recreating the control folder") { try Syscall.mkdir(layout.control, mode: layout.directoryMode) }
             return [:]
         } catch {
-            logger.warning("cannot read the control folder", ["path": layout.control, "reason": "\(error)"])
+            logger.warning("cannot read the control folder", ["path": LogValue(layout.control), "reason": "\(error)"])
             return seen
         }
         var kept: [String: Int] = [:]
@@ -62,7 +62,7 @@ final class ControlReader: Sendable {
             } catch let error as SystemError where error.errno == ENOENT {
                 continue
             } catch {
-                logger.warning("cannot look at a control file", ["path": path, "reason": "\(error)"])
+                logger.warning("cannot look at a control file", ["path": LogValue(path), "reason": "\(error)"])
                 continue
             }
             let written = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
@@ -78,7 +78,7 @@ final class ControlReader: Sendable {
             }
             switch request {
             case .sendNow(let id):
-                logger.info("asked to send a waiting request now", ["id": id])
+                logger.info("asked to send a waiting request now", ["id": LogValue(id)])
                 post(.sendNow(id: id))
             case .sendNowAll:
                 logger.info("asked to send every waiting request now")

@@ -102,7 +102,7 @@ public final class SpoolDaemon: Sendable {
         if let leases {
             let choice = leases.chooseMethod()
             logger.info(choice.method == .locks ? "claims are held under file locks" : "claims are lease files only",
-                        ["method": choice.method.rawValue, "reason": choice.reason])
+                        ["method": LogValue(choice.method.rawValue), "reason": LogValue(choice.reason)])
             let reclaimed = leases.reclaimDeadIncarnations()
             if !reclaimed.isEmpty {
                 logger.info("took back the claims of this host's earlier run", ["requests": "\(reclaimed.count)"])
@@ -116,7 +116,7 @@ public final class SpoolDaemon: Sendable {
             watcher.leases = leases
             engine.leases = leases
             leases.startKeeper(lost: { [engine] id in engine.leaseLost(id) })
-            logger.info("claiming requests with leases", ["owner": leases.owner, "lease_seconds": "\(leases.seconds)"])
+            logger.info("claiming requests with leases", ["owner": LogValue(leases.owner), "lease_seconds": "\(leases.seconds)"])
         }
         try watcher.start()
         engine.start()
@@ -124,7 +124,7 @@ public final class SpoolDaemon: Sendable {
         totals.start(query: SpoolQuery(layout: layout), metrics: metrics)
         startStatusWriter()
         notifier.send("READY=1")
-        logger.info("watching", ["outgoing": layout.outgoing])
+        logger.info("watching", ["outgoing": LogValue(layout.outgoing)])
     }
 
     /// Rewrites `state/.daemon.json` once a second, on a thread of its own.

@@ -352,7 +352,7 @@ public final class TransferEngine: @unchecked Sendable {
             _ = llms_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, newSettings.concurrency)
             let gates = TransferEngine.gates(newEndpoints, newSettings, active: scheduler.activeByEndpoint, now: now)
             apply(scheduler.reconfigure(concurrency: newSettings.concurrency, gates: gates, now: now))
-            logger.info("configuration reloaded", ["endpoints": newEndpoints.map(\.name).joined(separator: ","),
+            logger.info("configuration reloaded", ["endpoints": LogValue(newEndpoints.map(\.name).joined(separator: ",")),
                                                    "concurrency": "\(newSettings.concurrency)"])
         case .shutdown:
             apply(scheduler.handle(.drain, now: Date().timeIntervalSince1970))
@@ -504,7 +504,7 @@ public final class TransferEngine: @unchecked Sendable {
                 skip(task)
                 return
             case .failed(let reason):
-                logger.warning("cannot claim the request; will look again", id: task.id, ["reason": reason])
+                logger.warning("cannot claim the request; will look again", id: task.id, ["reason": LogValue(reason)])
                 skip(task)
                 return
             }
@@ -530,7 +530,7 @@ public final class TransferEngine: @unchecked Sendable {
                 resultInode = nil
             }
             if Recovery.decide(record: record, identity: task.identity, resultInode: resultInode) == .alreadyEnded {
-                logger.debug("already ended elsewhere; not sent", id: task.id, ["status": record.status.rawValue])
+                logger.debug("already ended elsewhere; not sent", id: task.id, ["status": LogValue(record.status.rawValue)])
                 leases.release(task.id, ended: true)
                 skip(task)
                 return
@@ -606,7 +606,7 @@ public final class TransferEngine: @unchecked Sendable {
         transfers[handle] = transfer
         transfersByID[task.id] = transfer
         curl_multi_add_handle(multi, handle)
-        logger.debug("upload started", id: task.id, ["endpoint": endpoint.name, "attempt": "\(task.history.attempts.count + 1)",
+        logger.debug("upload started", id: task.id, ["endpoint": LogValue(endpoint.name), "attempt": "\(task.history.attempts.count + 1)",
                                                       "bytes": "\(transfer.bodySize)", "stream": "\(task.summary.stream)"])
     }
 
@@ -770,9 +770,9 @@ public final class TransferEngine: @unchecked Sendable {
             }
             for wait in named where !lastWaits.contains(wait) && wait.wait.cause != .ownRateLimit {
                 // The endpoint's own rate limit is the configuration at work, not news.
-                logger.warning("endpoint waiting", ["endpoint": wait.endpoint, "cause": wait.wait.cause.rawValue,
-                                                    "until": Timestamp.string(Date(timeIntervalSince1970: wait.wait.until)),
-                                                    "reason": wait.message])
+                logger.warning("endpoint waiting", ["endpoint": LogValue(wait.endpoint), "cause": LogValue(wait.wait.cause.rawValue),
+                                                    "until": LogValue(Timestamp.string(Date(timeIntervalSince1970: wait.wait.until))),
+                                                    "reason": LogValue(wait.message)])
             }
             lastWaits = named
             waits = named
