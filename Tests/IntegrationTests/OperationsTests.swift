@@ -115,6 +115,17 @@ import Testing
         #expect((samples["llmspool_received_bytes_total"] ?? 0) > 0)
         #expect(samples["llmspool_watcher_rescans_total{reason=\"start\"}"] == 1)
         #expect(samples["llmspool_in_flight"] == 0)
+        // The same, per endpoint.
+        let attemptKey = try #require(samples.keys.first { $0.hasPrefix("llmspool_endpoint_attempts_total{endpoint=\"") }, "no endpoint label")
+        let name = String(attemptKey.dropFirst("llmspool_endpoint_attempts_total{endpoint=\"".count).prefix { $0 != "\"" })
+        let label = "endpoint=\"\(name)\""
+        #expect(samples["llmspool_endpoint_attempts_total{\(label),result=\"2xx\"}"] == 2)
+        #expect(samples["llmspool_endpoint_attempts_total{\(label),result=\"4xx\"}"] == 1)
+        #expect(samples["llmspool_endpoint_attempts_total{\(label),result=\"5xx\"}"] == 1)
+        #expect(samples["llmspool_endpoint_retries_total{\(label),reason=\"http\"}"] == 1)
+        #expect(samples["llmspool_endpoint_received_bytes_total{\(label)}"] == samples["llmspool_received_bytes_total"])
+        #expect(samples["llmspool_endpoint_in_flight{\(label)}"] == 0)
+        #expect(samples["llmspool_endpoint_waiting{\(label),cause=\"cooling-down\"}"] == 0)
         #expect(String(decoding: try LoopbackGet.body(port: port, path: "/healthz"), as: UTF8.self) == "ok\n")
     }
 

@@ -40,3 +40,20 @@ import Testing
         #expect(lines.withLock { $0 } == [#"info: m count=3 seconds=0.5 name="a b""#])
     }
 }
+
+/// Endpoint names from the config go into label values escaped as the exposition format says.
+@Suite struct MetricsLabelTests {
+    @Test func labelValuesAreEscaped() {
+        #expect(Metrics.labelValue(#"a"b\c"# + "\nd") == #"a\"b\\c\nd"#)
+        let metrics = Metrics()
+        metrics.attempt(endpoint: "x\"y", result: "2xx", sent: 1, received: 2, firstByteSeconds: nil, totalSeconds: 0.1)
+        #expect(metrics.render().contains(#"llmspool_endpoint_attempts_total{endpoint="x\"y",result="2xx"} 1"#))
+    }
+
+    @Test func resultLabelsAreFewWhateverTheStatus() {
+        #expect(AttemptEnding.response(status: 204).metricsLabel == "2xx")
+        #expect(AttemptEnding.response(status: 599).metricsLabel == "5xx")
+        #expect(AttemptEnding.response(status: 999_999).metricsLabel == "other-status")
+        #expect(AttemptEnding.response(status: -1).metricsLabel == "other-status")
+    }
+}

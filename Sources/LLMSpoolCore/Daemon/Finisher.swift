@@ -164,7 +164,7 @@ public final class Finisher: Sendable {
                 if case .failed(_, _, let error) = executor.run(PublicationPlan.retry(task: task, record: record, layout: layout)) {
                     logger.warning("cannot record the attempt; it is kept in memory only", id: id, ["reason": "\(error)"])
                 }
-                metrics.retry(failure.kind.rawValue)
+                metrics.retry(failure.kind.rawValue, endpoint: outcome.endpointName)
                 logger.info("attempt failed; will retry", id: id, ["attempt": "\(task.history.attempts.count)", "kind": LogValue(failure.kind.rawValue),
                                                                    "reason": LogValue(failure.message), "retry_in_seconds": "\((delay * 100).rounded() / 100)"])
                 return .ended(.retry(task, at: at.timeIntervalSince1970))

@@ -719,7 +719,7 @@ public final class TransferEngine: @unchecked Sendable {
         let stream = transfer.finishStream()
         let now = Date()
         let ended = TransferEngine.monotonic()
-        metrics.attempt(sent: transfer.bytesSent, received: transfer.bytesReceived,
+        metrics.attempt(endpoint: transfer.endpointName, result: ending.metricsLabel, sent: transfer.bytesSent, received: transfer.bytesReceived,
                         firstByteSeconds: transfer.firstByteAt.map { $0 - transfer.clock.startedAt },
                         totalSeconds: ended - transfer.clock.startedAt)
         let feedback = EndpointFeedback.from(ending, headers: transfer.headers, now: now)
@@ -776,6 +776,10 @@ public final class TransferEngine: @unchecked Sendable {
             }
             lastWaits = named
             waits = named
+            var inFlight: [String: Int] = [:]
+            for (index, count) in scheduler.activeByEndpoint where index < endpoints.count { inFlight[endpoints[index].name, default: 0] += count }
+            metrics.setEndpointGauges(names: endpoints.map(\.name), inFlight: inFlight,
+                                      waits: Dictionary(named.map { ($0.endpoint, $0.wait.cause.rawValue) }) { first, _ in first })
         }
         let endpointCount = endpoints.count
         snapshotBox.withLock {
