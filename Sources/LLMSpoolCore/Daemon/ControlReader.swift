@@ -44,9 +44,9 @@ final class ControlReader: Sendable {
         let names: [String]
         do {
             names = try Syscall.listDirectory(layout.control)
-        } catch let error as SystemError where error.errno == ENOENT {
-            // A spool made before the folder existed, or the folder deleted: made again.
-            logger.bestEffort("recreating the control folder") { try Syscall.mkdir(layout.control, mode: layout.directoryMode) }
+        } catch let error as SystemError where error.errno == ENOENT || error.errno == ENOTDIR {
+            // No requests yet: the commands make the folder when they have one (a spool made
+            // before it existed, or its state folder deleted, has none).
             return [:]
         } catch {
             logger.warning("cannot read the control folder", ["path": LogValue(layout.control), "reason": "\(error)"])

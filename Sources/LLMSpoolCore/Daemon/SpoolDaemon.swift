@@ -26,7 +26,7 @@ public final class SpoolDaemon: Sendable {
     /// `onReport` is called on a worker thread each time a task ends (or is postponed).
     public init(config: Config, endpoints: [Endpoint], logger: Logger, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
                 onReport: (@Sendable (TaskReport) -> Void)? = nil) throws {
-        SpoolDaemon.initializeCurl
+        if let failure = SpoolDaemon.initializeCurl { throw ConfigError(failure) }
         let layout = SpoolLayout(root: config.spool, groupReadable: config.groupReadable)
         // fsync waits on the disk, not the CPU: more threads than cores let the filesystem
         // merge their flushes into fewer journal commits.
@@ -86,8 +86,10 @@ public final class SpoolDaemon: Sendable {
     }
 
     /// libcurl's global set-up is not thread-safe: done once, before any transfer thread.
-    private static let initializeCurl: Void = {
-        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+    /// nil, or why libcurl could not set itself up (then no transfer could work).
+    private static let initializeCurl: String? = {
+        let code = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        return code == CURLE_OK ? nil : "curl_global_init failed: \(String(cString: curl_easy_strerror(code))) (code \(code.rawValue))"
     }()
 
     public func start() throws {

@@ -33,7 +33,8 @@ extension EndpointFeedback {
             let asked = RetryPolicy.requestedDelay(headers, now: now)
             if status == 429 { return EndpointFeedback(.retryableFailure, pauseSeconds: asked ?? 1, pauseCause: asked == nil ? .providerRateLimit : .retryAfter) }
             if RetryPolicy.isRetryableStatus(status) { return EndpointFeedback(.retryableFailure, pauseSeconds: asked) }
-            return EndpointFeedback(.answered, pauseSeconds: exhaustedLimitReset(headers), pauseCause: .providerRateLimit)
+            let reset = exhaustedLimitReset(headers)
+            return EndpointFeedback(.answered, pauseSeconds: reset, pauseCause: reset == nil ? .retryAfter : .providerRateLimit)
         case .transportError(let code, _):
             return EndpointFeedback(RetryPolicy.permanentCurlCodes.contains(code) ? .neutral : .retryableFailure)
         case .timedOut:
