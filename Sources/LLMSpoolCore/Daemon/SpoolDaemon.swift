@@ -136,6 +136,7 @@ public final class SpoolDaemon: Sendable {
             do { try Syscall.mkdir(DaemonRoster.folder(layout), mode: layout.directoryMode) } catch let error as SystemError where error.errno == EEXIST {} catch {
                 logger.warning("cannot create the daemons folder; status will not list this daemon", ["reason": "\(error)"])
             }
+            if let leases { DaemonRoster.removeDeadIncarnations(layout, host: leases.hostID, myPID: getpid(), logger: logger) }
         }
         NamedThread.start("status") { [self] in
             while !statusStop.load(ordering: .relaxed) {
