@@ -56,6 +56,14 @@ enum Help {
     Environment:
       OPENAI_BASE_URL      the endpoint, as in the openai SDKs (default https://api.openai.com/v1)
       OPENAI_API_KEY       the API key (the config's api_key_env may name another variable)
+      ANTHROPIC_BASE_URL   with no endpoints list, an Anthropic endpoint for Messages requests,
+                           as in the Anthropic SDKs (default https://api.anthropic.com, no /v1)
+      ANTHROPIC_API_KEY    its key, sent as x-api-key; setting either of these two adds the
+                           Anthropic endpoint (and the OpenAI one stays only when its
+                           settings or variables name it)
+    An endpoint in the config's list speaks "api": "openai" (the default) or "anthropic"
+    (Messages at <base_url>/v1/messages, "anthropic_version" default 2023-06-01); a
+    request goes only to endpoints that speak its dialect.
     """
 
     static let stub = """

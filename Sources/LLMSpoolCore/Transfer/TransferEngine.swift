@@ -623,7 +623,7 @@ public final class TransferEngine: @unchecked Sendable {
         list = curl_slist_append(list, "Content-Type: application/json")
         list = curl_slist_append(list, transfer.task.summary.stream ? "Accept: text/event-stream" : "Accept: application/json")
         list = curl_slist_append(list, "Expect:")  // no 100-continue round trip before the body
-        for line in dialect.headers(apiKey: endpoint.apiKey?.value) {
+        for line in dialect.headers(apiKey: endpoint.apiKey?.value, anthropicVersion: endpoint.anthropicVersion) {
             list = curl_slist_append(list, line)
         }
         transfer.headerList = list
