@@ -58,11 +58,15 @@ public final class TransferEngine: @unchecked Sendable {
         public var alreadyEnded: @Sendable (_ id: String, _ requestPath: String) -> Void
         /// A queued or waiting request was withdrawn by deleting its file.
         public var withdrawn: @Sendable (_ id: String) -> Void
+        /// No configured endpoint speaks the request's dialect; the finisher fails it.
+        public var unservable: @Sendable (_ task: TaskDescriptor, _ message: String) -> Void
 
         public init(attemptEnded: @escaping @Sendable (AttemptOutcome) -> Void,
                     rejected: @escaping @Sendable (String, String, RequestProblem) -> Void,
                     alreadyEnded: @escaping @Sendable (String, String) -> Void,
-                    withdrawn: @escaping @Sendable (String) -> Void) {
+                    withdrawn: @escaping @Sendable (String) -> Void,
+                    unservable: @escaping @Sendable (TaskDescriptor, String) -> Void) {
+            self.unservable = unservable
             self.attemptEnded = attemptEnded
             self.rejected = rejected
             self.alreadyEnded = alreadyEnded
@@ -201,7 +205,7 @@ public final class TransferEngine: @unchecked Sendable {
             EndpointGate(concurrency: min(endpoint.concurrency, settings.concurrency), requestsPerMinute: endpoint.requestsPerMinute,
                          tokensPerMinute: endpoint.tokensPerMinute, cooldownAfterFailures: settings.cooldownAfterFailures,
                          cooldownSeconds: settings.cooldownSeconds, maxPauseSeconds: settings.maxPauseSeconds,
-                         active: active[index] ?? 0, now: now)
+                         active: active[index] ?? 0, name: endpoint.name, api: endpoint.api, now: now)
         }
     }
 
@@ -359,6 +363,8 @@ public final class TransferEngine: @unchecked Sendable {
             case .withdrawn(let id):
                 known.remove(id)
                 delegate.withdrawn(id)
+            case .noEndpoint(let task, let message):
+                delegate.unservable(task, message)
             }
         }
     }
