@@ -118,11 +118,16 @@ private func fuzzNumbers(_ bytes: [UInt8]) {
     if let date = HTTPDate.parse(text) {
         precondition(date.timeIntervalSince1970.isFinite, "an HTTP date out of range")
     }
+    if let date = RFC3339Date.parse(text) {
+        precondition(date.timeIntervalSince1970.isFinite, "an RFC 3339 time out of range")
+    }
     if let value = Double(text) { _ = RetryPolicy.wholeSeconds(value) }
     checkWaits(["retry-after": text])
     checkWaits(["retry-after-ms": text])
     checkWaits(["x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": text,
                 "x-ratelimit-remaining-tokens": text, "x-ratelimit-reset-tokens": text])
+    checkWaits(["anthropic-ratelimit-requests-remaining": "0", "anthropic-ratelimit-requests-reset": text,
+                "anthropic-ratelimit-tokens-remaining": text, "anthropic-ratelimit-tokens-reset": text])
 }
 
 private func checkWaits(_ headers: [String: String]) {
