@@ -69,9 +69,10 @@ enum Help {
     static let stub = """
     Usage: llmspool stub [options]
 
-    Serves an OpenAI-compatible /v1/chat/completions on 127.0.0.1 with deterministic
-    answers ("Echo: <last user message>" then " tök1" ...), as server-sent events when the
-    request has "stream": true. A request may carry a "stub" object to override the
+    Serves an OpenAI-compatible /v1/chat/completions and Anthropic's /v1/messages on
+    127.0.0.1 with deterministic answers ("Echo: <last user message>" then " tök1" ...), as
+    server-sent events when the request has "stream": true (Messages with the real event
+    sequence, message_start ... message_stop, and ping events as keep-alives). A request may carry a "stub" object to override the
     defaults: {"status": 500, "tokens": 3, "latency_ms": 100, "token_delay_ms": 50}.
     Prints "listening on http://127.0.0.1:PORT/v1" once ready.
 

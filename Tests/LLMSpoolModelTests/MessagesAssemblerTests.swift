@@ -250,3 +250,21 @@ import Testing
         #expect(assembler.takeContent().isEmpty)
     }
 }
+
+@Suite struct MessagesKeepAliveTests {
+    func isContent(_ payload: String) -> Bool {
+        var copy = payload
+        return copy.withUTF8 { MessagesAssembler().isContent(UnsafeRawBufferPointer($0)) }
+    }
+
+    @Test func pingIsNoContentForTheIdleTimer() {
+        #expect(!isContent(#"{"type":"ping"}"#))
+        #expect(!isContent(#"{"type": "ping"}"#))
+        #expect(isContent(#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ping"}}"#))
+        #expect(isContent(#"{"type":"message_stop"}"#))
+        #expect(isContent("not json"))
+        // Chat has no keep-alive in its data.
+        var chat = #"{"type":"ping"}"#
+        #expect(chat.withUTF8 { StreamAssembler().isContent(UnsafeRawBufferPointer($0)) })
+    }
+}

@@ -72,10 +72,17 @@ public protocol StreamAssembling {
     /// Bytes of text held that `takeContent()` would hand out.
     var heldContentCount: Int { get }
     mutating func consume(_ event: SSEParser.RawEvent)
+    /// Whether an event's data is content, which resets the idle timer; a keep-alive sent
+    /// as data (Anthropic's `ping`) is not, or a stalled stream with keep-alives never fails.
+    func isContent(_ payload: UnsafeRawBufferPointer) -> Bool
     /// Hands out the text held so far, leaving none held.
     mutating func takeContent() -> [UInt8]
     /// The verdict once the stream has ended.
     func verdict() -> StreamVerdict
+}
+
+extension StreamAssembling {
+    public func isContent(_ payload: UnsafeRawBufferPointer) -> Bool { true }
 }
 
 extension Dialect {

@@ -72,6 +72,12 @@ public struct MessagesAssembler: StreamAssembling {
         return text
     }
 
+    public func isContent(_ payload: UnsafeRawBufferPointer) -> Bool {
+        // A ping is a few bytes; anything long enough to carry text is content.
+        guard payload.count < 64, let object = try? RawJSON.parse(payload) else { return true }
+        return Self.escaped(object["type"], payload).map { Array($0) } != Array("ping".utf8)
+    }
+
     public mutating func consume(_ event: SSEParser.RawEvent) {
         guard case .data(let payload) = event else { return }
         guard !sawStop, providerError == nil, malformed == nil else { return }
