@@ -126,7 +126,11 @@ private func fuzzConfig(_ bytes: [UInt8]) {
     do {
         let config = try Config.parse(bytes, source: "fuzz.json")
         precondition(config.concurrency >= 1, "concurrency below 1 was accepted")
-        _ = try? config.resolvedEndpoints(environment: [:])
+        for endpoint in (try? config.resolvedEndpoints(environment: [:])) ?? [] {
+            // The version becomes a header line: nothing in it may end or bend the line.
+            precondition(endpoint.anthropicVersion.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F }, "a header-breaking anthropic_version was accepted")
+            precondition(!endpoint.baseURL.hasSuffix("/"), "a base URL kept its trailing slash")
+        }
     } catch let error as ConfigError {
         precondition(error.message.contains("fuzz.json") || error.message.contains("endpoint"), "an error without its source: \(error.message)")
     } catch {

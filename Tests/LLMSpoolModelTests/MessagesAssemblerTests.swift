@@ -163,6 +163,10 @@ import Testing
         ([start, "not json"], "not JSON"),
         ([start, "[1]"], "not a JSON object"),
         ([start, #"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#, delta, stop], "had not stopped"),
+        ([start, #"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+          #"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{}"}}"#], "which is a text block"),
+        ([start, #"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#,
+          #"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}"#], "which is not a text block"),
     ] as [([String], String)])
     func malformedStreamsAreNamed(events: [String], reason: String) throws {
         guard case .malformed(let message) = assemble(events + [Self.stop]) else {

@@ -210,6 +210,13 @@ public struct MessagesAssembler: StreamAssembling {
             malformed = "event \(eventCount): content_block_delta has no \"delta\" with a type"
             return
         }
+        // A delta of another kind than its block would be lost when the block is written out.
+        let forText = type == "text_delta" || type == "citations_delta"
+        let known = forText || ["input_json_delta", "thinking_delta", "signature_delta"].contains(type)
+        if known, forText != blocks[position].isText {
+            malformed = "event \(eventCount): \(type) for content block \(blocks[position].index), which is \(blocks[position].isText ? "" : "not ")a text block"
+            return
+        }
         func text(_ key: String) -> UnsafeRawBufferPointer? {
             guard let value = Self.escaped(delta[key], payload) else {
                 malformed = "event \(eventCount): \(type) has no string \"\(key)\""
