@@ -250,7 +250,6 @@ public struct Config: Sendable, Equatable {
     public static let anthropicBaseURL = "https://api.anthropic.com"
     public static let anthropicKeyVariable = "ANTHROPIC_API_KEY"
     public static let anthropicBaseURLVariable = "ANTHROPIC_BASE_URL"
-
 }
 
 /// One endpoint of the fallback list, as configured.
