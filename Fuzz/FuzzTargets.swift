@@ -1,5 +1,5 @@
-// libFuzzer entry point for llmspool's parsers. One binary, six targets, chosen with
-// LLMSPOOL_FUZZ_TARGET=sse|validator|config|json|headers|numbers. Each target also checks an invariant that
+// libFuzzer entry point for llmspool's parsers. One binary, seven targets, chosen with
+// LLMSPOOL_FUZZ_TARGET=sse|validator|config|json|headers|numbers|messages. Each target also checks an invariant that
 // must hold for every input, so that a wrong answer is a finding, not only a crash.
 import Foundation
 
@@ -15,6 +15,7 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     case "json": fuzzJSON(bytes)
     case "headers": fuzzHeaders(bytes)
     case "numbers": fuzzNumbers(bytes)
+    case "messages": fuzzMessages(bytes)
     default: fatalError("unknown LLMSPOOL_FUZZ_TARGET \(target)")
     }
     return 0
@@ -38,6 +39,52 @@ private func fuzzSSE(_ bytes: [UInt8]) {
     for event in whole { assembler.consume(event) }
     if case .complete(let result) = assembler.verdict() {
         precondition((try? JSONSerialization.jsonObject(with: Data(result.document))) != nil, "an assembled result must be JSON")
+    }
+}
+
+/// The Messages assembler on any event stream: the same verdict whether the bytes come
+/// whole or split, and whether the text is taken off after every event (as the engine
+/// spills it) or held; a complete verdict is a JSON object whose `content` is an array.
+private func fuzzMessages(_ bytes: [UInt8]) {
+    func run(_ chunks: [ArraySlice<UInt8>], taking: Bool) -> (StreamVerdict, [UInt8]) {
+        var parser = SSEParser()
+        var assembler = MessagesAssembler()
+        var file: [UInt8] = []
+        var took = false
+        func consume(_ event: SSEParser.RawEvent) {
+            assembler.consume(event)
+            if case .data(let payload) = event { _ = assembler.isContent(payload) }
+            guard taking, assembler.heldContentCount > 0 else { return }
+            if !took { file += assembler.contentHead }
+            took = true
+            file += assembler.takeContent()
+            precondition(assembler.heldContentCount == 0, "text held after takeContent")
+        }
+        for chunk in chunks { chunk.withUnsafeBytes { parser.feedRaw($0, consume) } }
+        parser.finishRaw(consume)
+        let verdict = assembler.verdict()
+        if case .complete(let message) = verdict {
+            precondition(!took || message.head.isEmpty, "a head after the text was taken")
+            file += message.head + message.content + message.tail
+        }
+        return (verdict, file)
+    }
+    let (whole, document) = run([bytes[...]], taking: false)
+    let cut = bytes.isEmpty ? 0 : Int(bytes[0]) % (bytes.count + 1)
+    let (split, splitDocument) = run([bytes[..<cut], bytes[cut...]], taking: false)
+    let (taken, takenDocument) = run([bytes[..<cut], bytes[cut...]], taking: true)
+    switch (whole, split, taken) {
+    case (.complete, .complete, .complete):
+        precondition(document == splitDocument, "the split at \(cut) changed the message")
+        precondition(document == takenDocument, "taking the text off changed the message")
+        let object = try? JSONSerialization.jsonObject(with: Data(document)) as? [String: Any]
+        precondition(object?["content"] is [Any], "an assembled message must be a JSON object with a content array")
+    case (.providerError(let a, _), .providerError(let b, _), .providerError(let c, _)):
+        precondition(a == b && b == c, "the error changed with the split")
+    case (.incomplete, .incomplete, .incomplete), (.malformed, .malformed, .malformed):
+        break
+    default:
+        preconditionFailure("the verdict changed with the split or the taking: \(whole) / \(split) / \(taken)")
     }
 }
 
@@ -79,7 +126,11 @@ private func fuzzConfig(_ bytes: [UInt8]) {
     do {
         let config = try Config.parse(bytes, source: "fuzz.json")
         precondition(config.concurrency >= 1, "concurrency below 1 was accepted")
-        _ = try? config.resolvedEndpoints(environment: [:])
+        for endpoint in (try? config.resolvedEndpoints(environment: [:])) ?? [] {
+            // The version becomes a header line: nothing in it may end or bend the line.
+            precondition(endpoint.anthropicVersion.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F }, "a header-breaking anthropic_version was accepted")
+            precondition(!endpoint.baseURL.hasSuffix("/"), "a base URL kept its trailing slash")
+        }
     } catch let error as ConfigError {
         precondition(error.message.contains("fuzz.json") || error.message.contains("endpoint"), "an error without its source: \(error.message)")
     } catch {
@@ -118,11 +169,16 @@ private func fuzzNumbers(_ bytes: [UInt8]) {
     if let date = HTTPDate.parse(text) {
         precondition(date.timeIntervalSince1970.isFinite, "an HTTP date out of range")
     }
+    if let date = RFC3339Date.parse(text) {
+        precondition(date.timeIntervalSince1970.isFinite, "an RFC 3339 time out of range")
+    }
     if let value = Double(text) { _ = RetryPolicy.wholeSeconds(value) }
     checkWaits(["retry-after": text])
     checkWaits(["retry-after-ms": text])
     checkWaits(["x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": text,
                 "x-ratelimit-remaining-tokens": text, "x-ratelimit-reset-tokens": text])
+    checkWaits(["anthropic-ratelimit-requests-remaining": "0", "anthropic-ratelimit-requests-reset": text,
+                "anthropic-ratelimit-tokens-remaining": text, "anthropic-ratelimit-tokens-reset": text])
 }
 
 private func checkWaits(_ headers: [String: String]) {

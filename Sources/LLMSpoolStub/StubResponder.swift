@@ -38,12 +38,14 @@ public struct StubResponder: Sendable {
         self.defaults = defaults
     }
 
-    /// `attempt` counts from 1 for each distinct request body.
-    public func respond(method: String, path: String, body: [UInt8], attempt: Int = 1) -> Response {
+    /// `attempt` counts from 1 for each distinct request body; `headers` are the request's
+    /// (lower-case names) that a dialect may check.
+    public func respond(method: String, path: String, body: [UInt8], attempt: Int = 1, headers: [String: String] = [:]) -> Response {
         if method == "GET" && path == "/healthz" {
             return Response(status: 200, headers: [("Content-Type", "text/plain")], latencyMs: 0, pieces: [Piece(bytes: Array("ok\n".utf8), delayMs: 0)])
         }
-        guard path.hasSuffix("/chat/completions") else {
+        let messages = path.hasSuffix("/v1/messages")
+        guard messages || path.hasSuffix("/chat/completions") else {
             return error(404, "no route for \(method) \(path)")
         }
         guard method == "POST" else { return error(405, "use POST") }
@@ -52,7 +54,9 @@ public struct StubResponder: Sendable {
         }
         let directives = defaults.overridden(by: request)
         let fault = attempt <= directives.faults.count ? directives.faults[attempt - 1] : nil
-        var response = answer(request, body: body, directives: directives, fault: fault, attempt: attempt)
+        var response = messages
+            ? StubMessages.respond(request, body: body, headers: headers, directives: directives, fault: fault, attempt: attempt)
+            : answer(request, body: body, directives: directives, fault: fault, attempt: attempt)
         response.headers += fault?.headers ?? []
         return response
     }

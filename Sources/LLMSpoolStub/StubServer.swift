@@ -22,6 +22,8 @@ public final class StubServer: @unchecked Sendable {
     }
 
     static let logLimit = 200_000
+    /// The request headers a dialect's answer may depend on (looked up case-insensitively).
+    static let checkedHeaders = ["authorization", "x-api-key", "anthropic-version"]
 
     private let responder: StubResponder
     private let attempts = Mutex<[String: Int]>([:])
@@ -86,14 +88,14 @@ public final class StubServer: @unchecked Sendable {
         return attempt
     }
 
-    func respond(method: String, path: String, body: [UInt8], arrived: Double) -> StubResponder.Response {
+    func respond(method: String, path: String, body: [UInt8], headers: [String: String] = [:], arrived: Double) -> StubResponder.Response {
         if method == "GET" && path == "/stub/requests" {
             let entries = arrivals.map { ["key": $0.key, "attempt": $0.attempt, "at": $0.at, "prompt": $0.prompt] as [String: Any] }
             return StubResponder.Response(status: 200, headers: [("Content-Type", "application/json")], latencyMs: 0,
                                           pieces: [.init(bytes: StubResponder.json(["requests": entries]), delayMs: 0)])
         }
         let attempt = method == "POST" ? record(body, at: arrived) : 1
-        return responder.respond(method: method, path: path, body: body, attempt: attempt)
+        return responder.respond(method: method, path: path, body: body, attempt: attempt, headers: headers)
     }
 
     /// The request body as it arrives, and the answer once decided; one per connection.
@@ -168,9 +170,15 @@ public final class StubServer: @unchecked Sendable {
             return llms_mhd_yes
         }
         let server = Unmanaged<StubServer>.fromOpaque(cls).takeUnretainedValue()
+        var headers: [String: String] = [:]
+        if exchange.answer == nil {
+            for name in StubServer.checkedHeaders {
+                if let value = MHD_lookup_connection_value(connection, llms_mhd_header_kind, name) { headers[name] = String(cString: value) }
+            }
+        }
         let answer = exchange.answer ?? server.respond(method: method.map { String(cString: $0) } ?? "",
                                                        path: url.map { String(cString: $0) } ?? "",
-                                                       body: exchange.body, arrived: exchange.arrived)
+                                                       body: exchange.body, headers: headers, arrived: exchange.arrived)
         exchange.answer = answer
         if answer.latencyMs > 0 && !exchange.waited && !server.stopping.load(ordering: .relaxed) {
             // Called again once resumed, with the answer already decided.

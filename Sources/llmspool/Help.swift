@@ -56,14 +56,23 @@ enum Help {
     Environment:
       OPENAI_BASE_URL      the endpoint, as in the openai SDKs (default https://api.openai.com/v1)
       OPENAI_API_KEY       the API key (the config's api_key_env may name another variable)
+      ANTHROPIC_BASE_URL   with no endpoints list, an Anthropic endpoint for Messages requests,
+                           as in the Anthropic SDKs (default https://api.anthropic.com, no /v1)
+      ANTHROPIC_API_KEY    its key, sent as x-api-key; setting either of these two adds the
+                           Anthropic endpoint (and the OpenAI one stays only when its
+                           settings or variables name it)
+    An endpoint in the config's list speaks "api": "openai" (the default) or "anthropic"
+    (Messages at <base_url>/v1/messages, "anthropic_version" default 2023-06-01); a
+    request goes only to endpoints that speak its dialect.
     """
 
     static let stub = """
     Usage: llmspool stub [options]
 
-    Serves an OpenAI-compatible /v1/chat/completions on 127.0.0.1 with deterministic
-    answers ("Echo: <last user message>" then " tök1" ...), as server-sent events when the
-    request has "stream": true. A request may carry a "stub" object to override the
+    Serves an OpenAI-compatible /v1/chat/completions and Anthropic's /v1/messages on
+    127.0.0.1 with deterministic answers ("Echo: <last user message>" then " tök1" ...), as
+    server-sent events when the request has "stream": true (Messages with the real event
+    sequence, message_start ... message_stop, and ping events as keep-alives). A request may carry a "stub" object to override the
     defaults: {"status": 500, "tokens": 3, "latency_ms": 100, "token_delay_ms": 50}.
     Prints "listening on http://127.0.0.1:PORT/v1" once ready.
 

@@ -70,11 +70,9 @@ enum SetupCommand {
         var lines = ["config: \(source)"]
         lines.append("spool = \(config.spool)")
         for (index, endpoint) in endpoints.enumerated() {
-            let settings = config.endpoints.indices.contains(index) ? config.endpoints[index] : nil
-            let keySource = settings?.apiKeyFile ?? config.apiKeyFile
-            let keyName = settings?.apiKeyEnv ?? config.apiKeyEnv
-            let key = endpoint.apiKey == nil ? "not set" : (keySource.map { "set (from file \($0))" } ?? "set (from $\(keyName))")
-            var line = "endpoint[\(index)] \(endpoint.name) = \(endpoint.chatCompletionsURL)  api key: \(key)  concurrency \(min(endpoint.concurrency, config.concurrency))"
+            let key = endpoint.apiKey == nil ? "not set (\(endpoint.apiKeyOrigin))" : "set (from \(endpoint.apiKeyOrigin))"
+            var line = "endpoint[\(index)] \(endpoint.name) (\(endpoint.api.rawValue)) = \(endpoint.requestURL)  api key: \(key)  concurrency \(min(endpoint.concurrency, config.concurrency))"
+            if endpoint.api == .anthropic { line += "  anthropic-version \(endpoint.anthropicVersion)" }
             if let model = endpoint.model { line += "  model -> \(model)" }
             if endpoint.requestsPerMinute > 0 { line += "  \(Int(endpoint.requestsPerMinute)) requests/min" }
             if endpoint.tokensPerMinute > 0 { line += "  \(Int(endpoint.tokensPerMinute)) tokens/min" }

@@ -68,7 +68,7 @@ public struct Config: Sendable, Equatable {
         ("base_url", "the endpoint's base URL including /v1 (default https://api.openai.com/v1; OPENAI_BASE_URL overrides)"),
         ("api_key_env", "name of the environment variable holding the API key (default OPENAI_API_KEY)"),
         ("api_key_file", "path of a file holding the API key, mode 0600 (default none)"),
-        ("endpoints", "ordered fallback list of endpoints (default: one, from the settings above)"),
+        ("endpoints", "ordered fallback list of endpoints, each with name, base_url, api (openai or anthropic), api_key_env, api_key_file, anthropic_version, model, concurrency, requests_per_minute, tokens_per_minute (default: from the settings above and the environment: OPENAI_BASE_URL/OPENAI_API_KEY, and ANTHROPIC_BASE_URL/ANTHROPIC_API_KEY for an Anthropic one)"),
         ("concurrency", "transfers at once (default 64)"),
         ("connect_timeout_seconds", "connect timeout per attempt (default 10)"),
         ("idle_timeout_seconds", "an attempt fails after this long without content (default 300)"),
@@ -223,14 +223,33 @@ public struct Config: Sendable, Equatable {
     }
 
     /// The fallback list, in order, with keys read. Keys stay in memory only.
+    /// Without an `endpoints` list, the environment defines them as the official SDKs read it:
+    /// the OpenAI one from the settings above (with `OPENAI_BASE_URL`), and an Anthropic one
+    /// when `ANTHROPIC_API_KEY` or `ANTHROPIC_BASE_URL` is set. The OpenAI one is left out
+    /// when only Anthropic's variables say anything: its requests then fail as `no-endpoint`
+    /// instead of going to api.openai.com without a key.
     public func resolvedEndpoints(environment: [String: String]) throws -> [Endpoint] {
-        let list = endpoints.isEmpty
-            ? [EndpointSettings(name: "default", baseURL: baseURL, apiKeyEnv: apiKeyEnv, apiKeyFile: apiKeyFile)]
-            : endpoints
-        return try list.map { settings in
+        try environmentEndpoints(environment).map { settings in
             try settings.resolve(environment: environment, defaults: self)
         }
     }
+
+    /// The configured list, or the one the environment defines.
+    public func environmentEndpoints(_ environment: [String: String]) -> [EndpointSettings] {
+        guard endpoints.isEmpty else { return endpoints }
+        let set = { (name: String) in !(environment[name] ?? "").isEmpty }
+        let openai = EndpointSettings(name: "default", baseURL: baseURL, apiKeyEnv: apiKeyEnv, apiKeyFile: apiKeyFile)
+        guard set(Config.anthropicKeyVariable) || set(Config.anthropicBaseURLVariable) else { return [openai] }
+        let anthropic = EndpointSettings(name: "anthropic", baseURL: environment[Config.anthropicBaseURLVariable].flatMap { $0.isEmpty ? nil : $0 } ?? Config.anthropicBaseURL,
+                                         apiKeyEnv: Config.anthropicKeyVariable, api: .anthropic)
+        let openaiNamed = baseURL != Config().baseURL || apiKeyFile != nil || set(apiKeyEnv)
+        return openaiNamed ? [openai, anthropic] : [anthropic]
+    }
+
+    /// The Anthropic SDK's default base URL (it has no `/v1`).
+    public static let anthropicBaseURL = "https://api.anthropic.com"
+    public static let anthropicKeyVariable = "ANTHROPIC_API_KEY"
+    public static let anthropicBaseURLVariable = "ANTHROPIC_BASE_URL"
 }
 
 /// One endpoint of the fallback list, as configured.
@@ -244,11 +263,19 @@ public struct EndpointSettings: Sendable, Equatable {
     public var concurrency: Int?
     public var requestsPerMinute: Double?
     public var tokensPerMinute: Double?
+    /// The protocol family it speaks, which decides the dialects it takes.
+    public var api: EndpointAPI
+    /// The `anthropic-version` header an Anthropic endpoint sends; nil: `MessagesDialect.defaultVersion`.
+    public var anthropicVersion: String?
 
-    public static let keys = ["name", "base_url", "api_key_env", "api_key_file", "model", "concurrency", "requests_per_minute", "tokens_per_minute"]
+    public static let keys = ["name", "base_url", "api", "api_key_env", "api_key_file", "anthropic_version", "model", "concurrency",
+                              "requests_per_minute", "tokens_per_minute"]
 
     public init(name: String, baseURL: String, apiKeyEnv: String = "OPENAI_API_KEY", apiKeyFile: String? = nil, model: String? = nil,
-                concurrency: Int? = nil, requestsPerMinute: Double? = nil, tokensPerMinute: Double? = nil) {
+                concurrency: Int? = nil, requestsPerMinute: Double? = nil, tokensPerMinute: Double? = nil,
+                api: EndpointAPI = .openai, anthropicVersion: String? = nil) {
+        self.api = api
+        self.anthropicVersion = anthropicVersion
         self.name = name
         self.baseURL = baseURL
         self.apiKeyEnv = apiKeyEnv
@@ -263,12 +290,30 @@ public struct EndpointSettings: Sendable, Equatable {
         let reader = SettingsReader(settings: object, source: source, known: EndpointSettings.keys)
         try reader.checkKeys()
         guard let url = try reader.string("base_url") else { throw ConfigError("\(source): \"base_url\" is required") }
+        var api = EndpointAPI.openai
+        if let name = try reader.string("api") {
+            guard let named = EndpointAPI(rawValue: name) else {
+                throw ConfigError("\(source): \"api\" must be \(EndpointAPI.allCases.map(\.rawValue).joined(separator: " or ")), not \"\(Logger.escape(name))\"")
+            }
+            api = named
+        }
+        let version = try reader.string("anthropic_version")
+        if let version {
+            guard api == .anthropic else {
+                throw ConfigError("\(source): \"anthropic_version\" is only for an endpoint whose \"api\" is \"anthropic\"")
+            }
+            // It becomes a header line: nothing that could end the line or hide in it.
+            guard !version.isEmpty, version.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
+                throw ConfigError("\(source): \"anthropic_version\" must be a non-empty printable ASCII word, such as \"\(MessagesDialect.defaultVersion)\"")
+            }
+        }
         self.init(name: try reader.string("name") ?? "endpoint\(index)", baseURL: url,
-                  apiKeyEnv: try reader.string("api_key_env") ?? "OPENAI_API_KEY",
+                  apiKeyEnv: try reader.string("api_key_env") ?? (api == .anthropic ? Config.anthropicKeyVariable : "OPENAI_API_KEY"),
                   apiKeyFile: try reader.string("api_key_file"), model: try reader.string("model"),
                   concurrency: try reader.integer("concurrency", minimum: 1, maximum: 1_000_000),
                   requestsPerMinute: try reader.number("requests_per_minute", minimum: 0),
-                  tokensPerMinute: try reader.number("tokens_per_minute", minimum: 0))
+                  tokensPerMinute: try reader.number("tokens_per_minute", minimum: 0),
+                  api: api, anthropicVersion: version)
     }
 
     func resolve(environment: [String: String], defaults: Config) throws -> Endpoint {
@@ -276,8 +321,10 @@ public struct EndpointSettings: Sendable, Equatable {
             throw ConfigError("endpoint \(name): base_url \"\(baseURL)\" must start with http:// or https://")
         }
         var key: Secret?
+        var keyOrigin = "$\(apiKeyEnv)"
         if let apiKeyFile {
             key = try EndpointSettings.readKeyFile(apiKeyFile)
+            keyOrigin = "file \(apiKeyFile)"
         } else if let value = environment[apiKeyEnv], !value.isEmpty {
             key = Secret(value)
         }
@@ -287,7 +334,8 @@ public struct EndpointSettings: Sendable, Equatable {
         return Endpoint(name: name, baseURL: baseURL, apiKey: key, model: model,
                         concurrency: concurrency ?? defaults.concurrency,
                         requestsPerMinute: requestsPerMinute ?? defaults.requestsPerMinute,
-                        tokensPerMinute: tokensPerMinute ?? defaults.tokensPerMinute)
+                        tokensPerMinute: tokensPerMinute ?? defaults.tokensPerMinute,
+                        api: api, anthropicVersion: anthropicVersion ?? MessagesDialect.defaultVersion, apiKeyOrigin: keyOrigin)
     }
 
     static func readKeyFile(_ path: String) throws -> Secret {
@@ -313,11 +361,19 @@ public struct Endpoint: Sendable, Equatable {
     public let concurrency: Int
     public let requestsPerMinute: Double
     public let tokensPerMinute: Double
+    public let api: EndpointAPI
+    /// The `anthropic-version` header of an Anthropic endpoint.
+    public let anthropicVersion: String
+    /// Where its key comes from, for `check-config`: `$VARIABLE` or `file PATH`.
+    public let apiKeyOrigin: String
 
     public init(name: String = "default", baseURL: String, apiKey: Secret?, model: String? = nil, concurrency: Int = 64,
-                requestsPerMinute: Double = 0, tokensPerMinute: Double = 0) {
-        var trimmed = baseURL
-        while trimmed.hasSuffix("/") { trimmed.removeLast() }
+                requestsPerMinute: Double = 0, tokensPerMinute: Double = 0, api: EndpointAPI = .openai,
+                anthropicVersion: String = MessagesDialect.defaultVersion, apiKeyOrigin: String = "$OPENAI_API_KEY") {
+        let trimmed = Endpoint.normalisedBaseURL(baseURL, api: api)
+        self.api = api
+        self.anthropicVersion = anthropicVersion
+        self.apiKeyOrigin = apiKeyOrigin
         self.name = name
         self.baseURL = trimmed
         self.apiKey = apiKey
@@ -328,6 +384,24 @@ public struct Endpoint: Sendable, Equatable {
     }
 
     public var chatCompletionsURL: String { url(for: ChatCompletionsDialect()) }
+
+    /// Where this endpoint's own kind of request goes (what `check-config` shows).
+    public var requestURL: String {
+        api == .anthropic ? url(for: MessagesDialect()) : chatCompletionsURL
+    }
+
+    /// A base URL without trailing slashes; an Anthropic one also without a trailing `/v1`,
+    /// which the Messages path carries (the Anthropic SDK's base has none, but a base copied
+    /// from an OpenAI-style setting often does).
+    public static func normalisedBaseURL(_ url: String, api: EndpointAPI) -> String {
+        var trimmed = url
+        while trimmed.hasSuffix("/") { trimmed.removeLast() }
+        if api == .anthropic, trimmed.hasSuffix("/v1") {
+            trimmed.removeLast(3)
+            while trimmed.hasSuffix("/") { trimmed.removeLast() }
+        }
+        return trimmed
+    }
 
     /// Where requests of a dialect go on this endpoint.
     public func url(for dialect: any Dialect) -> String { baseURL + dialect.path }

@@ -215,6 +215,15 @@ public final class Finisher: Sendable {
         return event
     }
 
+    /// Fails a valid request that no configured endpoint speaks, before it is sent: it goes
+    /// to `failed/` with its record like any other failure (kind `no-endpoint`).
+    public func unservable(task: TaskDescriptor, message: String) -> Scheduler.Event {
+        guard claimForEnding(task.id, "a request no endpoint speaks") else { return .finalized(id: task.id) }
+        let event = fail(task: task, failure: AttemptFailure(.noEndpoint, message), problem: nil, commit: true)
+        leases?.release(task.id, ended: Finisher.endsTask(event))
+        return event
+    }
+
     /// Completes the clean-up of a task whose record says it ended before a restart.
     public func completeEnded(id: String, requestPath: String, identity: FileIdentity? = nil) -> Scheduler.Event {
         guard claimForEnding(id, "the clean-up of an ended task") else { return .finalized(id: id) }

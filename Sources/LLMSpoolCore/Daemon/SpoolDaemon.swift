@@ -66,7 +66,8 @@ public final class SpoolDaemon: Sendable {
                 },
                 rejected: { id, path, problem in pool.submit { post(finisher.reject(id: id, requestPath: path, problem: problem)) } },
                 alreadyEnded: { id, path in pool.submit { post(finisher.completeEnded(id: id, requestPath: path)) } },
-                withdrawn: { id in pool.submit { finisher.withdrawn(id: id) } }),
+                withdrawn: { id in pool.submit { finisher.withdrawn(id: id) } },
+                unservable: { task, message in pool.submit { post(finisher.unservable(task: task, message: message)) } }),
             logger: logger)
         engineBox.withLock { $0 = engine }
         self.watcher = Watcher(layout: layout, settings: Watcher.Settings(config), known: known, metrics: metrics,

@@ -191,7 +191,7 @@ final class Transfer {
         } else {
             var dataEvents = 0
             sse!.feedRaw(bytes) { event in
-                if case .data = event { dataEvents += 1 }
+                if case .data(let payload) = event, assembler!.isContent(payload) { dataEvents += 1 }
                 assembler!.consume(event)
             }
             if dataEvents > 0 {

@@ -58,11 +58,15 @@ public final class TransferEngine: @unchecked Sendable {
         public var alreadyEnded: @Sendable (_ id: String, _ requestPath: String) -> Void
         /// A queued or waiting request was withdrawn by deleting its file.
         public var withdrawn: @Sendable (_ id: String) -> Void
+        /// No configured endpoint speaks the request's dialect; the finisher fails it.
+        public var unservable: @Sendable (_ task: TaskDescriptor, _ message: String) -> Void
 
         public init(attemptEnded: @escaping @Sendable (AttemptOutcome) -> Void,
                     rejected: @escaping @Sendable (String, String, RequestProblem) -> Void,
                     alreadyEnded: @escaping @Sendable (String, String) -> Void,
-                    withdrawn: @escaping @Sendable (String) -> Void) {
+                    withdrawn: @escaping @Sendable (String) -> Void,
+                    unservable: @escaping @Sendable (TaskDescriptor, String) -> Void) {
+            self.unservable = unservable
             self.attemptEnded = attemptEnded
             self.rejected = rejected
             self.alreadyEnded = alreadyEnded
@@ -221,7 +225,7 @@ public final class TransferEngine: @unchecked Sendable {
             EndpointGate(concurrency: min(endpoint.concurrency, settings.concurrency), requestsPerMinute: endpoint.requestsPerMinute,
                          tokensPerMinute: endpoint.tokensPerMinute, cooldownAfterFailures: settings.cooldownAfterFailures,
                          cooldownSeconds: settings.cooldownSeconds, maxPauseSeconds: settings.maxPauseSeconds,
-                         active: active[index] ?? 0, now: now)
+                         active: active[index] ?? 0, name: endpoint.name, api: endpoint.api, now: now)
         }
     }
 
@@ -379,6 +383,8 @@ public final class TransferEngine: @unchecked Sendable {
             case .withdrawn(let id):
                 known.remove(id)
                 delegate.withdrawn(id)
+            case .noEndpoint(let task, let message):
+                delegate.unservable(task, message)
             }
         }
     }
@@ -650,7 +656,7 @@ public final class TransferEngine: @unchecked Sendable {
         })
         var lines = ["Content-Type: application/json", transfer.task.summary.stream ? "Accept: text/event-stream" : "Accept: application/json",
                      "Expect:"]  // no 100-continue round trip before the body
-        lines += dialect.headers(apiKey: endpoint.apiKey?.value)
+        lines += dialect.headers(apiKey: endpoint.apiKey?.value, anthropicVersion: endpoint.anthropicVersion)
         for line in lines {
             // nil is libcurl out of memory; the list so far stays the transfer's to free.
             guard let longer = curl_slist_append(transfer.headerList, line) else {

@@ -30,11 +30,19 @@ public protocol Dialect: Sendable {
     /// the content type and accept lines every request has.
     func headers(apiKey: String?) -> [String]
 
+    /// The header lines for an endpoint that names the `anthropic-version` it speaks;
+    /// dialects that send no version header have `headers(apiKey:)` do.
+    func headers(apiKey: String?, anthropicVersion: String) -> [String]
+
     /// A fresh assembler for one streamed answer.
     func makeAssembler() -> any StreamAssembling
 
     /// The token counts of a plain (non-streamed) answer, already parsed.
     func usage(ofPlainAnswer answer: RawJSON.Value, in body: [UInt8]) -> [String: Int]?
+
+    /// Why a plain 2xx answer (a JSON object without `error`) is not this dialect's
+    /// object, or nil when it is.
+    func plainAnswerProblem(_ answer: RawJSON.Value, in body: [UInt8]) -> String?
 
     /// What an error the server sent inside a 2xx stream amounts to.
     func streamFailure(message: String, body: [UInt8], status: Int) -> AttemptFailure
@@ -64,13 +72,28 @@ public protocol StreamAssembling {
     /// Bytes of text held that `takeContent()` would hand out.
     var heldContentCount: Int { get }
     mutating func consume(_ event: SSEParser.RawEvent)
+    /// Whether an event's data is content, which resets the idle timer; a keep-alive sent
+    /// as data (Anthropic's `ping`) is not, or a stalled stream with keep-alives never fails.
+    func isContent(_ payload: UnsafeRawBufferPointer) -> Bool
     /// Hands out the text held so far, leaving none held.
     mutating func takeContent() -> [UInt8]
     /// The verdict once the stream has ended.
     func verdict() -> StreamVerdict
 }
 
+extension StreamAssembling {
+    public func isContent(_ payload: UnsafeRawBufferPointer) -> Bool { true }
+}
+
 extension Dialect {
+    public func headers(apiKey: String?, anthropicVersion: String) -> [String] {
+        headers(apiKey: apiKey)
+    }
+
+    public func plainAnswerProblem(_ answer: RawJSON.Value, in body: [UInt8]) -> String? {
+        nil
+    }
+
     /// Validates a whole request file as this dialect, with the checks every dialect shares
     /// (UTF-8, nesting, JSON, an object, a byte order mark).
     public func validate(_ bytes: [UInt8], maxDepth: Int = RequestValidator.defaultMaxDepth) -> Result<RequestSummary, RequestProblem> {

@@ -5,6 +5,7 @@ public enum DialectRegistry {
     /// `url`) is validated as it.
     public static let all: [any Dialect] = [
         ChatCompletionsDialect(),
+        MessagesDialect(),
     ]
 
     /// The dialect of a request nothing else claims, and of summaries made before dialects.

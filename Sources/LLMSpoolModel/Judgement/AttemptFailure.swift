@@ -12,6 +12,8 @@ public struct AttemptFailure: Sendable, Equatable {
         case invalidRequest = "invalid-request"
         case responseTooLarge = "response-too-large"
         case crashLoop = "crash-loop"
+        /// No configured endpoint speaks the request's dialect.
+        case noEndpoint = "no-endpoint"
     }
 
     /// Which timer ended the attempt.

@@ -58,6 +58,9 @@ public enum AttemptJudge {
             return .failure(AttemptFailure(.providerError, message, httpStatus: status, providerBody: Array(body.prefix(65536)),
                                            embeddedCode: ProviderError.embeddedCode(inBody: body)))
         }
+        if let problem = dialect.plainAnswerProblem(value, in: body) {
+            return .failure(AttemptFailure(.malformedResponse, problem, httpStatus: status, providerBody: Array(body.prefix(65536))))
+        }
         return .success(assembled: nil, usage: dialect.usage(ofPlainAnswer: value, in: body))
     }
 

@@ -33,7 +33,7 @@ extension EndpointFeedback {
             let asked = RetryPolicy.requestedDelay(headers, now: now)
             if status == 429 { return EndpointFeedback(.retryableFailure, pauseSeconds: asked ?? 1, pauseCause: asked == nil ? .providerRateLimit : .retryAfter) }
             if RetryPolicy.isRetryableStatus(status) { return EndpointFeedback(.retryableFailure, pauseSeconds: asked) }
-            let reset = exhaustedLimitReset(headers)
+            let reset = exhaustedLimitReset(headers, now: now)
             return EndpointFeedback(.answered, pauseSeconds: reset, pauseCause: reset == nil ? .retryAfter : .providerRateLimit)
         case .transportError(let code, _):
             return EndpointFeedback(RetryPolicy.permanentCurlCodes.contains(code) ? .neutral : .retryableFailure)
@@ -44,14 +44,27 @@ extension EndpointFeedback {
         }
     }
 
-    /// When the provider says a limit is used up, how long until it resets.
-    static func exhaustedLimitReset(_ headers: [String: String]) -> Double? {
+    /// When the provider says a limit is used up, how long until it resets: OpenAI's
+    /// `x-ratelimit-remaining-*` with a duration in `x-ratelimit-reset-*`, Anthropic's
+    /// `anthropic-ratelimit-*-remaining` with an RFC 3339 time in `-reset`. The gate caps it.
+    static func exhaustedLimitReset(_ headers: [String: String], now: Date) -> Double? {
+        func exhausted(_ name: String) -> Bool {
+            guard let remaining = headers[name].flatMap({ Double(TextEscaping.trimmed($0)) }) else { return false }
+            return remaining <= 0
+        }
         var pause: Double?
         for kind in ["requests", "tokens"] {
-            guard let remaining = headers["x-ratelimit-remaining-\(kind)"].flatMap({ Double(TextEscaping.trimmed($0)) }),
-                  remaining <= 0,
+            guard exhausted("x-ratelimit-remaining-\(kind)"),
                   let reset = headers["x-ratelimit-reset-\(kind)"].flatMap(RetryPolicy.duration) else { continue }
             pause = max(pause ?? 0, reset)
+        }
+        for kind in ["requests", "tokens", "input-tokens", "output-tokens"] {
+            guard exhausted("anthropic-ratelimit-\(kind)-remaining"),
+                  let reset = headers["anthropic-ratelimit-\(kind)-reset"].flatMap(RFC3339Date.parse) else { continue }
+            let wait = reset.timeIntervalSince(now)
+            // A reset in the past (a skewed clock) is no pause; a far one is capped by the gate.
+            guard wait.isFinite, wait > 0 else { continue }
+            pause = max(pause ?? 0, wait)
         }
         return pause
     }

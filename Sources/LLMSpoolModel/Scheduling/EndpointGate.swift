@@ -13,6 +13,10 @@ public struct EndpointGate: Sendable, Equatable {
     }
 
     public let concurrency: Int
+    /// The endpoint's name and protocol family: a request is admitted only by gates whose
+    /// `api` serves its dialect, and the name is what a request no gate serves is told.
+    public let name: String
+    public let api: EndpointAPI
     public let cooldownAfterFailures: Int
     public let cooldownSeconds: Double
     /// The longest pause a provider may impose on the whole endpoint (`max_retry_after_seconds`):
@@ -29,7 +33,10 @@ public struct EndpointGate: Sendable, Equatable {
     private var tokens: TokenBucket?
 
     public init(concurrency: Int, requestsPerMinute: Double? = nil, tokensPerMinute: Double? = nil,
-                cooldownAfterFailures: Int = 3, cooldownSeconds: Double = 30, maxPauseSeconds: Double = 3600, active: Int = 0, now: Double) {
+                cooldownAfterFailures: Int = 3, cooldownSeconds: Double = 30, maxPauseSeconds: Double = 3600, active: Int = 0,
+                name: String = "default", api: EndpointAPI = .openai, now: Double) {
+        self.name = name
+        self.api = api
         self.maxPauseSeconds = maxPauseSeconds.isFinite ? max(0, maxPauseSeconds) : 3600
         self.concurrency = max(1, concurrency)
         self.active = active

@@ -88,7 +88,7 @@ public enum RetryPolicy {
         // No retry brings a missing or refused key, whatever x-should-retry says.
         if isAuthenticationFailure(failure) { return false }
         // No header of the endpoint can make the daemon's own verdicts retryable.
-        if failure.kind == .invalidRequest || failure.kind == .crashLoop { return false }
+        if failure.kind == .invalidRequest || failure.kind == .crashLoop || failure.kind == .noEndpoint { return false }
         if let verdict = headers["x-should-retry"]?.lowercased() {
             if verdict == "true" { return true }
             if verdict == "false" { return false }
@@ -104,7 +104,7 @@ public enum RetryPolicy {
             return true
         case .incompleteStream, .malformedResponse, .disk:
             return true
-        case .invalidRequest, .responseTooLarge, .crashLoop:
+        case .invalidRequest, .responseTooLarge, .crashLoop, .noEndpoint:
             return false
         }
     }

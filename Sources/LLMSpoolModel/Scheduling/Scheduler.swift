@@ -45,6 +45,9 @@ public struct Scheduler: Sendable {
         case cancelTransfer(id: String)
         /// A queued or deferred task was withdrawn before it started.
         case withdrawn(id: String)
+        /// No endpoint speaks the task's dialect: it fails (kind `no-endpoint`) with `message`,
+        /// which names what is configured.
+        case noEndpoint(TaskDescriptor, message: String)
     }
 
     /// Counts by state, kept up to date rather than counted.
@@ -113,6 +116,10 @@ public struct Scheduler: Sendable {
                     timers.push(Timer(due: notBefore, id: task.id))
                     return []
                 }
+                if let message = unservable(task) {
+                    set(task.id, Entry(state: .finishing, task: nil))
+                    return [.noEndpoint(task, message: message)]
+                }
                 set(task.id, Entry(state: .queued, task: task))
                 if task.takenOver { front.append(task.id) } else { queue.append(task.id) }
                 return fill(now)
@@ -176,7 +183,20 @@ public struct Scheduler: Sendable {
         precondition(concurrency > 0 && !gates.isEmpty, "a scheduler needs a positive concurrency and an endpoint")
         self.concurrency = concurrency
         self.gates = gates
-        return fill(now)
+        // Waiting tasks whose dialect no endpoint speaks any more fail now, not when a slot
+        // frees; queue and timer entries stay and are skipped when reached.
+        var actions: [Action] = []
+        for id in entries.keys.sorted() {
+            guard let entry = entries[id], let task = entry.task, let message = unservable(task) else { continue }
+            switch entry.state {
+            case .queued, .deferred:
+                set(id, Entry(state: .finishing, task: nil))
+                actions.append(.noEndpoint(task, message: message))
+            case .transferring, .finishing:
+                continue
+            }
+        }
+        return actions + fill(now)
     }
 
     /// Why each endpoint (by index) takes no request now; nil where it could.
@@ -224,6 +244,13 @@ public struct Scheduler: Sendable {
         var actions: [Action] = []
         while !draining && counts.transferring < concurrency && counts.finishing < finishingLimit,
               let id = peekQueued(), let task = entries[id]?.task {
+            if let message = unservable(task) {
+                // Queued when an endpoint still spoke its dialect, before a reload removed it.
+                if front.first == id { front.removeFirst() } else { queueHead += 1 }
+                set(id, Entry(state: .finishing, task: nil))
+                actions.append(.noEndpoint(task, message: message))
+                continue
+            }
             guard let endpoint = chooseEndpoint(for: task, now: now) else { break }
             if front.first == id { front.removeFirst() } else { queueHead += 1 }
             gates[endpoint].admit(estimatedTokens: task.summary.estimatedTokens, now: now)
@@ -238,10 +265,13 @@ public struct Scheduler: Sendable {
     /// (and a wake time, when one is known) when that endpoint cannot take it yet.
     private mutating func chooseEndpoint(for task: TaskDescriptor, now: Double) -> Int? {
         let count = gates.count
+        let api = DialectRegistry.dialect(for: task.summary).api
         var earliestCoolingEnd: Double?
         for offset in 0..<count {
             // A record may hold any number: a negative one must not index before the list.
             let index = ((task.history.preferredEndpoint % count + count) % count + offset) % count
+            // Fallback and cool-down stay among the endpoints that speak the dialect.
+            guard gates[index].api == api else { continue }
             switch gates[index].readiness(estimatedTokens: task.summary.estimatedTokens, now: now) {
             case .ready:
                 return index
@@ -256,6 +286,14 @@ public struct Scheduler: Sendable {
         }
         if let earliestCoolingEnd { rateWake = min(rateWake ?? earliestCoolingEnd, earliestCoolingEnd) }
         return nil
+    }
+
+    /// Why no endpoint can take `task`, naming what is configured; nil when one speaks its dialect.
+    func unservable(_ task: TaskDescriptor) -> String? {
+        let api = DialectRegistry.dialect(for: task.summary).api
+        guard !gates.contains(where: { $0.api == api }) else { return nil }
+        let configured = gates.map { "\($0.name) (\($0.api.rawValue))" }.joined(separator: ", ")
+        return "no endpoint speaks \(api.rawValue), which a \(task.summary.dialect) request needs (configured: \(configured))"
     }
 
     /// The id at the head of the queue, skipping entries withdrawn or already started.
