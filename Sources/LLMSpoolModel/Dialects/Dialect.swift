@@ -36,6 +36,9 @@ public protocol Dialect: Sendable {
     /// The token counts of a plain (non-streamed) answer, already parsed.
     func usage(ofPlainAnswer answer: RawJSON.Value, in body: [UInt8]) -> [String: Int]?
 
+    /// Why a plain 2xx answer is not this dialect's object, or nil when it is.
+    func plainAnswerProblem(_ answer: RawJSON.Value, in body: [UInt8]) -> String?
+
     /// What an error the server sent inside a 2xx stream amounts to.
     func streamFailure(message: String, body: [UInt8], status: Int) -> AttemptFailure
 
@@ -71,6 +74,9 @@ public protocol StreamAssembling {
 }
 
 extension Dialect {
+    /// Any JSON object passes, unless the dialect says what its object is.
+    public func plainAnswerProblem(_ answer: RawJSON.Value, in body: [UInt8]) -> String? { nil }
+
     /// Validates a whole request file as this dialect, with the checks every dialect shares
     /// (UTF-8, nesting, JSON, an object, a byte order mark).
     public func validate(_ bytes: [UInt8], maxDepth: Int = RequestValidator.defaultMaxDepth) -> Result<RequestSummary, RequestProblem> {

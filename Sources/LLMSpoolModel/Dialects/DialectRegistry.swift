@@ -5,6 +5,9 @@ public enum DialectRegistry {
     /// `url`) is validated as it.
     public static let all: [any Dialect] = [
         ChatCompletionsDialect(),
+        ResponsesDialect(),
+        CompletionsDialect(),
+        EmbeddingsDialect(),
     ]
 
     /// The dialect of a request nothing else claims, and of summaries made before dialects.
