@@ -83,6 +83,13 @@ import Testing
         let events = harness.root + "/responses-events.jsonl"
         try eventLines(harness.layout.rawStream("responses-stream")).write(toFile: events, atomically: false, encoding: .utf8)
         try SDKJudge.expectParses("ResponseStreamEvent", [events], jsonl: true)
+        // `status` adds the dialects up under the common names: six answers of 8 tokens.
+        let status = try harness.cli(["status", "--json", "--spool", harness.layout.root])
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        let tokens = try #require(summary["tokens"] as? [String: Int])
+        #expect(tokens["output"] == 6 * 8, "\(tokens)")
+        #expect(tokens["completion_tokens"] == 4 * 8, "chat's and completions' own names stay: \(tokens)")
+        #expect(tokens["input"].map { $0 > 0 } == true)
         let refused = try harness.json(harness.layout.errorRecord("embeddings-stream"))
         #expect(refused["kind"] as? String == "invalid-request")
         #expect((refused["message"] as? String)?.contains("do not stream") == true, "\(refused)")

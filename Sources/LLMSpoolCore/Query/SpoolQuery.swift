@@ -78,9 +78,11 @@ public struct StatusSummary: Sendable {
         }
         lines.append("queued \(queued)  in-flight \(inFlight)  waiting \(deferred)  done \(done)  failed \(failed)  held \(held)")
         if !tokens.isEmpty {
-            lines.append("tokens: " + ["prompt_tokens", "completion_tokens", "total_tokens"].compactMap { key in
-                tokens[key].map { "\(key.replacingOccurrences(of: "_tokens", with: "")) \($0)" }
-            }.joined(separator: "  "))
+            // The common names first (every dialect has them), then chat's own as before.
+            let common = [(UsageNames.input, "input"), (UsageNames.output, "output"), (UsageNames.cachedInput, "cached input"),
+                          (UsageNames.reasoning, "reasoning")]
+            let raw = ["prompt_tokens", "completion_tokens", "total_tokens"].map { ($0, $0.replacingOccurrences(of: "_tokens", with: "")) }
+            lines.append("tokens: " + (common + raw).compactMap { key, label in tokens[key].map { "\(label) \($0)" } }.joined(separator: "  "))
         }
         if !transfers.isEmpty {
             lines.append("in-flight:")
