@@ -156,4 +156,28 @@ import Testing
         let type = ["/v1/responses": "Response", "/v1/completions": "Completion", "/v1/embeddings": "CreateEmbeddingResponse"][url]!
         try SDKJudge.expectParses(type, [path])
     }
+
+    /// `submit --wait` prints each dialect's text as it streams (an embedding: one line of
+    /// count and dimensions); `wait` on the finished request, whose file is gone, reads the
+    /// result the same way from the task record's dialect; `show` names the dialect.
+    @Test(arguments: ["/v1/responses", "/v1/completions", "/v1/embeddings"])
+    func submitWaitPrintsTheDialectsTextAndShowNamesIt(url: String) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        let prompt = "print \(url)"
+        let stream = url != "/v1/embeddings"
+        let envelope = Self.envelope(url, prompt: prompt, stream: stream, stub: ["tokens": 10, "token_delay_ms": 20])
+        let input = String(decoding: try JSONSerialization.data(withJSONObject: envelope), as: UTF8.self)
+        let finished = try harness.cli(["submit", "-", "--wait", "--id", "live", "--spool", harness.layout.root, "--timeout", "60"], stdin: input)
+        #expect(finished.status == 0, "\(finished.stderr)")
+        let expected = stream ? StubAnswer.content(prompt: prompt, tokens: 10) : "2 embeddings of 8 dimensions\n"
+        #expect(finished.stdout == expected, "stdout carries the answer's text and nothing else")
+        let again = try harness.cli(["wait", "live", "--spool", harness.layout.root, "--timeout", "30"])
+        #expect(again.stdout == expected, "a finished request is read as its dialect from its record")
+        let shown = try harness.cli(["show", "live", "--spool", harness.layout.root])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any], "\(shown.stdout)")
+        #expect(object["dialect"] as? String == DialectRegistry.dialect(url: url)?.id)
+    }
 }

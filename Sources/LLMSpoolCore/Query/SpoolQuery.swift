@@ -249,6 +249,21 @@ public struct SpoolQuery: Sendable {
         return entries.sorted { ($0.since, $0.id) < ($1.since, $1.id) }
     }
 
+    /// The dialect of a request: the one its file validates as (in `outgoing`, or in
+    /// `failed` after a failure), else the one its task record names (a done request's file
+    /// is gone). Nil when neither says; `recordOnly` skips reading the files.
+    public func dialect(of id: String, recordOnly: Bool) -> (any Dialect)? {
+        if !recordOnly {
+            for path in [layout.request(id), layout.failedRequest(id)] {
+                // Opened as the daemon opens requests: never a link, never a FIFO to block on.
+                guard case .success(let loaded)? = RequestFile.read(path: path, limit: 32 << 20),
+                      case .success(let summary) = RequestValidator.validate(loaded.bytes) else { continue }
+                return DialectRegistry.dialect(for: summary)
+            }
+        }
+        return TaskRecord.load(layout, id: id)?.dialect.flatMap(DialectRegistry.dialect(id:))
+    }
+
     /// Everything known about one request, as a JSON object.
     public func show(_ id: String, now: Date = Date()) -> [String: Any] {
         let live = LiveStatus.read(layout, now: now)
@@ -265,6 +280,7 @@ public struct SpoolQuery: Sendable {
             object["in_flight"] = ["started_at": Timestamp.string(transfer.startedAt), "bytes_received": transfer.bytesReceived,
                                    "tokens_received": transfer.events, "attempt": transfer.attempt, "endpoint": transfer.endpoint]
         }
+        if let dialect = dialect(of: id, recordOnly: false) { object["dialect"] = dialect.id }
         if let record = TaskRecord.load(layout, id: id) {
             object["first_seen"] = Timestamp.string(record.history.firstSeen)
             object["attempts"] = record.history.attempts.map(TaskRecord.encode)
