@@ -132,6 +132,29 @@ import Testing
         }
     }
 
+    /// A Responses answer longer than what is held in memory: its terminal response goes to
+    /// the result's temporary as it arrives; a first attempt cut in the middle leaves
+    /// nothing, and the result holds the whole text once.
+    @Test func aLongResponsesAnswerCutOnceIsWholeAndOnce() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        let tokens = 10_000
+        try harness.drop("long", Self.envelope("/v1/responses", prompt: "a long answer", stream: true,
+                                               stub: ["tokens": tokens, "faults": [["cut_after": tokens / 2]]]))
+        try waitForOutcomes(harness, ["long"], timeout: 120)
+        let path = harness.layout.result("long")
+        try #require(FileManager.default.fileExists(atPath: path), "no result: \((try? harness.json(harness.layout.errorRecord("long"))) ?? [:])")
+        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(bytes.count > 80 * 1024, "the answer is longer than the 64 KiB held before it is spilled")
+        #expect(try Self.dialect("/v1/responses").answerText(ofResult: bytes) == StubAnswer.content(prompt: "a long answer", tokens: tokens))
+        try SDKJudge.expectParses("Response", [path])
+        let attempts = try #require(try harness.record("long")["attempts"] as? [[String: Any]])
+        #expect(attempts.map { $0["outcome"] as? String } == ["transport", "ok"])
+        #expect(harness.files(in: harness.layout.incoming).filter { $0.hasPrefix(".") || $0.hasSuffix(".partial") }.isEmpty)
+    }
+
     /// A request that fails at the first endpoint goes to the second, at its own dialect's
     /// path, and its result is still that dialect's object. (No model rewrite: the stub
     /// counts attempts by body, and a rewritten body would be a first attempt again.)

@@ -63,6 +63,7 @@ public final class RequestFollower {
     /// The request's dialect, learned by validating its file (or, once it is gone, from the
     /// task record): how its events and its result are read.
     private var dialect: (any Dialect)?
+    private var lastDialectLookup = Date.distantPast
 
     public init(layout: SpoolLayout, id: String, onText: @escaping (String) -> Void, onProgress: @escaping (Progress) -> Void) {
         self.layout = layout
@@ -80,7 +81,11 @@ public final class RequestFollower {
         var lastProgress = Date.distantPast
         var sawRequest = Syscall.isPresent(layout.request(id))
         while true {
-            if dialect == nil { dialect = SpoolQuery(layout: layout).dialect(of: id, recordOnly: false) }
+            // Validating a large file costs: looked for once a second until it is known.
+            if dialect == nil, Date().timeIntervalSince(lastDialectLookup) >= 1 {
+                lastDialectLookup = Date()
+                dialect = query.dialect(of: id, recordOnly: false)
+            }
             readPartial()
             let state = query.state(of: id, live: nil)
             switch state {
