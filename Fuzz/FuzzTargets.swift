@@ -1,5 +1,5 @@
-// libFuzzer entry point for llmspool's parsers. One binary, seven targets, chosen with
-// LLMSPOOL_FUZZ_TARGET=sse|validator|config|json|headers|numbers|messages. Each target also checks an invariant that
+// libFuzzer entry point for llmspool's parsers. One binary, nine targets, chosen with
+// LLMSPOOL_FUZZ_TARGET=sse|validator|config|json|headers|numbers|messages|responses|completions. Each target also checks an invariant that
 // must hold for every input, so that a wrong answer is a finding, not only a crash.
 import Foundation
 
@@ -16,6 +16,8 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     case "headers": fuzzHeaders(bytes)
     case "numbers": fuzzNumbers(bytes)
     case "messages": fuzzMessages(bytes)
+    case "responses": fuzzAssembler(bytes, ResponsesAssembler.init, object: "response")
+    case "completions": fuzzAssembler(bytes, CompletionsAssembler.init, object: "text_completion")
     default: fatalError("unknown LLMSPOOL_FUZZ_TARGET \(target)")
     }
     return 0
@@ -88,6 +90,44 @@ private func fuzzMessages(_ bytes: [UInt8]) {
     }
 }
 
+/// A dialect's assembler over any stream, cut where the first byte says and spilled (its
+/// text taken off) after each piece as the engine does: the same verdict and document as
+/// the stream fed whole, and a complete result is a JSON object of the dialect's type.
+private func fuzzAssembler(_ bytes: [UInt8], _ make: () -> any StreamAssembling, object type: String) {
+    func run(_ cuts: [Int], spill: Bool) -> (String, [UInt8]?) {
+        var assembler = make()
+        var parser = SSEParser()
+        var written: [UInt8] = []
+        var spilled = false
+        var start = 0
+        for end in cuts + [bytes.count] {
+            bytes[start..<end].withUnsafeBytes { chunk in parser.feedRaw(chunk) { assembler.consume($0) } }
+            start = end
+            if spill && assembler.heldContentCount > 0 {
+                if !spilled { written += assembler.contentHead }
+                spilled = true
+                written += assembler.takeContent()
+            }
+        }
+        parser.finishRaw { assembler.consume($0) }
+        switch assembler.verdict() {
+        case .complete(let result): return ("complete", written + result.head + result.content + result.tail)
+        case .providerError(let message, let body): return ("error \(message) \(body)", nil)
+        case .incomplete(let reason): return ("incomplete \(reason)", nil)
+        case .malformed(let reason): return ("malformed \(reason)", nil)
+        }
+    }
+    let whole = run([], spill: false)
+    let cut = bytes.isEmpty ? 0 : Int(bytes[0]) % (bytes.count + 1)
+    let pieces = run([cut], spill: true)
+    precondition(whole.0 == pieces.0 && whole.1 == pieces.1, "the split at \(cut) with spilling changed the verdict or the result")
+    if let document = whole.1 {
+        let parsed = try? JSONSerialization.jsonObject(with: Data(document)) as? [String: Any]
+        precondition(parsed != nil, "an assembled result must be a JSON object")
+        if type == "text_completion" { precondition(parsed?["object"] as? String == type, "a completion's result is not a text_completion") }
+    }
+}
+
 /// What the raw reader accepts, Foundation must accept too (the reader is stricter only
 /// about trailing commas, which Foundation lets pass), and every string it finds must
 /// decode to what Foundation decodes.
@@ -105,13 +145,17 @@ private func fuzzJSON(_ bytes: [UInt8]) {
 }
 
 /// The validator must never crash, and must accept only what Foundation can parse as an
-/// object with a string model and an array of messages.
+/// object with a string model and what its dialect requires (messages, input or prompt);
+/// an envelope's body is what is checked.
 private func fuzzValidator(_ bytes: [UInt8]) {
     switch RequestValidator.validate(bytes) {
     case .success(let summary):
-        let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
+        let file = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
+        let object = summary.body.lowerBound > 3 ? file?["body"] as? [String: Any] : file
         precondition(object?["model"] as? String == summary.model, "accepted a request without its model")
-        precondition(object?["messages"] is [Any], "accepted a request without messages")
+        let required = ["chat.completions": "messages", "responses": "input", "completions": "prompt", "embeddings": "input"][summary.dialect]
+        if let required { precondition(object?[required] != nil, "accepted a \(summary.dialect) request without \(required)") }
+        if summary.dialect == ChatCompletionsDialect.id { precondition(object?["messages"] is [Any], "accepted a request without messages") }
         if let brace = summary.usageSplice {
             let spliced = Array(bytes[...brace]) + Array(#""stream_options":{"include_usage":true},"#.utf8) + Array(bytes[(brace + 1)...])
             precondition((try? JSONSerialization.jsonObject(with: Data(spliced))) != nil, "the usage splice broke the JSON")

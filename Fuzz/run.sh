@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds the fuzz binary (libFuzzer + AddressSanitizer) and runs one target.
-#   Fuzz/run.sh sse|validator|config|json|headers|numbers|messages [SECONDS]      (default 600)
+#   Fuzz/run.sh sse|validator|config|json|headers|numbers|messages|responses|completions [SECONDS]      (default 600)
 # New inputs are added to Fuzz/corpus/<target>; crashes are written to Fuzz/findings/.
 # Inputs that once crashed are kept in Fuzz/regressions/<target>, read as seeds and never
 # rewritten (libFuzzer reduces the first folder only); unit tests replay them too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=${1:?usage: Fuzz/run.sh sse|validator|config|json|headers|numbers|messages [SECONDS]}
+target=${1:?usage: Fuzz/run.sh sse|validator|config|json|headers|numbers|messages|responses|completions [SECONDS]}
 seconds=${2:-600}
 binary=.build/fuzz/llmspool-fuzz
 mkdir -p .build/fuzz Fuzz/findings "Fuzz/corpus/$target"

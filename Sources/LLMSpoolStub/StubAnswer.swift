@@ -18,9 +18,21 @@ public enum StubAnswer {
         pieces(prompt: prompt, tokens: tokens).joined()
     }
 
-    /// The text of the last user message (string content or the text parts of an array).
+    /// The text the answer echoes: the last user message of chat (string content or the
+    /// text parts of an array) or of a Responses `input`, a completion's `prompt` (the
+    /// first, of several), an embedding's `input` (the first).
     public static func prompt(of request: [String: Any]) -> String {
-        guard let messages = request["messages"] as? [Any] else { return "" }
+        if let messages = request["messages"] as? [Any] { return lastUserText(messages) }
+        for key in ["prompt", "input"] {
+            if let text = request[key] as? String { return text }
+            guard let list = request[key] as? [Any] else { continue }
+            if let first = list.first as? String { return first }
+            return lastUserText(list)
+        }
+        return ""
+    }
+
+    private static func lastUserText(_ messages: [Any]) -> String {
         for case let message as [String: Any] in messages.reversed() where (message["role"] as? String) == "user" {
             if let text = message["content"] as? String { return text }
             if let parts = message["content"] as? [Any] {

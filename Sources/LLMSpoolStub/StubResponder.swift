@@ -38,6 +38,12 @@ public struct StubResponder: Sendable {
         self.defaults = defaults
     }
 
+    /// The dialects the stub speaks, found by the end of the path. Chat comes before
+    /// completions, whose path ends chat's too. Anthropic Messages is `StubMessages`.
+    static let dialects: [any StubDialectAnswer] = [
+        StubChatAnswer(), StubResponsesAnswer(), StubCompletionsAnswer(), StubEmbeddingsAnswer(),
+    ]
+
     /// `attempt` counts from 1 for each distinct request body; `headers` are the request's
     /// (lower-case names) that a dialect may check.
     public func respond(method: String, path: String, body: [UInt8], attempt: Int = 1, headers: [String: String] = [:]) -> Response {
@@ -45,7 +51,8 @@ public struct StubResponder: Sendable {
             return Response(status: 200, headers: [("Content-Type", "text/plain")], latencyMs: 0, pieces: [Piece(bytes: Array("ok\n".utf8), delayMs: 0)])
         }
         let messages = path.hasSuffix("/v1/messages")
-        guard messages || path.hasSuffix("/chat/completions") else {
+        let dialect = Self.dialects.first(where: { path.hasSuffix($0.path) })
+        guard messages || dialect != nil else {
             return error(404, "no route for \(method) \(path)")
         }
         guard method == "POST" else { return error(405, "use POST") }
@@ -56,12 +63,13 @@ public struct StubResponder: Sendable {
         let fault = attempt <= directives.faults.count ? directives.faults[attempt - 1] : nil
         var response = messages
             ? StubMessages.respond(request, body: body, headers: headers, directives: directives, fault: fault, attempt: attempt)
-            : answer(request, body: body, directives: directives, fault: fault, attempt: attempt)
+            : answer(request, body: body, dialect: dialect!, directives: directives, fault: fault, attempt: attempt)
         response.headers += fault?.headers ?? []
         return response
     }
 
-    private func answer(_ request: [String: Any], body: [UInt8], directives: StubDirectives, fault: StubFault?, attempt: Int) -> Response {
+    private func answer(_ request: [String: Any], body: [UInt8], dialect: any StubDialectAnswer, directives: StubDirectives,
+                        fault: StubFault?, attempt: Int) -> Response {
         if let fault, fault.emptyBody {
             return Response(status: fault.status ?? 200, headers: [], latencyMs: fault.headerDelayMs, pieces: [])
         }
@@ -76,19 +84,12 @@ public struct StubResponder: Sendable {
             return error(directives.status, "stub answered \(directives.status) as asked", latency: directives.latencyMs)
         }
         let latency = directives.latencyMs + (fault?.headerDelayMs ?? 0)
-        let model = (request["model"] as? String) ?? "stub"
-        let words = StubAnswer.pieces(prompt: StubAnswer.prompt(of: request), tokens: directives.tokens)
-        let id = "chatcmpl-stub-\(StubResponder.fingerprint(body))"
-        let promptTokens = body.count / 4 + 1
-        let usage: [String: Any] = ["prompt_tokens": promptTokens, "completion_tokens": words.count, "total_tokens": promptTokens + words.count]
-        let stream = request["stream"].map { JSONKind.isBool($0) && ($0 as? Bool) == true } ?? false
-        if !stream {
-            let object: [String: Any] = [
-                "id": id, "object": "chat.completion", "created": StubResponder.created, "model": model,
-                "choices": [["index": 0, "message": ["role": "assistant", "content": words.joined()], "finish_reason": "stop"]],
-                "usage": usage,
-            ]
-            var pieces = [Piece(bytes: StubResponder.json(object), delayMs: 0)]
+        let context = StubContext(request: request, body: body, model: (request["model"] as? String) ?? "stub",
+                                  words: StubAnswer.pieces(prompt: StubAnswer.prompt(of: request), tokens: directives.tokens),
+                                  fingerprint: StubResponder.fingerprint(body), promptTokens: body.count / 4 + 1)
+        let asked = request["stream"].map { JSONKind.isBool($0) && ($0 as? Bool) == true } ?? false
+        guard asked, let stream = dialect.stream(context) else {
+            var pieces = [Piece(bytes: StubResponder.json(dialect.plain(context)), delayMs: 0)]
             var abort = false
             if let cut = fault?.cutAfter ?? fault?.truncateAfter {
                 // A plain answer cut short: half of it, then the end.
@@ -98,47 +99,38 @@ public struct StubResponder: Sendable {
             }
             return Response(status: 200, headers: [("Content-Type", "application/json")], latencyMs: latency, pieces: pieces, abortAtEnd: abort)
         }
-        func event(_ choices: [[String: Any]], usage: Any? = nil) -> [UInt8] {
-            var object: [String: Any] = ["id": id, "object": "chat.completion.chunk", "created": StubResponder.created, "model": model, "choices": choices]
-            if let usage { object["usage"] = usage }
-            return Array("data: ".utf8) + StubResponder.json(object) + Array("\n\n".utf8)
+        let headers = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")]
+        var numbering = 0
+        func piece(_ event: StubEvent, delay: Int = 0) -> Piece {
+            defer { if stream.numbered && event.raw == nil { numbering += 1 } }
+            return Piece(bytes: StubResponder.serialise(event, sequence: stream.numbered ? numbering : nil), delayMs: delay)
         }
         if fault?.doneOnly == true {
-            return Response(status: 200, headers: [("Content-Type", "text/event-stream")], latencyMs: latency,
-                            pieces: [Piece(bytes: Array("data: [DONE]\n\n".utf8), delayMs: 0)])
+            return Response(status: 200, headers: headers, latencyMs: latency, pieces: stream.endOnly.map { piece($0) })
         }
-        let delay = directives.tokenDelayMs
-        var pieces = [Piece(bytes: event([["index": 0, "delta": ["role": "assistant", "content": ""], "finish_reason": NSNull()]]), delayMs: 0)]
         if directives.bulkBytes > 0 {
             // One 16 KiB content event, repeated until the stream holds bulk_bytes.
             let text = String(repeating: "abcdefghijklmnop", count: 1024)
-            let chunk = event([["index": 0, "delta": ["content": text], "finish_reason": NSNull()]])
-            pieces.append(Piece(bytes: chunk, delayMs: 0, repeats: max(1, directives.bulkBytes / chunk.count)))
+            var pieces = stream.opening.map { piece($0) }
+            let chunk = piece(stream.bulk(text))
+            pieces.append(Piece(bytes: chunk.bytes, delayMs: 0, repeats: max(1, directives.bulkBytes / chunk.bytes.count)))
             // A cut fault sends all the text, then drops the connection before the end.
             let cut = fault?.cutAfter != nil
-            if !cut {
-                pieces.append(Piece(bytes: event([["index": 0, "delta": [String: Any](), "finish_reason": "stop"]]), delayMs: 0))
-                pieces.append(Piece(bytes: Array("data: [DONE]\n\n".utf8), delayMs: 0))
-            }
-            return Response(status: 200, headers: [("Content-Type", "text/event-stream")], latencyMs: latency, pieces: pieces, abortAtEnd: cut)
+            if !cut { pieces += stream.closing.map { piece($0) } }
+            return Response(status: 200, headers: headers, latencyMs: latency, pieces: pieces, abortAtEnd: cut)
         }
+        var events: [(StubEvent, Int)] = stream.opening.map { ($0, 0) }
+        for (index, event) in stream.content.enumerated() {
+            events.append((event, directives.tokenDelayMs))
+            if index == 0, fault?.errorInStream == true { events.append((stream.error, 0)) }
+        }
+        // The end follows the last token at once: N tokens at D ms hold a stream N x D ms.
+        events += stream.closing.map { ($0, 0) }
+        var pieces = events.map { piece($0.0, delay: $0.1) }
         if let fault, fault.stallMs > 0 {
-            for _ in 0..<max(1, fault.stallMs / fault.keepaliveMs) {
-                pieces.append(Piece(bytes: Array(": keep-alive\n\n".utf8), delayMs: fault.keepaliveMs))
-            }
+            let keepalive = Piece(bytes: Array(": keep-alive\n\n".utf8), delayMs: fault.keepaliveMs)
+            pieces.insert(contentsOf: Array(repeating: keepalive, count: max(1, fault.stallMs / fault.keepaliveMs)), at: min(1, pieces.count))
         }
-        for (index, word) in words.enumerated() {
-            pieces.append(Piece(bytes: event([["index": 0, "delta": ["content": word], "finish_reason": NSNull()]]), delayMs: delay))
-            if index == 0, fault?.errorInStream == true {
-                pieces.append(Piece(bytes: Array(#"data: {"error":{"message":"stub error inside the stream","type":"server_error","code":503}}"#.utf8) + Array("\n\n".utf8), delayMs: 0))
-            }
-        }
-        // The finish follows the last token at once: N tokens at D ms hold a stream N x D ms.
-        pieces.append(Piece(bytes: event([["index": 0, "delta": [String: Any](), "finish_reason": "stop"]]), delayMs: 0))
-        if let options = request["stream_options"] as? [String: Any], (options["include_usage"] as? Bool) == true {
-            pieces.append(Piece(bytes: event([], usage: usage), delayMs: 0))
-        }
-        pieces.append(Piece(bytes: Array("data: [DONE]\n\n".utf8), delayMs: 0))
         var abort = false
         if let cut = fault?.cutAfter {
             pieces = Array(pieces.prefix(max(1, cut)))
@@ -146,8 +138,20 @@ public struct StubResponder: Sendable {
         } else if let cut = fault?.truncateAfter {
             pieces = Array(pieces.prefix(max(1, cut)))
         }
-        return Response(status: 200, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")],
-                        latencyMs: latency, pieces: pieces, abortAtEnd: abort)
+        return Response(status: 200, headers: headers, latencyMs: latency, pieces: pieces, abortAtEnd: abort)
+    }
+
+    /// One event as SSE: its `event:` line when it has a name, its data, a blank line. A
+    /// numbered stream's events carry their `sequence_number`.
+    static func serialise(_ event: StubEvent, sequence: Int?) -> [UInt8] {
+        var text = event.name.map { "event: \($0)\n" } ?? ""
+        if let raw = event.raw {
+            text += "data: \(raw)\n\n"
+            return Array(text.utf8)
+        }
+        var object = event.object ?? [:]
+        if let sequence { object["sequence_number"] = sequence }
+        return Array(text.utf8) + Array("data: ".utf8) + json(object) + Array("\n\n".utf8)
     }
 
     private func error(_ status: Int, _ message: String, latency: Int = 0) -> Response {

@@ -19,6 +19,8 @@ public final class StubServer: @unchecked Sendable {
         public let attempt: Int
         public let at: Double
         public let prompt: String
+        /// The path it was posted to, which names its dialect.
+        public let path: String
     }
 
     static let logLimit = 200_000
@@ -73,14 +75,14 @@ public final class StubServer: @unchecked Sendable {
     public var arrivals: [Arrival] { log.withLock { $0 } }
 
     /// Counts the attempt and logs the arrival; returns the attempt number.
-    func record(_ body: [UInt8], at arrived: Double) -> Int {
+    func record(_ body: [UInt8], path: String, at arrived: Double) -> Int {
         let key = StubResponder.fingerprint(body)
         let attempt = attempts.withLock { counts -> Int in
             counts[key, default: 0] += 1
             return counts[key]!
         }
         let prompt = JSONObject.parse(body).map(StubAnswer.prompt(of:)) ?? ""
-        let arrival = Arrival(key: key, attempt: attempt, at: arrived, prompt: prompt)
+        let arrival = Arrival(key: key, attempt: attempt, at: arrived, prompt: prompt, path: path)
         log.withLock { entries in
             if entries.count >= StubServer.logLimit { entries.removeFirst(entries.count / 2) }
             entries.append(arrival)
@@ -90,11 +92,11 @@ public final class StubServer: @unchecked Sendable {
 
     func respond(method: String, path: String, body: [UInt8], headers: [String: String] = [:], arrived: Double) -> StubResponder.Response {
         if method == "GET" && path == "/stub/requests" {
-            let entries = arrivals.map { ["key": $0.key, "attempt": $0.attempt, "at": $0.at, "prompt": $0.prompt] as [String: Any] }
+            let entries = arrivals.map { ["key": $0.key, "attempt": $0.attempt, "at": $0.at, "prompt": $0.prompt, "path": $0.path] as [String: Any] }
             return StubResponder.Response(status: 200, headers: [("Content-Type", "application/json")], latencyMs: 0,
                                           pieces: [.init(bytes: StubResponder.json(["requests": entries]), delayMs: 0)])
         }
-        let attempt = method == "POST" ? record(body, at: arrived) : 1
+        let attempt = method == "POST" ? record(body, path: path, at: arrived) : 1
         return responder.respond(method: method, path: path, body: body, attempt: attempt, headers: headers)
     }
 

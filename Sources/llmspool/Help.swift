@@ -103,7 +103,8 @@ enum Help {
     Validates the request, writes it to a hidden file in <spool>/outgoing, fsyncs it and
     renames it into place, then prints its id (a time-sorted random one unless --id).
     With --wait it follows the request to its end: the answer's text goes to stdout as it
-    streams; on a terminal, stderr shows a live line (state, elapsed time, tokens per
+    streams, in any dialect (for embeddings, one line: how many and of how many
+    dimensions); on a terminal, stderr shows a live line (state, elapsed time, tokens per
     second, attempt) until text arrives. Exit status: 0 done, 1 failed or cancelled (the
     error on stderr), 124 --timeout passed (the request stays in the spool).
     """
@@ -136,8 +137,8 @@ enum Help {
     static let show = """
     Usage: llmspool show ID [--spool DIR]
 
-    Everything known about one request, as JSON: its state, files, attempts with timings
-    and errors, endpoint and usage. Exit status 1 when the spool knows no such request.
+    Everything known about one request, as JSON: its state, dialect, files, attempts with
+    timings and errors, endpoint and usage. Exit status 1 when the spool knows no such request.
     """
 
     static let retry = """

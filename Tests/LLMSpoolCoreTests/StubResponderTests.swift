@@ -51,7 +51,7 @@ import Testing
     @Test func badRequestsAndRoutesGetOpenAIShapedErrors() {
         #expect(responder.respond(method: "POST", path: "/v1/chat/completions", body: Array("nope".utf8)).status == 400)
         #expect(responder.respond(method: "GET", path: "/v1/chat/completions", body: []).status == 405)
-        #expect(responder.respond(method: "POST", path: "/v1/embeddings", body: []).status == 404)
+        #expect(responder.respond(method: "POST", path: "/v1/images/generations", body: []).status == 404)
         #expect(responder.respond(method: "GET", path: "/healthz", body: []).status == 200)
     }
 }

@@ -19,7 +19,11 @@ import Testing
                                                        notBefore: Date(timeIntervalSince1970: 99.125), preferredEndpoint: 1),
                                   endpoint: "primary", usage: ["total_tokens": 7], resultInode: 9,
                                   errorRecord: Array(#"{"kind":"http"}"#.utf8))
+        var named = original
+        named.dialect = "responses"
+        #expect(TaskRecord.decode(named.encoded())?.dialect == "responses")
         let decoded = try #require(TaskRecord.decode(original.encoded()))
+        #expect(decoded.dialect == nil)
         #expect(decoded.id == original.id)
         #expect(decoded.status == .failed)
         #expect(decoded.request == identity)

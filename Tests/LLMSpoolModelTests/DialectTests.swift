@@ -165,7 +165,7 @@ private struct InputDialect: Dialect {
         let body = Array(#"{"choices":[],"usage":{"prompt_tokens":3,"total_tokens":5,"details":{}}}"#.utf8)
         let answer = try RawJSON.parse(body)
         #expect(dialect.usage(ofPlainAnswer: answer, in: body) == ["prompt_tokens": 3, "total_tokens": 5])
-        #expect(AttemptJudge.judgePlain(status: 200, body: body, dialect: dialect) == .success(assembled: nil, usage: ["prompt_tokens": 3, "total_tokens": 5]))
+        #expect(AttemptJudge.judgePlain(status: 200, body: body, dialect: dialect) == .success(assembled: nil, usage: ["prompt_tokens": 3, "total_tokens": 5, "input": 3]))
         let none = Array(#"{"choices":[]}"#.utf8)
         #expect(dialect.usage(ofPlainAnswer: try RawJSON.parse(none), in: none) == nil)
     }

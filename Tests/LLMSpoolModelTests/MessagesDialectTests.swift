@@ -91,7 +91,7 @@ import Testing
     @Test func plainAnswerMustBeAMessage() {
         let dialect = MessagesDialect()
         let message = Array(#"{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":1}}"#.utf8)
-        #expect(AttemptJudge.judgePlain(status: 200, body: message, dialect: dialect) == .success(assembled: nil, usage: ["input_tokens": 3, "output_tokens": 1]))
+        #expect(AttemptJudge.judgePlain(status: 200, body: message, dialect: dialect) == .success(assembled: nil, usage: ["input_tokens": 3, "output_tokens": 1, "input": 3, "output": 1]))
         for body in [#"{"object":"chat.completion","choices":[]}"#, #"{"type":"completion","content":[]}"#, #"{"type":"message"}"#] {
             guard case .failure(let failure) = AttemptJudge.judgePlain(status: 200, body: Array(body.utf8), dialect: dialect) else {
                 Issue.record("\(body) was taken for a message")

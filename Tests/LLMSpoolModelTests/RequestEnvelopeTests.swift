@@ -1,6 +1,9 @@
 import Testing
 @testable import LLMSpoolModel
 
+/// Every registered url, as the messages list them.
+private let supportedURLs = DialectRegistry.urls.joined(separator: ", ")
+
 @Suite struct RequestEnvelopeTests {
     func validate(_ text: String) -> Result<RequestSummary, RequestProblem> {
         RequestValidator.validate(Array(text.utf8))
@@ -45,9 +48,9 @@ import Testing
 
     @Test(arguments: [
         (#"{"url":"/v1/chat/completions","method":"GET","body":{}}"#, RequestProblem.Kind.unsupported, #""method" must be "POST", not "GET""#, 1, 40),
-        (#"{"url":"/v1/nope","body":{}}"#, .unsupported, #""url" "/v1/nope" is not supported; the supported urls are {urls}"#, 1, 8),
-        (#"{"url":7,"body":{}}"#, .wrongType, #""url" must be a string (one of {urls}), not a number"#, 1, 8),
-        (#"{"body":{"model":"m","messages":[]}}"#, .missingField, #"the envelope has no "url" (one of {urls})"#, nil, nil),
+        (#"{"url":"/v1/nope","body":{}}"#, .unsupported, #""url" "/v1/nope" is not supported; the supported urls are \#(supportedURLs)"#, 1, 8),
+        (#"{"url":7,"body":{}}"#, .wrongType, #""url" must be a string (one of \#(supportedURLs)), not a number"#, 1, 8),
+        (#"{"body":{"model":"m","messages":[]}}"#, .missingField, #"the envelope has no "url" (one of \#(supportedURLs))"#, nil, nil),
         (#"{"url":"/v1/chat/completions"}"#, .missingField, #"the envelope has no "body""#, nil, nil),
         (#"{"url":"/v1/chat/completions","body":[1]}"#, .wrongType, #""body" must be an object, not an array"#, 1, 38),
         (#"{"url":"/v1/chat/completions","body":{},"custom_id":""}"#, .wrongType, #""custom_id" must not be empty"#, 1, 53),

@@ -21,6 +21,8 @@ def types():
         "Completion": openai.types.Completion,
         "CreateEmbeddingResponse": openai.types.CreateEmbeddingResponse,
         "Response": openai.types.responses.Response,
+        # One event of a Responses stream (a union, read through a TypeAdapter).
+        "ResponseStreamEvent": openai.types.responses.ResponseStreamEvent,
         "Message": anthropic.types.Message,
     }
 
@@ -36,6 +38,12 @@ def main(argv):
         print(f"unknown type {argv[0]!r}; known: {', '.join(sorted(known))}", file=sys.stderr)
         return 2
     kind = known[argv[0]]
+    if not hasattr(kind, "model_validate"):
+        import pydantic
+        adapter = pydantic.TypeAdapter(kind)
+
+        class kind:  # the union's validator under the name the loop calls
+            model_validate = staticmethod(adapter.validate_python)
     count = 0
     for path in argv[1:]:
         with open(path, "rb") as handle:
@@ -46,7 +54,7 @@ def main(argv):
                 kind.model_validate(value)
             except Exception as error:  # the first problem, named by file and line
                 where = f"{path}:{number}" if jsonl else path
-                print(f"{where}: not a valid {argv[0]}: {error}")
+                print(f"{where}: not a valid {argv[0]}: {str(error)[:2000]}")
                 return 1
             count += 1
     print(f"ok {count}")

@@ -321,8 +321,9 @@ public final class Finisher: Sendable {
             if let spill = outcome.stream?.spillFD, spill >= 0 { Syscall.close(spill) }
             closePartial(outcome.partialFD)
         }
-        let record = TaskRecord(id: id, status: .done, request: task.identity, history: task.history, endpoint: outcome.endpointName,
+        var record = TaskRecord(id: id, status: .done, request: task.identity, history: task.history, endpoint: outcome.endpointName,
                                 usage: usage)
+        record.dialect = task.summary.dialect
         let success = PublicationPlan.Success(task: task, record: record, source: source, streamed: assembled != nil)
         if case .failed(_, _, let error) = executor.run(PublicationPlan.prepare(success)) { throw error }
         return success

@@ -62,9 +62,14 @@ public final class Metrics: Sendable {
     public func rescan(_ reason: String) { state.withLock { $0.rescans[reason, default: 0] += 1 } }
     public func overflow() { state.withLock { $0.overflows += 1 } }
 
+    /// The counts `llmspool_tokens_total` has by kind: chat's own, and the common names every
+    /// dialect's usage is read under (`UsageNames`).
+    static let tokenKinds = ["prompt_tokens", "completion_tokens", UsageNames.input, UsageNames.output,
+                             UsageNames.cachedInput, UsageNames.reasoning]
+
     public func usage(_ counts: [String: Int]) {
         state.withLock { state in
-            for key in ["prompt_tokens", "completion_tokens"] { if let value = counts[key] { state.tokens[key] = TokenCount.sum(state.tokens[key, default: 0], value) } }
+            for key in Metrics.tokenKinds { if let value = counts[key] { state.tokens[key] = TokenCount.sum(state.tokens[key, default: 0], value) } }
             for (key, value) in counts { state.usage[key] = TokenCount.sum(state.usage[key, default: 0], value) }
         }
     }
@@ -137,7 +142,7 @@ public final class Metrics: Sendable {
         out += "llmspool_sent_bytes_total \(current.bytesOut)\n"
         family("llmspool_tokens_total", "counter", "Tokens the endpoints reported, by kind.")
         labelled("llmspool_tokens_total", "kind", current.tokens.reduce(into: [:]) { $0[$1.key.replacingOccurrences(of: "_tokens", with: "")] = $1.value },
-                 known: ["prompt", "completion"])
+                 known: ["prompt", "completion", UsageNames.input, UsageNames.output])
         for (name, help, histogram) in [("llmspool_first_byte_seconds", "Time from the start of an attempt to its first response byte.", current.firstByte),
                                         ("llmspool_attempt_seconds", "Time an attempt took, start to end.", current.duration)] {
             family(name, "histogram", help)

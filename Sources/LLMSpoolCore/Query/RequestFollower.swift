@@ -63,6 +63,10 @@ public final class RequestFollower {
     private var firstTokenAt: Date?
     private var tokens = 0
     private var attempt = 1
+    /// The request's dialect, learned by validating its file (or, once it is gone, from the
+    /// task record): how its events and its result are read.
+    private var dialect: (any Dialect)?
+    private var lastDialectLookup = Date.distantPast
 
     public init(layout: SpoolLayout, id: String, onText: @escaping (String) -> Void, onProgress: @escaping (Progress) -> Void) {
         self.layout = layout
@@ -80,10 +84,16 @@ public final class RequestFollower {
         var lastProgress = Date.distantPast
         var sawRequest = Syscall.isPresent(layout.request(id))
         while true {
+            // Validating a large file costs: looked for once a second until it is known.
+            if dialect == nil, Date().timeIntervalSince(lastDialectLookup) >= 1 {
+                lastDialectLookup = Date()
+                dialect = query.dialect(of: id, recordOnly: false)
+            }
             readPartial()
             let state = query.state(of: id, live: nil)
             switch state {
             case .done:
+                if dialect == nil { dialect = query.dialect(of: id, recordOnly: true) }
                 readPartial()
                 finishText()
                 return .done(resultPath: layout.result(id))
@@ -145,9 +155,10 @@ public final class RequestFollower {
             attemptText = ""
         }
         guard partialFD >= 0 else { return }
+        let reader = dialect ?? DialectRegistry.fallback
         try? FileReader.forEachChunk(fd: partialFD, path: layout.partial(id)) { chunk in
             parser.feed(chunk) { event in
-                guard case .data(let payload) = event, let delta = RequestFollower.delta(payload) else { return }
+                guard case .data(let payload) = event, let delta = reader.textDelta(ofEvent: Array(payload.utf8)) else { return }
                 tokens += 1
                 if firstTokenAt == nil { firstTokenAt = Date() }
                 append(delta)
@@ -171,12 +182,16 @@ public final class RequestFollower {
         }
     }
 
-    /// The result is the truth: whatever of it was not shown yet is shown now.
+    /// The result is the truth: whatever of it was not shown yet is shown now. An embedding
+    /// has no text: one line says what came back.
     private func finishText() {
-        guard let bytes = try? FileReader.prefix(path: layout.result(id), limit: 256 << 20),
-              let object = JSONObject.parse(bytes),
-              let message = (object["choices"] as? [[String: Any]])?.first?["message"] as? [String: Any],
-              let content = message["content"] as? String else { return }
+        guard let bytes = try? FileReader.prefix(path: layout.result(id), limit: 256 << 20) else { return }
+        let reader = dialect ?? DialectRegistry.fallback
+        if reader.id == EmbeddingsDialect.id {
+            if let summary = EmbeddingsDialect.summary(ofResult: bytes) { onText(summary + "\n") }
+            return
+        }
+        guard let content = reader.answerText(ofResult: bytes) else { return }
         if content.hasPrefix(printed) {
             let rest = String(content.dropFirst(printed.count))
             if !rest.isEmpty { onText(rest) }
@@ -184,13 +199,5 @@ public final class RequestFollower {
             onText("\n" + content)
         }
         printed = content
-    }
-
-    /// The text delta of the first choice in one chunk.
-    static func delta(_ payload: String) -> String? {
-        guard payload != "[DONE]", let object = JSONObject.parse(Array(payload.utf8)),
-              let choice = (object["choices"] as? [[String: Any]])?.first,
-              let delta = choice["delta"] as? [String: Any] else { return nil }
-        return delta["content"] as? String
     }
 }

@@ -86,9 +86,11 @@ public struct StatusSummary: Sendable {
         }
         lines.append("queued \(queued)  in-flight \(inFlight)  waiting \(deferred)  done \(done)  failed \(failed)  held \(held)")
         if !tokens.isEmpty {
-            lines.append("tokens: " + ["prompt_tokens", "completion_tokens", "total_tokens"].compactMap { key in
-                tokens[key].map { "\(key.replacingOccurrences(of: "_tokens", with: "")) \($0)" }
-            }.joined(separator: "  "))
+            // The common names first (every dialect has them), then chat's own as before.
+            let common = [(UsageNames.input, "input"), (UsageNames.output, "output"), (UsageNames.cachedInput, "cached input"),
+                          (UsageNames.reasoning, "reasoning")]
+            let raw = ["prompt_tokens", "completion_tokens", "total_tokens"].map { ($0, $0.replacingOccurrences(of: "_tokens", with: "")) }
+            lines.append("tokens: " + (common + raw).compactMap { key, label in tokens[key].map { "\(label) \($0)" } }.joined(separator: "  "))
         }
         if !transfers.isEmpty {
             lines.append("in-flight:")
@@ -264,6 +266,21 @@ public struct SpoolQuery: Sendable {
         return entries.sorted { ($0.since, $0.id) < ($1.since, $1.id) }
     }
 
+    /// The dialect of a request: the one its file validates as (in `outgoing`, or in
+    /// `failed` after a failure), else the one its task record names (a done request's file
+    /// is gone). Nil when neither says; `recordOnly` skips reading the files.
+    public func dialect(of id: String, recordOnly: Bool) -> (any Dialect)? {
+        if !recordOnly {
+            for path in [layout.request(id), layout.failedRequest(id)] {
+                // Opened as the daemon opens requests: never a link, never a FIFO to block on.
+                guard case .success(let loaded)? = RequestFile.read(path: path, limit: 32 << 20),
+                      case .success(let summary) = RequestValidator.validate(loaded.bytes) else { continue }
+                return DialectRegistry.dialect(for: summary)
+            }
+        }
+        return TaskRecord.load(layout, id: id)?.dialect.flatMap(DialectRegistry.dialect(id:))
+    }
+
     /// Everything known about one request, as a JSON object.
     /// A waiting request's next attempt: its own time, unless every endpoint waits longer.
     static func nextAttempt(_ own: Date?, _ endpointsFreeAt: Date?) -> Date? {
@@ -287,6 +304,7 @@ public struct SpoolQuery: Sendable {
             object["in_flight"] = ["started_at": Timestamp.string(transfer.startedAt), "bytes_received": transfer.bytesReceived,
                                    "tokens_received": transfer.events, "attempt": transfer.attempt, "endpoint": transfer.endpoint]
         }
+        if let dialect = dialect(of: id, recordOnly: false) { object["dialect"] = dialect.id }
         if let record = TaskRecord.load(layout, id: id) {
             object["first_seen"] = Timestamp.string(record.history.firstSeen)
             object["attempts"] = record.history.attempts.map(TaskRecord.encode)

@@ -24,6 +24,7 @@ extension TaskRecord {
         if history.unfinishedStarts > 0 { members.append(("unfinished_starts", "\(history.unfinishedStarts)")) }
         if let notBefore = history.notBefore { members.append(("next_attempt_at", JSONText.quoted(Timestamp.string(notBefore)))) }
         if let endpoint { members.append(("endpoint", JSONText.quoted(endpoint))) }
+        if let dialect { members.append(("dialect", JSONText.quoted(dialect))) }
         if let usage {
             members.append(("usage", "{" + usage.keys.sorted().map { "\(JSONText.quoted($0)): \(usage[$0]!)" }.joined(separator: ", ") + "}"))
         }
@@ -84,9 +85,11 @@ extension TaskRecord {
         if let embedded = object["error_record"] {
             errorRecord = JSONObject.encode(embedded)
         }
-        return TaskRecord(id: id, status: status, request: request, history: history,
-                          endpoint: object["endpoint"] as? String, usage: object["usage"] as? [String: Int],
-                          resultInode: (object["result_inode"] as? NSNumber)?.uint64Value, errorRecord: errorRecord)
+        var record = TaskRecord(id: id, status: status, request: request, history: history,
+                                endpoint: object["endpoint"] as? String, usage: object["usage"] as? [String: Int],
+                                resultInode: (object["result_inode"] as? NSNumber)?.uint64Value, errorRecord: errorRecord)
+        record.dialect = object["dialect"] as? String
+        return record
     }
 
     /// The record of `id`, or nil when there is none or it cannot be read (then the task

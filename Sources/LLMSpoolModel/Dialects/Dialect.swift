@@ -90,9 +90,8 @@ extension Dialect {
         headers(apiKey: apiKey)
     }
 
-    public func plainAnswerProblem(_ answer: RawJSON.Value, in body: [UInt8]) -> String? {
-        nil
-    }
+    /// Any JSON object passes, unless the dialect says what its object is.
+    public func plainAnswerProblem(_ answer: RawJSON.Value, in body: [UInt8]) -> String? { nil }
 
     /// Validates a whole request file as this dialect, with the checks every dialect shares
     /// (UTF-8, nesting, JSON, an object, a byte order mark).

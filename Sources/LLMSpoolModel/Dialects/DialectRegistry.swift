@@ -5,6 +5,9 @@ public enum DialectRegistry {
     /// `url`) is validated as it.
     public static let all: [any Dialect] = [
         ChatCompletionsDialect(),
+        ResponsesDialect(),
+        CompletionsDialect(),
+        EmbeddingsDialect(),
         MessagesDialect(),
     ]
 

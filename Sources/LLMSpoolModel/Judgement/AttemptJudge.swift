@@ -61,7 +61,7 @@ public enum AttemptJudge {
         if let problem = dialect.plainAnswerProblem(value, in: body) {
             return .failure(AttemptFailure(.malformedResponse, problem, httpStatus: status, providerBody: Array(body.prefix(65536))))
         }
-        return .success(assembled: nil, usage: dialect.usage(ofPlainAnswer: value, in: body))
+        return .success(assembled: nil, usage: dialect.usage(ofPlainAnswer: value, in: body).map(UsageNames.normalised))
     }
 
     /// The integer token counts of `usage`, read from the raw answer.
@@ -69,13 +69,21 @@ public enum AttemptJudge {
         answer["usage"].flatMap { counts($0, in: body) }
     }
 
-    /// The integer members of a `usage` object.
+    /// The integer members of a `usage` object, and those of its objects one level down as
+    /// `parent.member` (`prompt_tokens_details.cached_tokens`), which `UsageNames` reads.
     static func counts(_ usage: RawJSON.Value, in body: [UInt8]) -> [String: Int]? {
         guard case .object(let members, _) = usage else { return nil }
         var counts: [String: Int] = [:]
+        func integer(_ value: RawJSON.Value) -> Int? {
+            guard case .number(let range) = value else { return nil }
+            return Int(String(decoding: body[range], as: UTF8.self))
+        }
         for member in members {
-            guard case .number(let range) = member.value, let number = Int(String(decoding: body[range], as: UTF8.self)) else { continue }
-            counts[member.key] = number
+            if let number = integer(member.value) {
+                counts[member.key] = number
+            } else if case .object(let inner, _) = member.value {
+                for detail in inner { if let number = integer(detail.value) { counts[member.key + "." + detail.key] = number } }
+            }
         }
         return counts.isEmpty ? nil : counts
     }
@@ -84,7 +92,7 @@ public enum AttemptJudge {
     public static func judgeStream(status: Int, verdict: StreamVerdict, dialect: any Dialect = DialectRegistry.fallback) -> Verdict {
         switch verdict {
         case .complete(let assembled):
-            return .success(assembled: assembled, usage: assembled.usage)
+            return .success(assembled: assembled, usage: assembled.usage.map(UsageNames.normalised))
         case .providerError(let message, let body):
             return .failure(dialect.streamFailure(message: message, body: body, status: status))
         case .incomplete(let reason):

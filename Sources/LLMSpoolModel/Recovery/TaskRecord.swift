@@ -28,6 +28,9 @@ public struct TaskRecord: Sendable, Equatable {
     public var resultInode: UInt64?
     /// The error record to publish, for a failed task.
     public var errorRecord: [UInt8]?
+    /// The `Dialect.id` the request was validated as, for a done task: what `show` and
+    /// `wait` read the result as once the request file is gone.
+    public var dialect: String?
 
     public init(id: String, status: Status, request: FileIdentity?, history: TaskHistory, endpoint: String? = nil,
                 usage: [String: Int]? = nil, resultInode: UInt64? = nil, errorRecord: [UInt8]? = nil) {

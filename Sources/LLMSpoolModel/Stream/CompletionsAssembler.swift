@@ -1,0 +1,149 @@
+/// Folds the `text_completion` chunks of a legacy completions stream into the
+/// `text_completion` object a plain call returns, each choice's text joined. Pure; strings
+/// are kept as the server escaped them, and the first choice's text, nearly all of a long
+/// answer, can be taken off in pieces as it grows (as `StreamAssembler` does for chat).
+public struct CompletionsAssembler: StreamAssembling {
+    /// Everything before the first choice's text in the result.
+    public static let contentHead = Array(#"{"choices":[{"index":0,"text":""#.utf8)
+
+    public var contentHead: [UInt8] { Self.contentHead }
+
+    struct Choice {
+        /// Escaped text, without quotes; nil until a `text` string arrives.
+        var text: [UInt8]?
+        /// The raw JSON value.
+        var finishReason: [UInt8]?
+    }
+
+    public private(set) var sawDone = false
+    public private(set) var eventCount = 0
+    private var providerError: (message: String, body: [UInt8])?
+    private var malformed: String?
+    private var id: [UInt8]?
+    private var model: [UInt8]?
+    private var created: [UInt8]?
+    private var systemFingerprint: [UInt8]?
+    private var usage: [UInt8]?
+    private var choices: [Int: Choice] = [:]
+    private var contentTaken = 0
+
+    public init() {}
+
+    public var heldContentCount: Int { choices[0]?.text?.count ?? 0 }
+
+    public mutating func takeContent() -> [UInt8] {
+        guard let text = choices[0]?.text, !text.isEmpty else { return [] }
+        contentTaken += text.count
+        choices[0]!.text = []
+        return text
+    }
+
+    public mutating func consume(_ event: SSEParser.RawEvent) {
+        guard case .data(let payload) = event else { return }
+        guard !sawDone, providerError == nil, malformed == nil else { return }
+        eventCount += 1
+        if StreamAssembler.isDone(payload) {
+            sawDone = true
+            return
+        }
+        let object: RawJSON.Value
+        do {
+            object = try RawJSON.parse(payload)
+        } catch {
+            malformed = "event \(eventCount) is not JSON (\(error)): \(String(decoding: payload.prefix(200), as: UTF8.self))"
+            return
+        }
+        guard case .object = object else {
+            malformed = "event \(eventCount) is not a JSON object: \(String(decoding: payload.prefix(200), as: UTF8.self))"
+            return
+        }
+        if let error = object["error"], !error.isNull {
+            let body = Array(payload)
+            providerError = (ProviderError.message(inBody: body) ?? "the stream carried an error", body)
+            return
+        }
+        func raw(_ value: RawJSON.Value?) -> [UInt8]? {
+            guard let value, !value.isNull else { return nil }
+            return Array(payload[value.range])
+        }
+        if id == nil { id = raw(object["id"]) }
+        if model == nil { model = raw(object["model"]) }
+        if created == nil { created = raw(object["created"]) }
+        if systemFingerprint == nil { systemFingerprint = raw(object["system_fingerprint"]) }
+        if let value = raw(object["usage"]) { usage = value }
+        guard case .array(let list, _)? = object["choices"] else { return }
+        for choice in list {
+            guard case .object = choice else { continue }
+            let index = StreamAssembler.integer(choice["index"], payload) ?? 0
+            if choices[index] == nil { choices[index] = Choice() }
+            // Changed in place: a copied Choice would copy its text, quadratic for a long answer.
+            if let text = StreamAssembler.escaped(choice["text"], payload) {
+                if choices[index]!.text == nil { choices[index]!.text = [] }
+                choices[index]!.text!.append(contentsOf: text)
+            }
+            if case .string(let range)? = choice["finish_reason"] {
+                choices[index]!.finishReason = Array(payload[(range.lowerBound - 1)..<(range.upperBound + 1)])
+            }
+        }
+    }
+
+    public func verdict() -> StreamVerdict {
+        if let providerError { return .providerError(message: providerError.message, body: providerError.body) }
+        if let malformed { return .malformed(malformed) }
+        let finished = !choices.isEmpty && choices.values.allSatisfy { $0.finishReason != nil }
+        guard sawDone || finished else {
+            return .incomplete("the stream ended without [DONE] or a finish_reason after \(eventCount) events")
+        }
+        if choices.isEmpty {
+            return .malformed("the stream ended with [DONE] but carried no choice (\(eventCount) events)")
+        }
+        return .complete(assembled())
+    }
+
+    private func assembled() -> AssembledCompletion {
+        var result = AssembledCompletion(head: [], content: [], tail: [], usage: usage.flatMap(StreamAssembler.usageCounts))
+        // The first choice's text sits between head and tail, taken or held.
+        let first = choices[0]
+        let streamed = first?.text != nil
+        if streamed {
+            result.head = contentTaken > 0 ? [] : Self.contentHead
+            result.content = first!.text!
+        }
+        var tail: [UInt8] = []
+        func member(_ name: String, _ raw: [UInt8]?, null: Bool = true) {
+            guard raw != nil || null else { return }
+            tail += Array(",\"\(name)\":".utf8)
+            tail += raw ?? Array("null".utf8)
+        }
+        func rest(of choice: Choice) {
+            member("finish_reason", choice.finishReason)
+            tail += Array(#","logprobs":null}"#.utf8)
+        }
+        var ordered = choices.keys.sorted()
+        if streamed {
+            tail.append(0x22)
+            rest(of: first!)
+            ordered.removeAll { $0 == 0 }
+        } else {
+            tail += Array("{\"choices\":[".utf8)
+        }
+        for (position, index) in ordered.enumerated() {
+            let choice = choices[index]!
+            if streamed || position > 0 { tail.append(UInt8(ascii: ",")) }
+            tail += Array("{\"index\":\(index),\"text\":\"".utf8)
+            tail += choice.text ?? []
+            tail.append(0x22)
+            rest(of: choice)
+        }
+        tail.append(UInt8(ascii: "]"))
+        member("created", created)
+        member("id", id)
+        member("model", model)
+        tail += Array(#","object":"text_completion""#.utf8)
+        member("system_fingerprint", systemFingerprint, null: false)
+        member("usage", usage, null: false)
+        tail.append(UInt8(ascii: "}"))
+        result.tail = tail
+        return result
+    }
+}
