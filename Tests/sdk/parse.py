@@ -13,6 +13,7 @@ import sys
 
 def types():
     import anthropic.types
+    import anthropic.types.messages
     import openai.types
     import openai.types.chat
     import openai.types.responses
@@ -22,6 +23,8 @@ def types():
         "CreateEmbeddingResponse": openai.types.CreateEmbeddingResponse,
         "Response": openai.types.responses.Response,
         "Message": anthropic.types.Message,
+        "Batch": openai.types.Batch,
+        "MessageBatchIndividualResponse": anthropic.types.messages.MessageBatchIndividualResponse,
     }
 
 

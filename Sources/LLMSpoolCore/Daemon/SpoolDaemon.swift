@@ -12,6 +12,7 @@ public final class SpoolDaemon: Sendable {
     private let finisher: Finisher
     private let pool: WorkerPool
     private let committer: GroupCommitter
+    private let batches: BatchRunner
     private let hooks: HookRunner
     private let logger: Logger
     private let notifier: SystemdNotifier
@@ -68,9 +69,17 @@ public final class SpoolDaemon: Sendable {
                 withdrawn: { id in pool.submit { finisher.withdrawn(id: id) } }),
             logger: logger)
         engineBox.withLock { $0 = engine }
+        let batches = BatchRunner(layout: layout, settings: BatchRunner.Settings(config), logger: logger, post: post,
+                                  onEnd: { report in
+                                      hooks.handleBatch(report)
+                                  })
+        finisher.batches.withLock { $0 = batches }
+        var watcherDelegate = Watcher.Delegate(found: { post(.arrived($0)) }, removed: { post(.requestRemoved(id: $0)) })
+        watcherDelegate.foundBatch = { batches.found($0) }
+        watcherDelegate.removedBatch = { batches.removed($0) }
         self.watcher = Watcher(layout: layout, settings: Watcher.Settings(config), known: known, metrics: metrics,
-                               delegate: .init(found: { post(.arrived($0)) }, removed: { post(.requestRemoved(id: $0)) }),
-                               logger: logger)
+                               delegate: watcherDelegate, logger: logger)
+        self.batches = batches
         self.layout = layout
         self.engine = engine
         self.finisher = finisher
@@ -116,8 +125,9 @@ public final class SpoolDaemon: Sendable {
             leases.startKeeper(lost: { [engine] id in engine.leaseLost(id) })
             logger.info("claiming requests with leases", ["owner": leases.owner, "lease_seconds": "\(leases.seconds)"])
         }
-        try watcher.start()
         engine.start()
+        batches.start()
+        try watcher.start()
         totals.start(query: SpoolQuery(layout: layout), metrics: metrics)
         startStatusWriter()
         notifier.send("READY=1")
@@ -164,6 +174,7 @@ public final class SpoolDaemon: Sendable {
         engine.shutdown()
         pool.finish()
         committer.finish()
+        batches.finish()
         hooks.finish()
         leases?.stopKeeper()
         statusStop.store(true, ordering: .relaxed)
@@ -175,6 +186,7 @@ public final class SpoolDaemon: Sendable {
     /// spool, the watcher's settings and logging keep their values until a restart.
     public func reload(config: Config, endpoints: [Endpoint]) {
         finisher.reconfigure(retry: config.retry, endpointCount: endpoints.count)
+        batches.reconfigure(BatchRunner.Settings(config))
         engine.reconfigure(endpoints: endpoints, settings: TransferEngine.Settings(config))
     }
 
@@ -216,6 +228,14 @@ public final class SpoolDaemon: Sendable {
         var kept = 0
         for directory in [layout.incoming, layout.failed, layout.state] {
             for name in (try? Syscall.listDirectory(directory)) ?? [] {
+                // A batch's output grows across restarts (its journal says how far); its
+                // lines' answers are leftovers like any attempt's.
+                if name.hasSuffix(SpoolLayout.batchSuffix + SpoolLayout.partialSuffix) { continue }
+                if SpoolLayout.isLineTemporary(name) {
+                    logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent("\(directory)/\(name)") }
+                    removed += 1
+                    continue
+                }
                 guard let id = LeaseRules.leftoverID(name) else { continue }
                 var unlinked = false
                 let remove = { unlinked = (try? Syscall.unlink("\(directory)/\(name)")) != nil }

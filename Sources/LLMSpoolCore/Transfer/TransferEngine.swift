@@ -476,7 +476,10 @@ public final class TransferEngine: @unchecked Sendable {
     }
 
     private func begin(_ task: TaskDescriptor, endpointIndex: Int) {
-        if let leases {
+        // A batch's line has no record and no lease of its own: its batch's journal is its
+        // record, and exactly one daemon runs a batch.
+        let isBatchLine = BatchLineRef(id: task.id) != nil
+        if let leases, !isBatchLine {
             // An exclusive create on the spool's filesystem: quick locally, one round trip on NFS.
             switch leases.claim(task.id) {
             case .claimed:
@@ -496,7 +499,7 @@ public final class TransferEngine: @unchecked Sendable {
             endBeforeStart(task, endpointIndex: endpointIndex, .diskError(reason))
             return
         }
-        if let leases, let record = TaskRecord.load(layout, id: task.id), record.status == .done || record.status == .failed {
+        if let leases, !isBatchLine, let record = TaskRecord.load(layout, id: task.id), record.status == .done || record.status == .failed {
             // A claim won on a stale view of a shared folder: another daemon may have finished
             // this request (its file still shows in a client cache). A record that proves it
             // (`Recovery.decide`) stands and the request is not sent; its lease stays as a
@@ -519,19 +522,21 @@ public final class TransferEngine: @unchecked Sendable {
             }
         }
         var task = task
-        if !previousRunCrashed { task.history = CrashGuard.ended(task.history) }
-        if CrashGuard.mustFail(task.history) {
-            endBeforeStart(task, endpointIndex: endpointIndex, .crashLoop(starts: task.history.unfinishedStarts))
-            return
-        }
-        // The start is on disk before the request is sent: if the answer crashes the
-        // daemon, the next run knows this request was in flight (`CrashGuard`).
-        task.history = CrashGuard.starting(task.history)
-        do {
-            try TaskRecord(id: task.id, status: .active, request: task.identity, history: task.history).write(layout, durable: false)
-        } catch {
-            endBeforeStart(task, endpointIndex: endpointIndex, .diskError("recording the start of the attempt failed: \(error)"))
-            return
+        if !isBatchLine {
+            if !previousRunCrashed { task.history = CrashGuard.ended(task.history) }
+            if CrashGuard.mustFail(task.history) {
+                endBeforeStart(task, endpointIndex: endpointIndex, .crashLoop(starts: task.history.unfinishedStarts))
+                return
+            }
+            // The start is on disk before the request is sent: if the answer crashes the
+            // daemon, the next run knows this request was in flight (`CrashGuard`).
+            task.history = CrashGuard.starting(task.history)
+            do {
+                try TaskRecord(id: task.id, status: .active, request: task.identity, history: task.history).write(layout, durable: false)
+            } catch {
+                endBeforeStart(task, endpointIndex: endpointIndex, .diskError("recording the start of the attempt failed: \(error)"))
+                return
+            }
         }
         let endpoint = endpoints[min(endpointIndex, endpoints.count - 1)]
         let body: Transfer.Body
