@@ -214,6 +214,9 @@ import Testing
         }
         let summary = try Self.waitForSummary(harness, "killed", timeout: 600)
         #expect(killed >= min(kills, 2), "the kills landed while the batch ran (\(killed))")
+        let resumed = harness.log.components(separatedBy: "batch resumed").count - 1
+        #expect(resumed >= min(kills, 2), "each restart resumed the batch from its journal (\(resumed) of \(killed))")
+        print("batch of \(count) lines: \(killed) kills, \(resumed) resumptions")
         #expect(summary["status"] as? String == "completed")
         let output = try Self.outputLines(harness.layout.batchOutput("killed"))
         #expect(output.count == count, "one output line per input line, none lost, none repeated")
