@@ -681,17 +681,3 @@ struct BatchLineRef: Sendable, Equatable {
         self.entry = entry
     }
 }
-
-/// One running batch's counts, for `status`.
-public struct BatchProgress: Sendable, Equatable {
-    public var name: String
-    public var total: Int
-    public var succeeded: Int
-    public var failed: Int
-    public var inFlight: Int
-    public var startedAt: Double
-    public var updatedAt: Double
-    public var cancelled: Bool
-
-    public var done: Int { succeeded + failed }
-}

@@ -150,9 +150,18 @@ public final class SpoolDaemon: Sendable {
                                                    deferred: snapshot.deferred, inFlight: snapshot.transferring)
                     logger.bestEffort("an informational write") { try DurableFile.replace(entry.encoded(), at: roster, mode: layout.fileMode) }
                 }
+                // A batch's lines are shown as its counts, not one by one.
                 var status = LiveStatus(pid: getpid(), updatedAt: Date(), queued: snapshot.queued, deferred: snapshot.deferred,
-                                        inFlight: snapshot.inFlight)
+                                        inFlight: snapshot.inFlight.filter { BatchLineRef(id: $0.id) == nil })
                 status.totals = totals.current(metrics)
+                // In flight means transferring, as for requests; the rest of a batch's window is queued.
+                var transferring: [String: Int] = [:]
+                for transfer in snapshot.inFlight { if let line = BatchLineRef(id: transfer.id) { transferring[line.batch, default: 0] += 1 } }
+                status.batches = batches.progress.map { progress in
+                    var progress = progress
+                    progress.inFlight = transferring[progress.name] ?? 0
+                    return progress
+                }
                 logger.bestEffort("an informational write") { try DurableFile.replace(status.encoded(), at: LiveStatus.path(layout), mode: layout.fileMode) }
                 if notifier.enabled {
                     notifier.send("STATUS=\(snapshot.queued) queued, \(snapshot.transferring) in flight, \(snapshot.deferred) waiting to retry")
