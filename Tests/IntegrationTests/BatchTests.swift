@@ -1,5 +1,6 @@
 import Foundation
 import LLMSpoolCore
+import LLMSpoolModel
 import Testing
 
 /// Batch files with the real daemon and the stub: validation before anything is sent, the
@@ -172,6 +173,53 @@ import Testing
         let sent = try harness.stubArrivals().count
         #expect(sent < succeeded.count + 4 + 1, "at most the lines in flight were sent beyond those that finished (sent \(sent))")
         try SDKJudge.expectParses("Batch", [harness.layout.batchSummary("slow")])
+    }
+
+    @Test func linesNotEndedWithinTheLifetimeExpire() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["concurrency": 1, "max_lifetime_seconds": 2])
+        let count = 40
+        try Self.dropBatch(harness, "late", (0..<count).map { Self.line("l-\($0)", stub: ["latency_ms": 300]) })
+        let summary = try Self.waitForSummary(harness, "late", timeout: 60)
+        #expect(summary["status"] as? String == "expired")
+        #expect(summary["expired_at"] is Int)
+        let output = try Self.outputLines(harness.layout.batchOutput("late"))
+        let found = Self.byID(output)
+        #expect(found.count == count)
+        let expired = output.filter { ($0["error"] as? [String: Any])?["code"] as? String == "batch_expired" }
+        let succeeded = output.filter { $0["error"] is NSNull }
+        #expect(succeeded.count >= 1 && succeeded.count < 10, "about 2 s of 0.3 s lines, one at a time (\(succeeded.count))")
+        #expect(expired.count + succeeded.count == count)
+        #expect(try harness.stubArrivals().count <= succeeded.count + 1, "expired lines were not sent, but the one stopped in flight")
+        try SDKJudge.expectParses("Batch", [harness.layout.batchSummary("late")])
+    }
+
+    @Test(.enabled(if: DialectRegistry.dialect(url: "/v1/messages") != nil, "the Messages dialect is not registered"))
+    func anAnthropicBatchAnswersInAnthropicsShape() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["endpoints": [["name": "stub", "base_url": harness.stubURL, "api": "anthropic"]]])
+        let count = 1_000
+        let lines = (0..<count).map { index -> String in
+            let params: [String: Any] = ["model": "claude-stub", "max_tokens": 32, "stream": index % 3 == 0,
+                                         "messages": [["role": "user", "content": "prompt of a-\(index)"]]]
+            let object: [String: Any] = ["custom_id": "a-\(index)", "params": params]
+            return String(decoding: try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+        }
+        try Self.dropBatch(harness, "claude", lines)
+        let summary = try Self.waitForSummary(harness, "claude", timeout: 300)
+        #expect(summary["status"] as? String == "completed")
+        let path = harness.layout.batchOutput("claude")
+        let output = try Self.outputLines(path)
+        #expect(Self.byID(output).count == count)
+        #expect(output.allSatisfy { ($0["result"] as? [String: Any])?["type"] as? String == "succeeded" })
+        try SDKJudge.expectParses("MessageBatchIndividualResponse", [path], jsonl: true)
+        let messages = try output.map { String(decoding: try JSONSerialization.data(withJSONObject: ($0["result"] as? [String: Any])?["message"] ?? [:]), as: UTF8.self) }
+        try Data((messages.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: harness.root + "/messages.jsonl"))
+        try SDKJudge.expectParses("Message", [harness.root + "/messages.jsonl"], jsonl: true)
     }
 
     /// kill -9 at random moments over a batch: each line's output appears exactly once, and

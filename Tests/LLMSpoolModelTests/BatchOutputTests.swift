@@ -83,6 +83,15 @@ import Testing
         #expect(value["completed_at"]?.isNull == true)
     }
 
+    @Test func anExpiredSummarySaysWhen() throws {
+        let bytes = BatchSummary(name: "b", status: .expired, endpoint: "/v1/chat/completions", total: 1, counts: BatchCounts(),
+                                 createdAt: 100, endedAt: 200, inputFile: "i", outputFile: "o").encoded()
+        let value = try parsed(bytes)
+        #expect(string(value["status"], bytes) == "expired")
+        #expect(String(decoding: bytes, as: UTF8.self).contains(#""expired_at":200"#))
+        #expect(value["completed_at"]?.isNull == true && value["cancelled_at"]?.isNull == true)
+    }
+
     @Test func tokenTotalsNeverOverflow() {
         var counts = BatchCounts()
         counts.add(code: UInt8(ascii: "s"), inputTokens: Int.max, outputTokens: -5)

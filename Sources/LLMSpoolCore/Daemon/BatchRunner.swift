@@ -72,6 +72,8 @@ public final class BatchRunner: @unchecked Sendable {
         /// Ended lines not yet committed (a write that failed is tried again).
         var ended: [Ended] = []
         var cancelled = false
+        /// `max_lifetime_seconds` passed: stopped like a cancellation, its lines end `expired`.
+        var expiring = false
 
         init(name: String, inputPath: String, fd: Int32, identity: FileIdentity, index: BatchIndex, journal: BatchJournal,
              journalFD: Int32, outputFD: Int32) {
@@ -91,6 +93,7 @@ public final class BatchRunner: @unchecked Sendable {
     private let logger: Logger
     private let executor: PublicationExecutor<SpoolFiles>
     private let post: @Sendable (Scheduler.Event) -> Void
+    private let metrics: Metrics
     private let onEnd: @Sendable (EndReport) -> Void
     private let inbox = Mutex<[Message]>([])
     private let wake = DispatchSemaphore(value: 0)
@@ -100,8 +103,9 @@ public final class BatchRunner: @unchecked Sendable {
     private var settling: [String: Double] = [:]
     private var draining = false
 
-    public init(layout: SpoolLayout, settings: Settings, logger: Logger, post: @escaping @Sendable (Scheduler.Event) -> Void,
-                onEnd: @escaping @Sendable (EndReport) -> Void = { _ in }) {
+    public init(layout: SpoolLayout, settings: Settings, logger: Logger, metrics: Metrics = Metrics(),
+                post: @escaping @Sendable (Scheduler.Event) -> Void, onEnd: @escaping @Sendable (EndReport) -> Void = { _ in }) {
+        self.metrics = metrics
         self.layout = layout
         self.settings = Mutex(settings)
         self.logger = logger
@@ -215,7 +219,8 @@ public final class BatchRunner: @unchecked Sendable {
         let decision = BatchRecovery.decide(journal: journal, input: opened.identity, partialLength: partialLength)
         if case .publish(let journal, let published) = decision {
             logger.info("batch ended before a restart; publishing it", id: name)
-            publish(name: name, fd: opened.fd, identity: opened.identity, journal: journal, outputPublished: published, cancelled: false)
+            publish(name: name, fd: opened.fd, identity: opened.identity, journal: journal, outputPublished: published,
+                    status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed)
             return
         }
         let limits = settings.withLock { $0.limits }
@@ -463,7 +468,8 @@ public final class BatchRunner: @unchecked Sendable {
             }
             switch BatchRecovery.decide(journal: journal, input: nil, partialLength: partialLength) {
             case .publish(let journal, let published):
-                publish(name: name, fd: -1, identity: nil, journal: journal, outputPublished: published, cancelled: false)
+                publish(name: name, fd: -1, identity: nil, journal: journal, outputPublished: published,
+                        status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed)
             case .cancelled(let journal):
                 logger.warning("a batch's input left while the daemon was down; it ends cancelled with the lines it had", id: name)
                 if let partialLength, partialLength > journal.outputLength {
@@ -476,7 +482,7 @@ public final class BatchRunner: @unchecked Sendable {
                 if partialLength == nil {
                     logger.bestEffort("creating the output") { try DurableFile.write([], to: layout.batchPartial(name), mode: layout.fileMode) }
                 }
-                publish(name: name, fd: -1, identity: nil, journal: journal, outputPublished: false, cancelled: true)
+                publish(name: name, fd: -1, identity: nil, journal: journal, outputPublished: false, status: .cancelled)
             case .fresh, .resume:
                 break
             }
@@ -489,17 +495,17 @@ public final class BatchRunner: @unchecked Sendable {
         guard !batch.cancelled, !draining else { return }
         let (window, lifetime) = settings.withLock { ($0.window, $0.maxLifetimeSeconds) }
         let created = Date(timeIntervalSince1970: Double(batch.journal.header.createdAt))
-        let expired = Date().timeIntervalSince(created) > lifetime
+        if Date().timeIntervalSince(created) > lifetime {
+            batch.expiring = true
+            cancel(batch.name, because: "max_lifetime_seconds (\(Int(lifetime))) passed since the batch was accepted")
+            return
+        }
         let size = Int(batch.identity.size)
         while batch.inWindow.count < window && batch.next < batch.index.count {
             let entry = batch.next
             batch.next += 1
             if batch.journal.committed.contains(entry) { continue }
             batch.inWindow.insert(entry)
-            if expired {
-                batch.ended.append(Ended(entry: entry, customID: nil, result: .expired, usage: nil))
-                continue
-            }
             let range = batch.index.range(entry)
             let line: BatchLine
             do {
@@ -537,6 +543,7 @@ public final class BatchRunner: @unchecked Sendable {
         for ended in batch.ended where !batch.journal.committed.contains(ended.entry) && seen.insert(ended.entry).inserted {
             var result = ended.result
             if batch.cancelled, case .failed = result, ended.customID == nil { result = .cancelled }
+            if batch.expiring, result == .cancelled { result = .expired }
             guard let customID = ended.customID ?? BatchRunner.customID(fd: batch.fd, index: batch.index, entry: ended.entry, size: size,
                                                                         path: batch.inputPath) else { continue }
             output += BatchOutputLine.encode(kind: batch.journal.header.kind, batch: batch.name, entry: ended.entry, customID: customID, result: result)
@@ -559,9 +566,21 @@ public final class BatchRunner: @unchecked Sendable {
             usleep(200_000)
             return
         }
-        for entry in entries { batch.journal.apply(entry) }
+        for entry in entries {
+            batch.journal.apply(entry)
+            metrics.batchLines(BatchRunner.outcomeName(entry.code))
+        }
         for ended in batch.ended { batch.inWindow.remove(ended.entry) }
         batch.ended.removeAll(keepingCapacity: true)
+    }
+
+    static func outcomeName(_ code: UInt8) -> String {
+        switch code {
+        case UInt8(ascii: "s"): "succeeded"
+        case UInt8(ascii: "c"): "cancelled"
+        case UInt8(ascii: "e"): "expired"
+        default: "failed"
+        }
     }
 
     /// Once every line has ended (or, cancelled, once none is in flight): the lines never
@@ -572,7 +591,7 @@ public final class BatchRunner: @unchecked Sendable {
             while entry < batch.index.count {
                 let upper = min(batch.index.count, entry + 4096)
                 for line in entry..<upper where !batch.journal.committed.contains(line) {
-                    batch.ended.append(Ended(entry: line, customID: nil, result: .cancelled, usage: nil))
+                    batch.ended.append(Ended(entry: line, customID: nil, result: batch.expiring ? .expired : .cancelled, usage: nil))
                 }
                 commit(batch)
                 guard batch.ended.isEmpty else { return }
@@ -584,7 +603,7 @@ public final class BatchRunner: @unchecked Sendable {
         closeOutputs(batch)
         batches[batch.name] = nil
         publish(name: batch.name, fd: batch.fd, identity: batch.identity, journal: batch.journal, outputPublished: false,
-                cancelled: batch.cancelled)
+                status: batch.expiring ? .expired : batch.cancelled ? .cancelled : .completed)
         // A newer file under the name waits for this one's end.
         if Syscall.isPresent(layout.batchRequest(batch.name)) { consider(batch.name) }
     }
@@ -602,9 +621,10 @@ public final class BatchRunner: @unchecked Sendable {
     }
 
     /// Runs the end's publication plan; the input's descriptor is closed either way.
-    private func publish(name: String, fd: Int32, identity: FileIdentity?, journal: BatchJournal, outputPublished: Bool, cancelled: Bool) {
+    private func publish(name: String, fd: Int32, identity: FileIdentity?, journal: BatchJournal, outputPublished: Bool,
+                         status: BatchSummary.Status) {
         defer { if fd >= 0 { Syscall.close(fd) } }
-        let status: BatchSummary.Status = cancelled ? .cancelled : .completed
+        let cancelled = status != .completed
         let summary = BatchSummary(name: name, status: status, endpoint: journal.header.endpoint, total: journal.header.lines,
                                    counts: journal.counts, createdAt: journal.header.createdAt, endedAt: Int(Date().timeIntervalSince1970),
                                    inputFile: layout.batchRequest(name), outputFile: layout.batchOutput(name))
@@ -616,7 +636,8 @@ public final class BatchRunner: @unchecked Sendable {
             return
         }
         let counts = journal.counts
-        logger.info(cancelled ? "batch cancelled" : "batch done", id: name,
+        metrics.batch(status.rawValue)
+        logger.info(cancelled ? "batch \(status.rawValue)" : "batch done", id: name,
                     ["output": layout.batchOutput(name), "lines": "\(journal.header.lines)", "succeeded": "\(counts.succeeded)",
                      "failed": "\(counts.notSucceeded)"])
         onEnd(EndReport(name: name, status: status.rawValue, total: journal.header.lines, succeeded: counts.succeeded,
@@ -650,6 +671,7 @@ public final class BatchRunner: @unchecked Sendable {
             settle(name, "the rejection failed")
             return
         }
+        metrics.batch("failed")
         logger.warning("batch refused", id: name, ["reason": first, "problems": "\(count)", "record": layout.errorRecord(name)])
         onEnd(EndReport(name: name, status: "failed", total: 0, succeeded: 0, failed: 0, outputPath: layout.failedBatch(name),
                         summaryPath: layout.errorRecord(name)))

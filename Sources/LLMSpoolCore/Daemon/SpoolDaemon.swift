@@ -69,7 +69,7 @@ public final class SpoolDaemon: Sendable {
                 withdrawn: { id in pool.submit { finisher.withdrawn(id: id) } }),
             logger: logger)
         engineBox.withLock { $0 = engine }
-        let batches = BatchRunner(layout: layout, settings: BatchRunner.Settings(config), logger: logger, post: post,
+        let batches = BatchRunner(layout: layout, settings: BatchRunner.Settings(config), logger: logger, metrics: metrics, post: post,
                                   onEnd: { report in
                                       hooks.handleBatch(report)
                                   })

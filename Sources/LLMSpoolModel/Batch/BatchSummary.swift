@@ -1,9 +1,9 @@
 /// `incoming/<name>.batch.json`, the last file of a batch: OpenAI's Batch object, so that
 /// a program written for OpenAI's batches reads it as it is.
 public struct BatchSummary: Sendable, Equatable {
-    /// `completed` or `cancelled`.
+    /// `completed`, `cancelled`, or `expired` (`max_lifetime_seconds` passed first).
     public enum Status: String, Sendable {
-        case completed, cancelled
+        case completed, cancelled, expired
     }
 
     public var name: String
@@ -39,6 +39,7 @@ public struct BatchSummary: Sendable, Equatable {
 
     public func encoded() -> [UInt8] {
         let cancelled = status == .cancelled
+        let expired = status == .expired
         let ended = JSONWriter.number(endedAt)
         let usage = JSONWriter.object([
             ("input_tokens", JSONWriter.number(counts.inputTokens)),
@@ -61,9 +62,9 @@ public struct BatchSummary: Sendable, Equatable {
             ("in_progress_at", JSONWriter.number(createdAt)),
             ("expires_at", JSONWriter.null),
             ("finalizing_at", ended),
-            ("completed_at", cancelled ? JSONWriter.null : ended),
+            ("completed_at", status == .completed ? ended : JSONWriter.null),
             ("failed_at", JSONWriter.null),
-            ("expired_at", JSONWriter.null),
+            ("expired_at", expired ? ended : JSONWriter.null),
             ("cancelling_at", cancelled ? ended : JSONWriter.null),
             ("cancelled_at", cancelled ? ended : JSONWriter.null),
             ("request_counts", JSONWriter.object([("total", JSONWriter.number(total)), ("completed", JSONWriter.number(counts.succeeded)),
