@@ -152,12 +152,16 @@ import Testing
         try harness.startStub()
         try harness.startDaemon(config: ["concurrency": 4])
         let count = 300
-        try Self.dropBatch(harness, "slow", (0..<count).map { Self.line("s-\($0)", stub: ["latency_ms": 150]) })
+        // The first lines are told to come back in 30 s: waiting to retry when the batch is
+        // cancelled, they must not hold its end up.
+        try Self.dropBatch(harness, "slow", (0..<count).map { index in
+            Self.line("s-\(index)", stub: index < 3 ? ["faults": [["status": 503, "retry_after": "30"]]] : ["latency_ms": 150])
+        })
         try waitUntil("some lines are done", timeout: 60) {
             ((try? String(contentsOfFile: harness.layout.batchPartial("slow"), encoding: .utf8)) ?? "").split(separator: "\n").count >= 8
         }
         try FileManager.default.removeItem(atPath: harness.layout.batchRequest("slow"))
-        let summary = try Self.waitForSummary(harness, "slow", timeout: 60)
+        let summary = try Self.waitForSummary(harness, "slow", timeout: 20)
         #expect(summary["status"] as? String == "cancelled")
         let output = try Self.outputLines(harness.layout.batchOutput("slow"))
         let found = Self.byID(output)
@@ -165,13 +169,16 @@ import Testing
         let cancelled = output.filter { ($0["error"] as? [String: Any])?["code"] as? String == "batch_cancelled" }
         let succeeded = output.filter { $0["error"] is NSNull }
         #expect(succeeded.count >= 8)
+        for index in 0..<3 {
+            #expect((found["s-\(index)"]?["error"] as? [String: Any])?["code"] as? String == "batch_cancelled", "s-\(index) was waiting to retry")
+        }
         #expect(cancelled.count + succeeded.count == count)
         #expect(cancelled.count > count / 2, "the rest was never sent")
         let counts = try #require(summary["request_counts"] as? [String: Any])
         #expect(counts["completed"] as? Int == succeeded.count)
         #expect(counts["failed"] as? Int == cancelled.count)
         let sent = try harness.stubArrivals().count
-        #expect(sent < succeeded.count + 4 + 1, "at most the lines in flight were sent beyond those that finished (sent \(sent))")
+        #expect(sent <= succeeded.count + 3 + 4, "beyond the lines that finished, only the three refused and those in flight were sent (sent \(sent))")
         try SDKJudge.expectParses("Batch", [harness.layout.batchSummary("slow")])
     }
 

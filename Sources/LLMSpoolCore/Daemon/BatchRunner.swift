@@ -19,6 +19,10 @@ public final class BatchRunner: @unchecked Sendable {
         public var window: Int
         public var maxLifetimeSeconds: Double
         public var settleSeconds: Double
+        /// Several daemons share the spool (leases): batches are left alone, since one
+        /// batch's journal and output must have one writer, and claims per batch are not
+        /// there yet.
+        public var sharedSpool = false
 
         public init(_ config: Config) {
             limits = BatchValidator.Limits(maxLines: config.maxBatchLines, maxBytes: config.maxBatchBytes,
@@ -102,6 +106,9 @@ public final class BatchRunner: @unchecked Sendable {
     private var batches: [String: Batch] = [:]
     private var settling: [String: Double] = [:]
     private var draining = false
+    /// Names of batches being cancelled, for the finisher threads: their lines are not retried.
+    private let stopping = Mutex<Set<String>>([])
+    private var warnedShared = Set<String>()
 
     public init(layout: SpoolLayout, settings: Settings, logger: Logger, metrics: Metrics = Metrics(),
                 post: @escaping @Sendable (Scheduler.Event) -> Void, onEnd: @escaping @Sendable (EndReport) -> Void = { _ in }) {
@@ -181,8 +188,19 @@ public final class BatchRunner: @unchecked Sendable {
 
     // MARK: intake
 
+    /// Whether the batch is being cancelled or has expired: a line that failed is then not tried again.
+    func isStopping(_ name: String) -> Bool {
+        stopping.withLock { $0.contains(name) }
+    }
+
     private func consider(_ name: String) {
         let path = layout.batchRequest(name)
+        if settings.withLock({ $0.sharedSpool }) {
+            if warnedShared.insert(name).inserted {
+                logger.warning("batch files are not run on a spool several daemons share (leases); it stays in outgoing", id: name)
+            }
+            return
+        }
         if let batch = batches[name] {
             // A newer file under the running batch's name: the old batch is cancelled, and
             // the new file starts once it has ended.
@@ -528,6 +546,7 @@ public final class BatchRunner: @unchecked Sendable {
         settling[name] = nil
         guard let batch = batches[name], !batch.cancelled else { return }
         batch.cancelled = true
+        stopping.withLock { _ = $0.insert(name) }
         logger.info("batch cancelled: \(reason)", id: name, ["lines_in_flight": "\(batch.inWindow.count)"])
         for entry in batch.inWindow { post(.requestRemoved(id: SpoolLayout.lineID(batch: name, entry: entry))) }
     }
@@ -602,6 +621,7 @@ public final class BatchRunner: @unchecked Sendable {
         guard batch.journal.committed.count >= batch.index.count, batch.inWindow.isEmpty else { return }
         closeOutputs(batch)
         batches[batch.name] = nil
+        stopping.withLock { _ = $0.remove(batch.name) }
         publish(name: batch.name, fd: batch.fd, identity: batch.identity, journal: batch.journal, outputPublished: false,
                 status: batch.expiring ? .expired : batch.cancelled ? .cancelled : .completed)
         // A newer file under the name waits for this one's end.

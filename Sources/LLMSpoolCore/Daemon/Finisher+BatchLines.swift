@@ -51,6 +51,9 @@ extension Finisher {
             let policy = self.policy.withLock { $0 }
             switch RetryPolicy.plan(failure, headers: outcome.headers, history: task.history, endpointIndex: outcome.endpointIndex,
                                     endpointCount: policy.endpointCount, now: now, settings: policy.retry, random: random()) {
+            case .retry where runner?.isStopping(line.batch) == true:
+                // A cancelled batch's line is not sent again, however long its retry would wait.
+                result = .cancelled
             case .retry(let delay, let endpoint, _):
                 // The history lives in memory only: a restart gives the line its attempts again.
                 task.history.notBefore = now.addingTimeInterval(delay)

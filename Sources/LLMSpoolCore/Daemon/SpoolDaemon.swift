@@ -69,7 +69,9 @@ public final class SpoolDaemon: Sendable {
                 withdrawn: { id in pool.submit { finisher.withdrawn(id: id) } }),
             logger: logger)
         engineBox.withLock { $0 = engine }
-        let batches = BatchRunner(layout: layout, settings: BatchRunner.Settings(config), logger: logger, metrics: metrics, post: post,
+        var batchSettings = BatchRunner.Settings(config)
+        batchSettings.sharedSpool = leases != nil
+        let batches = BatchRunner(layout: layout, settings: batchSettings, logger: logger, metrics: metrics, post: post,
                                   onEnd: { report in
                                       hooks.handleBatch(report)
                                   })
@@ -125,9 +127,9 @@ public final class SpoolDaemon: Sendable {
             leases.startKeeper(lost: { [engine] id in engine.leaseLost(id) })
             logger.info("claiming requests with leases", ["owner": leases.owner, "lease_seconds": "\(leases.seconds)"])
         }
+        try watcher.start()
         engine.start()
         batches.start()
-        try watcher.start()
         totals.start(query: SpoolQuery(layout: layout), metrics: metrics)
         startStatusWriter()
         notifier.send("READY=1")
@@ -195,7 +197,9 @@ public final class SpoolDaemon: Sendable {
     /// spool, the watcher's settings and logging keep their values until a restart.
     public func reload(config: Config, endpoints: [Endpoint]) {
         finisher.reconfigure(retry: config.retry, endpointCount: endpoints.count)
-        batches.reconfigure(BatchRunner.Settings(config))
+        var batchSettings = BatchRunner.Settings(config)
+        batchSettings.sharedSpool = leases != nil
+        batches.reconfigure(batchSettings)
         engine.reconfigure(endpoints: endpoints, settings: TransferEngine.Settings(config))
     }
 
