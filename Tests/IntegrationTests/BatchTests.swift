@@ -185,6 +185,27 @@ import Testing
         try SDKJudge.expectParses("Batch", [harness.layout.batchSummary("slow")])
     }
 
+    /// An endpoint with a model of its own rewrites each line's body, read in place from the
+    /// batch file (whatever its size), and streamed lines still ask for their usage.
+    @Test func anEndpointsModelRewritesEachLine() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["endpoints": [["name": "stub", "base_url": harness.stubURL, "model": "other-model"]],
+                                         "max_request_bytes": 4096])
+        // The file is far larger than max_request_bytes; each line is not.
+        let count = 300
+        try Self.dropBatch(harness, "rewritten", (0..<count).map { Self.line("r-\($0)", prompt: "prompt of r-\($0) " + String(repeating: "p", count: 100), stream: $0 % 2 == 0) })
+        let summary = try Self.waitForSummary(harness, "rewritten", timeout: 120)
+        #expect((summary["request_counts"] as? [String: Any])?["completed"] as? Int == count, "\(summary)")
+        let output = try Self.outputLines(harness.layout.batchOutput("rewritten"))
+        for line in output {
+            let body = (line["response"] as? [String: Any])?["body"] as? [String: Any]
+            #expect(body?["model"] as? String == "other-model", "\(line)")
+            #expect((body?["usage"] as? [String: Any])?["total_tokens"] is Int, "\(line)")
+        }
+    }
+
     @Test func linesNotEndedWithinTheLifetimeExpire() throws {
         let harness = try Harness()
         defer { harness.stop() }

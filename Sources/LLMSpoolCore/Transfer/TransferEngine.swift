@@ -374,12 +374,20 @@ public final class TransferEngine: @unchecked Sendable {
         let usageMember = DialectRegistry.dialect(for: task.summary).usageMember
         if let model = endpoint.model, model != task.summary.model {
             // A model rewrite needs the body parsed; it is held in memory for this attempt.
-            guard case .success(let loaded)? = RequestFile.read(path: task.requestPath, limit: settings.maxRequestBytes),
-                  task.summary.body.upperBound <= loaded.bytes.count,
-                  var object = JSONObject.parse(Array(loaded.bytes[task.summary.body])) else { return nil }
-            // RequestFile.read compared fstat with lstat; this compares with what intake validated.
-            if task.identity != nil, loaded.identity != task.identity {
-                throw UploadRefusal(verdict: UploadCheck.verify(validated: task.identity, current: loaded.identity, isRegularFile: true, links: 1))
+            var object: [String: Any]
+            if BatchLineRef(id: task.id) != nil {
+                // A batch's line: its body alone, read in place from a file of any size.
+                guard let parsed = JSONObject.parse(try readLineBody(task)) else { return nil }
+                object = parsed
+            } else {
+                guard case .success(let loaded)? = RequestFile.read(path: task.requestPath, limit: settings.maxRequestBytes),
+                      task.summary.body.upperBound <= loaded.bytes.count,
+                      let parsed = JSONObject.parse(Array(loaded.bytes[task.summary.body])) else { return nil }
+                // RequestFile.read compared fstat with lstat; this compares with what intake validated.
+                if task.identity != nil, loaded.identity != task.identity {
+                    throw UploadRefusal(verdict: UploadCheck.verify(validated: task.identity, current: loaded.identity, isRegularFile: true, links: 1))
+                }
+                object = parsed
             }
             object["model"] = model
             if task.summary.usageSplice != nil {
@@ -433,6 +441,19 @@ public final class TransferEngine: @unchecked Sendable {
             throw SystemError(errno: code, call: "lseek", path: task.requestPath)
         }
         return .spliced(prefix: prefix, sent: 0, fd: fd, fileBytes: body.upperBound - start)
+    }
+
+    /// A batch line's body, read from the batch file once it is checked to be the file
+    /// intake validated.
+    private func readLineBody(_ task: TaskDescriptor) throws -> [UInt8] {
+        let fd = try Syscall.open(task.requestPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        defer { Syscall.close(fd) }
+        let info = try Syscall.fstat(fd, path: task.requestPath)
+        let verdict = UploadCheck.verify(validated: task.identity, current: FileIdentity(info),
+                                         isRegularFile: info.st_mode & S_IFMT == S_IFREG, links: UInt64(info.st_nlink))
+        guard verdict == .same else { throw UploadRefusal(verdict: verdict) }
+        let body = task.summary.body
+        return try Syscall.preadAll(fd, count: body.count, at: body.lowerBound, path: task.requestPath)
     }
 
     /// Bodies up to this size are sent from memory.
