@@ -17,11 +17,9 @@ import Testing
         while start <= bytes.count && !validator.stopped {
             let end = bytes[start...].firstIndex(of: 0x0A) ?? bytes.count
             if end > start || end < bytes.count {
-                let index = validator.index
-                validator.add(Array(bytes[start..<end]), number: number, offset: start) { entry in
+                validator.add(Array(bytes[start..<end]), number: number, offset: start) { range in
                     count += 1
-                    let line = Array(bytes[index.range(entry)])
-                    guard case .success(let parsed) = BatchLine.read(line, at: index.starts[entry], fileSize: bytes.count) else { return nil }
+                    guard case .success(let parsed) = BatchLine.read(Array(bytes[range]), at: range.lowerBound, fileSize: bytes.count) else { return nil }
                     return parsed.customID
                 }
             }

@@ -356,9 +356,8 @@ public final class BatchRunner: @unchecked Sendable {
             if overLong || pending.count > limits.maxLineBytes {
                 validator.addTooLong(number: number, length: end - lineStart)
             } else {
-                let index = validator.index
-                validator.add(pending, number: number, offset: lineStart) { entry in
-                    BatchRunner.customID(fd: fd, index: index, entry: entry, size: size, path: path)
+                validator.add(pending, number: number, offset: lineStart) { range in
+                    BatchRunner.customID(fd: fd, range: range, size: size, path: path)
                 }
             }
             pending.removeAll(keepingCapacity: true)
@@ -395,8 +394,7 @@ public final class BatchRunner: @unchecked Sendable {
     /// The `custom_id` of an entry, read again from the file; nil when it cannot be read
     /// (the caller's check then fails safe: a possible duplicate is a distinct id, a line
     /// without its id is written on a later round).
-    static func customID(fd: Int32, index: BatchIndex, entry: Int, size: Int, path: String) -> String? {
-        let range = index.range(entry)
+    static func customID(fd: Int32, range: Range<Int>, size: Int, path: String) -> String? {
         do {
             let bytes = try Syscall.preadAll(fd, count: range.count, at: range.lowerBound, path: path)
             return try BatchLine.read(bytes, at: range.lowerBound, fileSize: size).get().customID
@@ -563,7 +561,7 @@ public final class BatchRunner: @unchecked Sendable {
             var result = ended.result
             if batch.cancelled, case .failed = result, ended.customID == nil { result = .cancelled }
             if batch.expiring, result == .cancelled { result = .expired }
-            guard let customID = ended.customID ?? BatchRunner.customID(fd: batch.fd, index: batch.index, entry: ended.entry, size: size,
+            guard let customID = ended.customID ?? BatchRunner.customID(fd: batch.fd, range: batch.index.range(ended.entry), size: size,
                                                                         path: batch.inputPath) else { continue }
             output += BatchOutputLine.encode(kind: batch.journal.header.kind, batch: batch.name, entry: ended.entry, customID: customID, result: result)
             let tokens = BatchCounts.tokens(of: ended.usage)

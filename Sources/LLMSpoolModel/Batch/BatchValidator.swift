@@ -69,8 +69,10 @@ public struct BatchValidator {
     }
 
     /// Adds the line numbered `number` (1-based, in the file), found at `offset`, without its
-    /// newline. `reread` gives the `custom_id` of an earlier entry of the index.
-    public mutating func add(_ line: [UInt8], number: Int, offset: Int, reread: (Int) -> String?) {
+    /// newline. `reread` gives the `custom_id` of the earlier line at that range of the file
+    /// (a range, not the index: a caller holding a copy of the index while it grows would
+    /// make every append copy it).
+    public mutating func add(_ line: [UInt8], number: Int, offset: Int, reread: (Range<Int>) -> String?) {
         guard !stopped else { return }
         if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
         guard index.count < limits.maxLines else {
@@ -96,7 +98,7 @@ public struct BatchValidator {
         }
     }
 
-    private mutating func checkUnique(_ id: String, entry: Int, number: Int, reread: (Int) -> String?) {
+    private mutating func checkUnique(_ id: String, entry: Int, number: Int, reread: (Range<Int>) -> String?) {
         let fingerprint = Fingerprint.hash(id.utf8)
         guard let earlier = fingerprints[fingerprint] else {
             fingerprints[fingerprint] = Int32(entry)
@@ -106,7 +108,7 @@ public struct BatchValidator {
             duplicate(id, of: Int(other), number: number)
             return
         }
-        if reread(Int(earlier)) == id {
+        if reread(index.range(Int(earlier))) == id {
             duplicate(id, of: Int(earlier), number: number)
         } else {
             collided[id] = Int32(entry)
