@@ -102,6 +102,8 @@ public final class BatchRunner: @unchecked Sendable {
     private let inbox = Mutex<[Message]>([])
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
+    /// Set by `finish`: a validation under way gives up, and the file is read again next time.
+    private let stopRequested = Atomic<Bool>(false)
     private let live = Mutex<[String: BatchProgress]>([:])
     private var batches: [String: Batch] = [:]
     private var settling: [String: Double] = [:]
@@ -141,6 +143,7 @@ public final class BatchRunner: @unchecked Sendable {
 
     /// Commits what has ended, then stops the thread; lines not committed run again next time.
     public func finish() {
+        stopRequested.store(true, ordering: .relaxed)
         send(.stop)
         stopped.wait()
     }
@@ -366,6 +369,7 @@ public final class BatchRunner: @unchecked Sendable {
             lineStart = end + 1
         }
         while position < size && !validator.stopped {
+            if stopRequested.load(ordering: .relaxed) { throw BatchRunner.Interrupted() }
             let chunk = try Syscall.preadAll(fd, count: min(1 << 20, size - position), at: position, path: path)
             if chunk.isEmpty { break }
             var cursor = 0
@@ -706,6 +710,13 @@ public final class BatchRunner: @unchecked Sendable {
                                                  cancelled: batch.cancelled)
         }
         live.withLock { $0 = snapshot }
+    }
+}
+
+extension BatchRunner {
+    /// The daemon is stopping: a validation under way gives up, the file stays in `outgoing`.
+    struct Interrupted: Error, CustomStringConvertible {
+        var description: String { "the daemon is stopping" }
     }
 }
 
