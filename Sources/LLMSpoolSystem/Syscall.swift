@@ -56,6 +56,34 @@ public enum Syscall {
         try retrying("read", path) { Glibc.read(fd, buffer.baseAddress, buffer.count) }
     }
 
+    /// Reads at `offset` without moving the file's position.
+    public static func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int, path: String? = nil) throws -> Int {
+        try retrying("pread", path) { Glibc.pread(fd, buffer.baseAddress, buffer.count, off_t(offset)) }
+    }
+
+    /// Exactly `count` bytes at `offset`; fewer only when the file ends first.
+    public static func preadAll(_ fd: Int32, count: Int, at offset: Int, path: String? = nil) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var total = 0
+        while total < count {
+            let got = try bytes.withUnsafeMutableBytes { buffer in
+                try pread(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...]), at: offset + total, path: path)
+            }
+            if got == 0 { break }
+            total += got
+        }
+        bytes.removeLast(count - total)
+        return bytes
+    }
+
+    public static func ftruncate(_ fd: Int32, length: Int, path: String? = nil) throws {
+        _ = try retrying("ftruncate", path) { Glibc.ftruncate(fd, off_t(length)) }
+    }
+
+    public static func fdatasync(_ fd: Int32, path: String? = nil) throws {
+        _ = try retrying("fdatasync", path) { Glibc.fdatasync(fd) }
+    }
+
     public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String? = nil) throws {
         var offset = 0
         while offset < bytes.count {

@@ -22,9 +22,12 @@ struct Sizes {
     var p3InFlight = 1_000
     var p4Bytes = 1 << 30
     var p5Backlog = 100_000
+    var b1Lines = 100_000
+    var b2Lines = 1_000_000
     var concurrency = 64
 
-    static let smoke = Sizes(p1Requests: 200, p2Streams: 50, p2HoldSeconds: 2, p3Probes: 20, p3InFlight: 50, p4Bytes: 8 << 20, p5Backlog: 2_000)
+    static let smoke = Sizes(p1Requests: 200, p2Streams: 50, p2HoldSeconds: 2, p3Probes: 20, p3InFlight: 50, p4Bytes: 8 << 20, p5Backlog: 2_000,
+                             b1Lines: 2_000, b2Lines: 5_000)
 }
 
 enum Scenarios {

@@ -12,6 +12,8 @@ Usage: llmspool-bench [--smoke] [--runs N] [--scenarios P1,P2,P3,P4,P5] [--json 
 Build it in release mode: swift build -c release && .build/release/llmspool-bench
 --smoke runs tiny sizes once (seconds), to keep the harness working in CI.
 --scale F multiplies the request counts of P1, P2, P3 and P5 and P4's size (default 1).
+B1 (a 100,000-line batch against the same requests as single files) and B2 (the daemon's
+memory over a million-line batch) run only when named: --scenarios B1,B2.
 """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -44,6 +46,8 @@ if scale != 1 {
     sizes.p3InFlight = max(10, Int(Double(sizes.p3InFlight) * scale))
     sizes.p4Bytes = max(1 << 20, Int(Double(sizes.p4Bytes) * scale))
     sizes.p5Backlog = max(10, Int(Double(sizes.p5Backlog) * scale))
+    sizes.b1Lines = max(10, Int(Double(sizes.b1Lines) * scale))
+    sizes.b2Lines = max(10, Int(Double(sizes.b2Lines) * scale))
 }
 
 // Thousands of streams need thousands of descriptors, here as in the daemon.
@@ -53,7 +57,8 @@ if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
     _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
 }
 
-let scenarios: [(String, (Sizes) throws -> [Figure])] = [("P1", Scenarios.p1), ("P2", Scenarios.p2), ("P3", Scenarios.p3), ("P4", Scenarios.p4), ("P5", Scenarios.p5)]
+let scenarios: [(String, (Sizes) throws -> [Figure])] = [("P1", Scenarios.p1), ("P2", Scenarios.p2), ("P3", Scenarios.p3), ("P4", Scenarios.p4), ("P5", Scenarios.p5),
+                                                           ("B1", Scenarios.b1), ("B2", Scenarios.b2)]
 var figures: [Figure] = []
 var failed = false
 

@@ -98,7 +98,7 @@ enum Help {
     """
 
     static let submit = """
-    Usage: llmspool submit FILE|- [--id ID] [--wait] [--timeout SECONDS] [--spool DIR]
+    Usage: llmspool submit FILE|-|BATCH.jsonl [--id ID] [--wait] [--timeout SECONDS] [--spool DIR]
 
     Validates the request, writes it to a hidden file in <spool>/outgoing, fsyncs it and
     renames it into place, then prints its id (a time-sorted random one unless --id).
@@ -107,6 +107,11 @@ enum Help {
     dimensions); on a terminal, stderr shows a live line (state, elapsed time, tokens per
     second, attempt) until text arrives. Exit status: 0 done, 1 failed or cancelled (the
     error on stderr), 124 --timeout passed (the request stays in the spool).
+
+    A FILE ending in .jsonl is a batch: copied into outgoing as <name>.jsonl (the file's
+    name, or --id), without holding it in memory. With --wait, stderr shows done/total,
+    rate and ETA, and the output's path is printed at the end. Exit status: 0 every line
+    succeeded, 2 some did not (or the batch was cancelled or expired), 1 it was refused.
     """
 
     static let wait = """
@@ -135,10 +140,12 @@ enum Help {
     """
 
     static let show = """
-    Usage: llmspool show ID [--spool DIR]
+    Usage: llmspool show ID|BATCH [--spool DIR]
 
-    Everything known about one request, as JSON: its state, dialect, files, attempts with
-    timings and errors, endpoint and usage. Exit status 1 when the spool knows no such request.
+    Everything known about one request, as JSON: its state, dialect, files, attempts with timings
+    and errors, endpoint and usage. For a batch's name (or NAME.jsonl): its summary once it
+    ended, the record of its refusal, or its running counts. Exit status 1 when the spool
+    knows no such request or batch.
     """
 
     static let retry = """

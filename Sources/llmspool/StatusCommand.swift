@@ -29,12 +29,23 @@ enum StatusCommand {
         let clear = args.has("--watch") && !args.has("--json") && isatty(1) == 1
         repeat {
             let summary = query.summary()
-            let text: String
+            let batches = LiveStatus.read(layout)?.batches ?? []
+            var text: String
             if args.has("--json") {
                 // Watching prints one compact object per line (NDJSON) for scripts to read as it comes.
-                text = String(decoding: args.has("--watch") ? summary.jsonLine() : summary.json(), as: UTF8.self)
+                let bytes = args.has("--watch") ? summary.jsonLine() : summary.json()
+                if var object = JSONObject.parse(bytes) {
+                    object["batches"] = batches.compactMap { JSONObject.parse($0.json()) }
+                    let options: JSONSerialization.WritingOptions = args.has("--watch") ? [.sortedKeys] : [.prettyPrinted, .sortedKeys]
+                    text = String(decoding: try JSONSerialization.data(withJSONObject: object, options: options), as: UTF8.self) + "\n"
+                } else {
+                    text = String(decoding: bytes, as: UTF8.self)
+                }
             } else {
                 text = summary.text() + "\n"
+                if !batches.isEmpty {
+                    text += "batches running:\n" + batches.map { "  " + $0.line() + "\n" }.joined()
+                }
             }
             if clear { FileHandle.standardOutput.write(Data("\u{1B}[H\u{1B}[2J".utf8)) }
             FileHandle.standardOutput.write(Data(text.utf8))
@@ -68,7 +79,16 @@ enum StatusCommand {
         }
         guard args.positionals.count == 1 else { throw Arguments.UsageError(description: "give one request ID") }
         let layout = try ClientSpool.layout(args)
-        let details = SpoolQuery(layout: layout).show(args.positionals[0])
+        let name = args.positionals[0]
+        let batchName = name.hasSuffix(SpoolLayout.batchSuffix) ? String(name.dropLast(SpoolLayout.batchSuffix.count)) : name
+        let batches = BatchQuery(layout: layout)
+        if name.hasSuffix(SpoolLayout.batchSuffix) || batches.isBatch(batchName) {
+            let details = batches.show(batchName)
+            let data = try JSONSerialization.data(withJSONObject: details, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+            return details["state"] as? String == "unknown" ? 1 : 0
+        }
+        let details = SpoolQuery(layout: layout).show(name)
         let data = try JSONSerialization.data(withJSONObject: details, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         FileHandle.standardOutput.write(data + Data("\n".utf8))
         return details["state"] as? String == RequestState.unknown.rawValue ? 1 : 0

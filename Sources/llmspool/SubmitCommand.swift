@@ -16,6 +16,10 @@ enum SubmitCommand {
         if args["--timeout"] != nil && !args.has("--wait") {
             throw Arguments.UsageError(description: "--timeout applies to --wait only")
         }
+        if args.positionals[0].hasSuffix(SpoolLayout.batchSuffix) {
+            return try BatchCommand.submit(args.positionals[0], name: args["--id"], wait: args.has("--wait"), timeout: waitTimeout,
+                                           layout: try ClientSpool.existing(args))
+        }
         let id = args["--id"] ?? newID()
         guard case .request(let parsed) = RequestName.classify(id + SpoolLayout.requestSuffix), parsed == id, !id.contains("/") else {
             throw Arguments.UsageError(description: "--id \"\(Logger.escape(id))\" cannot be used as a request id")

@@ -13,6 +13,7 @@ import sys
 
 def types():
     import anthropic.types
+    import anthropic.types.messages
     import openai.types
     import openai.types.chat
     import openai.types.responses
@@ -24,6 +25,8 @@ def types():
         # One event of a Responses stream (a union, read through a TypeAdapter).
         "ResponseStreamEvent": openai.types.responses.ResponseStreamEvent,
         "Message": anthropic.types.Message,
+        "Batch": openai.types.Batch,
+        "MessageBatchIndividualResponse": anthropic.types.messages.MessageBatchIndividualResponse,
     }
 
 

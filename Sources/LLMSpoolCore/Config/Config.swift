@@ -29,6 +29,10 @@ public struct Config: Sendable, Equatable {
     public var maxRequestBytes = 32 * 1024 * 1024
     public var maxResponseBytes: Int64 = 256 * 1024 * 1024
     public var maxJSONDepth = RequestValidator.defaultMaxDepth
+    /// Most lines in a batch file (`outgoing/<name>.jsonl`).
+    public var maxBatchLines = 1_000_000
+    /// Largest batch file.
+    public var maxBatchBytes = 2 * 1024 * 1024 * 1024
     /// Results, records and folders readable by the owner's group too (0640 and 0750).
     public var groupReadable = false
     public var watchMode = WatchMode.auto
@@ -85,6 +89,8 @@ public struct Config: Sendable, Equatable {
         ("max_request_bytes", "largest request file accepted (default 33554432)"),
         ("max_response_bytes", "largest answer accepted; a larger one fails the request (default 268435456)"),
         ("max_json_depth", "deepest nesting of a request (default 64)"),
+        ("max_batch_lines", "most lines in a batch file, outgoing/<name>.jsonl (default 1000000)"),
+        ("max_batch_bytes", "largest batch file (default 2147483648)"),
         ("group_readable", "results, records and folders readable by the group too (default false)"),
         ("watch_mode", "auto, inotify or poll (default auto: poll on network and FUSE filesystems)"),
         ("poll_interval_seconds", "how often polling scans outgoing (default 1)"),
@@ -174,6 +180,8 @@ public struct Config: Sendable, Equatable {
         if let value = try reader.integer("cooldown_after_failures", minimum: 1, maximum: 1_000_000) { config.cooldownAfterFailures = value }
         if let value = try reader.number("cooldown_seconds", minimum: 0) { config.cooldownSeconds = value }
         if let value = try reader.integer("max_request_bytes", minimum: 1, maximum: 1 << 40) { config.maxRequestBytes = value }
+        if let value = try reader.integer("max_batch_lines", minimum: 1, maximum: 1 << 31) { config.maxBatchLines = value }
+        if let value = try reader.integer("max_batch_bytes", minimum: 1, maximum: 1 << 46) { config.maxBatchBytes = value }
         if let value = try reader.integer("max_response_bytes", minimum: 1, maximum: 1 << 50) { config.maxResponseBytes = Int64(value) }
         if let value = try reader.integer("max_json_depth", minimum: 2, maximum: 10_000) { config.maxJSONDepth = value }
         if let value = try reader.bool("group_readable") { config.groupReadable = value }

@@ -37,6 +37,8 @@ public enum ExampleConfig {
   "cooldown_seconds": 30,
 
   "max_request_bytes": 33554432,
+  "max_batch_lines": 1000000,
+  "max_batch_bytes": 2147483648,
   "max_response_bytes": 268435456,
   "max_json_depth": 64,
   "group_readable": false,

@@ -18,11 +18,13 @@ public final class Finisher: Sendable {
         var endpointCount: Int
     }
 
-    private let layout: SpoolLayout
+    let layout: SpoolLayout
     private let executor: PublicationExecutor<SpoolFiles>
-    private let logger: Logger
-    private let policy: Mutex<Policy>
-    private let random: @Sendable () -> Double
+    let logger: Logger
+    let policy: Mutex<Policy>
+    let random: @Sendable () -> Double
+    /// Set by the daemon: the lines of batch files end there.
+    let batches = Mutex<BatchRunner?>(nil)
     private let report: @Sendable (TaskReport) -> Void
     private let metrics: Metrics
     /// Set when daemons share the spool: nothing is published without the lease.
@@ -90,6 +92,7 @@ public final class Finisher: Sendable {
     /// the result's bytes and its task record, durable. The folders' fsyncs are left to
     /// `commit`, which shares them among every success ready at the time.
     public func prepare(_ outcome: AttemptOutcome) -> Prepared {
+        if let line = BatchLineRef(id: outcome.task.id) { return .ended(finishLine(outcome, line)) }
         let prepared = prepareHoldingLease(outcome)
         if case .ended(let event) = prepared { leases?.release(outcome.task.id, ended: Finisher.endsTask(event)) }
         return prepared
@@ -183,6 +186,11 @@ public final class Finisher: Sendable {
     /// Fails a request that was never sent (bad file, bad name). Validation is repeatable,
     /// so no commit record is needed: a crash here only means the same rejection again.
     public func reject(id: String, requestPath: String, problem: RequestProblem) -> Scheduler.Event {
+        if let line = BatchLineRef(id: id) {
+            batches.withLock { $0 }?.lineEnded(line, customID: nil, result: .failed(code: AttemptFailure.Kind.invalidRequest.rawValue,
+                                                                                    message: problem.description, status: nil, body: nil), usage: nil)
+            return .finalized(id: id)
+        }
         guard claimForEnding(id, "a rejection") else { return .finalized(id: id) }
         let event = rejectHoldingLease(id: id, requestPath: requestPath, problem: problem)
         leases?.release(id, ended: Finisher.endsTask(event))
@@ -257,6 +265,10 @@ public final class Finisher: Sendable {
 
     /// A queued or waiting request was withdrawn by deleting its file.
     public func withdrawn(id: String) {
+        if let line = BatchLineRef(id: id) {
+            batches.withLock { $0 }?.lineEnded(line, customID: nil, result: .cancelled, usage: nil)
+            return
+        }
         // On a shared spool a request usually leaves because another daemon answered it.
         guard claimForEnding(id, "a withdrawal") else { return }
         defer { leases?.release(id, ended: true) }
@@ -269,7 +281,7 @@ public final class Finisher: Sendable {
         report(TaskReport(id: id, outcome: .cancelled))
     }
 
-    private func judge(_ outcome: AttemptOutcome, partial: String) -> AttemptJudge.Verdict {
+    func judge(_ outcome: AttemptOutcome, partial: String) -> AttemptJudge.Verdict {
         if let verdict = AttemptJudge.judgeEnding(outcome.ending, bodyPrefix: {
             (try? FileReader.prefix(path: partial, limit: Finisher.providerBodyLimit)) ?? []
         }) {
@@ -395,13 +407,13 @@ public final class Finisher: Sendable {
     }
 
     /// Closes and removes the result's temporary of an attempt that produced no result.
-    private func discardSpill(_ outcome: AttemptOutcome) {
+    func discardSpill(_ outcome: AttemptOutcome) {
         guard let stream = outcome.stream, stream.spillFD >= 0 else { return }
         Syscall.close(stream.spillFD)
         logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(stream.spillPath) }
     }
 
-    private func closePartial(_ fd: Int32) {
+    func closePartial(_ fd: Int32) {
         if fd >= 0 { Syscall.close(fd) }
     }
 }

@@ -71,6 +71,31 @@ public final class HookRunner: Sendable {
         pool.submit { [self] in run(command, variables: variables, id: report.id) }
     }
 
+    /// The variables of a batch's hook: once per batch, with its counts.
+    public static func environment(forBatch report: BatchRunner.EndReport, layout: SpoolLayout) -> [String: String] {
+        var variables = ["LLMSPOOL_ID": report.name, "LLMSPOOL_SPOOL": layout.root, "LLMSPOOL_BATCH": "1",
+                         "LLMSPOOL_BATCH_STATUS": report.status, "LLMSPOOL_BATCH_TOTAL": "\(report.total)",
+                         "LLMSPOOL_BATCH_SUCCEEDED": "\(report.succeeded)", "LLMSPOOL_BATCH_FAILED": "\(report.failed)"]
+        if report.status == "failed" {
+            variables["LLMSPOOL_STATUS"] = "failed"
+            variables["LLMSPOOL_ERROR"] = report.summaryPath
+        } else {
+            variables["LLMSPOOL_STATUS"] = report.status == "completed" && report.failed == 0 ? "done" : "failed"
+            variables["LLMSPOOL_RESULT"] = report.outputPath
+            variables["LLMSPOOL_SUMMARY"] = report.summaryPath
+        }
+        return variables
+    }
+
+    /// Runs `on_complete` for a batch whose every line succeeded, `on_failure` otherwise.
+    public func handleBatch(_ report: BatchRunner.EndReport) {
+        guard let pool else { return }
+        let variables = HookRunner.environment(forBatch: report, layout: layout)
+        let command = variables["LLMSPOOL_STATUS"] == "done" ? settings.onComplete : settings.onFailure
+        guard let command else { return }
+        pool.submit { [self] in run(command, variables: variables, id: report.name) }
+    }
+
     /// Waits for running hooks, then stops the hook threads.
     public func finish() {
         pool?.finish()

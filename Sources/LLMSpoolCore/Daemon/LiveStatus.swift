@@ -28,6 +28,8 @@ public struct LiveStatus: Sendable, Equatable {
         guard endpointCount > 0, endpointWaits.count >= endpointCount, let first = endpointWaits.map(\.wait.until).min() else { return nil }
         return Date(timeIntervalSince1970: first)
     }
+    /// The batches running, with their counts.
+    public var batches: [BatchProgress] = []
 
     /// Hidden: ids never start with a dot, so no task record can take this name.
     public static let fileName = ".daemon.json"
@@ -71,6 +73,11 @@ public struct LiveStatus: Sendable, Equatable {
             }.joined(separator: ",")
             text += "}}"
         }
+        if !batches.isEmpty {
+            text += ",\"batches\":["
+            text += batches.map { String(decoding: $0.json(), as: UTF8.self) }.joined(separator: ",")
+            text += "]"
+        }
         text += "}\n"
         return Array(text.utf8)
     }
@@ -100,6 +107,7 @@ public struct LiveStatus: Sendable, Equatable {
         if let totals = object["totals"] as? [String: Any], let done = totals["done"] as? Int, let failed = totals["failed"] as? Int {
             status.totals = SpoolTotals(done: done, failed: failed, tokens: totals["tokens"] as? [String: Int] ?? [:])
         }
+        status.batches = (object["batches"] as? [[String: Any]] ?? []).compactMap(BatchProgress.init(json:))
         return status
     }
 }

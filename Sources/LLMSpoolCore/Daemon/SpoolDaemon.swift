@@ -12,6 +12,7 @@ public final class SpoolDaemon: Sendable {
     private let finisher: Finisher
     private let pool: WorkerPool
     private let committer: GroupCommitter
+    private let batches: BatchRunner
     private let hooks: HookRunner
     private let logger: Logger
     private let notifier: SystemdNotifier
@@ -70,9 +71,19 @@ public final class SpoolDaemon: Sendable {
                 unservable: { task, message in pool.submit { post(finisher.unservable(task: task, message: message)) } }),
             logger: logger)
         engineBox.withLock { $0 = engine }
+        var batchSettings = BatchRunner.Settings(config)
+        batchSettings.sharedSpool = leases != nil
+        let batches = BatchRunner(layout: layout, settings: batchSettings, logger: logger, metrics: metrics, post: post,
+                                  onEnd: { report in
+                                      hooks.handleBatch(report)
+                                  })
+        finisher.batches.withLock { $0 = batches }
+        var watcherDelegate = Watcher.Delegate(found: { post(.arrived($0)) }, removed: { post(.requestRemoved(id: $0)) })
+        watcherDelegate.foundBatch = { batches.found($0) }
+        watcherDelegate.removedBatch = { batches.removed($0) }
         self.watcher = Watcher(layout: layout, settings: Watcher.Settings(config), known: known, metrics: metrics,
-                               delegate: .init(found: { post(.arrived($0)) }, removed: { post(.requestRemoved(id: $0)) }),
-                               logger: logger)
+                               delegate: watcherDelegate, logger: logger)
+        self.batches = batches
         self.layout = layout
         self.engine = engine
         self.finisher = finisher
@@ -123,6 +134,7 @@ public final class SpoolDaemon: Sendable {
         }
         try watcher.start()
         engine.start()
+        batches.start()
         control.start()
         totals.start(query: SpoolQuery(layout: layout), metrics: metrics)
         startStatusWriter()
@@ -147,11 +159,20 @@ public final class SpoolDaemon: Sendable {
                                                    deferred: snapshot.deferred, inFlight: snapshot.transferring)
                     logger.bestEffort("an informational write") { try DurableFile.replace(entry.encoded(), at: roster, mode: layout.fileMode) }
                 }
+                // A batch's lines are shown as its counts, not one by one.
                 var status = LiveStatus(pid: getpid(), updatedAt: Date(), queued: snapshot.queued, deferred: snapshot.deferred,
-                                        inFlight: snapshot.inFlight)
+                                        inFlight: snapshot.inFlight.filter { BatchLineRef(id: $0.id) == nil })
                 status.endpointWaits = snapshot.endpointWaits
                 status.endpointCount = snapshot.endpointCount
                 status.totals = totals.current(metrics)
+                // In flight means transferring, as for requests; the rest of a batch's window is queued.
+                var transferring: [String: Int] = [:]
+                for transfer in snapshot.inFlight { if let line = BatchLineRef(id: transfer.id) { transferring[line.batch, default: 0] += 1 } }
+                status.batches = batches.progress.map { progress in
+                    var progress = progress
+                    progress.inFlight = transferring[progress.name] ?? 0
+                    return progress
+                }
                 logger.bestEffort("an informational write") { try DurableFile.replace(status.encoded(), at: LiveStatus.path(layout), mode: layout.fileMode) }
                 if notifier.enabled {
                     notifier.send("STATUS=\(snapshot.queued) queued, \(snapshot.transferring) in flight, \(snapshot.deferred) waiting to retry")
@@ -174,6 +195,7 @@ public final class SpoolDaemon: Sendable {
         engine.shutdown()
         pool.finish()
         committer.finish()
+        batches.finish()
         hooks.finish()
         leases?.stopKeeper()
         statusStop.store(true, ordering: .relaxed)
@@ -185,6 +207,9 @@ public final class SpoolDaemon: Sendable {
     /// spool, the watcher's settings and logging keep their values until a restart.
     public func reload(config: Config, endpoints: [Endpoint]) {
         finisher.reconfigure(retry: config.retry, endpointCount: endpoints.count)
+        var batchSettings = BatchRunner.Settings(config)
+        batchSettings.sharedSpool = leases != nil
+        batches.reconfigure(batchSettings)
         engine.reconfigure(endpoints: endpoints, settings: TransferEngine.Settings(config))
     }
 
@@ -226,6 +251,14 @@ public final class SpoolDaemon: Sendable {
         var kept = 0
         for directory in [layout.incoming, layout.failed, layout.state] {
             for name in (try? Syscall.listDirectory(directory)) ?? [] {
+                // A batch's output grows across restarts (its journal says how far); its
+                // lines' answers are leftovers like any attempt's.
+                if name.hasSuffix(SpoolLayout.batchSuffix + SpoolLayout.partialSuffix) { continue }
+                if SpoolLayout.isLineTemporary(name) {
+                    logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent("\(directory)/\(name)") }
+                    removed += 1
+                    continue
+                }
                 guard let id = LeaseRules.leftoverID(name) else { continue }
                 var unlinked = false
                 let remove = { unlinked = (try? Syscall.unlink("\(directory)/\(name)")) != nil }

@@ -28,6 +28,8 @@ public final class Metrics: Sendable {
         var usage: [String: Int] = [:]
         var rescans: [String: Int] = [:]
         var overflows = 0
+        var batchLines: [String: Int] = [:]
+        var batches: [String: Int] = [:]
         var firstByte = Histogram()
         var duration = Histogram()
         /// By endpoint name: attempts by result, retries by reason, bytes.
@@ -59,6 +61,10 @@ public final class Metrics: Sendable {
             if let endpoint { $0.endpointRetries[endpoint, default: [:]][reason, default: 0] += 1 }
         }
     }
+    /// Lines of batches committed, by outcome (`succeeded`, `failed`, `cancelled`, `expired`).
+    public func batchLines(_ outcome: String, count: Int = 1) { state.withLock { $0.batchLines[outcome, default: 0] += count } }
+    /// Batches that ended, by status (`completed`, `cancelled`, `failed` when refused).
+    public func batch(_ status: String) { state.withLock { $0.batches[status, default: 0] += 1 } }
     public func rescan(_ reason: String) { state.withLock { $0.rescans[reason, default: 0] += 1 } }
     public func overflow() { state.withLock { $0.overflows += 1 } }
 
@@ -128,6 +134,10 @@ public final class Metrics: Sendable {
         }
         family("llmspool_requests_total", "counter", "Requests that ended, by outcome.")
         labelled("llmspool_requests_total", "outcome", current.outcomes, known: ["done", "failed", "cancelled"])
+        family("llmspool_batch_lines_total", "counter", "Lines of batch files that ended, by outcome.")
+        labelled("llmspool_batch_lines_total", "outcome", current.batchLines, known: ["succeeded", "failed", "cancelled", "expired"])
+        family("llmspool_batches_total", "counter", "Batch files that ended, by status.")
+        labelled("llmspool_batches_total", "status", current.batches, known: ["completed", "cancelled", "failed"])
         family("llmspool_retries_total", "counter", "Attempts that failed and were retried, by reason.")
         labelled("llmspool_retries_total", "reason", current.retries, known: [])
         family("llmspool_in_flight", "gauge", "Transfers in flight.")

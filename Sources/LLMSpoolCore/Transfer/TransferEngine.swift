@@ -400,12 +400,20 @@ public final class TransferEngine: @unchecked Sendable {
         let usageMember = DialectRegistry.dialect(for: task.summary).usageMember
         if let model = endpoint.model, model != task.summary.model {
             // A model rewrite needs the body parsed; it is held in memory for this attempt.
-            guard case .success(let loaded)? = RequestFile.read(path: task.requestPath, limit: settings.maxRequestBytes),
-                  task.summary.body.upperBound <= loaded.bytes.count,
-                  var object = JSONObject.parse(Array(loaded.bytes[task.summary.body])) else { return nil }
-            // RequestFile.read compared fstat with lstat; this compares with what intake validated.
-            if task.identity != nil, loaded.identity != task.identity {
-                throw UploadRefusal(verdict: UploadCheck.verify(validated: task.identity, current: loaded.identity, isRegularFile: true, links: 1))
+            var object: [String: Any]
+            if BatchLineRef(id: task.id) != nil {
+                // A batch's line: its body alone, read in place from a file of any size.
+                guard let parsed = JSONObject.parse(try readLineBody(task)) else { return nil }
+                object = parsed
+            } else {
+                guard case .success(let loaded)? = RequestFile.read(path: task.requestPath, limit: settings.maxRequestBytes),
+                      task.summary.body.upperBound <= loaded.bytes.count,
+                      let parsed = JSONObject.parse(Array(loaded.bytes[task.summary.body])) else { return nil }
+                // RequestFile.read compared fstat with lstat; this compares with what intake validated.
+                if task.identity != nil, loaded.identity != task.identity {
+                    throw UploadRefusal(verdict: UploadCheck.verify(validated: task.identity, current: loaded.identity, isRegularFile: true, links: 1))
+                }
+                object = parsed
             }
             object["model"] = model
             if task.summary.usageSplice != nil {
@@ -461,6 +469,19 @@ public final class TransferEngine: @unchecked Sendable {
         return .spliced(prefix: prefix, sent: 0, fd: fd, fileBytes: body.upperBound - start)
     }
 
+    /// A batch line's body, read from the batch file once it is checked to be the file
+    /// intake validated.
+    private func readLineBody(_ task: TaskDescriptor) throws -> [UInt8] {
+        let fd = try Syscall.open(task.requestPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        defer { Syscall.close(fd) }
+        let info = try Syscall.fstat(fd, path: task.requestPath)
+        let verdict = UploadCheck.verify(validated: task.identity, current: FileIdentity(info),
+                                         isRegularFile: info.st_mode & S_IFMT == S_IFREG, links: UInt64(info.st_nlink))
+        guard verdict == .same else { throw UploadRefusal(verdict: verdict) }
+        let body = task.summary.body
+        return try Syscall.preadAll(fd, count: body.count, at: body.lowerBound, path: task.requestPath)
+    }
+
     /// Bodies up to this size are sent from memory.
     static let smallBodyLimit = 64 * 1024
 
@@ -502,7 +523,10 @@ public final class TransferEngine: @unchecked Sendable {
     }
 
     private func begin(_ task: TaskDescriptor, endpointIndex: Int) {
-        if let leases {
+        // A batch's line has no record and no lease of its own: its batch's journal is its
+        // record, and exactly one daemon runs a batch.
+        let isBatchLine = BatchLineRef(id: task.id) != nil
+        if let leases, !isBatchLine {
             // An exclusive create on the spool's filesystem: quick locally, one round trip on NFS.
             switch leases.claim(task.id) {
             case .claimed:
@@ -522,7 +546,7 @@ public final class TransferEngine: @unchecked Sendable {
             endBeforeStart(task, endpointIndex: endpointIndex, .diskError(reason))
             return
         }
-        if let leases, let record = TaskRecord.load(layout, id: task.id), record.status == .done || record.status == .failed {
+        if let leases, !isBatchLine, let record = TaskRecord.load(layout, id: task.id), record.status == .done || record.status == .failed {
             // A claim won on a stale view of a shared folder: another daemon may have finished
             // this request (its file still shows in a client cache). A record that proves it
             // (`Recovery.decide`) stands and the request is not sent; its lease stays as a
@@ -545,19 +569,21 @@ public final class TransferEngine: @unchecked Sendable {
             }
         }
         var task = task
-        if !previousRunCrashed { task.history = CrashGuard.ended(task.history) }
-        if CrashGuard.mustFail(task.history) {
-            endBeforeStart(task, endpointIndex: endpointIndex, .crashLoop(starts: task.history.unfinishedStarts))
-            return
-        }
-        // The start is on disk before the request is sent: if the answer crashes the
-        // daemon, the next run knows this request was in flight (`CrashGuard`).
-        task.history = CrashGuard.starting(task.history)
-        do {
-            try TaskRecord(id: task.id, status: .active, request: task.identity, history: task.history).write(layout, durable: false)
-        } catch {
-            endBeforeStart(task, endpointIndex: endpointIndex, .diskError("recording the start of the attempt failed: \(error)"))
-            return
+        if !isBatchLine {
+            if !previousRunCrashed { task.history = CrashGuard.ended(task.history) }
+            if CrashGuard.mustFail(task.history) {
+                endBeforeStart(task, endpointIndex: endpointIndex, .crashLoop(starts: task.history.unfinishedStarts))
+                return
+            }
+            // The start is on disk before the request is sent: if the answer crashes the
+            // daemon, the next run knows this request was in flight (`CrashGuard`).
+            task.history = CrashGuard.starting(task.history)
+            do {
+                try TaskRecord(id: task.id, status: .active, request: task.identity, history: task.history).write(layout, durable: false)
+            } catch {
+                endBeforeStart(task, endpointIndex: endpointIndex, .diskError("recording the start of the attempt failed: \(error)"))
+                return
+            }
         }
         let endpoint = endpoints[min(endpointIndex, endpoints.count - 1)]
         let body: Transfer.Body

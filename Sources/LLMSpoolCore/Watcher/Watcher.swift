@@ -20,6 +20,10 @@ public final class Watcher: @unchecked Sendable {
     public struct Delegate: Sendable {
         public var found: @Sendable (Intake) -> Void
         public var removed: @Sendable (_ id: String) -> Void
+        /// A batch file `outgoing/<name>.jsonl` was found or changed.
+        public var foundBatch: @Sendable (_ name: String) -> Void = { _ in }
+        /// A batch file left `outgoing`.
+        public var removedBatch: @Sendable (_ name: String) -> Void = { _ in }
 
         public init(found: @escaping @Sendable (Intake) -> Void, removed: @escaping @Sendable (String) -> Void) {
             self.found = found
@@ -193,7 +197,11 @@ public final class Watcher: @unchecked Sendable {
         let name = String(decoding: raw, as: UTF8.self)
         if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
             settling[name] = nil
-            if case .request(let id) = RequestName.classify(name) { delegate.removed(id) }
+            switch RequestName.classify(name) {
+            case .request(let id): delegate.removed(id)
+            case .batch(let batch): delegate.removedBatch(batch)
+            default: break
+            }
         }
     }
 
@@ -233,7 +241,11 @@ public final class Watcher: @unchecked Sendable {
         if mode == .poll {
             let current = Set(names)
             for gone in polledNames.subtracting(current) {
-                if case .request(let id) = RequestName.classify(gone) { delegate.removed(id) }
+                switch RequestName.classify(gone) {
+                case .request(let id): delegate.removed(id)
+                case .batch(let batch): delegate.removedBatch(batch)
+                default: break
+                }
             }
             polledNames = current
         }
@@ -330,6 +342,9 @@ public final class Watcher: @unchecked Sendable {
             }
         case .unsafe(let reason):
             rename(unsafe: Array(name.utf8), because: reason)
+        case .batch(let batch):
+            guard hasFreeSpace() else { return }
+            delegate.foundBatch(batch)
         case .request(let id):
             if !force && known.contains(id) { return }
             var abandoned = false

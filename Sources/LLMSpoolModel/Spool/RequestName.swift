@@ -4,6 +4,8 @@ public enum RequestName {
     public enum Kind: Equatable, Sendable {
         /// A request with this id.
         case request(id: String)
+        /// A batch file (`<name>.jsonl`) with this name.
+        case batch(name: String)
         /// Not for the daemon: temporary files, editor droppings, other suffixes.
         case ignored
         /// Looks like a request but its id cannot be used; the reason says why.
@@ -21,6 +23,7 @@ public enum RequestName {
         if name.hasSuffix("~") || name == "4913" { return .ignored }  // backup files, vim's write probe
         if name.hasPrefix("#") && name.hasSuffix("#") { return .ignored }  // emacs auto-save
         for suffix in [".swp", ".swx", SpoolLayout.temporarySuffix] where name.hasSuffix(suffix) { return .ignored }
+        if name.hasSuffix(SpoolLayout.batchSuffix) { return classifyBatch(String(name.dropLast(SpoolLayout.batchSuffix.count))) }
         guard name.hasSuffix(SpoolLayout.requestSuffix) else { return .ignored }
         let id = String(name.dropLast(SpoolLayout.requestSuffix.count))
         if id.isEmpty { return .unusable(reason: "the name has no id before .json") }
@@ -29,6 +32,12 @@ public enum RequestName {
         if name.hasSuffix(SpoolLayout.errorRecordSuffix) {
             return .unusable(reason: "names ending in \(SpoolLayout.errorRecordSuffix) are reserved for error records")
         }
+        if name.hasSuffix(SpoolLayout.batchSummarySuffix) {
+            return .unusable(reason: "names ending in \(SpoolLayout.batchSummarySuffix) are reserved for batch summaries")
+        }
+        if id.hasSuffix(SpoolLayout.batchSuffix) {
+            return .unusable(reason: "ids ending in \(SpoolLayout.batchSuffix) are reserved for batch outputs")
+        }
         if id.utf8.count > maxIDBytes { return .unsafe(reason: "the id is longer than \(maxIDBytes) bytes") }
         if id.hasPrefix("-") { return .unsafe(reason: "the id starts with a dash") }
         if id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || (0x80..<0xA0).contains($0.value) }) {
@@ -36,6 +45,17 @@ public enum RequestName {
         }
         if id.unicodeScalars.contains("\u{FFFD}") { return .unsafe(reason: "the name is not valid UTF-8") }
         return .request(id: id)
+    }
+
+    /// A batch's name: the rules of ids, but an unsafe one is left in place with a warning
+    /// rather than renamed (a batch's outputs take their names from it).
+    static func classifyBatch(_ name: String) -> Kind {
+        if name.isEmpty { return .unusable(reason: "the name has no name before .jsonl") }
+        switch classify(name + SpoolLayout.requestSuffix) {
+        case .request: return .batch(name: name)
+        case .unsafe(let reason), .unusable(let reason): return .unusable(reason: reason)
+        case .ignored, .batch: return .ignored
+        }
     }
 
     /// The safe id an unsafe name is renamed to: stable, so a rescan finds the same one.

@@ -18,11 +18,19 @@
 /// | `state/.lock` | the daemon | held (flock) by the daemon that owns a local spool |
 /// | `state/control/send-now.<id>`, `send-now-all` | `retry` | a person asked for a waiting request (or all) to go now |
 /// | `hold/<id>.json` | `hold` | a request kept unsent until `release` |
+/// | `outgoing/<name>.jsonl` | the producer | a batch: one request per line; removed when every line has ended |
+/// | `incoming/<name>.jsonl.partial` | the daemon | the batch runs: one output line per ended line, in the order they end |
+/// | `incoming/<name>.jsonl` | the daemon | every line has ended: the whole output |
+/// | `incoming/<name>.batch.json` | the daemon | the batch ended; always its last file |
+/// | `failed/<name>.jsonl` | the daemon | an invalid batch, moved after its `failed/<name>.error.json` |
+/// | `state/batches/<name>.journal` | the daemon | the batch runs: its committed lines (`BatchJournal`) |
 public struct SpoolLayout: Sendable, Equatable {
     public static let requestSuffix = ".json"
     public static let partialSuffix = ".partial"
     public static let rawStreamSuffix = ".sse"
     public static let errorRecordSuffix = ".error.json"
+    public static let batchSuffix = ".jsonl"
+    public static let batchSummarySuffix = ".batch.json"
     /// Producers write under a name with this prefix and rename it into place when done.
     public static let hiddenPrefix = "."
     public static let temporarySuffix = ".tmp"
@@ -80,6 +88,22 @@ public struct SpoolLayout: Sendable, Equatable {
     /// The original name, escaped, of a request renamed to a safe id.
     public func originalName(_ id: String) -> String { "\(state)/\(id).name" }
 
+    /// Journals of running batches.
+    public var batches: String { root + "/state/batches" }
+    public func batchRequest(_ name: String) -> String { "\(outgoing)/\(name)\(Self.batchSuffix)" }
+    public func batchPartial(_ name: String) -> String { "\(incoming)/\(name)\(Self.batchSuffix)\(Self.partialSuffix)" }
+    public func batchOutput(_ name: String) -> String { "\(incoming)/\(name)\(Self.batchSuffix)" }
+    public func batchSummary(_ name: String) -> String { "\(incoming)/\(name)\(Self.batchSummarySuffix)" }
+    public func failedBatch(_ name: String) -> String { "\(failed)/\(name)\(Self.batchSuffix)" }
+    public func batchJournal(_ name: String) -> String { "\(batches)/\(name).journal" }
+    /// The scheduler's id of a batch's line: hidden, so that its `.partial` and temporaries
+    /// in `incoming` are never taken for a result, and no request file can have it.
+    public static func lineID(batch name: String, entry: Int) -> String { "\(hiddenPrefix)\(name)\(batchSuffix).\(entry)" }
+    /// Whether a name in `incoming` is a line's `.partial` or temporary (a leftover at start).
+    public static func isLineTemporary(_ name: String) -> Bool {
+        name.hasPrefix(hiddenPrefix) && name.contains(batchSuffix + ".") && (name.hasSuffix(partialSuffix) || name.hasSuffix(temporarySuffix))
+    }
+
     /// A hidden name beside `path` to write to before renaming onto it.
     public static func temporary(for path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return hiddenPrefix + path + temporarySuffix }
@@ -89,5 +113,5 @@ public struct SpoolLayout: Sendable, Equatable {
     }
 
     /// Every folder of the spool, parents first.
-    public var folders: [String] { [root, outgoing, incoming, failed, state, leases, control] }
+    public var folders: [String] { [root, outgoing, incoming, failed, state, leases, batches, control] }
 }

@@ -1,0 +1,67 @@
+import Foundation
+
+/// One running batch's counts, as the daemon's live status carries them to `status`,
+/// `show` and `submit --wait`.
+public struct BatchProgress: Sendable, Equatable {
+    public var name: String
+    public var total: Int
+    public var succeeded: Int
+    public var failed: Int
+    public var inFlight: Int
+    /// Seconds since 1970, when the batch was accepted.
+    public var startedAt: Double
+    public var updatedAt: Double
+    public var cancelled: Bool
+
+    public init(name: String, total: Int, succeeded: Int, failed: Int, inFlight: Int, startedAt: Double, updatedAt: Double, cancelled: Bool) {
+        self.name = name
+        self.total = total
+        self.succeeded = succeeded
+        self.failed = failed
+        self.inFlight = inFlight
+        self.startedAt = startedAt
+        self.updatedAt = updatedAt
+        self.cancelled = cancelled
+    }
+
+    public var done: Int { succeeded + failed }
+
+    /// Lines ended per second since the batch was accepted (a resumed batch counts the
+    /// lines of its earlier runs too).
+    public var rate: Double {
+        let seconds = updatedAt - startedAt
+        return seconds > 0 ? Double(done) / seconds : 0
+    }
+
+    /// Seconds left at the current rate; nil before any line ended.
+    public var eta: Double? {
+        rate > 0 ? Double(max(0, total - done)) / rate : nil
+    }
+
+    /// `name: 120/1000 done (3 failed), 64 in flight, 41.2 lines/s, ETA 21 s`
+    public func line() -> String {
+        var text = "\(Logger.escape(name)): \(done)/\(total) done (\(failed) failed), \(inFlight) in flight, "
+        text += String(format: "%.1f lines/s", rate)
+        if let eta { text += ", ETA \(Int(eta.rounded())) s" }
+        if cancelled { text += ", cancelling" }
+        return text
+    }
+
+    public func json() -> [UInt8] {
+        var text = "{\"name\":"
+        JSONText.appendQuoted(name, to: &text)
+        text += ",\"total\":\(total),\"succeeded\":\(succeeded),\"failed\":\(failed),\"done\":\(done),\"in_flight\":\(inFlight)"
+        text += ",\"started_at\":\(Int(startedAt)),\"updated_at\":\(Int(updatedAt)),\"rate\":" + String(format: "%.2f", rate)
+        text += ",\"eta_seconds\":" + (eta.map { String(Int($0.rounded())) } ?? "null") + ",\"cancelled\":\(cancelled)}"
+        return Array(text.utf8)
+    }
+
+    /// What `json()` wrote, read back.
+    public init?(json object: [String: Any]) {
+        guard let name = object["name"] as? String, let total = object["total"] as? Int, let succeeded = object["succeeded"] as? Int,
+              let failed = object["failed"] as? Int else { return nil }
+        self.init(name: name, total: total, succeeded: succeeded, failed: failed, inFlight: object["in_flight"] as? Int ?? 0,
+                  startedAt: (object["started_at"] as? NSNumber)?.doubleValue ?? 0, updatedAt: (object["updated_at"] as? NSNumber)?.doubleValue ?? 0,
+                  cancelled: object["cancelled"] as? Bool ?? false)
+    }
+}

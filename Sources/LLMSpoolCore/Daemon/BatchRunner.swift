@@ -1,0 +1,734 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// Runs batch files (`outgoing/<name>.jsonl`): validates each whole before anything is
+/// sent, feeds its lines to the scheduler a window at a time (each line a task like any
+/// request, sent from the file in place), appends the output line of each ended line and
+/// commits it in the batch's journal in groups (one fsync of the output and one of the
+/// journal for all the lines that ended together), and publishes the end. One thread,
+/// `batch`, owns every batch's state; other threads only post to its inbox.
+public final class BatchRunner: @unchecked Sendable {
+    // @unchecked Sendable holds because `batches`, `settling` and `draining` are touched
+    // only on the batch thread; the inbox is a Mutex and the rest is immutable.
+
+    /// What the configuration decides.
+    public struct Settings: Sendable {
+        public var limits: BatchValidator.Limits
+        /// Lines of one batch handed to the scheduler and not yet committed, at most.
+        public var window: Int
+        public var maxLifetimeSeconds: Double
+        public var settleSeconds: Double
+        /// Several daemons share the spool (leases): batches are left alone, since one
+        /// batch's journal and output must have one writer, and claims per batch are not
+        /// there yet.
+        public var sharedSpool = false
+
+        public init(_ config: Config) {
+            limits = BatchValidator.Limits(maxLines: config.maxBatchLines, maxBytes: config.maxBatchBytes,
+                                           maxLineBytes: config.maxRequestBytes, maxDepth: config.maxJSONDepth)
+            window = max(64, 2 * config.concurrency)
+            maxLifetimeSeconds = config.retry.maxLifetimeSeconds
+            settleSeconds = config.settleSeconds
+        }
+    }
+
+    /// How a batch ended, for hooks and callers.
+    public struct EndReport: Sendable, Equatable {
+        public var name: String
+        /// `completed`, `cancelled` or `failed` (refused at validation).
+        public var status: String
+        public var total: Int
+        public var succeeded: Int
+        public var failed: Int
+        public var outputPath: String
+        public var summaryPath: String
+    }
+
+    /// One line that ended, as the finisher reports it.
+    struct Ended {
+        var entry: Int
+        var customID: String?
+        var result: BatchLineResult
+        var usage: [String: Int]?
+    }
+
+    enum Message {
+        case found(String)
+        case removed(String)
+        case ended(batch: String, Ended)
+        case stop
+    }
+
+    /// A batch being run.
+    final class Batch {
+        let name: String
+        let inputPath: String
+        /// The input, open for the batch's life: a deleted input's lines can still be read.
+        let fd: Int32
+        let identity: FileIdentity
+        let index: BatchIndex
+        var journal: BatchJournal
+        var journalFD: Int32
+        var outputFD: Int32
+        var next = 0
+        var inWindow = Set<Int>()
+        /// Ended lines not yet committed (a write that failed is tried again).
+        var ended: [Ended] = []
+        var cancelled = false
+        /// `max_lifetime_seconds` passed: stopped like a cancellation, its lines end `expired`.
+        var expiring = false
+
+        init(name: String, inputPath: String, fd: Int32, identity: FileIdentity, index: BatchIndex, journal: BatchJournal,
+             journalFD: Int32, outputFD: Int32) {
+            self.name = name
+            self.inputPath = inputPath
+            self.fd = fd
+            self.identity = identity
+            self.index = index
+            self.journal = journal
+            self.journalFD = journalFD
+            self.outputFD = outputFD
+        }
+    }
+
+    private let layout: SpoolLayout
+    private let settings: Mutex<Settings>
+    private let logger: Logger
+    private let executor: PublicationExecutor<SpoolFiles>
+    private let post: @Sendable (Scheduler.Event) -> Void
+    private let metrics: Metrics
+    private let onEnd: @Sendable (EndReport) -> Void
+    private let inbox = Mutex<[Message]>([])
+    private let wake = DispatchSemaphore(value: 0)
+    private let stopped = DispatchSemaphore(value: 0)
+    /// Set by `finish`: a validation under way gives up, and the file is read again next time.
+    private let stopRequested = Atomic<Bool>(false)
+    private let live = Mutex<[String: BatchProgress]>([:])
+    private var batches: [String: Batch] = [:]
+    private var settling: [String: Double] = [:]
+    private var draining = false
+    /// Names of batches being cancelled, for the finisher threads: their lines are not retried.
+    private let stopping = Mutex<Set<String>>([])
+    private var warnedShared = Set<String>()
+
+    public init(layout: SpoolLayout, settings: Settings, logger: Logger, metrics: Metrics = Metrics(),
+                post: @escaping @Sendable (Scheduler.Event) -> Void, onEnd: @escaping @Sendable (EndReport) -> Void = { _ in }) {
+        self.metrics = metrics
+        self.layout = layout
+        self.settings = Mutex(settings)
+        self.logger = logger
+        self.post = post
+        self.onEnd = onEnd
+        self.executor = PublicationExecutor(files: SpoolFiles(layout: layout))
+    }
+
+    public func start() {
+        NamedThread.start("batch") { [self] in run() }
+    }
+
+    public func reconfigure(_ settings: Settings) {
+        self.settings.withLock { $0 = settings }
+    }
+
+    /// The watcher found `outgoing/<name>.jsonl` (or saw it change).
+    public func found(_ name: String) { send(.found(name)) }
+    /// `outgoing/<name>.jsonl` left: the batch is cancelled.
+    public func removed(_ name: String) { send(.removed(name)) }
+
+    /// A line's task ended; the finisher says how. Its output is committed in a group.
+    func lineEnded(_ line: BatchLineRef, customID: String?, result: BatchLineResult, usage: [String: Int]?) {
+        send(.ended(batch: line.batch, Ended(entry: line.entry, customID: customID, result: result, usage: usage)))
+    }
+
+    /// Commits what has ended, then stops the thread; lines not committed run again next time.
+    public func finish() {
+        stopRequested.store(true, ordering: .relaxed)
+        send(.stop)
+        stopped.wait()
+    }
+
+    /// The running batches' counts, for the live status.
+    public var progress: [BatchProgress] { live.withLock { Array($0.values) }.sorted { $0.name < $1.name } }
+
+    private func send(_ message: Message) {
+        inbox.withLock { $0.append(message) }
+        wake.signal()
+    }
+
+    private func run() {
+        recoverOrphans()
+        while true {
+            _ = wake.wait(timeout: .now() + 0.5)
+            var messages: [Message] = []
+            inbox.withLock { swap(&messages, &$0) }
+            var stop = false
+            for message in messages {
+                switch message {
+                case .found(let name): consider(name)
+                case .removed(let name): cancel(name, because: "the input was removed from outgoing")
+                case .ended(let name, let ended): batches[name]?.ended.append(ended)
+                case .stop: stop = true
+                }
+            }
+            if stop { draining = true }
+            for batch in Array(batches.values) {
+                commit(batch)
+                feed(batch)
+                finishIfDone(batch)
+            }
+            recheckSettling()
+            publishProgress()
+            if stop {
+                for batch in batches.values { close(batch) }
+                batches.removeAll()
+                publishProgress()
+                stopped.signal()
+                return
+            }
+        }
+    }
+
+    // MARK: intake
+
+    /// Whether the batch is being cancelled or has expired: a line that failed is then not tried again.
+    func isStopping(_ name: String) -> Bool {
+        stopping.withLock { $0.contains(name) }
+    }
+
+    private func consider(_ name: String) {
+        let path = layout.batchRequest(name)
+        if settings.withLock({ $0.sharedSpool }) {
+            if warnedShared.insert(name).inserted {
+                logger.warning("batch files are not run on a spool several daemons share (leases); it stays in outgoing", id: name)
+            }
+            return
+        }
+        if let batch = batches[name] {
+            // A newer file under the running batch's name: the old batch is cancelled, and
+            // the new file starts once it has ended.
+            do {
+                if let current = try SpoolFiles(layout: layout).identity(of: path), !current.isSameInstance(as: batch.identity) {
+                    cancel(name, because: "the input was replaced by a newer file")
+                }
+            } catch {
+                logger.warning("cannot look at the batch's input", id: name, ["reason": "\(error)"])
+            }
+            return
+        }
+        let opened: (fd: Int32, identity: FileIdentity)
+        switch open(path) {
+        case .gone: return
+        case .refused(let problem):
+            reject(name, problems: [BatchProblem(line: nil, problem)], count: 1, identity: nil)
+            return
+        case .transient(let reason):
+            logger.warning("batch not read this time; it stays in outgoing", id: name, ["reason": LogValue(reason)])
+            return
+        case .opened(let fd, let identity):
+            opened = (fd, identity)
+        }
+        let journal = loadJournal(name)
+        let partialLength: Int?
+        do {
+            partialLength = try length(of: layout.batchPartial(name))
+        } catch {
+            Syscall.close(opened.fd)
+            logger.warning("batch not read this time; it stays in outgoing", id: name, ["reason": "\(error)"])
+            return
+        }
+        let decision = BatchRecovery.decide(journal: journal, input: opened.identity, partialLength: partialLength)
+        if case .publish(let journal, let published) = decision {
+            logger.info("batch ended before a restart; publishing it", id: name)
+            publish(name: name, fd: opened.fd, identity: opened.identity, journal: journal, outputPublished: published,
+                    status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed)
+            return
+        }
+        let limits = settings.withLock { $0.limits }
+        let validator: BatchValidator
+        do {
+            validator = try validate(fd: opened.fd, size: Int(opened.identity.size), path: path, limits: limits)
+            let now = try Syscall.fstat(opened.fd, path: path)
+            guard FileIdentity(now).isSameInstance(as: opened.identity) else {
+                Syscall.close(opened.fd)
+                settle(name, "the batch changed while it was read")
+                return
+            }
+        } catch {
+            Syscall.close(opened.fd)
+            logger.warning("batch not read this time; it stays in outgoing", id: name, ["reason": "\(error)"])
+            return
+        }
+        guard validator.isValid, let kind = validator.kind else {
+            Syscall.close(opened.fd)
+            let modified = Double(opened.identity.modifiedNanoseconds) / 1e9
+            if modified + settings.withLock({ $0.settleSeconds }) > Date().timeIntervalSince1970 {
+                settle(name, "not valid yet; waiting for the writer to finish")
+                return
+            }
+            let first = validator.firstProblem.map { [$0] } ?? []
+            reject(name, problems: validator.problems.isEmpty ? first : validator.problems, count: max(1, validator.problemCount),
+                   identity: opened.identity)
+            return
+        }
+        do {
+            let batch: Batch
+            if case .resume(let journal) = decision, journal.header.lines == validator.index.count {
+                batch = try resume(name, fd: opened.fd, identity: opened.identity, index: validator.index, journal: journal)
+                logger.info("batch resumed", id: name, ["lines": "\(validator.index.count)", "committed": "\(journal.committed.count)"])
+            } else {
+                batch = try begin(name, fd: opened.fd, identity: opened.identity, index: validator.index, kind: kind,
+                                  endpoint: validator.firstURL ?? "")
+                logger.info("batch accepted", id: name, ["lines": "\(validator.index.count)", "kind": LogValue(kind.rawValue)])
+            }
+            batches[name] = batch
+        } catch {
+            Syscall.close(opened.fd)
+            logger.error("cannot start the batch; it stays in outgoing and is tried again", id: name, ["reason": "\(error)"])
+            settle(name, "starting failed")
+        }
+    }
+
+    private func settle(_ name: String, _ reason: String) {
+        let wait = max(0.5, settings.withLock { $0.settleSeconds })
+        settling[name] = Date().timeIntervalSince1970 + wait
+        logger.debug("batch looked at again later", id: name, ["reason": LogValue(reason)])
+    }
+
+    private func recheckSettling() {
+        let now = Date().timeIntervalSince1970
+        for (name, due) in settling where due <= now {
+            settling[name] = nil
+            consider(name)
+        }
+    }
+
+    enum Opened {
+        case opened(fd: Int32, identity: FileIdentity)
+        case gone
+        case refused(RequestProblem)
+        case transient(String)
+    }
+
+    /// Postfix's `safe_open`, as `RequestFile.read` does it, but the file is kept open.
+    private func open(_ path: String) -> Opened {
+        let seen: stat
+        do {
+            seen = try Syscall.lstat(path)
+        } catch let error as SystemError where RequestFile.isGone(error.errno) {
+            return .gone
+        } catch {
+            return .transient("\(error)")
+        }
+        if let problem = RequestFile.problem(with: seen) { return .refused(problem) }
+        let fd: Int32
+        do {
+            fd = try Syscall.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+        } catch let error as SystemError where RequestFile.isGone(error.errno) {
+            return .gone
+        } catch {
+            return .transient("\(error)")
+        }
+        do {
+            let info = try Syscall.fstat(fd, path: path)
+            guard info.st_dev == seen.st_dev && info.st_ino == seen.st_ino else {
+                Syscall.close(fd)
+                return .transient("the batch was replaced while it was being opened")
+            }
+            if let problem = RequestFile.problem(with: info) {
+                Syscall.close(fd)
+                return .refused(problem)
+            }
+            return .opened(fd: fd, identity: FileIdentity(info).with(bornNanoseconds: FileIdentity.birthTime(fd: fd)))
+        } catch {
+            Syscall.close(fd)
+            return .transient("\(error)")
+        }
+    }
+
+    /// Reads the file once, a megabyte at a time, line by line through the validator.
+    private func validate(fd: Int32, size: Int, path: String, limits: BatchValidator.Limits) throws -> BatchValidator {
+        var validator = BatchValidator(fileSize: size, limits: limits)
+        if validator.stopped { return validator }
+        var pending: [UInt8] = []
+        var overLong = false
+        var lineStart = 0
+        var number = 1
+        var position = 0
+        func endLine(at end: Int) {
+            if overLong || pending.count > limits.maxLineBytes {
+                validator.addTooLong(number: number, length: end - lineStart)
+            } else {
+                validator.add(pending, number: number, offset: lineStart) { range in
+                    BatchRunner.customID(fd: fd, range: range, size: size, path: path)
+                }
+            }
+            pending.removeAll(keepingCapacity: true)
+            overLong = false
+            number += 1
+            lineStart = end + 1
+        }
+        while position < size && !validator.stopped {
+            if stopRequested.load(ordering: .relaxed) { throw BatchRunner.Interrupted() }
+            let chunk = try Syscall.preadAll(fd, count: min(1 << 20, size - position), at: position, path: path)
+            if chunk.isEmpty { break }
+            var cursor = 0
+            while cursor < chunk.count && !validator.stopped {
+                if let newline = chunk[cursor...].firstIndex(of: 0x0A) {
+                    if !overLong { pending += chunk[cursor..<newline] }
+                    endLine(at: position + newline)
+                    cursor = newline + 1
+                } else {
+                    if !overLong {
+                        pending += chunk[cursor...]
+                        if pending.count > limits.maxLineBytes {
+                            overLong = true
+                            pending = []
+                        }
+                    }
+                    cursor = chunk.count
+                }
+            }
+            position += chunk.count
+        }
+        if !validator.stopped && (lineStart < size || !pending.isEmpty) { endLine(at: size) }
+        return validator
+    }
+
+    /// The `custom_id` of an entry, read again from the file; nil when it cannot be read
+    /// (the caller's check then fails safe: a possible duplicate is a distinct id, a line
+    /// without its id is written on a later round).
+    static func customID(fd: Int32, range: Range<Int>, size: Int, path: String) -> String? {
+        do {
+            let bytes = try Syscall.preadAll(fd, count: range.count, at: range.lowerBound, path: path)
+            return try BatchLine.read(bytes, at: range.lowerBound, fileSize: size).get().customID
+        } catch {
+            return nil
+        }
+    }
+
+    /// The size of the file at `path`, nil when there is none.
+    private func length(of path: String) throws -> Int? {
+        try SpoolFiles(layout: layout).identity(of: path).map { Int($0.size) }
+    }
+
+    private func loadJournal(_ name: String) -> BatchJournal? {
+        let path = layout.batchJournal(name)
+        do {
+            guard try Syscall.exists(path) else { return nil }
+            return BatchJournal.replay(try FileReader.prefix(path: path, limit: 1 << 30))
+        } catch {
+            logger.warning("cannot read the batch's journal; the batch starts from zero", id: name, ["reason": "\(error)"])
+            return nil
+        }
+    }
+
+    /// A fresh start: the journal's header durable, an empty output, then the lines go.
+    private func begin(_ name: String, fd: Int32, identity: FileIdentity, index: BatchIndex, kind: BatchKind, endpoint: String) throws -> Batch {
+        try SpoolFiles(layout: layout).ensureFolder(layout.batches)
+        let header = BatchJournal.Header(kind: kind, lines: index.count, createdAt: Int(Date().timeIntervalSince1970), input: identity,
+                                         endpoint: endpoint)
+        let partial = layout.batchPartial(name)
+        let outputFD = try Syscall.open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW, mode: layout.fileMode)
+        do {
+            try Syscall.fsync(outputFD, path: partial)
+            try Syscall.fsyncDirectory(layout.incoming)
+            try DurableFile.write(BatchJournal.encode(header), to: layout.batchJournal(name), mode: layout.fileMode)
+            let journalFD = try Syscall.open(layout.batchJournal(name), O_WRONLY | O_APPEND | O_NOFOLLOW)
+            return Batch(name: name, inputPath: layout.batchRequest(name), fd: fd, identity: identity, index: index,
+                         journal: BatchJournal(header: header), journalFD: journalFD, outputFD: outputFD)
+        } catch {
+            Syscall.close(outputFD)
+            throw error
+        }
+    }
+
+    /// A restart: the output cut back to what the journal committed, the journal to its
+    /// last whole record, and only the lines not in it go.
+    private func resume(_ name: String, fd: Int32, identity: FileIdentity, index: BatchIndex, journal: BatchJournal) throws -> Batch {
+        let partial = layout.batchPartial(name)
+        let outputFD = try Syscall.open(partial, O_WRONLY | O_APPEND | O_NOFOLLOW)
+        do {
+            try Syscall.ftruncate(outputFD, length: journal.outputLength, path: partial)
+            try Syscall.fsync(outputFD, path: partial)
+            let journalFD = try Syscall.open(layout.batchJournal(name), O_WRONLY | O_APPEND | O_NOFOLLOW)
+            do {
+                try Syscall.ftruncate(journalFD, length: journal.validLength, path: layout.batchJournal(name))
+            } catch {
+                Syscall.close(journalFD)
+                throw error
+            }
+            return Batch(name: name, inputPath: layout.batchRequest(name), fd: fd, identity: identity, index: index,
+                         journal: journal, journalFD: journalFD, outputFD: outputFD)
+        } catch {
+            Syscall.close(outputFD)
+            throw error
+        }
+    }
+
+    /// Journals whose input left while the daemon was down: those batches end as cancelled
+    /// with the lines they had committed.
+    private func recoverOrphans() {
+        let names: [String]
+        do {
+            names = try Syscall.exists(layout.batches) ? try Syscall.listDirectory(layout.batches) : []
+        } catch {
+            logger.warning("cannot list the batch journals", ["reason": "\(error)"])
+            return
+        }
+        for file in names where file.hasSuffix(".journal") && !file.hasPrefix(SpoolLayout.hiddenPrefix) {
+            let name = String(file.dropLast(".journal".count))
+            guard !Syscall.isPresent(layout.batchRequest(name)), let journal = loadJournal(name) else { continue }
+            let partialLength: Int?
+            do {
+                partialLength = try length(of: layout.batchPartial(name))
+            } catch {
+                logger.warning("cannot look at a batch's output; looked at again on the next start", id: name, ["reason": "\(error)"])
+                continue
+            }
+            switch BatchRecovery.decide(journal: journal, input: nil, partialLength: partialLength) {
+            case .publish(let journal, let published):
+                publish(name: name, fd: -1, identity: nil, journal: journal, outputPublished: published,
+                        status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed)
+            case .cancelled(let journal):
+                logger.warning("a batch's input left while the daemon was down; it ends cancelled with the lines it had", id: name)
+                if let partialLength, partialLength > journal.outputLength {
+                    logger.bestEffort("cutting the output back to its committed length") {
+                        let fd = try Syscall.open(layout.batchPartial(name), O_WRONLY | O_NOFOLLOW)
+                        defer { Syscall.close(fd) }
+                        try Syscall.ftruncate(fd, length: journal.outputLength, path: layout.batchPartial(name))
+                    }
+                }
+                if partialLength == nil {
+                    logger.bestEffort("creating the output") { try DurableFile.write([], to: layout.batchPartial(name), mode: layout.fileMode) }
+                }
+                publish(name: name, fd: -1, identity: nil, journal: journal, outputPublished: false, status: .cancelled)
+            case .fresh, .resume:
+                break
+            }
+        }
+    }
+
+    // MARK: running
+
+    private func feed(_ batch: Batch) {
+        guard !batch.cancelled, !draining else { return }
+        let (window, lifetime) = settings.withLock { ($0.window, $0.maxLifetimeSeconds) }
+        let created = Date(timeIntervalSince1970: Double(batch.journal.header.createdAt))
+        if Date().timeIntervalSince(created) > lifetime {
+            batch.expiring = true
+            cancel(batch.name, because: "max_lifetime_seconds (\(Int(lifetime))) passed since the batch was accepted")
+            return
+        }
+        let size = Int(batch.identity.size)
+        while batch.inWindow.count < window && batch.next < batch.index.count {
+            let entry = batch.next
+            batch.next += 1
+            if batch.journal.committed.contains(entry) { continue }
+            batch.inWindow.insert(entry)
+            let range = batch.index.range(entry)
+            let line: BatchLine
+            do {
+                let bytes = try Syscall.preadAll(batch.fd, count: range.count, at: range.lowerBound, path: batch.inputPath)
+                line = try BatchLine.read(bytes, at: range.lowerBound, fileSize: size).get()
+            } catch {
+                batch.ended.append(Ended(entry: entry, customID: nil,
+                                         result: .failed(code: "invalid-request", message: "the line cannot be read again: \(error)", status: nil, body: nil),
+                                         usage: nil))
+                continue
+            }
+            let task = TaskDescriptor(id: SpoolLayout.lineID(batch: batch.name, entry: entry), requestPath: batch.inputPath,
+                                      summary: line.summary, identity: batch.identity, history: TaskHistory(firstSeen: created))
+            post(.arrived(.valid(task)))
+        }
+        if !batch.ended.isEmpty { wake.signal() }
+    }
+
+    private func cancel(_ name: String, because reason: String) {
+        settling[name] = nil
+        guard let batch = batches[name], !batch.cancelled else { return }
+        batch.cancelled = true
+        stopping.withLock { _ = $0.insert(name) }
+        logger.info("batch cancelled: \(reason)", id: name, ["lines_in_flight": "\(batch.inWindow.count)"])
+        for entry in batch.inWindow { post(.requestRemoved(id: SpoolLayout.lineID(batch: name, entry: entry))) }
+    }
+
+    /// Appends the output lines of every line that ended, fsyncs the output, then appends
+    /// their journal entries and fsyncs the journal: the lines are committed together.
+    private func commit(_ batch: Batch) {
+        guard !batch.ended.isEmpty else { return }
+        let size = Int(batch.identity.size)
+        var output: [UInt8] = []
+        var entries: [BatchJournal.Entry] = []
+        var seen = Set<Int>()
+        for ended in batch.ended where !batch.journal.committed.contains(ended.entry) && seen.insert(ended.entry).inserted {
+            var result = ended.result
+            if batch.cancelled, case .failed = result, ended.customID == nil { result = .cancelled }
+            if batch.expiring, result == .cancelled { result = .expired }
+            guard let customID = ended.customID ?? BatchRunner.customID(fd: batch.fd, range: batch.index.range(ended.entry), size: size,
+                                                                        path: batch.inputPath) else { continue }
+            output += BatchOutputLine.encode(kind: batch.journal.header.kind, batch: batch.name, entry: ended.entry, customID: customID, result: result)
+            let tokens = BatchCounts.tokens(of: ended.usage)
+            entries.append(BatchJournal.Entry(entry: ended.entry, code: result.journalCode, outputEnd: batch.journal.outputLength + output.count,
+                                              inputTokens: tokens.input, outputTokens: tokens.output))
+        }
+        do {
+            try Syscall.writeAll(batch.outputFD, output, path: layout.batchPartial(batch.name))
+            try Syscall.fdatasync(batch.outputFD, path: layout.batchPartial(batch.name))
+            try Syscall.writeAll(batch.journalFD, entries.flatMap(BatchJournal.encode), path: layout.batchJournal(batch.name))
+            try Syscall.fdatasync(batch.journalFD, path: layout.batchJournal(batch.name))
+        } catch {
+            // Nothing of this group counts: the output is cut back, and the group is written
+            // again on the next round.
+            logger.error("cannot commit the batch's lines; trying again", id: batch.name, ["reason": "\(error)", "lines": "\(entries.count)"])
+            logger.bestEffort("cutting the output back") {
+                try Syscall.ftruncate(batch.outputFD, length: batch.journal.outputLength, path: layout.batchPartial(batch.name))
+            }
+            usleep(200_000)
+            return
+        }
+        for entry in entries {
+            batch.journal.apply(entry)
+            metrics.batchLines(BatchRunner.outcomeName(entry.code))
+        }
+        for ended in batch.ended { batch.inWindow.remove(ended.entry) }
+        batch.ended.removeAll(keepingCapacity: true)
+    }
+
+    static func outcomeName(_ code: UInt8) -> String {
+        switch code {
+        case UInt8(ascii: "s"): "succeeded"
+        case UInt8(ascii: "c"): "cancelled"
+        case UInt8(ascii: "e"): "expired"
+        default: "failed"
+        }
+    }
+
+    /// Once every line has ended (or, cancelled, once none is in flight): the lines never
+    /// sent are written as cancelled, then the batch is published.
+    private func finishIfDone(_ batch: Batch) {
+        if batch.cancelled && batch.inWindow.isEmpty && batch.journal.committed.count < batch.index.count {
+            var entry = 0
+            while entry < batch.index.count {
+                let upper = min(batch.index.count, entry + 4096)
+                for line in entry..<upper where !batch.journal.committed.contains(line) {
+                    batch.ended.append(Ended(entry: line, customID: nil, result: batch.expiring ? .expired : .cancelled, usage: nil))
+                }
+                commit(batch)
+                guard batch.ended.isEmpty else { return }
+                entry = upper
+            }
+            batch.next = batch.index.count
+        }
+        guard batch.journal.committed.count >= batch.index.count, batch.inWindow.isEmpty else { return }
+        closeOutputs(batch)
+        batches[batch.name] = nil
+        stopping.withLock { _ = $0.remove(batch.name) }
+        publish(name: batch.name, fd: batch.fd, identity: batch.identity, journal: batch.journal, outputPublished: false,
+                status: batch.expiring ? .expired : batch.cancelled ? .cancelled : .completed)
+        // A newer file under the name waits for this one's end.
+        if Syscall.isPresent(layout.batchRequest(batch.name)) { consider(batch.name) }
+    }
+
+    private func closeOutputs(_ batch: Batch) {
+        if batch.outputFD >= 0 { Syscall.close(batch.outputFD) }
+        if batch.journalFD >= 0 { Syscall.close(batch.journalFD) }
+        batch.outputFD = -1
+        batch.journalFD = -1
+    }
+
+    private func close(_ batch: Batch) {
+        closeOutputs(batch)
+        if batch.fd >= 0 { Syscall.close(batch.fd) }
+    }
+
+    /// Runs the end's publication plan; the input's descriptor is closed either way.
+    private func publish(name: String, fd: Int32, identity: FileIdentity?, journal: BatchJournal, outputPublished: Bool,
+                         status: BatchSummary.Status) {
+        defer { if fd >= 0 { Syscall.close(fd) } }
+        let cancelled = status != .completed
+        let summary = BatchSummary(name: name, status: status, endpoint: journal.header.endpoint, total: journal.header.lines,
+                                   counts: journal.counts, createdAt: journal.header.createdAt, endedAt: Int(Date().timeIntervalSince1970),
+                                   inputFile: layout.batchRequest(name), outputFile: layout.batchOutput(name))
+        let steps = PublicationPlan.batchEnd(name: name, input: layout.batchRequest(name), identity: identity, summary: summary.encoded(),
+                                             outputPublished: outputPublished, layout: layout)
+        if case .failed(_, let step, let error) = executor.run(steps) {
+            // The journal stays: the next start (or scan) finishes the end.
+            logger.error("cannot publish the batch's end; it is finished on the next start", id: name, ["step": LogValue(step.kind), "reason": "\(error)"])
+            return
+        }
+        let counts = journal.counts
+        metrics.batch(status.rawValue)
+        logger.info(cancelled ? "batch \(status.rawValue)" : "batch done", id: name,
+                    ["output": LogValue(layout.batchOutput(name)), "lines": "\(journal.header.lines)", "succeeded": "\(counts.succeeded)",
+                     "failed": "\(counts.notSucceeded)"])
+        onEnd(EndReport(name: name, status: status.rawValue, total: journal.header.lines, succeeded: counts.succeeded,
+                        failed: counts.notSucceeded, outputPath: layout.batchOutput(name), summaryPath: layout.batchSummary(name)))
+    }
+
+    /// An invalid batch: its record lists the first problems with their lines; the file is
+    /// moved to `failed` beside it.
+    private func reject(_ name: String, problems: [BatchProblem], count: Int, identity: FileIdentity?) {
+        let path = layout.batchRequest(name)
+        let first = problems.first?.description ?? "the batch is invalid"
+        var record: [String: Any] = [
+            "id": name,
+            "status": "failed",
+            "kind": "invalid-batch",
+            "message": "\(path): \(first)",
+            "problem_count": count,
+            "problems": problems.map { problem -> [String: Any] in
+                var item: [String: Any] = ["kind": problem.problem.kind.rawValue, "message": problem.problem.message]
+                if let line = problem.line { item["line"] = line }
+                if let column = problem.problem.column, problem.line != nil { item["column"] = column }
+                return item
+            },
+            "request": layout.failedBatch(name),
+            "failed_at": Timestamp.string(Date()),
+        ]
+        if count > problems.count { record["problems_not_listed"] = count - problems.count }
+        let steps = PublicationPlan.batchRejection(name: name, input: path, identity: identity, errorRecord: JSONObject.encode(record), layout: layout)
+        if case .failed(_, let step, let error) = executor.run(steps) {
+            logger.error("cannot move the invalid batch to failed; it is tried again", id: name, ["step": LogValue(step.kind), "reason": "\(error)"])
+            settle(name, "the rejection failed")
+            return
+        }
+        metrics.batch("failed")
+        logger.warning("batch refused", id: name, ["reason": LogValue(first), "problems": "\(count)", "record": LogValue(layout.errorRecord(name))])
+        onEnd(EndReport(name: name, status: "failed", total: 0, succeeded: 0, failed: 0, outputPath: layout.failedBatch(name),
+                        summaryPath: layout.errorRecord(name)))
+    }
+
+    private func publishProgress() {
+        let now = Date().timeIntervalSince1970
+        var snapshot: [String: BatchProgress] = [:]
+        for batch in batches.values {
+            let counts = batch.journal.counts
+            snapshot[batch.name] = BatchProgress(name: batch.name, total: batch.index.count, succeeded: counts.succeeded,
+                                                 failed: counts.notSucceeded, inFlight: batch.inWindow.count,
+                                                 startedAt: Double(batch.journal.header.createdAt), updatedAt: now,
+                                                 cancelled: batch.cancelled)
+        }
+        live.withLock { $0 = snapshot }
+    }
+}
+
+extension BatchRunner {
+    /// The daemon is stopping: a validation under way gives up, the file stays in `outgoing`.
+    struct Interrupted: Error, CustomStringConvertible {
+        var description: String { "the daemon is stopping" }
+    }
+}
+
+/// A batch's line as the scheduler knows it: its id is `SpoolLayout.lineID`.
+struct BatchLineRef: Sendable, Equatable {
+    var batch: String
+    var entry: Int
+
+    init?(id: String) {
+        guard id.hasPrefix(SpoolLayout.hiddenPrefix), let marker = id.range(of: SpoolLayout.batchSuffix + ".", options: .backwards),
+              let entry = Int(id[marker.upperBound...]) else { return nil }
+        batch = String(id[id.index(after: id.startIndex)..<marker.lowerBound])
+        self.entry = entry
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import Glibc
+
+extension Finisher {
+    /// The end of one attempt of a batch's line: judged as a request's, retried by the same
+    /// rules, but its outcome is an output line committed by the `BatchRunner` (no result
+    /// file, no task record, no hook of its own). The answer's files are removed here.
+    func finishLine(_ outcome: AttemptOutcome, _ line: BatchLineRef) -> Scheduler.Event {
+        let id = outcome.task.id
+        let partial = layout.partial(id)
+        let verdict = judge(outcome, partial: partial)
+        let runner = batches.withLock { $0 }
+        let customID = outcome.task.summary.customID
+        var result: BatchLineResult
+        var usage: [String: Int]?
+        defer {
+            closePartial(outcome.partialFD)
+            discardSpill(outcome)
+            logger.bestEffort("removing a leftover", id: id) { try Syscall.unlinkIfPresent(partial) }
+        }
+        switch verdict {
+        case .cancelled:
+            result = .cancelled
+        case .success(let assembled, let counts):
+            usage = counts
+            var status = 200
+            if case .response(let code) = outcome.ending { status = code }
+            let requestID = outcome.headers["x-request-id"] ?? outcome.headers["request-id"]
+            do {
+                var body: [UInt8]
+                if let assembled {
+                    body = []
+                    if let stream = outcome.stream, stream.spillFD >= 0 {
+                        body = try FileReader.prefix(path: stream.spillPath, limit: Finisher.plainAnswerLimit)
+                    }
+                    body += assembled.head + assembled.content + assembled.tail
+                } else {
+                    body = try FileReader.prefix(path: partial, limit: Finisher.plainAnswerLimit)
+                }
+                result = .succeeded(status: status, requestID: requestID, body: body)
+            } catch {
+                result = .failed(code: AttemptFailure.Kind.disk.rawValue, message: "reading the answer back failed: \(error)", status: status, body: nil)
+            }
+        case .failure(let failure):
+            var task = outcome.task
+            var entry = AttemptEntry(startedAt: outcome.startedAt, endedAt: outcome.endedAt, endpoint: outcome.endpointName,
+                                     outcome: failure.kind.rawValue, message: failure.message, httpStatus: failure.httpStatus)
+            entry.bytesSent = outcome.bytesSent
+            task.history.attempts.append(entry)
+            let now = Date()
+            let policy = self.policy.withLock { $0 }
+            switch RetryPolicy.plan(failure, headers: outcome.headers, history: task.history, endpointIndex: outcome.endpointIndex,
+                                    endpointCount: policy.endpointCount, now: now, settings: policy.retry, random: random()) {
+            case .retry where runner?.isStopping(line.batch) == true:
+                // A cancelled batch's line is not sent again, however long its retry would wait.
+                result = .cancelled
+            case .retry(let delay, let endpoint, _):
+                // The history lives in memory only: a restart gives the line its attempts again.
+                task.history.notBefore = now.addingTimeInterval(delay)
+                task.history.preferredEndpoint = endpoint
+                logger.debug("batch line failed; will retry", id: id, ["kind": LogValue(failure.kind.rawValue), "reason": LogValue(failure.message)])
+                return .retry(task, at: now.timeIntervalSince1970 + delay)
+            case .giveUp(let reason):
+                if case .lifetimeExceeded = reason {
+                    result = .expired
+                } else {
+                    let message = reason == .notRetryable ? failure.message : "\(failure.message); \(reason)"
+                    result = .failed(code: failure.kind.rawValue, message: message, status: failure.httpStatus, body: failure.providerBody)
+                }
+            }
+        }
+        runner?.lineEnded(line, customID: customID, result: result, usage: usage)
+        return .finalized(id: id)
+    }
+}

@@ -1,0 +1,76 @@
+/// `incoming/<name>.batch.json`, the last file of a batch: OpenAI's Batch object, so that
+/// a program written for OpenAI's batches reads it as it is.
+public struct BatchSummary: Sendable, Equatable {
+    /// `completed`, `cancelled`, or `expired` (`max_lifetime_seconds` passed first).
+    public enum Status: String, Sendable {
+        case completed, cancelled, expired
+    }
+
+    public var name: String
+    public var status: Status
+    /// The url of the batch's first line (OpenAI's `endpoint`).
+    public var endpoint: String
+    public var total: Int
+    public var counts: BatchCounts
+    public var createdAt: Int
+    public var endedAt: Int
+    public var inputFile: String
+    public var outputFile: String
+    public var completionWindow: String
+
+    public init(name: String, status: Status, endpoint: String, total: Int, counts: BatchCounts, createdAt: Int, endedAt: Int,
+                inputFile: String, outputFile: String, completionWindow: String = "24h") {
+        self.name = name
+        self.status = status
+        self.endpoint = endpoint
+        self.total = total
+        self.counts = counts
+        self.createdAt = createdAt
+        self.endedAt = endedAt
+        self.inputFile = inputFile
+        self.outputFile = outputFile
+        self.completionWindow = completionWindow
+    }
+
+    /// The Batch object's `id`: stable for a name.
+    public var id: String {
+        "batch_" + TextEscaping.leftPadded(String(Fingerprint.hash(name.utf8), radix: 16), to: 16)
+    }
+
+    public func encoded() -> [UInt8] {
+        let cancelled = status == .cancelled
+        let expired = status == .expired
+        let ended = JSONWriter.number(endedAt)
+        let usage = JSONWriter.object([
+            ("input_tokens", JSONWriter.number(counts.inputTokens)),
+            ("input_tokens_details", JSONWriter.object([("cached_tokens", JSONWriter.number(0))])),
+            ("output_tokens", JSONWriter.number(counts.outputTokens)),
+            ("output_tokens_details", JSONWriter.object([("reasoning_tokens", JSONWriter.number(0))])),
+            ("total_tokens", JSONWriter.number(counts.inputTokens > Int.max - counts.outputTokens ? Int.max : counts.inputTokens + counts.outputTokens)),
+        ])
+        return JSONWriter.object([
+            ("id", JSONWriter.quoted(id)),
+            ("object", JSONWriter.quoted("batch")),
+            ("endpoint", JSONWriter.quoted(endpoint)),
+            ("errors", JSONWriter.null),
+            ("input_file_id", JSONWriter.quoted(inputFile)),
+            ("completion_window", JSONWriter.quoted(completionWindow)),
+            ("status", JSONWriter.quoted(status.rawValue)),
+            ("output_file_id", JSONWriter.quoted(outputFile)),
+            ("error_file_id", JSONWriter.null),
+            ("created_at", JSONWriter.number(createdAt)),
+            ("in_progress_at", JSONWriter.number(createdAt)),
+            ("expires_at", JSONWriter.null),
+            ("finalizing_at", ended),
+            ("completed_at", status == .completed ? ended : JSONWriter.null),
+            ("failed_at", JSONWriter.null),
+            ("expired_at", expired ? ended : JSONWriter.null),
+            ("cancelling_at", cancelled ? ended : JSONWriter.null),
+            ("cancelled_at", cancelled ? ended : JSONWriter.null),
+            ("request_counts", JSONWriter.object([("total", JSONWriter.number(total)), ("completed", JSONWriter.number(counts.succeeded)),
+                                                  ("failed", JSONWriter.number(counts.notSucceeded))])),
+            ("usage", usage),
+            ("metadata", JSONWriter.null),
+        ]) + [0x0A]
+    }
+}

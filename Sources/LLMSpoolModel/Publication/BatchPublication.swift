@@ -1,0 +1,34 @@
+extension PublicationPlan {
+    /// The end of a batch whose every line is committed in its journal (or cancelled): the
+    /// output gets its name, then the summary appears, last, then the input and the journal
+    /// go. Each step can be run again after a crash: the journal stays until the last step,
+    /// and `BatchRecovery` says from where to go on.
+    public static func batchEnd(name: String, input: String, identity: FileIdentity?, summary: [UInt8], outputPublished: Bool,
+                                layout: SpoolLayout) -> [PublicationStep] {
+        var steps: [PublicationStep] = []
+        if !outputPublished {
+            steps += [.syncFile(layout.batchPartial(name)),
+                      .rename(from: layout.batchPartial(name), to: layout.batchOutput(name)),
+                      .syncFolder(layout.incoming)]
+        }
+        steps += [.writeFile(layout.batchSummary(name), summary),
+                  .syncFolder(layout.incoming),
+                  .unlinkIfSame(input, identity: identity),
+                  .syncFolder(folder(of: input)),
+                  .unlinkIfPresent(layout.batchJournal(name)),
+                  .syncFolder(layout.batches)]
+        return steps
+    }
+
+    /// An invalid batch file: its error record, then the file moved beside it. Validation
+    /// is repeatable, so a crash only means the same rejection again.
+    public static func batchRejection(name: String, input: String, identity: FileIdentity?, errorRecord: [UInt8],
+                                      layout: SpoolLayout) -> [PublicationStep] {
+        [.archiveIfPresent(layout.failedBatch(name), into: layout.superseded),
+         .archiveIfPresent(layout.errorRecord(name), into: layout.superseded),
+         .writeFile(layout.errorRecord(name), errorRecord),
+         .moveIfSame(from: input, to: layout.failedBatch(name), identity: identity),
+         .syncFolder(layout.failed),
+         .syncFolder(folder(of: input))]
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import LLMSpoolCore
+import Testing
+
+/// The people's side of batches: `submit FILE.jsonl --wait` and its exit status, `show`,
+/// `status` while one runs, and hooks once per batch.
+@Suite(.serialized) struct BatchCommandTests {
+    func writeBatch(_ harness: Harness, _ file: String, _ lines: [String]) throws -> String {
+        let path = harness.root + "/" + file
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test func submitWaitsAndItsExitStatusSaysHowTheBatchEnded() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let log = harness.root + "/hooks.log"
+        let hook = "echo \"$LLMSPOOL_BATCH $LLMSPOOL_ID $LLMSPOOL_STATUS $LLMSPOOL_BATCH_STATUS $LLMSPOOL_BATCH_TOTAL $LLMSPOOL_BATCH_SUCCEEDED $LLMSPOOL_BATCH_FAILED\" >> \(log)"
+        try harness.startDaemon(config: ["on_complete": hook, "on_failure": hook])
+        let good = try writeBatch(harness, "good.jsonl", (0..<20).map { BatchTests.line("g-\($0)") })
+        let ok = try harness.cli(["submit", good, "--wait", "--spool", harness.layout.root])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(ok.stdout == harness.layout.batchOutput("good") + "\n")
+        #expect(ok.stderr.contains("batch good completed: 20 of 20 succeeded, 0 failed"), "\(ok.stderr)")
+
+        let mixed = try writeBatch(harness, "mixed.jsonl", (0..<10).map { BatchTests.line("m-\($0)", stub: $0 == 4 ? ["status": 400] : nil) })
+        let some = try harness.cli(["submit", mixed, "--wait", "--spool", harness.layout.root])
+        #expect(some.status == 2, "some lines failed: \(some.stderr)")
+        #expect(some.stdout == harness.layout.batchOutput("mixed") + "\n")
+
+        let bad = try writeBatch(harness, "bad.jsonl", [BatchTests.line("x"), "not json"])
+        let refused = try harness.cli(["submit", bad, "--wait", "--spool", harness.layout.root])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("batch bad refused"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("line 2, column 1"), "\(refused.stderr)")
+
+        let shown = try harness.cli(["show", "mixed", "--spool", harness.layout.root])
+        #expect(shown.status == 0)
+        let details = try #require(try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])
+        #expect(details["state"] as? String == "ended")
+        let counts = (details["summary"] as? [String: Any])?["request_counts"] as? [String: Any]
+        #expect(counts?["failed"] as? Int == 1 && counts?["completed"] as? Int == 9)
+
+        try waitUntil("three hooks ran", timeout: 20) {
+            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").count >= 3
+        }
+        #expect(harness.stopDaemon() == 0)
+        let lines = Set(try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map(String.init))
+        #expect(lines == ["1 good done completed 20 20 0", "1 mixed failed completed 10 9 1", "1 bad failed failed 0 0 0"],
+                "one hook per batch, none per line: \(lines)")
+    }
+
+    @Test func statusListsARunningBatch() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["concurrency": 2])
+        try BatchTests.dropBatch(harness, "slow", (0..<200).map { BatchTests.line("s-\($0)", stub: ["latency_ms": 100]) })
+        var shown = ""
+        defer { if !shown.contains("slow:") { Issue.record("status showed: \(shown) \((try? String(contentsOfFile: LiveStatus.path(harness.layout), encoding: .utf8)) ?? "")") } }
+        try waitUntil("status lists the batch with some lines done", timeout: 30) {
+            shown = try harness.cli(["status", "--spool", harness.layout.root]).stdout
+            return shown.range(of: #"slow: [1-9]\d*/200 done \(0 failed\), [12] in flight, [0-9.]+ lines/s, ETA \d+ s"#,
+                               options: .regularExpression) != nil
+        }
+        #expect(!shown.contains(".slow.jsonl."), "lines are not listed one by one: \(shown)")
+        let json = try harness.cli(["status", "--json", "--spool", harness.layout.root])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let batch = try #require((object["batches"] as? [[String: Any]])?.first)
+        #expect(batch["name"] as? String == "slow")
+        #expect(batch["total"] as? Int == 200)
+        let show = try harness.cli(["show", "slow", "--spool", harness.layout.root])
+        #expect(show.stdout.contains("\"state\" : \"running\""), "\(show.stdout)")
+    }
+}

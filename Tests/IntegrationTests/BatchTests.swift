@@ -1,0 +1,323 @@
+import Foundation
+import LLMSpoolCore
+import LLMSpoolModel
+import Testing
+
+/// Batch files with the real daemon and the stub: validation before anything is sent, the
+/// output line of every input line exactly once, cancellation by deletion, kill -9.
+@Suite(.serialized) struct BatchTests {
+    /// One OpenAI batch line; `stub` directives make it fail or wait.
+    static func line(_ id: String, prompt: String? = nil, stream: Bool = false, stub: [String: Any]? = nil) -> String {
+        let body = Harness.request(prompt ?? "prompt of \(id)", stream: stream, stub: stub)
+        let object: [String: Any] = ["custom_id": id, "method": "POST", "url": "/v1/chat/completions", "body": body]
+        return String(decoding: try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+    }
+
+    /// Drops `outgoing/<name>.jsonl` as producers should: a dot-file, then a rename.
+    static func dropBatch(_ harness: Harness, _ name: String, _ lines: [String]) throws {
+        let hidden = "\(harness.layout.outgoing)/.\(name).jsonl.tmp"
+        try DurableFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: hidden, syncDirectory: false)
+        try Syscall.rename(hidden, harness.layout.batchRequest(name))
+    }
+
+    static func outputLines(_ path: String) throws -> [[String: Any]] {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.isEmpty || text.hasSuffix("\n"), "the output ends with a whole line")
+        return try text.split(separator: "\n").map { line in
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                throw HarnessError("an output line is not an object: \(line.prefix(200))")
+            }
+            return object
+        }
+    }
+
+    static func waitForSummary(_ harness: Harness, _ name: String, timeout: TimeInterval) throws -> [String: Any] {
+        try waitUntil("\(name).batch.json appears", timeout: timeout) {
+            FileManager.default.fileExists(atPath: harness.layout.batchSummary(name))
+        }
+        return try harness.json(harness.layout.batchSummary(name))
+    }
+
+    /// Each line's output by custom_id; records an issue for a duplicate.
+    static func byID(_ lines: [[String: Any]]) -> [String: [String: Any]] {
+        var found: [String: [String: Any]] = [:]
+        for line in lines {
+            guard let id = line["custom_id"] as? String else {
+                Issue.record("an output line has no custom_id: \(line)")
+                continue
+            }
+            #expect(found[id] == nil, "custom_id \(id) appears twice in the output")
+            found[id] = line
+        }
+        return found
+    }
+
+    /// The answers' bodies in a JSONL file, for the SDK's type.
+    static func judgeBodies(_ lines: [[String: Any]], in root: String) throws {
+        let bodies = try lines.compactMap { line -> String? in
+            guard let body = (line["response"] as? [String: Any])?["body"], line["error"] is NSNull else { return nil }
+            return String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self)
+        }
+        let path = root + "/bodies.jsonl"
+        try Data((bodies.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: path))
+        try SDKJudge.expectParses("ChatCompletion", [path], jsonl: true)
+    }
+
+    @Test func aBatchAnswersEveryLineOnceInOpenAIsShape() throws {
+        let count = Int(ProcessInfo.processInfo.environment["LLMSPOOL_BATCH_LINES"] ?? "") ?? 10_000
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["concurrency": 64, "max_attempts": 2])
+        var lines: [String] = []
+        for index in 0..<count {
+            // Every 97th line is refused by the endpoint (400, never retried); every 10th streams.
+            let stub: [String: Any]? = index % 97 == 5 ? ["status": 400] : nil
+            lines.append(Self.line("req-\(index)", stream: index % 10 == 3, stub: stub))
+        }
+        let started = Date()
+        try Self.dropBatch(harness, "big", lines)
+        let summary = try Self.waitForSummary(harness, "big", timeout: 600)
+        let seconds = Date().timeIntervalSince(started)
+        let failing = (0..<count).filter { $0 % 97 == 5 }.count
+        #expect(summary["status"] as? String == "completed")
+        let counts = try #require(summary["request_counts"] as? [String: Any])
+        #expect(counts["total"] as? Int == count)
+        #expect(counts["completed"] as? Int == count - failing)
+        #expect(counts["failed"] as? Int == failing)
+        #expect(((summary["usage"] as? [String: Any])?["total_tokens"] as? Int ?? 0) > 0, "usage totals are summed")
+        try SDKJudge.expectParses("Batch", [harness.layout.batchSummary("big")])
+
+        let output = try Self.outputLines(harness.layout.batchOutput("big"))
+        #expect(output.count == count)
+        let found = Self.byID(output)
+        #expect(found.count == count)
+        for index in 0..<count {
+            guard let line = found["req-\(index)"] else {
+                Issue.record("req-\(index) has no output line")
+                continue
+            }
+            #expect((line["id"] as? String)?.hasPrefix("batch_req_") == true)
+            let response = line["response"] as? [String: Any]
+            if index % 97 == 5 {
+                #expect((line["error"] as? [String: Any])?["code"] as? String == "http", "req-\(index): \(line)")
+                #expect(response?["status_code"] as? Int == 400)
+            } else {
+                #expect(line["error"] is NSNull, "req-\(index): \(line)")
+                #expect(response?["status_code"] as? Int == 200)
+                let content = Harness.content(of: response?["body"] as? [String: Any] ?? [:])
+                #expect(content?.hasPrefix("Echo: prompt of req-\(index)") == true, "req-\(index) got another line's answer: \(content ?? "none")")
+            }
+        }
+        try Self.judgeBodies(output, in: harness.root)
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.batchRequest("big")), "the input leaves outgoing last")
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.batchPartial("big")))
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.batchJournal("big")))
+        #expect(harness.files(in: harness.layout.incoming).sorted() == ["big.batch.json", "big.jsonl"], "no line leaves a file of its own")
+        #expect(harness.files(in: harness.layout.state).filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.isEmpty,
+                "lines have no task records")
+        let arrivals = try harness.stubArrivals()
+        #expect(arrivals.count == count, "each line is sent once (none is retried here)")
+        print("batch of \(count) lines: \(String(format: "%.1f", seconds)) s, \(String(format: "%.0f", Double(count) / seconds)) lines/s")
+    }
+
+    @Test func anInvalidFileIsRefusedWithItsProblemsLines() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        let lines = [Self.line("a"), Self.line("b"), Self.line("a"), Self.line("c"),
+                     #"{"custom_id": "d", "url": "/v1/chat/completions", "body": {"model": "m""#,
+                     #"{"custom_id": "e", "url": "/v1/nope", "body": {}}"#]
+        try Self.dropBatch(harness, "bad", lines)
+        try waitUntil("the batch is refused", timeout: 30) {
+            FileManager.default.fileExists(atPath: harness.layout.failedBatch("bad"))
+        }
+        let record = try harness.json(harness.layout.errorRecord("bad"))
+        #expect(record["kind"] as? String == "invalid-batch")
+        #expect(record["problem_count"] as? Int == 3)
+        let problems = try #require(record["problems"] as? [[String: Any]])
+        #expect(problems.compactMap { $0["line"] as? Int } == [3, 5, 6])
+        #expect((record["message"] as? String)?.contains("line 3, column 1: \"custom_id\" \"a\" is also that of line 1") == true,
+                "\(record["message"] ?? "")")
+        #expect((problems[1]["message"] as? String)?.hasPrefix("the line is not valid JSON") == true)
+        #expect(try harness.stubArrivals().isEmpty, "nothing of an invalid batch is sent")
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.batchRequest("bad")))
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.batchPartial("bad")))
+    }
+
+    @Test func deletingTheInputCancelsTheBatch() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        // A first retry waits 30 s: the first lines, refused once, are waiting to retry when
+        // the batch is cancelled, and must not hold its end up. (No Retry-After: that would
+        // pause the whole endpoint.)
+        try harness.startDaemon(config: ["concurrency": 4, "retry_initial_seconds": 30, "retry_max_seconds": 60])
+        let count = 300
+        try Self.dropBatch(harness, "slow", (0..<count).map { index in
+            Self.line("s-\(index)", stub: index < 3 ? ["faults": [["status": 500]]] : ["latency_ms": 150])
+        })
+        try waitUntil("some lines are done", timeout: 60) {
+            ((try? String(contentsOfFile: harness.layout.batchPartial("slow"), encoding: .utf8)) ?? "").split(separator: "\n").count >= 8
+        }
+        try FileManager.default.removeItem(atPath: harness.layout.batchRequest("slow"))
+        let removed = Date()
+        let summary = try Self.waitForSummary(harness, "slow", timeout: 20)
+        print("cancelled batch ended \(String(format: "%.2f", Date().timeIntervalSince(removed))) s after its input was removed")
+        #expect(summary["status"] as? String == "cancelled")
+        let output = try Self.outputLines(harness.layout.batchOutput("slow"))
+        let found = Self.byID(output)
+        #expect(found.count == count, "every line is in the output, cancelled or not")
+        let cancelled = output.filter { ($0["error"] as? [String: Any])?["code"] as? String == "batch_cancelled" }
+        let succeeded = output.filter { $0["error"] is NSNull }
+        #expect(succeeded.count >= 8)
+        for index in 0..<3 {
+            #expect((found["s-\(index)"]?["error"] as? [String: Any])?["code"] as? String == "batch_cancelled", "s-\(index) was waiting to retry")
+        }
+        #expect(cancelled.count + succeeded.count == count)
+        #expect(cancelled.count > count / 2, "the rest was never sent")
+        let counts = try #require(summary["request_counts"] as? [String: Any])
+        #expect(counts["completed"] as? Int == succeeded.count)
+        #expect(counts["failed"] as? Int == cancelled.count)
+        let sent = try harness.stubArrivals().count
+        #expect(sent <= succeeded.count + 3 + 4, "beyond the lines that finished, only the three refused and those in flight were sent (sent \(sent))")
+        try SDKJudge.expectParses("Batch", [harness.layout.batchSummary("slow")])
+    }
+
+    /// An endpoint with a model of its own rewrites each line's body, read in place from the
+    /// batch file (whatever its size), and streamed lines still ask for their usage.
+    @Test func anEndpointsModelRewritesEachLine() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["endpoints": [["name": "stub", "base_url": harness.stubURL, "model": "other-model"]],
+                                         "max_request_bytes": 4096])
+        // The file is far larger than max_request_bytes; each line is not.
+        let count = 300
+        try Self.dropBatch(harness, "rewritten", (0..<count).map { Self.line("r-\($0)", prompt: "prompt of r-\($0) " + String(repeating: "p", count: 100), stream: $0 % 2 == 0) })
+        let summary = try Self.waitForSummary(harness, "rewritten", timeout: 120)
+        #expect((summary["request_counts"] as? [String: Any])?["completed"] as? Int == count, "\(summary)")
+        let output = try Self.outputLines(harness.layout.batchOutput("rewritten"))
+        for line in output {
+            let body = (line["response"] as? [String: Any])?["body"] as? [String: Any]
+            #expect(body?["model"] as? String == "other-model", "\(line)")
+            #expect((body?["usage"] as? [String: Any])?["total_tokens"] is Int, "\(line)")
+        }
+    }
+
+    @Test func linesNotEndedWithinTheLifetimeExpire() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["concurrency": 1, "max_lifetime_seconds": 2])
+        let count = 40
+        try Self.dropBatch(harness, "late", (0..<count).map { Self.line("l-\($0)", stub: ["latency_ms": 300]) })
+        let summary = try Self.waitForSummary(harness, "late", timeout: 60)
+        #expect(summary["status"] as? String == "expired")
+        #expect(summary["expired_at"] is Int)
+        let output = try Self.outputLines(harness.layout.batchOutput("late"))
+        let found = Self.byID(output)
+        #expect(found.count == count)
+        let expired = output.filter { ($0["error"] as? [String: Any])?["code"] as? String == "batch_expired" }
+        let succeeded = output.filter { $0["error"] is NSNull }
+        #expect(succeeded.count >= 1 && succeeded.count < 10, "about 2 s of 0.3 s lines, one at a time (\(succeeded.count))")
+        #expect(expired.count + succeeded.count == count)
+        #expect(try harness.stubArrivals().count <= succeeded.count + 1, "expired lines were not sent, but the one stopped in flight")
+        try SDKJudge.expectParses("Batch", [harness.layout.batchSummary("late")])
+    }
+
+    @Test(.enabled(if: DialectRegistry.dialect(url: "/v1/messages") != nil, "the Messages dialect is not registered"))
+    func anAnthropicBatchAnswersInAnthropicsShape() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["endpoints": [["name": "stub", "base_url": harness.stubURL, "api": "anthropic"]]])
+        let count = 1_000
+        let lines = (0..<count).map { index -> String in
+            let params: [String: Any] = ["model": "claude-stub", "max_tokens": 32, "stream": index % 3 == 0,
+                                         "messages": [["role": "user", "content": "prompt of a-\(index)"]]]
+            let object: [String: Any] = ["custom_id": "a-\(index)", "params": params]
+            return String(decoding: try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+        }
+        try Self.dropBatch(harness, "claude", lines)
+        let summary = try Self.waitForSummary(harness, "claude", timeout: 300)
+        #expect(summary["status"] as? String == "completed")
+        let path = harness.layout.batchOutput("claude")
+        let output = try Self.outputLines(path)
+        #expect(Self.byID(output).count == count)
+        #expect(output.allSatisfy { ($0["result"] as? [String: Any])?["type"] as? String == "succeeded" })
+        try SDKJudge.expectParses("MessageBatchIndividualResponse", [path], jsonl: true)
+        let messages = try output.map { String(decoding: try JSONSerialization.data(withJSONObject: ($0["result"] as? [String: Any])?["message"] ?? [:]), as: UTF8.self) }
+        try Data((messages.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: harness.root + "/messages.jsonl"))
+        try SDKJudge.expectParses("Message", [harness.root + "/messages.jsonl"], jsonl: true)
+    }
+
+    /// kill -9 at random moments over a batch: each line's output appears exactly once, and
+    /// each is its own line's answer. CI runs it short; the long run:
+    /// `LLMSPOOL_BATCH_KILL_LINES=20000 LLMSPOOL_BATCH_KILLS=30 swift test --filter BatchTests/aKilledDaemon`
+    @Test func aKilledDaemonLosesAndRepeatsNoLine() throws {
+        let environment = ProcessInfo.processInfo.environment
+        let count = Int(environment["LLMSPOOL_BATCH_KILL_LINES"] ?? "") ?? 2_000
+        let kills = Int(environment["LLMSPOOL_BATCH_KILLS"] ?? "") ?? 5
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let config: [String: Any] = ["concurrency": 32, "max_attempts": 4]
+        try harness.startDaemon(config: config)
+        var lines: [String] = []
+        for index in 0..<count {
+            // Faults the daemon retries through: a 500 then success, a cut stream then success.
+            var stub: [String: Any]? = nil
+            if index % 50 == 7 { stub = ["faults": [["status": 500]]] }
+            if index % 50 == 19 { stub = ["faults": [["cut_after": 2]]] }
+            if index % 211 == 3 { stub = ["status": 400] }
+            lines.append(Self.line("k-\(index)", stream: index % 4 == 1 || index % 50 == 19, stub: stub))
+        }
+        try Self.dropBatch(harness, "killed", lines)
+        var killed = 0
+        var lastLength = 0
+        while killed < kills {
+            // Each kill lands once the output has grown since the last: the daemon made progress.
+            try waitUntil("the output grows", timeout: 120) {
+                if FileManager.default.fileExists(atPath: harness.layout.batchSummary("killed")) { return true }
+                let length = ((try? FileManager.default.attributesOfItem(atPath: harness.layout.batchPartial("killed")))?[.size] as? Int) ?? 0
+                return length > lastLength + 2_000
+            }
+            if FileManager.default.fileExists(atPath: harness.layout.batchSummary("killed")) { break }
+            usleep(UInt32.random(in: 0..<150_000))
+            harness.killDaemon()
+            killed += 1
+            lastLength = ((try? FileManager.default.attributesOfItem(atPath: harness.layout.batchPartial("killed")))?[.size] as? Int) ?? 0
+            try harness.startDaemon(config: config)
+        }
+        let summary = try Self.waitForSummary(harness, "killed", timeout: 600)
+        #expect(killed >= min(kills, 2), "the kills landed while the batch ran (\(killed))")
+        let resumed = harness.log.components(separatedBy: "batch resumed").count - 1
+        #expect(resumed >= min(kills, 2), "each restart resumed the batch from its journal (\(resumed) of \(killed))")
+        print("batch of \(count) lines: \(killed) kills, \(resumed) resumptions")
+        #expect(summary["status"] as? String == "completed")
+        let output = try Self.outputLines(harness.layout.batchOutput("killed"))
+        #expect(output.count == count, "one output line per input line, none lost, none repeated")
+        let found = Self.byID(output)
+        #expect(found.count == count)
+        var failed = 0
+        for index in 0..<count {
+            guard let line = found["k-\(index)"] else {
+                Issue.record("k-\(index) has no output line")
+                continue
+            }
+            if index % 211 == 3 {
+                failed += 1
+                #expect((line["response"] as? [String: Any])?["status_code"] as? Int == 400)
+                continue
+            }
+            let content = Harness.content(of: (line["response"] as? [String: Any])?["body"] as? [String: Any] ?? [:])
+            #expect(content?.hasPrefix("Echo: prompt of k-\(index)") == true, "k-\(index): \(line)")
+        }
+        let counts = try #require(summary["request_counts"] as? [String: Any])
+        #expect(counts["failed"] as? Int == failed)
+        try Self.judgeBodies(output, in: harness.root)
+        #expect(harness.files(in: harness.layout.incoming).sorted() == ["killed.batch.json", "killed.jsonl"])
+    }
+}

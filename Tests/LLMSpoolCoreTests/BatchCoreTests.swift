@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+@testable import LLMSpoolCore
+
+@Suite struct BatchCoreTests {
+    @Test func lineIDsNameTheirBatchAndEntry() throws {
+        let id = SpoolLayout.lineID(batch: "my.jsonl.batch", entry: 42)
+        let line = try #require(BatchLineRef(id: id))
+        #expect(line.batch == "my.jsonl.batch")
+        #expect(line.entry == 42)
+        #expect(BatchLineRef(id: "q1") == nil, "a request's id is no line's")
+        #expect(BatchLineRef(id: "x.jsonl.3") == nil, "line ids are hidden")
+        #expect(BatchLineRef(id: ".x.jsonl.three") == nil)
+    }
+
+    @Test func aBatchsHookHasItsCounts() {
+        let layout = SpoolLayout(root: "/s")
+        let report = BatchRunner.EndReport(name: "b", status: "completed", total: 10, succeeded: 9, failed: 1,
+                                           outputPath: layout.batchOutput("b"), summaryPath: layout.batchSummary("b"))
+        let variables = HookRunner.environment(forBatch: report, layout: layout)
+        #expect(variables["LLMSPOOL_BATCH"] == "1")
+        #expect(variables["LLMSPOOL_STATUS"] == "failed", "a batch with a failed line runs on_failure")
+        #expect(variables["LLMSPOOL_BATCH_TOTAL"] == "10" && variables["LLMSPOOL_BATCH_SUCCEEDED"] == "9" && variables["LLMSPOOL_BATCH_FAILED"] == "1")
+        #expect(variables["LLMSPOOL_RESULT"] == "/s/incoming/b.jsonl")
+        var all = report
+        all.failed = 0
+        all.succeeded = 10
+        #expect(HookRunner.environment(forBatch: all, layout: layout)["LLMSPOOL_STATUS"] == "done")
+    }
+
+    @Test func progressReadsBackAndShowsRateAndETA() throws {
+        let progress = BatchProgress(name: "b", total: 1000, succeeded: 190, failed: 10, inFlight: 4, startedAt: 100, updatedAt: 110, cancelled: false)
+        #expect(progress.line() == "b: 200/1000 done (10 failed), 4 in flight, 20.0 lines/s, ETA 40 s")
+        let object = try #require(JSONObject.parse(progress.json()))
+        #expect(BatchProgress(json: object) == progress)
+        let fresh = BatchProgress(name: "b", total: 5, succeeded: 0, failed: 0, inFlight: 0, startedAt: 100, updatedAt: 100, cancelled: true)
+        #expect(fresh.line() == "b: 0/5 done (0 failed), 0 in flight, 0.0 lines/s, cancelling")
+    }
+
+    @Test func metricsCountLinesAndBatches() {
+        let metrics = Metrics()
+        metrics.batchLines("succeeded")
+        metrics.batchLines("succeeded")
+        metrics.batchLines("expired")
+        metrics.batch("completed")
+        let text = metrics.render()
+        #expect(text.contains("llmspool_batch_lines_total{outcome=\"succeeded\"} 2\n"))
+        #expect(text.contains("llmspool_batch_lines_total{outcome=\"expired\"} 1\n"))
+        #expect(text.contains("llmspool_batch_lines_total{outcome=\"cancelled\"} 0\n"))
+        #expect(text.contains("llmspool_batches_total{status=\"completed\"} 1\n"))
+    }
+
+    @Test func theConfigHasTheBatchLimits() throws {
+        let config = try Config.parse(Array(#"{"max_batch_lines": 10, "max_batch_bytes": 4096}"#.utf8), source: "test")
+        #expect(config.maxBatchLines == 10 && config.maxBatchBytes == 4096)
+        #expect(Config().maxBatchLines == 1_000_000 && Config().maxBatchBytes == 2 << 30)
+        #expect(throws: ConfigError.self) { try Config.parse(Array(#"{"max_batch_lines": 0}"#.utf8), source: "test") }
+        let settings = BatchRunner.Settings(config)
+        #expect(settings.limits.maxLines == 10 && settings.limits.maxBytes == 4096)
+    }
+}

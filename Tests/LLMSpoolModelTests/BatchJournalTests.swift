@@ -1,0 +1,142 @@
+import Testing
+@testable import LLMSpoolModel
+
+@Suite struct BatchJournalTests {
+    let input = FileIdentity(device: 1, inode: 7, size: 900, modifiedNanoseconds: 5, bornNanoseconds: 3, contentHash: nil)
+
+    func journal(lines: Int = 4, entries: [BatchJournal.Entry]) -> [UInt8] {
+        BatchJournal.encode(BatchJournal.Header(kind: .openai, lines: lines, createdAt: 1000, input: input, endpoint: "/v1/chat/completions")) + entries.flatMap(BatchJournal.encode)
+    }
+
+    @Test func replayGivesTheCommittedLinesCountsAndLength() throws {
+        let bytes = journal(entries: [.init(entry: 2, code: UInt8(ascii: "s"), outputEnd: 50, inputTokens: 7, outputTokens: 3),
+                                      .init(entry: 0, code: UInt8(ascii: "f"), outputEnd: 90)])
+        let replayed = try #require(BatchJournal.replay(bytes))
+        #expect(replayed.header.input == input)
+        #expect(replayed.header.endpoint == "/v1/chat/completions")
+        #expect(replayed.header.lines == 4)
+        #expect(replayed.committed.contains(2) && replayed.committed.contains(0) && !replayed.committed.contains(1))
+        #expect(replayed.committed.count == 2)
+        #expect(replayed.outputLength == 90)
+        #expect(replayed.counts.succeeded == 1 && replayed.counts.failed == 1 && replayed.counts.inputTokens == 7)
+        #expect(replayed.validLength == bytes.count)
+    }
+
+    @Test func aTornLastRecordIsNotAnEntry() throws {
+        let whole = journal(entries: [.init(entry: 1, code: UInt8(ascii: "s"), outputEnd: 40)])
+        for cut in 1..<BatchJournal.encode(BatchJournal.Entry(entry: 3, code: UInt8(ascii: "s"), outputEnd: 80)).count {
+            let torn = whole + Array(BatchJournal.encode(BatchJournal.Entry(entry: 3, code: UInt8(ascii: "s"), outputEnd: 80)).prefix(cut))
+            let replayed = try #require(BatchJournal.replay(torn))
+            #expect(replayed.committed.count == 1)
+            #expect(!replayed.committed.contains(3))
+            #expect(replayed.outputLength == 40)
+            #expect(replayed.validLength == whole.count)
+        }
+    }
+
+    @Test func aRepeatedOrOutOfRangeEntryCountsOnce() throws {
+        let bytes = journal(lines: 2, entries: [.init(entry: 1, code: UInt8(ascii: "s"), outputEnd: 10),
+                                                .init(entry: 1, code: UInt8(ascii: "s"), outputEnd: 20),
+                                                .init(entry: 9, code: UInt8(ascii: "s"), outputEnd: 30)])
+        let replayed = try #require(BatchJournal.replay(bytes))
+        #expect(replayed.committed.count == 1)
+        #expect(replayed.counts.succeeded == 1)
+    }
+
+    @Test func aBrokenHeaderIsNoJournal() {
+        #expect(BatchJournal.replay([]) == nil)
+        #expect(BatchJournal.replay(Array("llmspool-batch 1 openai".utf8)) == nil)
+        #expect(BatchJournal.replay(Array("something else\n".utf8)) == nil)
+    }
+
+    @Test func recoveryDecisions() throws {
+        let partial = try #require(BatchJournal.replay(journal(entries: [.init(entry: 0, code: UInt8(ascii: "s"), outputEnd: 40)])))
+        let all = try #require(BatchJournal.replay(journal(lines: 1, entries: [.init(entry: 0, code: UInt8(ascii: "s"), outputEnd: 40)])))
+        let other = FileIdentity(device: 1, inode: 8, size: 900, modifiedNanoseconds: 5)
+        #expect(BatchRecovery.decide(journal: nil, input: input, partialLength: nil) == .fresh)
+        #expect(BatchRecovery.decide(journal: partial, input: other, partialLength: 40) == .fresh, "a new file under the name")
+        #expect(BatchRecovery.decide(journal: partial, input: input, partialLength: 55) == .resume(partial), "cut back to 40")
+        #expect(BatchRecovery.decide(journal: partial, input: input, partialLength: 39) == .fresh, "committed output lost")
+        #expect(BatchRecovery.decide(journal: partial, input: input, partialLength: nil) == .fresh)
+        #expect(BatchRecovery.decide(journal: all, input: input, partialLength: 40) == .publish(all, outputPublished: false))
+        #expect(BatchRecovery.decide(journal: all, input: input, partialLength: nil) == .publish(all, outputPublished: true))
+        #expect(BatchRecovery.decide(journal: all, input: nil, partialLength: nil) == .publish(all, outputPublished: true))
+        #expect(BatchRecovery.decide(journal: partial, input: nil, partialLength: 40) == .cancelled(partial))
+    }
+
+    @Test func lineSetCounts() {
+        var set = BatchLineSet(count: 130)
+        for line in [0, 63, 64, 129, 129, 130, -1] { set.insert(line) }
+        #expect(set.count == 4)
+        #expect(set.contains(129) && !set.contains(130) && !set.contains(1))
+    }
+
+    /// The end of a batch stopped after every step, then restarted as the daemon does: the
+    /// output, then the summary, each exactly once, and the input and journal gone.
+    @Test func aCrashAfterAnyStepOfTheEndLeavesOneOutputAndSummary() throws {
+        let layout = SpoolLayout(root: "spool")
+        func build() -> (MemoryFiles, [PublicationStep], FileIdentity?) {
+            let files = MemoryFiles()
+            files.create(layout.batchRequest("b"), "{}\n")
+            files.create(layout.batchPartial("b"), "line\n")
+            files.create(layout.batchJournal("b"), "journal")
+            let identity = files.files[layout.batchRequest("b")].map(MemoryFiles.identity)
+            return (files, PublicationPlan.batchEnd(name: "b", input: layout.batchRequest("b"), identity: identity, summary: Array("summary".utf8),
+                                                    outputPublished: false, layout: layout), identity)
+        }
+        let (_, steps, _) = build()
+        for stop in 0...steps.count {
+            let (files, steps, identity) = build()
+            let counter = StepCounter()
+            _ = PublicationExecutor(files: files, beforeStep: { index, _ in
+                counter.value = index
+                return index < stop
+            }).run(steps)
+            // Restart: the journal says every line is committed; where the output is decides the rest.
+            if files.files[layout.batchJournal("b")] != nil {
+                let published = files.files[layout.batchPartial("b")] == nil
+                if files.files[layout.batchSummary("b")] == nil || !published || files.files[layout.batchRequest("b")] != nil {
+                    #expect(files.files[layout.batchSummary("b")] == nil || published, "the summary is never before the output (stop \(stop))")
+                }
+                let rest = PublicationPlan.batchEnd(name: "b", input: layout.batchRequest("b"), identity: identity, summary: Array("summary".utf8),
+                                                    outputPublished: published, layout: layout)
+                guard case .completed = PublicationExecutor(files: files).run(rest) else {
+                    Issue.record("the rest of the end failed after stop \(stop)")
+                    continue
+                }
+            }
+            #expect(files.text(layout.batchOutput("b")) == "line\n", "stop \(stop)")
+            #expect(files.text(layout.batchSummary("b")) == "summary")
+            #expect(files.files[layout.batchPartial("b")] == nil)
+            #expect(files.files[layout.batchRequest("b")] == nil)
+            #expect(files.files[layout.batchJournal("b")] == nil)
+        }
+    }
+
+    @Test func aRejectionMovesTheFileAfterItsRecordAndKeepsAnEarlierOne() throws {
+        let layout = SpoolLayout(root: "spool")
+        let files = MemoryFiles()
+        files.create(layout.batchRequest("b"), "bad\n")
+        files.create(layout.errorRecord("b"), "old record")
+        let identity = files.files[layout.batchRequest("b")].map(MemoryFiles.identity)
+        let steps = PublicationPlan.batchRejection(name: "b", input: layout.batchRequest("b"), identity: identity, errorRecord: Array("record".utf8), layout: layout)
+        guard case .completed = PublicationExecutor(files: files).run(steps) else { Issue.record("the rejection failed"); return }
+        #expect(files.text(layout.failedBatch("b")) == "bad\n")
+        #expect(files.text(layout.errorRecord("b")) == "record")
+        #expect(files.text("\(layout.superseded)/1.b.error.json") == "old record")
+        let record = try #require(steps.firstIndex(of: .writeFile(layout.errorRecord("b"), Array("record".utf8))))
+        let move = try #require(steps.firstIndex { if case .moveIfSame = $0 { return true }; return false })
+        #expect(record < move)
+    }
+
+    @Test func batchNamesAreClassified() {
+        #expect(RequestName.classify("b.jsonl") == .batch(name: "b"))
+        #expect(RequestName.classify(".b.jsonl") == .ignored)
+        #expect(RequestName.classify("-b.jsonl") == .unusable(reason: "the id starts with a dash"))
+        #expect(RequestName.classify("x.batch.json") == .unusable(reason: "names ending in .batch.json are reserved for batch summaries"))
+        #expect(RequestName.classify("x.jsonl.json") == .unusable(reason: "ids ending in .jsonl are reserved for batch outputs"))
+        #expect(RequestName.classify(".jsonl") == .ignored)
+        #expect(SpoolLayout.isLineTemporary(PublicationPlan.name(of: SpoolLayout(root: "s").partial(SpoolLayout.lineID(batch: "b", entry: 3)))))
+        #expect(!SpoolLayout.isLineTemporary("b.jsonl.partial"))
+    }
+}
