@@ -139,11 +139,14 @@ enum Help {
     """
 
     static let retry = """
-    Usage: llmspool retry ID... | --all-failed [--spool DIR | --config FILE]
+    Usage: llmspool retry ID... | --all | --all-failed [--spool DIR | --config FILE]
 
-    Moves failed requests back to outgoing, with a fresh attempt count. --all-failed skips
-    a failure that a later result of the same id replaced: it moves it (request and record)
-    to failed/superseded/ instead of sending it again.
+    A failed request goes back to outgoing, with a fresh attempt count. A request still in
+    outgoing that waits for its next attempt is sent now, like postqueue -i: the running
+    daemon takes the request within a second (an endpoint's own pause, such as a provider's
+    Retry-After, still holds). --all sends every waiting request now, like postqueue -f.
+    --all-failed requeues every failure but one that a later result of the same id
+    replaced: that one moves (request and record) to failed/superseded/ instead.
     """
 
     static let cancel = """

@@ -5,24 +5,53 @@ import LLMSpoolCore
 /// `llmspool retry`, `cancel` and `clean`: an operator's changes to the spool.
 enum ManageCommand {
     static func retry(_ argv: [String]) throws -> Int32 {
-        let args = try Arguments(argv, valued: ClientSpool.valued, switches: ["--help", "--all-failed"])
+        let args = try Arguments(argv, valued: ClientSpool.valued, switches: ["--help", "--all-failed", "--all"])
         if args.has("--help") {
             print(Help.retry)
             return 0
         }
-        if args.has("--all-failed") && !args.positionals.isEmpty {
-            throw Arguments.UsageError(description: "give request IDs or --all-failed, not both")
+        let modes = ["--all-failed", "--all"].filter(args.has)
+        if modes.count > 1 { throw Arguments.UsageError(description: "give --all or --all-failed, not both") }
+        if let mode = modes.first, !args.positionals.isEmpty {
+            throw Arguments.UsageError(description: "give request IDs or \(mode), not both")
         }
-        guard args.has("--all-failed") || !args.positionals.isEmpty else {
-            throw Arguments.UsageError(description: "give request IDs, or --all-failed")
+        guard !modes.isEmpty || !args.positionals.isEmpty else {
+            throw Arguments.UsageError(description: "give request IDs, --all or --all-failed")
         }
-        let actions = SpoolActions(layout: try ClientSpool.existing(args))
-        guard args.has("--all-failed") else { return each(args.positionals, "requeued") { try actions.retry($0) } }
+        let layout = try ClientSpool.existing(args)
+        let actions = SpoolActions(layout: layout)
+        if args.has("--all") {
+            try actions.sendNow(nil)
+            print("asked the daemon to send every waiting request now")
+            warnIfNoDaemon(layout)
+            return 0
+        }
+        guard args.has("--all-failed") else {
+            var asked = false
+            let status = each(args.positionals, nil) { id in
+                if Syscall.isPresent(layout.failedRequest(id)) || !Syscall.isPresent(layout.request(id)) {
+                    try actions.retry(id)
+                    print("requeued \(id)")
+                } else {
+                    try actions.sendNow(id)
+                    print("asked the daemon to send \(id) now")
+                    asked = true
+                }
+            }
+            if asked { warnIfNoDaemon(layout) }
+            return status
+        }
         // A failure that a later result of the same id replaced is history: archived, not sent again.
         let superseded = Set(actions.supersededIDs())
         let archived = each(superseded.sorted(), "archived superseded failure of") { try actions.archive($0) }
         let retried = each(actions.failedIDs().filter { !superseded.contains($0) }, "requeued") { try actions.retry($0) }
         return max(archived, retried)
+    }
+
+    /// A send-now request waits for a daemon: say so when none is running on the spool.
+    static func warnIfNoDaemon(_ layout: SpoolLayout) {
+        guard LiveStatus.read(layout, now: Date()) == nil else { return }
+        FileHandle.standardError.write(Data("llmspool: warning: no daemon is running on \(layout.root); the request goes when one starts\n".utf8))
     }
 
     static func cancel(_ argv: [String]) throws -> Int32 {
@@ -90,12 +119,14 @@ enum ManageCommand {
     }
 
     /// Runs `body` for each id; reports each failure and keeps going. Exit 1 if any failed.
-    static func each(_ ids: [String], _ verb: String, _ body: (String) throws -> Void) -> Int32 {
+    /// Runs `body` for each id, printing "`verb` ID" after each success (nothing when
+    /// `verb` is nil: the body says what it did); an error is printed and the rest go on.
+    static func each(_ ids: [String], _ verb: String?, _ body: (String) throws -> Void) -> Int32 {
         var status: Int32 = 0
         for id in ids {
             do {
                 try body(id)
-                print("\(verb) \(id)")
+                if let verb { print("\(verb) \(id)") }
             } catch {
                 FileHandle.standardError.write(Data("llmspool: \(error)\n".utf8))
                 status = 1

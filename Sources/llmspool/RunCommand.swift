@@ -28,14 +28,14 @@ enum RunCommand {
         let metricsServer = try config.metricsAddress.map { try MetricsServer(address: $0, metrics: daemon.metrics) }
         try daemon.start()
         for endpoint in endpoints {
-            logger.info("endpoint", ["name": endpoint.name, "url": endpoint.baseURL, "api_key": endpoint.apiKey == nil ? "none" : "set",
+            logger.info("endpoint", ["name": LogValue(endpoint.name), "url": LogValue(endpoint.baseURL), "api_key": endpoint.apiKey == nil ? "none" : "set",
                                      "concurrency": "\(min(endpoint.concurrency, config.concurrency))"])
         }
         if let metricsServer, let address = config.metricsAddress {
-            logger.info("serving metrics", ["address": address, "port": "\(metricsServer.port)"])
+            logger.info("serving metrics", ["address": LogValue(address), "port": "\(metricsServer.port)"])
         }
         for warning in ConfigWarnings.of(endpoints) { logger.warning(warning) }
-        logger.info("llmspool running", ["spool": config.spool, "concurrency": "\(config.concurrency)"])
+        logger.info("llmspool running", ["spool": LogValue(config.spool), "concurrency": "\(config.concurrency)"])
         let signal = signals.wait()
         logger.info("stopping", ["signal": signal == SIGTERM ? "SIGTERM" : "SIGINT"])
         daemon.stop()

@@ -115,6 +115,17 @@ import Testing
         #expect((samples["llmspool_received_bytes_total"] ?? 0) > 0)
         #expect(samples["llmspool_watcher_rescans_total{reason=\"start\"}"] == 1)
         #expect(samples["llmspool_in_flight"] == 0)
+        // The same, per endpoint.
+        let attemptKey = try #require(samples.keys.first { $0.hasPrefix("llmspool_endpoint_attempts_total{endpoint=\"") }, "no endpoint label")
+        let name = String(attemptKey.dropFirst("llmspool_endpoint_attempts_total{endpoint=\"".count).prefix { $0 != "\"" })
+        let label = "endpoint=\"\(name)\""
+        #expect(samples["llmspool_endpoint_attempts_total{\(label),result=\"2xx\"}"] == 2)
+        #expect(samples["llmspool_endpoint_attempts_total{\(label),result=\"4xx\"}"] == 1)
+        #expect(samples["llmspool_endpoint_attempts_total{\(label),result=\"5xx\"}"] == 1)
+        #expect(samples["llmspool_endpoint_retries_total{\(label),reason=\"http\"}"] == 1)
+        #expect(samples["llmspool_endpoint_received_bytes_total{\(label)}"] == samples["llmspool_received_bytes_total"])
+        #expect(samples["llmspool_endpoint_in_flight{\(label)}"] == 0)
+        #expect(samples["llmspool_endpoint_waiting{\(label),cause=\"cooling-down\"}"] == 0)
         #expect(String(decoding: try LoopbackGet.body(port: port, path: "/healthz"), as: UTF8.self) == "ok\n")
     }
 
@@ -127,11 +138,13 @@ import Testing
         try waitUntil("answered", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("logged")) }
         #expect(harness.stopDaemon() == 0)
         let lines = harness.log.split(separator: "\n").map(String.init)
-        let objects = try lines.map { line -> [String: String] in
-            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String] else { throw HarnessError("not JSON: \(line)") }
+        let objects = try lines.map { line -> [String: Any] in
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { throw HarnessError("not JSON: \(line)") }
             return object
         }
-        #expect(objects.contains { $0["msg"] == "done" && $0["id"] == "logged" }, "a line about a request carries its id")
+        let done = try #require(objects.first { $0["msg"] as? String == "done" && $0["id"] as? String == "logged" }, "a line about a request carries its id")
+        #expect(done["attempts"] as? Int == 1 && done["bytes"] is NSNumber && done["seconds"] is NSNumber, "numbers are numbers: \(done)")
+        #expect(done["result"] is String && done["endpoint"] is String)
         #expect(objects.allSatisfy { $0["time"] == nil }, "journald stamps lines itself")
         // Outside journald, text lines start with a timestamp.
         try harness.startDaemon(arguments: ["--log-format", "text"])

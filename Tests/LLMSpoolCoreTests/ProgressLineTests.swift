@@ -21,4 +21,12 @@ import Testing
     @Test func queuedHasNoRateAndNoNextAttempt() {
         #expect(RequestFollower.Progress(state: .queued, elapsed: 0.5, attempt: 1).line(now: now) == "queued  0.5s  attempt 1")
     }
+
+    @Test func aQueuedRequestSaysWhatItWaitsFor() {
+        var progress = RequestFollower.Progress(state: .queued, elapsed: 2, attempt: 2, lastError: "HTTP 503")
+        progress.waitingFor = "endpoint stub cooling down until 08:00:00 (3 failures in a row)"
+        #expect(progress.line(now: now) == "queued  2.0s  attempt 2  after: HTTP 503  (endpoint stub cooling down until 08:00:00 (3 failures in a row))")
+        progress.state = .inFlight
+        #expect(!progress.line(now: now).contains("cooling"), "in flight, a wait is over")
+    }
 }

@@ -124,9 +124,9 @@ import Testing
     @Test func providerHeadersPauseWhenALimitIsUsedUp() {
         let headers = ["x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "2s",
                        "x-ratelimit-remaining-tokens": "100", "x-ratelimit-reset-tokens": "9s"]
-        #expect(EndpointFeedback.from(.response(status: 200), headers: headers, now: Date()) == EndpointFeedback(.answered, pauseSeconds: 2))
+        #expect(EndpointFeedback.from(.response(status: 200), headers: headers, now: Date()) == EndpointFeedback(.answered, pauseSeconds: 2, pauseCause: .providerRateLimit))
         #expect(EndpointFeedback.from(.response(status: 200), headers: [:], now: Date()) == EndpointFeedback(.answered))
-        #expect(EndpointFeedback.from(.response(status: 429), headers: [:], now: Date()) == EndpointFeedback(.retryableFailure, pauseSeconds: 1))
+        #expect(EndpointFeedback.from(.response(status: 429), headers: [:], now: Date()) == EndpointFeedback(.retryableFailure, pauseSeconds: 1, pauseCause: .providerRateLimit))
         #expect(EndpointFeedback.from(.response(status: 400), headers: [:], now: Date()) == EndpointFeedback(.answered))
         #expect(EndpointFeedback.from(.transportError(code: 7, message: ""), headers: [:], now: Date()) == EndpointFeedback(.retryableFailure))
         #expect(EndpointFeedback.from(.cancelled, headers: [:], now: Date()) == EndpointFeedback(.neutral))

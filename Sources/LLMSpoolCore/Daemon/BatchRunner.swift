@@ -220,7 +220,7 @@ public final class BatchRunner: @unchecked Sendable {
             reject(name, problems: [BatchProblem(line: nil, problem)], count: 1, identity: nil)
             return
         case .transient(let reason):
-            logger.warning("batch not read this time; it stays in outgoing", id: name, ["reason": reason])
+            logger.warning("batch not read this time; it stays in outgoing", id: name, ["reason": LogValue(reason)])
             return
         case .opened(let fd, let identity):
             opened = (fd, identity)
@@ -276,7 +276,7 @@ public final class BatchRunner: @unchecked Sendable {
             } else {
                 batch = try begin(name, fd: opened.fd, identity: opened.identity, index: validator.index, kind: kind,
                                   endpoint: validator.firstURL ?? "")
-                logger.info("batch accepted", id: name, ["lines": "\(validator.index.count)", "kind": kind.rawValue])
+                logger.info("batch accepted", id: name, ["lines": "\(validator.index.count)", "kind": LogValue(kind.rawValue)])
             }
             batches[name] = batch
         } catch {
@@ -289,7 +289,7 @@ public final class BatchRunner: @unchecked Sendable {
     private func settle(_ name: String, _ reason: String) {
         let wait = max(0.5, settings.withLock { $0.settleSeconds })
         settling[name] = Date().timeIntervalSince1970 + wait
-        logger.debug("batch looked at again later", id: name, ["reason": reason])
+        logger.debug("batch looked at again later", id: name, ["reason": LogValue(reason)])
     }
 
     private func recheckSettling() {
@@ -652,13 +652,13 @@ public final class BatchRunner: @unchecked Sendable {
                                              outputPublished: outputPublished, layout: layout)
         if case .failed(_, let step, let error) = executor.run(steps) {
             // The journal stays: the next start (or scan) finishes the end.
-            logger.error("cannot publish the batch's end; it is finished on the next start", id: name, ["step": step.kind, "reason": "\(error)"])
+            logger.error("cannot publish the batch's end; it is finished on the next start", id: name, ["step": LogValue(step.kind), "reason": "\(error)"])
             return
         }
         let counts = journal.counts
         metrics.batch(status.rawValue)
         logger.info(cancelled ? "batch \(status.rawValue)" : "batch done", id: name,
-                    ["output": layout.batchOutput(name), "lines": "\(journal.header.lines)", "succeeded": "\(counts.succeeded)",
+                    ["output": LogValue(layout.batchOutput(name)), "lines": "\(journal.header.lines)", "succeeded": "\(counts.succeeded)",
                      "failed": "\(counts.notSucceeded)"])
         onEnd(EndReport(name: name, status: status.rawValue, total: journal.header.lines, succeeded: counts.succeeded,
                         failed: counts.notSucceeded, outputPath: layout.batchOutput(name), summaryPath: layout.batchSummary(name)))
@@ -687,12 +687,12 @@ public final class BatchRunner: @unchecked Sendable {
         if count > problems.count { record["problems_not_listed"] = count - problems.count }
         let steps = PublicationPlan.batchRejection(name: name, input: path, identity: identity, errorRecord: JSONObject.encode(record), layout: layout)
         if case .failed(_, let step, let error) = executor.run(steps) {
-            logger.error("cannot move the invalid batch to failed; it is tried again", id: name, ["step": step.kind, "reason": "\(error)"])
+            logger.error("cannot move the invalid batch to failed; it is tried again", id: name, ["step": LogValue(step.kind), "reason": "\(error)"])
             settle(name, "the rejection failed")
             return
         }
         metrics.batch("failed")
-        logger.warning("batch refused", id: name, ["reason": first, "problems": "\(count)", "record": layout.errorRecord(name)])
+        logger.warning("batch refused", id: name, ["reason": LogValue(first), "problems": "\(count)", "record": LogValue(layout.errorRecord(name))])
         onEnd(EndReport(name: name, status: "failed", total: 0, succeeded: 0, failed: 0, outputPath: layout.failedBatch(name),
                         summaryPath: layout.errorRecord(name)))
     }

@@ -38,7 +38,7 @@ public enum DaemonRoster {
         }
     }
 
-    public static func folder(_ layout: SpoolLayout) -> String { "\(layout.state)/daemons" }
+    public static func folder(_ layout: SpoolLayout) -> String { layout.daemons }
 
     /// The host id made safe for a file name: anything but letters, digits, `-`, `_` and
     /// `.` becomes `_` (the host itself is in the file).
@@ -47,6 +47,40 @@ public enum DaemonRoster {
             scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "-_.".unicodeScalars.contains(scalar)) ? Character(scalar) : "_"
         })
         return "\(folder(layout))/\(safe.isEmpty ? "_" : safe).\(pid).json"
+    }
+
+    /// The pid in a roster file's name (`<host>.<pid>.json`, or its temporary
+    /// `.<host>.<pid>.json.tmp`) when the file is this host's; nil for anything else.
+    public static func pid(inName name: String, safeHost: String) -> Int32? {
+        var stem = Substring(name)
+        if stem.hasPrefix(SpoolLayout.hiddenPrefix) && stem.hasSuffix(SpoolLayout.temporarySuffix) {
+            stem = stem.dropFirst(SpoolLayout.hiddenPrefix.count).dropLast(SpoolLayout.temporarySuffix.count)
+        }
+        guard stem.hasSuffix(".json") else { return nil }
+        stem = stem.dropLast(".json".count)
+        guard let dot = stem.lastIndex(of: "."), stem[..<dot] == safeHost, let pid = Int32(stem[stem.index(after: dot)...]), pid > 0 else { return nil }
+        return pid
+    }
+
+    /// Removes what earlier runs of this host left in the roster (an entry, or the temporary
+    /// of one killed mid-write): their pid is gone. Another host's files are its own.
+    public static func removeDeadIncarnations(_ layout: SpoolLayout, host: String, myPID: Int32, logger: Logger,
+                                              isAlive: (Int32) -> Bool = { kill($0, 0) == 0 || errno == EPERM }) {
+        let mine = (path(layout, host: host, pid: 1) as NSString).lastPathComponent
+        let safeHost = String(mine.dropLast(".1.json".count))
+        let names: [String]
+        do {
+            names = try Syscall.listDirectory(folder(layout))
+        } catch let error as SystemError where error.errno == ENOENT {
+            return
+        } catch {
+            logger.warning("cannot read the roster of daemons", ["path": LogValue(folder(layout)), "reason": "\(error)"])
+            return
+        }
+        for name in names {
+            guard let pid = pid(inName: name, safeHost: safeHost), pid != myPID, !isAlive(pid) else { continue }
+            logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent("\(folder(layout))/\(name)") }
+        }
     }
 
     /// Whether an entry is a live daemon: rewritten lately, and, when it is of this host,

@@ -58,7 +58,7 @@ extension Finisher {
                 // The history lives in memory only: a restart gives the line its attempts again.
                 task.history.notBefore = now.addingTimeInterval(delay)
                 task.history.preferredEndpoint = endpoint
-                logger.debug("batch line failed; will retry", id: id, ["kind": failure.kind.rawValue, "reason": failure.message])
+                logger.debug("batch line failed; will retry", id: id, ["kind": LogValue(failure.kind.rawValue), "reason": LogValue(failure.message)])
                 return .retry(task, at: now.timeIntervalSince1970 + delay)
             case .giveUp(let reason):
                 if case .lifetimeExceeded = reason {

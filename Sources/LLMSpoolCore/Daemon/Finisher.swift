@@ -52,7 +52,7 @@ public final class Finisher: Sendable {
         guard let text = getenv("LLMSPOOL_TEST_PUBLICATION_PAUSE_MS").map({ String(cString: $0) }),
               let milliseconds = UInt32(text), milliseconds > 0 else { return { _, _ in true } }
         return { index, step in
-            logger.info("publication step", ["index": "\(index)", "step": step.kind])
+            logger.info("publication step", ["index": "\(index)", "step": LogValue(step.kind)])
             usleep(milliseconds * 1000)
             return true
         }
@@ -167,9 +167,9 @@ public final class Finisher: Sendable {
                 if case .failed(_, _, let error) = executor.run(PublicationPlan.retry(task: task, record: record, layout: layout)) {
                     logger.warning("cannot record the attempt; it is kept in memory only", id: id, ["reason": "\(error)"])
                 }
-                metrics.retry(failure.kind.rawValue)
-                logger.info("attempt failed; will retry", id: id, ["attempt": "\(task.history.attempts.count)", "kind": failure.kind.rawValue,
-                                                                   "reason": failure.message, "retry_in_seconds": String(format: "%.2f", delay)])
+                metrics.retry(failure.kind.rawValue, endpoint: outcome.endpointName)
+                logger.info("attempt failed; will retry", id: id, ["attempt": "\(task.history.attempts.count)", "kind": LogValue(failure.kind.rawValue),
+                                                                   "reason": LogValue(failure.message), "retry_in_seconds": "\((delay * 100).rounded() / 100)"])
                 return .ended(.retry(task, at: at.timeIntervalSince1970))
             case .giveUp(let reason):
                 var final = failure
@@ -209,7 +209,7 @@ public final class Finisher: Sendable {
             logger.debug("\(what) left to the daemon holding the request", id: id)
             return false
         case .failed(let reason):
-            logger.warning("cannot claim the request; will look again", id: id, ["reason": reason])
+            logger.warning("cannot claim the request; will look again", id: id, ["reason": LogValue(reason)])
             return false
         }
     }
@@ -243,10 +243,10 @@ public final class Finisher: Sendable {
             logger.error("cannot complete the clean-up; will try again on the next scan", id: id, ["reason": "\(error)"])
         case .completed, .stopped:
             if record.status == .done {
-                logger.info("done (completed after a restart)", id: id, ["result": layout.result(id)])
+                logger.info("done (completed after a restart)", id: id, ["result": LogValue(layout.result(id))])
                 report(TaskReport(id: id, outcome: .succeeded(resultPath: layout.result(id))))
             } else {
-                logger.warning("failed (completed after a restart)", id: id, ["record": layout.errorRecord(id)])
+                logger.warning("failed (completed after a restart)", id: id, ["record": LogValue(layout.errorRecord(id))])
                 report(TaskReport(id: id, outcome: .failed(recordPath: layout.errorRecord(id), kind: .invalidRequest,
                                                            message: "completed after a restart")))
             }
@@ -347,10 +347,10 @@ public final class Finisher: Sendable {
             }
             if let usage = prepared.usage { metrics.usage(usage) }
             let outcome = prepared.outcome
-            let seconds = String(format: "%.3f", outcome.endedAt.timeIntervalSince(outcome.startedAt))
-            logger.info("done", id: id, ["result": layout.result(id), "endpoint": outcome.endpointName,
+            let seconds = (outcome.endedAt.timeIntervalSince(outcome.startedAt) * 1000).rounded() / 1000
+            logger.info("done", id: id, ["result": LogValue(layout.result(id)), "endpoint": LogValue(outcome.endpointName),
                                          "attempts": "\(prepared.task.history.attempts.count)", "bytes": "\(outcome.bytesReceived)",
-                                         "seconds": seconds])
+                                         "seconds": "\(seconds)"])
             leases?.release(id, ended: true)
             report(TaskReport(id: id, outcome: .succeeded(resultPath: layout.result(id))))
             return .finalized(id: id)
@@ -376,7 +376,7 @@ public final class Finisher: Sendable {
         case .stopped:
             break
         }
-        logger.warning("failed", id: id, ["kind": failure.kind.rawValue, "reason": failure.message, "record": recordPath])
+        logger.warning("failed", id: id, ["kind": LogValue(failure.kind.rawValue), "reason": LogValue(failure.message), "record": LogValue(recordPath)])
         report(TaskReport(id: id, outcome: .failed(recordPath: recordPath, kind: failure.kind, message: failure.message)))
         return .finalized(id: id)
     }
@@ -389,7 +389,7 @@ public final class Finisher: Sendable {
         logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(SpoolLayout.temporary(for: layout.result(task.id))) }
         let delay = RetryPolicy.backoff(afterAttempts: max(1, task.history.attempts.count), settings: policy.withLock { $0.retry }, random: random())
         logger.error("outcome not written; the request stays in outgoing and is tried again", id: task.id,
-                     ["reason": reason, "retry_in_seconds": String(format: "%.2f", delay)])
+                     ["reason": LogValue(reason), "retry_in_seconds": "\((delay * 100).rounded() / 100)"])
         report(TaskReport(id: task.id, outcome: .deferred(reason: reason)))
         var next = task
         next.history.notBefore = Date().addingTimeInterval(delay)

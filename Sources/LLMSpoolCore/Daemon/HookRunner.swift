@@ -108,7 +108,7 @@ public final class HookRunner: Sendable {
         do {
             output = try Syscall.nonBlockingPipe()
         } catch {
-            logger.warning("hook could not start", id: id, ["command": argv[0], "reason": "\(error)"])
+            logger.warning("hook could not start", id: id, ["command": LogValue(argv[0]), "reason": "\(error)"])
             return
         }
         var readEnd = output.read
@@ -132,7 +132,7 @@ public final class HookRunner: Sendable {
         let spawned = posix_spawnp(&pid, argv[0], &actions, nil, cArgs, cEnv)
         Syscall.close(output.write)
         guard spawned == 0 else {
-            logger.warning("hook could not start", id: id, ["command": argv[0], "reason": String(cString: strerror(spawned))])
+            logger.warning("hook could not start", id: id, ["command": LogValue(argv[0]), "reason": LogValue(String(cString: strerror(spawned)))])
             return
         }
         var captured = HookOutput()
@@ -150,7 +150,7 @@ public final class HookRunner: Sendable {
                 } catch let error as SystemError where error.errno == EAGAIN {
                     return
                 } catch {
-                    logger.warning("cannot read a hook's output", id: id, ["command": argv[0], "reason": "\(error)"])
+                    logger.warning("cannot read a hook's output", id: id, ["command": LogValue(argv[0]), "reason": "\(error)"])
                     Syscall.close(readEnd)
                     readEnd = -1
                     return
@@ -168,7 +168,7 @@ public final class HookRunner: Sendable {
                     break
                 }
             } catch {
-                logger.warning("cannot wait for a hook", id: id, ["command": argv[0], "reason": "\(error)"])
+                logger.warning("cannot wait for a hook", id: id, ["command": LogValue(argv[0]), "reason": "\(error)"])
                 break
             }
             if Date().timeIntervalSince(started) > settings.timeoutSeconds && !timedOut {

@@ -14,12 +14,28 @@ public struct LiveStatus: Sendable, Equatable {
     public var totals: SpoolTotals?
     /// The batches running, with their counts.
     public var batches: [BatchProgress] = []
+    /// Endpoints that take no request now, and why; `endpointCount` says how many it has.
+    public var endpointWaits: [TransferEngine.NamedEndpointWait] = []
+    public var endpointCount = 0
+
+    /// Why a request that could go now does not: every endpoint waits (nil when one could
+    /// take it, and the request waits only for a free slot).
+    public var queueWait: String? {
+        guard endpointCount > 0, endpointWaits.count >= endpointCount else { return nil }
+        return endpointWaits.map(\.message).joined(separator: "; ")
+    }
+
+    /// When the earliest endpoint wait ends, if every endpoint waits.
+    public var endpointsFreeAt: Date? {
+        guard endpointCount > 0, endpointWaits.count >= endpointCount, let first = endpointWaits.map(\.wait.until).min() else { return nil }
+        return Date(timeIntervalSince1970: first)
+    }
 
     /// Hidden: ids never start with a dot, so no task record can take this name.
     public static let fileName = ".daemon.json"
     public static let staleAfterSeconds = 5.0
 
-    public static func path(_ layout: SpoolLayout) -> String { "\(layout.state)/\(fileName)" }
+    public static func path(_ layout: SpoolLayout) -> String { layout.liveStatus }
 
     /// Written by hand, not through JSONSerialization: with thousands of streams in flight
     /// the file is rewritten every second, and Foundation's encoder cost tens of
@@ -34,6 +50,17 @@ public struct LiveStatus: Sendable, Equatable {
             text += ",\"started_at\":\"\(Timestamp.string(transfer.startedAt))\",\"bytes_received\":\(transfer.bytesReceived)"
             text += ",\"events\":\(transfer.events),\"attempt\":\(transfer.attempt),\"endpoint\":"
             JSONText.appendQuoted(transfer.endpoint, to: &text)
+            text += "}"
+        }
+        text += "],\"endpoints\":\(endpointCount),\"endpoint_waits\":["
+        for (index, named) in endpointWaits.enumerated() {
+            if index > 0 { text += "," }
+            text += "{\"endpoint\":"
+            JSONText.appendQuoted(named.endpoint, to: &text)
+            text += ",\"cause\":\"\(named.wait.cause.rawValue)\",\"until\":\(named.wait.until)"
+            if let failures = named.wait.failures { text += ",\"failures\":\(failures)" }
+            text += ",\"message\":"
+            JSONText.appendQuoted(named.message, to: &text)
             text += "}"
         }
         text += "]"
@@ -71,6 +98,12 @@ public struct LiveStatus: Sendable, Equatable {
         }
         var status = LiveStatus(pid: pid, updatedAt: updated, queued: object["queued"] as? Int ?? 0,
                                 deferred: object["deferred"] as? Int ?? 0, inFlight: live)
+        status.endpointCount = object["endpoints"] as? Int ?? 0
+        status.endpointWaits = (object["endpoint_waits"] as? [[String: Any]] ?? []).compactMap { entry in
+            guard let endpoint = entry["endpoint"] as? String, let cause = (entry["cause"] as? String).flatMap(EndpointWait.Cause.init(rawValue:)),
+                  let until = (entry["until"] as? NSNumber)?.doubleValue, until.isFinite else { return nil }
+            return TransferEngine.NamedEndpointWait(endpoint: endpoint, wait: EndpointWait(cause: cause, until: until, failures: entry["failures"] as? Int))
+        }
         if let totals = object["totals"] as? [String: Any], let done = totals["done"] as? Int, let failed = totals["failed"] as? Int {
             status.totals = SpoolTotals(done: done, failed: failed, tokens: totals["tokens"] as? [String: Int] ?? [:])
         }

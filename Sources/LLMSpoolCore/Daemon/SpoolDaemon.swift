@@ -17,6 +17,7 @@ public final class SpoolDaemon: Sendable {
     private let logger: Logger
     private let notifier: SystemdNotifier
     private let leases: LeaseManager?
+    private let control: ControlReader
     public let metrics: Metrics
     private let statusStop = Atomic<Bool>(false)
     /// The `flock` that keeps a second daemon without leases off this spool.
@@ -26,7 +27,7 @@ public final class SpoolDaemon: Sendable {
     /// `onReport` is called on a worker thread each time a task ends (or is postponed).
     public init(config: Config, endpoints: [Endpoint], logger: Logger, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
                 onReport: (@Sendable (TaskReport) -> Void)? = nil) throws {
-        SpoolDaemon.initializeCurl
+        if let failure = SpoolDaemon.initializeCurl { throw ConfigError(failure) }
         let layout = SpoolLayout(root: config.spool, groupReadable: config.groupReadable)
         // fsync waits on the disk, not the CPU: more threads than cores let the filesystem
         // merge their flushes into fewer journal commits.
@@ -91,12 +92,15 @@ public final class SpoolDaemon: Sendable {
         self.metrics = metrics
         self.notifier = notifier
         self.leases = leases
+        self.control = ControlReader(layout: layout, shared: leases != nil, logger: logger) { [engine] event in engine.post(event) }
         self.logger = logger
     }
 
     /// libcurl's global set-up is not thread-safe: done once, before any transfer thread.
-    private static let initializeCurl: Void = {
-        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+    /// nil, or why libcurl could not set itself up (then no transfer could work).
+    private static let initializeCurl: String? = {
+        let code = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        return code == CURLE_OK ? nil : "curl_global_init failed: \(String(cString: curl_easy_strerror(code))) (code \(code.rawValue))"
     }()
 
     public func start() throws {
@@ -111,7 +115,7 @@ public final class SpoolDaemon: Sendable {
         if let leases {
             let choice = leases.chooseMethod()
             logger.info(choice.method == .locks ? "claims are held under file locks" : "claims are lease files only",
-                        ["method": choice.method.rawValue, "reason": choice.reason])
+                        ["method": LogValue(choice.method.rawValue), "reason": LogValue(choice.reason)])
             let reclaimed = leases.reclaimDeadIncarnations()
             if !reclaimed.isEmpty {
                 logger.info("took back the claims of this host's earlier run", ["requests": "\(reclaimed.count)"])
@@ -125,15 +129,16 @@ public final class SpoolDaemon: Sendable {
             watcher.leases = leases
             engine.leases = leases
             leases.startKeeper(lost: { [engine] id in engine.leaseLost(id) })
-            logger.info("claiming requests with leases", ["owner": leases.owner, "lease_seconds": "\(leases.seconds)"])
+            logger.info("claiming requests with leases", ["owner": LogValue(leases.owner), "lease_seconds": "\(leases.seconds)"])
         }
         try watcher.start()
         engine.start()
         batches.start()
+        control.start()
         totals.start(query: SpoolQuery(layout: layout), metrics: metrics)
         startStatusWriter()
         notifier.send("READY=1")
-        logger.info("watching", ["outgoing": layout.outgoing])
+        logger.info("watching", ["outgoing": LogValue(layout.outgoing)])
     }
 
     /// Rewrites `state/.daemon.json` once a second, on a thread of its own.
@@ -143,6 +148,7 @@ public final class SpoolDaemon: Sendable {
             do { try Syscall.mkdir(DaemonRoster.folder(layout), mode: layout.directoryMode) } catch let error as SystemError where error.errno == EEXIST {} catch {
                 logger.warning("cannot create the daemons folder; status will not list this daemon", ["reason": "\(error)"])
             }
+            if let leases { DaemonRoster.removeDeadIncarnations(layout, host: leases.hostID, myPID: getpid(), logger: logger) }
         }
         NamedThread.start("status") { [self] in
             while !statusStop.load(ordering: .relaxed) {
@@ -155,6 +161,8 @@ public final class SpoolDaemon: Sendable {
                 // A batch's lines are shown as its counts, not one by one.
                 var status = LiveStatus(pid: getpid(), updatedAt: Date(), queued: snapshot.queued, deferred: snapshot.deferred,
                                         inFlight: snapshot.inFlight.filter { BatchLineRef(id: $0.id) == nil })
+                status.endpointWaits = snapshot.endpointWaits
+                status.endpointCount = snapshot.endpointCount
                 status.totals = totals.current(metrics)
                 // In flight means transferring, as for requests; the rest of a batch's window is queued.
                 var transferring: [String: Int] = [:]
@@ -182,6 +190,7 @@ public final class SpoolDaemon: Sendable {
     public func stop() {
         notifier.send("STOPPING=1")
         watcher.stop()
+        control.stop()
         engine.shutdown()
         pool.finish()
         committer.finish()
@@ -216,7 +225,7 @@ public final class SpoolDaemon: Sendable {
     /// An `flock` on `state/.lock`, held for the daemon's life and dropped by the kernel
     /// when it dies.
     func lockSpool() throws {
-        let path = "\(layout.state)/.lock"
+        let path = layout.lock
         let fd = try Syscall.open(path, O_RDWR | O_CREAT | O_NOFOLLOW, mode: layout.fileMode)
         do {
             try Syscall.flock(fd, LOCK_EX | LOCK_NB, path: path)

@@ -48,37 +48,49 @@ public final class Logger: Sendable {
         }
     }
 
-    public func log(_ level: Level, _ message: String, id: String? = nil, _ fields: KeyValuePairs<String, String> = [:]) {
+    public func log(_ level: Level, _ message: String, id: String? = nil, _ fields: KeyValuePairs<String, LogValue> = [:]) {
         log(level, message, id: id, fields.map { ($0.key, $0.value) })
     }
 
     /// The same, with fields built at run time.
     public func log(_ level: Level, _ message: String, id: String? = nil, _ fields: [(String, String)]) {
+        log(level, message, id: id, fields.map { ($0.0, LogValue($0.1)) })
+    }
+
+    /// The same, with typed fields built at run time.
+    public func log(_ level: Level, _ message: String, id: String? = nil, _ fields: [(String, LogValue)]) {
         guard level >= minimum else { return }
-        var pairs: [(String, String)] = []
-        if let id { pairs.append(("id", id)) }
+        var pairs: [(String, LogValue)] = []
+        if let id { pairs.append(("id", LogValue(id))) }
         pairs.append(contentsOf: fields)
         sink(render(level, message, pairs))
     }
 
-    public func debug(_ message: String, id: String? = nil, _ fields: KeyValuePairs<String, String> = [:]) { log(.debug, message, id: id, fields) }
-    public func info(_ message: String, id: String? = nil, _ fields: KeyValuePairs<String, String> = [:]) { log(.info, message, id: id, fields) }
-    public func warning(_ message: String, id: String? = nil, _ fields: KeyValuePairs<String, String> = [:]) { log(.warning, message, id: id, fields) }
-    public func error(_ message: String, id: String? = nil, _ fields: KeyValuePairs<String, String> = [:]) { log(.error, message, id: id, fields) }
+    public func debug(_ message: String, id: String? = nil, _ fields: KeyValuePairs<String, LogValue> = [:]) { log(.debug, message, id: id, fields) }
+    public func info(_ message: String, id: String? = nil, _ fields: KeyValuePairs<String, LogValue> = [:]) { log(.info, message, id: id, fields) }
+    public func warning(_ message: String, id: String? = nil, _ fields: KeyValuePairs<String, LogValue> = [:]) { log(.warning, message, id: id, fields) }
+    public func error(_ message: String, id: String? = nil, _ fields: KeyValuePairs<String, LogValue> = [:]) { log(.error, message, id: id, fields) }
 
-    func render(_ level: Level, _ message: String, _ pairs: [(String, String)]) -> String {
+    func render(_ level: Level, _ message: String, _ pairs: [(String, LogValue)]) -> String {
         switch format {
         case .text:
             var line = "\(level.name): \(Logger.escape(message))"
             if timestamps { line = Timestamp.string(Date()) + " " + line }
             for (key, value) in pairs {
-                line += " \(key)=\(Logger.quoteIfNeeded(Logger.escape(value)))"
+                line += " \(key)=\(Logger.quoteIfNeeded(Logger.escape(value.text)))"
             }
             return line
         case .json:
-            var object: [String: String] = ["level": level.name, "msg": message]
+            var object: [String: Any] = ["level": level.name, "msg": message]
             if timestamps { object["time"] = Timestamp.string(Date()) }
-            for (key, value) in pairs { object[key] = value }
+            for (key, value) in pairs {
+                switch value.typed {
+                case .string(let text): object[key] = text
+                case .integer(let number): object[key] = number
+                case .number(let number): object[key] = number
+                case .bool(let flag): object[key] = flag
+                }
+            }
             let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
             return String(decoding: data, as: UTF8.self)
         }

@@ -32,6 +32,11 @@ public final class Metrics: Sendable {
         var batches: [String: Int] = [:]
         var firstByte = Histogram()
         var duration = Histogram()
+        /// By endpoint name: attempts by result, retries by reason, bytes.
+        var endpointAttempts: [String: [String: Int]] = [:]
+        var endpointRetries: [String: [String: Int]] = [:]
+        var endpointBytesIn: [String: Int64] = [:]
+        var endpointBytesOut: [String: Int64] = [:]
     }
 
     private let state = Mutex(State())
@@ -39,6 +44,8 @@ public final class Metrics: Sendable {
     private let watcherBeat = Atomic<Int64>(0)
     private let engineBeat = Atomic<Int64>(0)
     private let gauges = Mutex<(queued: Int, inFlight: Int, deferred: Int)>((0, 0, 0))
+    /// By endpoint name: transfers in flight, and the cause of a wait (see `EndpointWait`).
+    private let endpointGauges = Mutex<(inFlight: [String: Int], waits: [String: String], names: [String])>(([:], [:], []))
 
     public init() {}
 
@@ -52,7 +59,12 @@ public final class Metrics: Sendable {
     public func batchLines(_ outcome: String, count: Int = 1) { state.withLock { $0.batchLines[outcome, default: 0] += count } }
     /// Batches that ended, by status (`completed`, `cancelled`, `failed` when refused).
     public func batch(_ status: String) { state.withLock { $0.batches[status, default: 0] += 1 } }
-    public func retry(_ reason: String) { state.withLock { $0.retries[reason, default: 0] += 1 } }
+    public func retry(_ reason: String, endpoint: String? = nil) {
+        state.withLock {
+            $0.retries[reason, default: 0] += 1
+            if let endpoint { $0.endpointRetries[endpoint, default: [:]][reason, default: 0] += 1 }
+        }
+    }
     public func rescan(_ reason: String) { state.withLock { $0.rescans[reason, default: 0] += 1 } }
     public func overflow() { state.withLock { $0.overflows += 1 } }
 
@@ -63,16 +75,41 @@ public final class Metrics: Sendable {
         }
     }
 
-    public func attempt(sent: Int64, received: Int64, firstByteSeconds: Double?, totalSeconds: Double) {
+    public func attempt(endpoint: String? = nil, result: String? = nil, sent: Int64, received: Int64, firstByteSeconds: Double?, totalSeconds: Double) {
         state.withLock {
             $0.bytesOut += sent
             $0.bytesIn += received
+            if let endpoint {
+                $0.endpointBytesOut[endpoint, default: 0] += sent
+                $0.endpointBytesIn[endpoint, default: 0] += received
+                if let result { $0.endpointAttempts[endpoint, default: [:]][result, default: 0] += 1 }
+            }
             if let firstByteSeconds { $0.firstByte.observe(firstByteSeconds) }
             $0.duration.observe(totalSeconds)
         }
     }
 
     public func setGauges(queued: Int, inFlight: Int, deferred: Int) { gauges.withLock { $0 = (queued, inFlight, deferred) } }
+
+    /// Each endpoint's transfers in flight and, when it waits, the cause (all endpoints named,
+    /// so that a gauge falls back to 0 rather than vanish).
+    public func setEndpointGauges(names: [String], inFlight: [String: Int], waits: [String: String]) {
+        endpointGauges.withLock { $0 = (inFlight, waits, names) }
+    }
+
+    /// A label value as the exposition format wants it: backslash, quote and newline escaped.
+    static func labelValue(_ text: String) -> String {
+        var out = ""
+        for character in text {
+            switch character {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n", "\r\n", "\r": out += "\\n"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
     public func watcherAlive() { watcherBeat.store(Int64(Date().timeIntervalSince1970), ordering: .relaxed) }
     public func engineAlive() { engineBeat.store(Int64(Date().timeIntervalSince1970), ordering: .relaxed) }
 
@@ -116,6 +153,32 @@ public final class Metrics: Sendable {
             family(name, "histogram", help)
             for (index, bound) in Histogram.bounds.enumerated() { out += "\(name)_bucket{le=\"\(bound)\"} \(histogram.counts[index])\n" }
             out += "\(name)_bucket{le=\"+Inf\"} \(histogram.total)\n\(name)_sum \(histogram.sum)\n\(name)_count \(histogram.total)\n"
+        }
+        let endpoint = endpointGauges.withLock { $0 }
+        let names = Set(endpoint.names).union(current.endpointAttempts.keys).sorted()
+        func perEndpoint(_ name: String, _ values: [String: [String: Int]], _ label: String) {
+            for host in names {
+                for (key, count) in (values[host] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                    out += "\(name){endpoint=\"\(Metrics.labelValue(host))\",\(label)=\"\(Metrics.labelValue(key))\"} \(count)\n"
+                }
+            }
+        }
+        family("llmspool_endpoint_attempts_total", "counter", "Attempts that ended, by endpoint and result (status class or what ended them).")
+        perEndpoint("llmspool_endpoint_attempts_total", current.endpointAttempts, "result")
+        family("llmspool_endpoint_retries_total", "counter", "Attempts that failed and were retried, by endpoint and reason.")
+        perEndpoint("llmspool_endpoint_retries_total", current.endpointRetries, "reason")
+        for (name, help, values) in [("llmspool_endpoint_received_bytes_total", "Response bytes received, by endpoint.", current.endpointBytesIn),
+                                     ("llmspool_endpoint_sent_bytes_total", "Request bytes sent, by endpoint.", current.endpointBytesOut)] {
+            family(name, "counter", help)
+            for host in names { out += "\(name){endpoint=\"\(Metrics.labelValue(host))\"} \(values[host] ?? 0)\n" }
+        }
+        family("llmspool_endpoint_in_flight", "gauge", "Transfers in flight, by endpoint.")
+        for host in names { out += "llmspool_endpoint_in_flight{endpoint=\"\(Metrics.labelValue(host))\"} \(endpoint.inFlight[host] ?? 0)\n" }
+        family("llmspool_endpoint_waiting", "gauge", "1 while an endpoint takes no request (cooling down, paused by the provider, at its own rate limit), by cause.")
+        for host in names {
+            for cause in ["cooling-down", "retry-after", "rate-limit", "own-rate-limit"] {
+                out += "llmspool_endpoint_waiting{endpoint=\"\(Metrics.labelValue(host))\",cause=\"\(cause)\"} \(endpoint.waits[host] == cause ? 1 : 0)\n"
+            }
         }
         family("llmspool_watcher_rescans_total", "counter", "Scans of outgoing, by reason.")
         labelled("llmspool_watcher_rescans_total", "reason", current.rescans, known: ["start", "periodic", "overflow"])

@@ -22,6 +22,8 @@ public final class RequestFollower {
         /// When a waiting request's next attempt starts, and what ended the last one.
         public var nextAttemptAt: Date?
         public var lastError: String?
+        /// Why it does not go now, when every endpoint waits (see `EndpointWait`).
+        public var waitingFor: String?
 
         public init(state: RequestState, elapsed: Double, tokensPerSecond: Double? = nil, attempt: Int,
                     nextAttemptAt: Date? = nil, lastError: String? = nil) {
@@ -41,6 +43,7 @@ public final class RequestFollower {
                 text += String(format: "  next attempt in %.0fs", max(0, next.timeIntervalSince(now)))
             }
             if state == .deferred || state == .queued, let error = lastError { text += "  after: \(error)" }
+            if state == .deferred || state == .queued, let waitingFor { text += "  (\(waitingFor))" }
             return text
         }
     }
@@ -121,8 +124,9 @@ public final class RequestFollower {
             current.tokensPerSecond = Double(tokens) / max(now.timeIntervalSince(firstTokenAt), 0.001)
         }
         if state != .inFlight {
-            current.nextAttemptAt = record?.history.notBefore
+            current.nextAttemptAt = SpoolQuery.nextAttempt(record?.history.notBefore, live?.endpointsFreeAt)
             current.lastError = record?.history.attempts.last?.message
+            current.waitingFor = live?.queueWait
         }
         return current
     }

@@ -51,11 +51,22 @@ public struct SpoolActions: Sendable {
         try Syscall.fsyncDirectory(layout.failed)
     }
 
-    /// Where held requests wait, unsent, like Postfix's hold queue: outside `outgoing`, so
-    /// the daemon needs no cooperation (taking a request out of `outgoing` withdraws it).
-    public var holdFolder: String { layout.root + "/hold" }
+    /// Asks the running daemons to send a request waiting in `outgoing` (queued or waiting
+    /// for its retry) now, or with nil every waiting one, like `postqueue -i` and `-f`.
+    public func sendNow(_ id: String?) throws {
+        if let id, !Syscall.isPresent(layout.request(id)) {
+            throw ConfigError("\(id): not in \(layout.outgoing) (finished, failed, held or never dropped)")
+        }
+        do { try Syscall.mkdir(layout.control, mode: layout.directoryMode) } catch let error as SystemError where error.errno == EEXIST {}
+        let path = id.map(layout.sendNow) ?? layout.sendNowAll
+        // Written whole under a hidden name, then renamed: a daemon never acts on half a file,
+        // and a second request rewrites the file, which then acts again.
+        try DurableFile.replace(Array("\(Date().timeIntervalSince1970)\n".utf8), at: path, mode: layout.fileMode)
+    }
 
-    public func held(_ id: String) -> String { "\(holdFolder)/\(id)\(SpoolLayout.requestSuffix)" }
+    var holdFolder: String { layout.hold }
+
+    public func held(_ id: String) -> String { layout.held(id) }
 
     /// Ids of the held requests.
     public func heldIDs() -> [String] {

@@ -34,6 +34,8 @@ public struct StatusSummary: Sendable {
     public var tokens: [String: Int] = [:]
     public var transfers: [TransferEngine.LiveTransfer] = []
     public var waiting: [Waiting] = []
+    /// Endpoints that take no request now, and why (from the running daemon).
+    public var endpointWaits: [TransferEngine.NamedEndpointWait] = []
     public var daemonPID: Int32?
     /// Every live daemon on a shared spool (empty on a spool without leases).
     public var daemons: [DaemonRoster.Entry] = []
@@ -52,6 +54,12 @@ public struct StatusSummary: Sendable {
         object["in_flight_requests"] = transfers.map {
             ["id": $0.id, "started_at": Timestamp.string($0.startedAt), "bytes_received": $0.bytesReceived,
              "tokens_received": $0.events, "attempt": $0.attempt, "endpoint": $0.endpoint] as [String: Any]
+        }
+        object["endpoint_waits"] = endpointWaits.map {
+            var item: [String: Any] = ["endpoint": $0.endpoint, "cause": $0.wait.cause.rawValue,
+                                       "until": Timestamp.string(Date(timeIntervalSince1970: $0.wait.until)), "message": $0.message]
+            if let failures = $0.wait.failures { item["failures"] = failures }
+            return item
         }
         object["deferred_requests"] = waiting.map { entry -> [String: Any] in
             var item: [String: Any] = ["id": entry.id, "attempts": entry.attempts]
@@ -89,6 +97,10 @@ public struct StatusSummary: Sendable {
                 lines.append(String(format: "  %@  %.1fs  %lld bytes  %d tokens  attempt %d  %@", Logger.escape(transfer.id), elapsed,
                                     transfer.bytesReceived, transfer.events, transfer.attempt, transfer.endpoint))
             }
+        }
+        if !endpointWaits.isEmpty {
+            lines.append("endpoints waiting:")
+            for named in endpointWaits { lines.append("  " + Logger.escape(named.message)) }
         }
         if !waiting.isEmpty {
             lines.append("waiting:")
@@ -148,6 +160,8 @@ public struct SpoolQuery: Sendable {
         var summary = StatusSummary()
         let live = LiveStatus.read(layout, now: now)
         summary.daemonPID = live?.pid
+        summary.endpointWaits = live?.endpointWaits ?? []
+        let endpointsFreeAt = live?.endpointsFreeAt
         summary.daemons = DaemonRoster.read(layout, now: now)
         let inFlightIDs = Set(live?.inFlight.map(\.id) ?? [])
         for id in outgoingIDs() {
@@ -157,7 +171,7 @@ public struct SpoolQuery: Sendable {
             case .deferred:
                 summary.deferred += 1
                 let record = TaskRecord.load(layout, id: id)
-                summary.waiting.append(.init(id: id, nextAttemptAt: record?.history.notBefore, attempts: record?.history.attempts.count ?? 0,
+                summary.waiting.append(.init(id: id, nextAttemptAt: Self.nextAttempt(record?.history.notBefore, endpointsFreeAt), attempts: record?.history.attempts.count ?? 0,
                                              lastError: record?.history.attempts.last?.message))
             default: summary.queued += 1
             }
@@ -227,11 +241,14 @@ public struct SpoolQuery: Sendable {
                 entry.endpoint = transfer.endpoint
                 entry.attempts = max(entry.attempts, transfer.attempt)
             }
-            if state == .deferred, let next = record?.history.notBefore {
+            if state == .deferred, let next = Self.nextAttempt(record?.history.notBefore, live?.endpointsFreeAt) {
                 let error = record?.history.attempts.last?.message.map { " after: \($0)" } ?? ""
-                entry.reason = "next attempt at \(Timestamp.string(next))\(error)"
+                let endpoints = live?.queueWait.map { "; \($0)" } ?? ""
+                entry.reason = "next attempt at \(Timestamp.string(next))\(error)\(endpoints)"
             } else if state == .queued && live == nil {
                 entry.reason = "no daemon running"
+            } else if state == .queued, let wait = live?.queueWait {
+                entry.reason = wait
             }
             entries.append(entry)
         }
@@ -248,6 +265,13 @@ public struct SpoolQuery: Sendable {
     }
 
     /// Everything known about one request, as a JSON object.
+    /// A waiting request's next attempt: its own time, unless every endpoint waits longer.
+    static func nextAttempt(_ own: Date?, _ endpointsFreeAt: Date?) -> Date? {
+        guard let own else { return nil }
+        guard let endpointsFreeAt else { return own }
+        return max(own, endpointsFreeAt)
+    }
+
     public func show(_ id: String, now: Date = Date()) -> [String: Any] {
         let live = LiveStatus.read(layout, now: now)
         var object: [String: Any] = ["id": id, "state": state(of: id, live: live, now: now).rawValue]
@@ -266,10 +290,13 @@ public struct SpoolQuery: Sendable {
         if let record = TaskRecord.load(layout, id: id) {
             object["first_seen"] = Timestamp.string(record.history.firstSeen)
             object["attempts"] = record.history.attempts.map(TaskRecord.encode)
-            if let next = record.history.notBefore, record.status == .active { object["next_attempt_at"] = Timestamp.string(next) }
+            if record.status == .active, let next = Self.nextAttempt(record.history.notBefore, live?.endpointsFreeAt) {
+                object["next_attempt_at"] = Timestamp.string(next)
+            }
             if let endpoint = record.endpoint { object["endpoint"] = endpoint }
             if let usage = record.usage { object["usage"] = usage }
         }
+        if ["queued", "waiting"].contains(object["state"] as? String), let wait = live?.queueWait { object["waiting_for"] = wait }
         if object["state"] as? String != RequestState.failed.rawValue, Syscall.isPresent(layout.errorRecord(id)) {
             // A later outcome replaced this failure: it is history, not the request's error.
             object["superseded_failure"] = layout.errorRecord(id)

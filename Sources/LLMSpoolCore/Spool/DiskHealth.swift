@@ -40,11 +40,11 @@ public final class DiskHealth: Sendable {
             guard let now, let pinned, now == pinned else {
                 if !rootReported.exchange(true, ordering: .relaxed) {
                     logger.error("the spool's root was replaced while running (by a link or another folder); nothing is sent until it is back",
-                                 ["path": layout.root])
+                                 ["path": LogValue(layout.root)])
                 }
                 return "the spool's root \(layout.root) is not the folder the daemon started with"
             }
-            if rootReported.exchange(false, ordering: .relaxed) { logger.info("the spool's root is back", ["path": layout.root]) }
+            if rootReported.exchange(false, ordering: .relaxed) { logger.info("the spool's root is back", ["path": LogValue(layout.root)]) }
         }
         if !layout.recreateMissingFolders(logger: logger).isEmpty { troubled.store(true, ordering: .relaxed) }
         guard troubled.load(ordering: .relaxed) else { return nil }

@@ -219,7 +219,7 @@ public final class LeaseManager: Sendable {
         if expired.ended {
             logger.debug("an expired tombstone was replaced by a new claim", id: id)
         } else {
-            logger.warning("took over an expired lease", id: id, ["previous_owner": expired.owner])
+            logger.warning("took over an expired lease", id: id, ["previous_owner": LogValue(expired.owner)])
         }
         switch createExclusive(layout.lease(id), bytes: encode(expiresAt: LeaseManager.now() + seconds), lock: lockMode.load(ordering: .relaxed)) {
         case .created(let fd):
@@ -270,7 +270,7 @@ public final class LeaseManager: Sendable {
             Syscall.close(fd)
             return .failed("\(error)")
         }
-        logger.warning("took over the claim of a daemon that is gone (its lock was free)", id: id, ["previous_owner": lease.owner])
+        logger.warning("took over the claim of a daemon that is gone (its lock was free)", id: id, ["previous_owner": LogValue(lease.owner)])
         hold(id, fd: fd)
         return .claimed
     }
@@ -598,7 +598,7 @@ public final class LeaseManager: Sendable {
         let skew = abs(serverTime - LeaseManager.now())
         if skew > margin / 2 && !skewWarned.exchange(true, ordering: .relaxed) {
             logger.warning("this machine's clock differs from the file server's; leases assume clocks within lease_seconds/3",
-                           ["skew_seconds": String(format: "%.1f", skew), "lease_seconds": "\(seconds)"])
+                           ["skew_seconds": LogValue(String(format: "%.1f", skew)), "lease_seconds": "\(seconds)"])
         }
     }
 }

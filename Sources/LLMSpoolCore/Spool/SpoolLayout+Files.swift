@@ -20,10 +20,10 @@ extension SpoolLayout {
             do {
                 try Syscall.mkdir(directory, mode: directoryMode)
                 recreated.append(directory)
-                logger.warning("a spool folder was missing; recreated", ["path": directory])
+                logger.warning("a spool folder was missing; recreated", ["path": LogValue(directory)])
             } catch let error as SystemError where error.errno == EEXIST {
             } catch {
-                logger.error("a spool folder is missing and cannot be recreated", ["path": directory, "reason": "\(error)"])
+                logger.error("a spool folder is missing and cannot be recreated", ["path": LogValue(directory), "reason": "\(error)"])
             }
         }
         return recreated

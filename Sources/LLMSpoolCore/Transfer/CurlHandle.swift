@@ -1,31 +1,57 @@
 import CCurl
 
-/// Typed setters over the shim's wrappers for libcurl's variadic calls.
+/// A libcurl call that did not succeed: which call, and libcurl's own words for its code.
+struct CurlError: Error, CustomStringConvertible {
+    let call: String
+    let code: Int32
+    let text: String
+
+    var description: String { "\(call) failed: \(text) (code \(code))" }
+
+    static func check(_ code: CURLcode, _ call: @autoclosure () -> String) throws {
+        guard code != CURLE_OK else { return }
+        throw CurlError(call: call(), code: Int32(code.rawValue), text: String(cString: curl_easy_strerror(code)))
+    }
+
+    static func check(_ code: CURLMcode, _ call: @autoclosure () -> String) throws {
+        guard code != CURLM_OK else { return }
+        throw CurlError(call: call(), code: code.rawValue, text: String(cString: curl_multi_strerror(code)))
+    }
+}
+
+/// Typed setters over the shim's wrappers for libcurl's variadic calls; each checks its
+/// CURLcode, since an option libcurl refuses (an old build, a bad value) would otherwise
+/// send a request other than the one meant.
 enum CurlHandle {
-    static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, _ value: Int) {
-        _ = llms_easy_setopt_long(handle, option, value)
+    static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, _ value: Int) throws {
+        try CurlError.check(llms_easy_setopt_long(handle, option, value), "curl_easy_setopt(option \(option.rawValue))")
     }
 
-    static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, offset value: Int64) {
-        _ = llms_easy_setopt_off(handle, option, curl_off_t(value))
+    static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, offset value: Int64) throws {
+        try CurlError.check(llms_easy_setopt_off(handle, option, curl_off_t(value)), "curl_easy_setopt(option \(option.rawValue))")
     }
 
-    static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, string value: String) {
+    static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, string value: String) throws {
         // CURLOPT strings are copied by libcurl (since 7.17), so a temporary C string is enough.
-        _ = value.withCString { llms_easy_setopt_string(handle, option, $0) }
+        try CurlError.check(value.withCString { llms_easy_setopt_string(handle, option, $0) }, "curl_easy_setopt(option \(option.rawValue))")
     }
 
-    static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, pointer value: UnsafeMutableRawPointer?) {
-        _ = llms_easy_setopt_pointer(handle, option, value)
+    static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, pointer value: UnsafeMutableRawPointer?) throws {
+        try CurlError.check(llms_easy_setopt_pointer(handle, option, value), "curl_easy_setopt(option \(option.rawValue))")
     }
 
-    static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, callback: llms_curl_data_callback) {
-        _ = llms_easy_setopt_callback(handle, option, callback)
+    static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, callback: llms_curl_data_callback) throws {
+        try CurlError.check(llms_easy_setopt_callback(handle, option, callback), "curl_easy_setopt(option \(option.rawValue))")
     }
 
+    static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, list: UnsafeMutablePointer<curl_slist>?) throws {
+        try CurlError.check(llms_easy_setopt_slist(handle, option, list), "curl_easy_setopt(option \(option.rawValue))")
+    }
+
+    /// The response's status; 0 when libcurl has none (no response yet, or the call failed).
     static func responseCode(_ handle: UnsafeMutableRawPointer) -> Int {
         var code = 0
-        _ = llms_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &code)
+        guard llms_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK else { return 0 }
         return code
     }
 }

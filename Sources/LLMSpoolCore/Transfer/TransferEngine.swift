@@ -85,6 +85,22 @@ public final class TransferEngine: @unchecked Sendable {
         public var finishing = 0
         /// Refreshed about once a second.
         public var inFlight: [LiveTransfer] = []
+        /// Endpoints that take no request now, and why; refreshed about once a second.
+        public var endpointWaits: [NamedEndpointWait] = []
+        public var endpointCount = 0
+    }
+
+    /// An endpoint's wait, under the endpoint's name.
+    public struct NamedEndpointWait: Sendable, Equatable {
+        public var endpoint: String
+        public var wait: EndpointWait
+
+        public init(endpoint: String, wait: EndpointWait) {
+            self.endpoint = endpoint
+            self.wait = wait
+        }
+
+        public var message: String { wait.describe(endpoint: endpoint) { Timestamp.string(Date(timeIntervalSince1970: $0)) } }
     }
 
     /// One transfer as `status` shows it.
@@ -129,6 +145,9 @@ public final class TransferEngine: @unchecked Sendable {
     private var descriptorBudget = 256
     private var lastIdleSweep = 0.0
     private var lastLivePublish = 0.0
+    private var lastMultiErrorLog = -1_000.0
+    /// The waits last published, to log each one once as it begins.
+    private var lastWaits: [NamedEndpointWait] = []
     /// Newer requests that arrived under the name of a task in flight, queued when it ends.
     private var replacedInFlight: [String: Intake] = [:]
     /// Set before `start` when daemons share the spool.
@@ -158,20 +177,21 @@ public final class TransferEngine: @unchecked Sendable {
         self.scheduler = Scheduler(concurrency: settings.concurrency,
                                    gates: TransferEngine.gates(endpoints, settings, active: [:], now: Date().timeIntervalSince1970))
         // Our scheduler limits concurrency; libcurl's cache keeps that many connections warm.
-        _ = llms_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, settings.concurrency)
+        try CurlError.check(llms_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, settings.concurrency), "curl_multi_setopt(MAXCONNECTS)")
         // The engine outlives the multi handle's use (cleaned up in deinit): unretained is enough.
         let me = Unmanaged.passUnretained(self).toOpaque()
-        _ = llms_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, me)
-        _ = llms_multi_setopt_socket_callback(multi) { _, socket, what, context, _ in
+        // Without its callbacks the engine would never hear of a socket or a timer: fatal.
+        try CurlError.check(llms_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, me), "curl_multi_setopt(SOCKETDATA)")
+        try CurlError.check(llms_multi_setopt_socket_callback(multi) { _, socket, what, context, _ in
             Unmanaged<TransferEngine>.fromOpaque(context!).takeUnretainedValue().socketChanged(socket, what: what)
             return 0
-        }
-        _ = llms_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, me)
-        _ = llms_multi_setopt_timer_callback(multi) { _, milliseconds, context in
+        }, "curl_multi_setopt(SOCKETFUNCTION)")
+        try CurlError.check(llms_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, me), "curl_multi_setopt(TIMERDATA)")
+        try CurlError.check(llms_multi_setopt_timer_callback(multi) { _, milliseconds, context in
             let engine = Unmanaged<TransferEngine>.fromOpaque(context!).takeUnretainedValue()
             engine.curlTimerDeadline = milliseconds < 0 ? nil : TransferEngine.monotonic() + Double(milliseconds) / 1000
             return 0
-        }
+        }, "curl_multi_setopt(TIMERFUNCTION)")
     }
 
     /// libcurl says what a connection's socket must be watched for (on the loop's thread,
@@ -275,7 +295,7 @@ public final class TransferEngine: @unchecked Sendable {
             var running: Int32 = 0
             if let deadline = curlTimerDeadline, TransferEngine.monotonic() >= deadline {
                 curlTimerDeadline = nil
-                curl_multi_socket_action(multi, llms_curl_socket_timeout, 0, &running)
+                checkMulti(curl_multi_socket_action(multi, llms_curl_socket_timeout, 0, &running), "curl_multi_socket_action(timeout)")
             }
             collectCompleted()
             sweepIdle()
@@ -285,7 +305,7 @@ public final class TransferEngine: @unchecked Sendable {
                 if ready.readable { mask |= CURL_CSELECT_IN }
                 if ready.writable { mask |= CURL_CSELECT_OUT }
                 if ready.failed { mask |= CURL_CSELECT_ERR }
-                curl_multi_socket_action(multi, ready.fd, mask, &running)
+                checkMulti(curl_multi_socket_action(multi, ready.fd, mask, &running), "curl_multi_socket_action")
             }
             collectCompleted()
         }
@@ -331,10 +351,10 @@ public final class TransferEngine: @unchecked Sendable {
             let now = Date().timeIntervalSince1970
             endpoints = newEndpoints
             settings = newSettings
-            _ = llms_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, newSettings.concurrency)
+            checkMulti(llms_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, newSettings.concurrency), "curl_multi_setopt(MAXCONNECTS)")
             let gates = TransferEngine.gates(newEndpoints, newSettings, active: scheduler.activeByEndpoint, now: now)
             apply(scheduler.reconfigure(concurrency: newSettings.concurrency, gates: gates, now: now))
-            logger.info("configuration reloaded", ["endpoints": newEndpoints.map(\.name).joined(separator: ","),
+            logger.info("configuration reloaded", ["endpoints": LogValue(newEndpoints.map(\.name).joined(separator: ",")),
                                                    "concurrency": "\(newSettings.concurrency)"])
         case .shutdown:
             apply(scheduler.handle(.drain, now: Date().timeIntervalSince1970))
@@ -510,7 +530,7 @@ public final class TransferEngine: @unchecked Sendable {
                 skip(task)
                 return
             case .failed(let reason):
-                logger.warning("cannot claim the request; will look again", id: task.id, ["reason": reason])
+                logger.warning("cannot claim the request; will look again", id: task.id, ["reason": LogValue(reason)])
                 skip(task)
                 return
             }
@@ -536,7 +556,7 @@ public final class TransferEngine: @unchecked Sendable {
                 resultInode = nil
             }
             if Recovery.decide(record: record, identity: task.identity, resultInode: resultInode) == .alreadyEnded {
-                logger.debug("already ended elsewhere; not sent", id: task.id, ["status": record.status.rawValue])
+                logger.debug("already ended elsewhere; not sent", id: task.id, ["status": LogValue(record.status.rawValue)])
                 leases.release(task.id, ended: true)
                 skip(task)
                 return
@@ -610,50 +630,61 @@ public final class TransferEngine: @unchecked Sendable {
                                 spillPath: SpoolLayout.temporary(for: layout.result(task.id)), fileMode: settings.fileMode,
                                 responseLimit: settings.maxResponseBytes,
                                 now: TransferEngine.monotonic())
-        configure(transfer, endpoint: endpoint)
+        do {
+            try configure(transfer, endpoint: endpoint)
+            try CurlError.check(curl_multi_add_handle(multi, handle), "curl_multi_add_handle")
+        } catch {
+            curl_easy_cleanup(handle)
+            curl_slist_free_all(transfer.headerList)
+            transfer.closeBody()
+            logger.error("libcurl refused the transfer's set-up", id: task.id, ["reason": "\(error)"])
+            endBeforeStart(task, endpointIndex: endpointIndex, .transportError(code: (error as? CurlError)?.code ?? 2, message: "\(error)"))
+            return
+        }
         transfers[handle] = transfer
         transfersByID[task.id] = transfer
-        curl_multi_add_handle(multi, handle)
-        logger.debug("upload started", id: task.id, ["endpoint": endpoint.name, "attempt": "\(task.history.attempts.count + 1)",
+        logger.debug("upload started", id: task.id, ["endpoint": LogValue(endpoint.name), "attempt": "\(task.history.attempts.count + 1)",
                                                       "bytes": "\(transfer.bodySize)", "stream": "\(task.summary.stream)"])
     }
 
-    private func configure(_ transfer: Transfer, endpoint: Endpoint) {
+    private func configure(_ transfer: Transfer, endpoint: Endpoint) throws {
         let handle = transfer.handle
         let me = Unmanaged.passUnretained(transfer).toOpaque()
         let dialect = DialectRegistry.dialect(for: transfer.task.summary)
-        CurlHandle.set(handle, CURLOPT_URL, string: endpoint.url(for: dialect))
-        CurlHandle.set(handle, CURLOPT_POST, 1)
-        CurlHandle.set(handle, CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(transfer.bodySize))
-        CurlHandle.set(handle, CURLOPT_NOSIGNAL, 1)
-        CurlHandle.set(handle, CURLOPT_TCP_KEEPALIVE, 1)
-        CurlHandle.set(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(settings.connectTimeoutSeconds * 1000))
-        CurlHandle.set(handle, CURLOPT_TIMEOUT_MS, Int(settings.requestTimeoutSeconds * 1000))
-        CurlHandle.set(handle, CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(transfer.errorBuffer))
-        if let file = settings.caFile { CurlHandle.set(handle, CURLOPT_CAINFO, string: file) }
-        if let folder = settings.caDirectory { CurlHandle.set(handle, CURLOPT_CAPATH, string: folder) }
-        CurlHandle.set(handle, CURLOPT_READDATA, pointer: me)
-        CurlHandle.set(handle, CURLOPT_READFUNCTION, callback: { buffer, size, count, context in
+        try CurlHandle.set(handle, CURLOPT_URL, string: endpoint.url(for: dialect))
+        try CurlHandle.set(handle, CURLOPT_POST, 1)
+        try CurlHandle.set(handle, CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(transfer.bodySize))
+        try CurlHandle.set(handle, CURLOPT_NOSIGNAL, 1)
+        try CurlHandle.set(handle, CURLOPT_TCP_KEEPALIVE, 1)
+        try CurlHandle.set(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(settings.connectTimeoutSeconds * 1000))
+        try CurlHandle.set(handle, CURLOPT_TIMEOUT_MS, Int(settings.requestTimeoutSeconds * 1000))
+        try CurlHandle.set(handle, CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(transfer.errorBuffer))
+        if let file = settings.caFile { try CurlHandle.set(handle, CURLOPT_CAINFO, string: file) }
+        if let folder = settings.caDirectory { try CurlHandle.set(handle, CURLOPT_CAPATH, string: folder) }
+        try CurlHandle.set(handle, CURLOPT_READDATA, pointer: me)
+        try CurlHandle.set(handle, CURLOPT_READFUNCTION, callback: { buffer, size, count, context in
             Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().readBody(into: buffer!, capacity: size * count)
         })
-        CurlHandle.set(handle, CURLOPT_WRITEDATA, pointer: me)
-        CurlHandle.set(handle, CURLOPT_WRITEFUNCTION, callback: { buffer, size, count, context in
+        try CurlHandle.set(handle, CURLOPT_WRITEDATA, pointer: me)
+        try CurlHandle.set(handle, CURLOPT_WRITEFUNCTION, callback: { buffer, size, count, context in
             Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
                 .writeBody(buffer!, count: size * count, now: TransferEngine.monotonic())
         })
-        CurlHandle.set(handle, CURLOPT_HEADERDATA, pointer: me)
-        CurlHandle.set(handle, CURLOPT_HEADERFUNCTION, callback: { buffer, size, count, context in
+        try CurlHandle.set(handle, CURLOPT_HEADERDATA, pointer: me)
+        try CurlHandle.set(handle, CURLOPT_HEADERFUNCTION, callback: { buffer, size, count, context in
             Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveHeader(buffer!, count: size * count)
         })
-        var list: UnsafeMutablePointer<curl_slist>? = nil
-        list = curl_slist_append(list, "Content-Type: application/json")
-        list = curl_slist_append(list, transfer.task.summary.stream ? "Accept: text/event-stream" : "Accept: application/json")
-        list = curl_slist_append(list, "Expect:")  // no 100-continue round trip before the body
-        for line in dialect.headers(apiKey: endpoint.apiKey?.value) {
-            list = curl_slist_append(list, line)
+        var lines = ["Content-Type: application/json", transfer.task.summary.stream ? "Accept: text/event-stream" : "Accept: application/json",
+                     "Expect:"]  // no 100-continue round trip before the body
+        lines += dialect.headers(apiKey: endpoint.apiKey?.value)
+        for line in lines {
+            // nil is libcurl out of memory; the list so far stays the transfer's to free.
+            guard let longer = curl_slist_append(transfer.headerList, line) else {
+                throw CurlError(call: "curl_slist_append", code: Int32(CURLE_OUT_OF_MEMORY.rawValue), text: "out of memory")
+            }
+            transfer.headerList = longer
         }
-        transfer.headerList = list
-        _ = llms_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, list)
+        try CurlHandle.set(handle, CURLOPT_HTTPHEADER, list: transfer.headerList)
     }
 
     private func collectCompleted() {
@@ -715,10 +746,21 @@ public final class TransferEngine: @unchecked Sendable {
         }
     }
 
+    /// A multi-handle call that failed is logged, once a minute at most: the loop goes on,
+    /// and the transfers it touches end by their own errors or timers.
+    private func checkMulti(_ code: CURLMcode, _ call: String) {
+        guard code != CURLM_OK else { return }
+        let now = TransferEngine.monotonic()
+        guard now - lastMultiErrorLog >= 60 else { return }
+        lastMultiErrorLog = now
+        logger.warning("libcurl's multi interface reported an error", ["call": LogValue(call), "code": "\(code.rawValue)",
+                                                                     "reason": LogValue(String(cString: curl_multi_strerror(code)))])
+    }
+
     /// Detaches a transfer and passes its outcome (and its `.partial` descriptor) on.
     private func end(_ transfer: Transfer, as ending: AttemptOutcome.Ending) {
         let handle = transfer.handle
-        curl_multi_remove_handle(multi, handle)
+        checkMulti(curl_multi_remove_handle(multi, handle), "curl_multi_remove_handle")
         curl_easy_cleanup(handle)
         curl_slist_free_all(transfer.headerList)
         transfer.closeBody()
@@ -727,7 +769,7 @@ public final class TransferEngine: @unchecked Sendable {
         let stream = transfer.finishStream()
         let now = Date()
         let ended = TransferEngine.monotonic()
-        metrics.attempt(sent: transfer.bytesSent, received: transfer.bytesReceived,
+        metrics.attempt(endpoint: transfer.endpointName, result: ending.metricsLabel, sent: transfer.bytesSent, received: transfer.bytesReceived,
                         firstByteSeconds: transfer.firstByteAt.map { $0 - transfer.clock.startedAt },
                         totalSeconds: ended - transfer.clock.startedAt)
         let feedback = EndpointFeedback.from(ending, headers: transfer.headers, now: now)
@@ -744,7 +786,7 @@ public final class TransferEngine: @unchecked Sendable {
     private func abortAll() {
         for transfer in transfers.values {
             let handle = transfer.handle
-            curl_multi_remove_handle(multi, handle)
+            checkMulti(curl_multi_remove_handle(multi, handle), "curl_multi_remove_handle")
             curl_easy_cleanup(handle)
             curl_slist_free_all(transfer.headerList)
             transfer.closeBody()
@@ -770,12 +812,34 @@ public final class TransferEngine: @unchecked Sendable {
                              attempt: $0.task.history.attempts.count + 1, endpoint: $0.endpointName)
             }
         }
+        var waits: [NamedEndpointWait]?
+        if live != nil {
+            let wall = Date().timeIntervalSince1970
+            let named = zip(endpoints, scheduler.endpointWaits(now: wall)).compactMap { endpoint, wait in
+                wait.map { NamedEndpointWait(endpoint: endpoint.name, wait: $0) }
+            }
+            for wait in named where !lastWaits.contains(wait) && wait.wait.cause != .ownRateLimit {
+                // The endpoint's own rate limit is the configuration at work, not news.
+                logger.warning("endpoint waiting", ["endpoint": LogValue(wait.endpoint), "cause": LogValue(wait.wait.cause.rawValue),
+                                                    "until": LogValue(Timestamp.string(Date(timeIntervalSince1970: wait.wait.until))),
+                                                    "reason": LogValue(wait.message)])
+            }
+            lastWaits = named
+            waits = named
+            var inFlight: [String: Int] = [:]
+            for (index, count) in scheduler.activeByEndpoint where index < endpoints.count { inFlight[endpoints[index].name, default: 0] += count }
+            metrics.setEndpointGauges(names: endpoints.map(\.name), inFlight: inFlight,
+                                      waits: Dictionary(named.map { ($0.endpoint, $0.wait.cause.rawValue) }) { first, _ in first })
+        }
+        let endpointCount = endpoints.count
         snapshotBox.withLock {
             $0.queued = counts.queued
             $0.deferred = counts.deferred
             $0.transferring = counts.transferring
             $0.finishing = counts.finishing
             if let live { $0.inFlight = live }
+            if let waits { $0.endpointWaits = waits }
+            $0.endpointCount = endpointCount
         }
     }
 }

@@ -126,10 +126,10 @@ public final class Watcher: @unchecked Sendable {
             } else if !addWatch() {
                 fallBackToPolling("cannot watch \(layout.outgoing): \(String(cString: strerror(inotifytools_error()))) (is fs.inotify.max_user_watches exhausted?)")
             } else {
-                logger.info("watching with inotify", ["reason": resolved.reason])
+                logger.info("watching with inotify", ["reason": LogValue(resolved.reason)])
             }
         } else {
-            logger.info("watching by polling", ["reason": resolved.reason, "interval_seconds": "\(settings.pollInterval)"])
+            logger.info("watching by polling", ["reason": LogValue(resolved.reason), "interval_seconds": "\(settings.pollInterval)"])
         }
         guard Syscall.isPresent(layout.outgoing) else {
             startError.withLock { $0 = "\(layout.outgoing) does not exist" }
@@ -155,7 +155,7 @@ public final class Watcher: @unchecked Sendable {
 
     private func fallBackToPolling(_ reason: String) {
         mode = .poll
-        logger.warning("falling back to polling", ["reason": reason, "interval_seconds": "\(settings.pollInterval)"])
+        logger.warning("falling back to polling", ["reason": LogValue(reason), "interval_seconds": "\(settings.pollInterval)"])
     }
 
     private func addWatch() -> Bool {
@@ -207,13 +207,13 @@ public final class Watcher: @unchecked Sendable {
 
     /// The watched folder was deleted or moved: wait for it to exist again, watch it, rescan.
     private func rewatch(dropping watch: Int32) {
-        logger.warning("outgoing was removed or moved; watching for it again", ["path": layout.outgoing])
+        logger.warning("outgoing was removed or moved; watching for it again", ["path": LogValue(layout.outgoing)])
         // A moved folder keeps its watch: drop it, or its events would pass for ours.
         _ = inotifytools_remove_watch_by_wd(watch)
         while !stopping {
             logger.bestEffort("recreating the spool folders") { try layout.create() }
             if addWatch() {
-                logger.info("watching outgoing again", ["path": layout.outgoing])
+                logger.info("watching outgoing again", ["path": LogValue(layout.outgoing)])
                 scan(reason: "folder recreated")
                 return
             }
@@ -229,14 +229,14 @@ public final class Watcher: @unchecked Sendable {
         do {
             raws = try Syscall.listDirectoryRaw(layout.outgoing)
         } catch let error as SystemError where error.errno == ENOENT {
-            logger.warning("outgoing is missing; creating it again", ["path": layout.outgoing])
+            logger.warning("outgoing is missing; creating it again", ["path": LogValue(layout.outgoing)])
             logger.bestEffort("recreating the spool folders") { try layout.create() }
             return
         } catch {
             logger.error("cannot scan outgoing", ["reason": "\(error)"])
             return
         }
-        if reason != "poll" { logger.debug("scanning outgoing", ["reason": reason, "entries": "\(raws.count)"]) }
+        if reason != "poll" { logger.debug("scanning outgoing", ["reason": LogValue(reason), "entries": "\(raws.count)"]) }
         let names = raws.filter(RequestName.isUTF8).map { String(decoding: $0, as: UTF8.self) }
         if mode == .poll {
             let current = Set(names)
@@ -281,23 +281,23 @@ public final class Watcher: @unchecked Sendable {
         do {
             taken = try Syscall.exists(layout.request(id))
         } catch {
-            logger.warning("cannot look for the safe id; will look again", ["file": logged, "reason": "\(error)"])
+            logger.warning("cannot look for the safe id; will look again", ["file": LogValue(logged), "reason": "\(error)"])
             return
         }
         guard !taken else {
             if reportedUnusable.insert(escaped).inserted {
-                logger.warning("left in outgoing: its safe id is taken by a request not finished yet", ["file": logged, "safe_id": id])
+                logger.warning("left in outgoing: its safe id is taken by a request not finished yet", ["file": LogValue(logged), "safe_id": LogValue(id)])
             }
             return
         }
         do {
             try DurableFile.write(Array(escaped.utf8), to: layout.originalName(id), mode: layout.fileMode)
             try Syscall.rename(in: layout.outgoing, rawName: raw, to: id + SpoolLayout.requestSuffix)
-            logger.warning("renamed a request to a safe id: \(reason)", id: id, ["file": logged])
+            logger.warning("renamed a request to a safe id: \(reason)", id: id, ["file": LogValue(logged)])
             if mode == .poll { consider(id + SpoolLayout.requestSuffix, force: false) }
         } catch {
             if reportedUnusable.insert(escaped).inserted {
-                logger.error("cannot rename a request with an unsafe name; left in place", ["file": logged, "reason": "\(error)"])
+                logger.error("cannot rename a request with an unsafe name; left in place", ["file": LogValue(logged), "reason": "\(error)"])
             }
         }
     }
@@ -338,7 +338,7 @@ public final class Watcher: @unchecked Sendable {
             return
         case .unusable(let reason):
             if reportedUnusable.insert(name).inserted {
-                logger.warning("left in outgoing: \(reason)", ["file": name])
+                logger.warning("left in outgoing: \(reason)", ["file": LogValue(name)])
             }
         case .unsafe(let reason):
             rename(unsafe: Array(name.utf8), because: reason)
@@ -362,7 +362,7 @@ public final class Watcher: @unchecked Sendable {
                 return  // gone already
             case .failure(let problem)? where problem.kind == .transient:
                 // Left in outgoing: the next scan tries again.
-                logger.warning("request not read this time; it stays in outgoing", id: id, ["reason": problem.message])
+                logger.warning("request not read this time; it stays in outgoing", id: id, ["reason": LogValue(problem.message)])
                 lastScan = min(lastScan, Watcher.now() - settings.rescanInterval + 1)
             case .failure(let problem)?:
                 delegate.found(.invalid(id: id, requestPath: path, problem: problem))
@@ -373,7 +373,7 @@ public final class Watcher: @unchecked Sendable {
                     let quietUntil = modified + settings.settleSeconds
                     if quietUntil > Watcher.now() {
                         settling[name] = quietUntil
-                        logger.debug("not valid yet; waiting for the writer to finish", id: id, ["problem": problem.description])
+                        logger.debug("not valid yet; waiting for the writer to finish", id: id, ["problem": LogValue(problem.description)])
                         return
                     }
                 }

@@ -15,10 +15,13 @@ public struct EndpointFeedback: Sendable, Equatable {
     /// Hold every request to this endpoint for this long (a 429's Retry-After, or an
     /// exhausted `x-ratelimit-remaining-*`).
     public var pauseSeconds: Double?
+    /// Why the pause, for the people watching: the provider's own words for it.
+    public var pauseCause: EndpointWait.Cause
 
-    public init(_ outcome: Outcome, pauseSeconds: Double? = nil) {
+    public init(_ outcome: Outcome, pauseSeconds: Double? = nil, pauseCause: EndpointWait.Cause = .retryAfter) {
         self.outcome = outcome
         self.pauseSeconds = pauseSeconds
+        self.pauseCause = pauseCause
     }
 }
 
@@ -28,9 +31,10 @@ extension EndpointFeedback {
         switch ending {
         case .response(let status):
             let asked = RetryPolicy.requestedDelay(headers, now: now)
-            if status == 429 { return EndpointFeedback(.retryableFailure, pauseSeconds: asked ?? 1) }
+            if status == 429 { return EndpointFeedback(.retryableFailure, pauseSeconds: asked ?? 1, pauseCause: asked == nil ? .providerRateLimit : .retryAfter) }
             if RetryPolicy.isRetryableStatus(status) { return EndpointFeedback(.retryableFailure, pauseSeconds: asked) }
-            return EndpointFeedback(.answered, pauseSeconds: exhaustedLimitReset(headers))
+            let reset = exhaustedLimitReset(headers)
+            return EndpointFeedback(.answered, pauseSeconds: reset, pauseCause: reset == nil ? .retryAfter : .providerRateLimit)
         case .transportError(let code, _):
             return EndpointFeedback(RetryPolicy.permanentCurlCodes.contains(code) ? .neutral : .retryableFailure)
         case .timedOut:

@@ -22,6 +22,9 @@ public struct EndpointGate: Sendable, Equatable {
     public private(set) var pausedUntil = 0.0
     public private(set) var coolingUntil = 0.0
     public private(set) var consecutiveFailures = 0
+    /// Why `pausedUntil`, and how many failures started the cool-down: for `wait(now:)`.
+    public private(set) var pauseCause = EndpointWait.Cause.retryAfter
+    public private(set) var cooledAfterFailures = 0
     private var requests: TokenBucket?
     private var tokens: TokenBucket?
 
@@ -54,7 +57,10 @@ public struct EndpointGate: Sendable, Equatable {
 
     public mutating func release(_ feedback: EndpointFeedback, now: Double) {
         active = max(0, active - 1)
-        if let pause = EndpointGate.capped(feedback.pauseSeconds, limit: maxPauseSeconds) { pausedUntil = max(pausedUntil, now + pause) }
+        if let pause = EndpointGate.capped(feedback.pauseSeconds, limit: maxPauseSeconds), now + pause > pausedUntil {
+            pausedUntil = now + pause
+            pauseCause = feedback.pauseCause
+        }
         switch feedback.outcome {
         case .answered:
             consecutiveFailures = 0
@@ -62,11 +68,23 @@ public struct EndpointGate: Sendable, Equatable {
             consecutiveFailures += 1
             if consecutiveFailures >= cooldownAfterFailures {
                 coolingUntil = now + cooldownSeconds
+                cooledAfterFailures = consecutiveFailures
                 consecutiveFailures = 0
             }
         case .neutral:
             break
         }
+    }
+
+    /// Why this endpoint takes no request now, or nil when it could (it may still be full).
+    /// Asks the buckets without taking from them.
+    public func wait(now: Double, estimatedTokens: Int = 1) -> EndpointWait? {
+        if coolingUntil > now { return EndpointWait(cause: .coolingDown, until: coolingUntil, failures: cooledAfterFailures) }
+        if pausedUntil > now { return EndpointWait(cause: pauseCause, until: pausedUntil) }
+        var requests = self.requests
+        var tokens = self.tokens
+        let wait = max(requests?.wait(for: 1, now: now) ?? 0, tokens?.wait(for: Double(estimatedTokens), now: now) ?? 0)
+        return wait > 0 ? EndpointWait(cause: .ownRateLimit, until: now + wait) : nil
     }
 
     /// A provider's pause bounded by `limit`; nil when there is none worth keeping (absent,

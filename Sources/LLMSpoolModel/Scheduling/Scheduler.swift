@@ -29,6 +29,9 @@ public struct Scheduler: Sendable {
         case requestRemoved(id: String)
         /// Time passed: start what became due.
         case tick
+        /// A person asked for a task waiting for its retry (or, with nil, every one) to go
+        /// now (`llmspool retry ID`, `retry --all`); an endpoint's own pause still holds it.
+        case sendNow(id: String?)
         /// Stop starting transfers.
         case drain
     }
@@ -150,6 +153,17 @@ public struct Scheduler: Sendable {
             }
         case .tick:
             return releaseDue(now) + fill(now)
+        case .sendNow(let id):
+            let ids = id.map { [$0] } ?? entries.compactMap { if case .deferred = $0.value.state { $0.key } else { nil } }.sorted()
+            for id in ids {
+                guard let entry = entries[id], case .deferred = entry.state, var task = entry.task else { continue }
+                // Its timer stays in the heap and is skipped when reached: the state no
+                // longer says deferred until then.
+                task.history.notBefore = nil
+                set(id, Entry(state: .queued, task: task))
+                queue.append(id)
+            }
+            return releaseDue(now) + fill(now)
         case .drain:
             draining = true
             return []
@@ -163,6 +177,11 @@ public struct Scheduler: Sendable {
         self.concurrency = concurrency
         self.gates = gates
         return fill(now)
+    }
+
+    /// Why each endpoint (by index) takes no request now; nil where it could.
+    public func endpointWaits(now: Double) -> [EndpointWait?] {
+        gates.map { $0.wait(now: now) }
     }
 
     /// How many transfers run on each endpoint now.

@@ -19,6 +19,11 @@
 /// | `incoming/<name>.batch.json` | the daemon | the batch ended; always its last file |
 /// | `failed/<name>.jsonl` | the daemon | an invalid batch, moved after its `failed/<name>.error.json` |
 /// | `state/batches/<name>.journal` | the daemon | the batch runs: its committed lines (`BatchJournal`) |
+/// | `state/daemons/<host>.<pid>.json` | the daemon | its entry in the roster of daemons on the spool |
+/// | `state/.daemon.json` | the daemon | the live status that `status` reads while it runs |
+/// | `state/.lock` | the daemon | held (flock) by the daemon that owns a local spool |
+/// | `state/control/send-now.<id>`, `send-now-all` | `retry` | a person asked for a waiting request (or all) to go now |
+/// | `hold/<id>.json` | `hold` | a request kept unsent until `release` |
 public struct SpoolLayout: Sendable, Equatable {
     public static let requestSuffix = ".json"
     public static let partialSuffix = ".partial"
@@ -55,6 +60,23 @@ public struct SpoolLayout: Sendable, Equatable {
     public var leases: String { root + "/state/leases" }
     public func lease(_ id: String) -> String { "\(leases)/\(id).lease" }
     public func takeover(_ id: String) -> String { "\(leases)/\(id).takeover" }
+    /// The roster: one entry per daemon on the spool (see `DaemonRoster`).
+    public var daemons: String { state + "/daemons" }
+    /// What a running daemon is doing, for `status`.
+    public var liveStatus: String { state + "/.daemon.json" }
+    /// The lock of the daemon that owns a local spool.
+    public var lock: String { state + "/.lock" }
+    /// Where held requests wait, unsent, like Postfix's hold queue: outside `outgoing`, so
+    /// holding needs no cooperation from the daemon (taking a request out withdraws it).
+    public var hold: String { root + "/hold" }
+    public func held(_ id: String) -> String { "\(hold)/\(id)\(Self.requestSuffix)" }
+    /// Requests from the commands to the running daemons, as files: every daemon on the
+    /// spool reads them, so they need no socket and work across a share.
+    public var control: String { state + "/control" }
+    public static let sendNowPrefix = "send-now."
+    public static let sendNowAllName = "send-now-all"
+    public func sendNow(_ id: String) -> String { "\(control)/\(Self.sendNowPrefix)\(id)" }
+    public var sendNowAll: String { "\(control)/\(Self.sendNowAllName)" }
 
     public func request(_ id: String) -> String { "\(outgoing)/\(id)\(Self.requestSuffix)" }
     public func partial(_ id: String) -> String { "\(incoming)/\(id)\(Self.partialSuffix)" }
@@ -91,5 +113,5 @@ public struct SpoolLayout: Sendable, Equatable {
     }
 
     /// Every folder of the spool, parents first.
-    public var folders: [String] { [root, outgoing, incoming, failed, state, leases, batches] }
+    public var folders: [String] { [root, outgoing, incoming, failed, state, leases, batches, control] }
 }

@@ -21,6 +21,22 @@ public enum AttemptEnding: Sendable, Equatable {
 }
 
 extension AttemptEnding {
+    /// A word for the metrics' `result` label: the status class of a response (`2xx`,
+    /// `4xx`, `5xx`), or what ended the attempt. Few values, whatever the server sends.
+    public var metricsLabel: String {
+        switch self {
+        case .response(let status): (100...599).contains(status) ? "\(status / 100)xx" : "other-status"
+        case .transportError: "transport-error"
+        case .timedOut: "timeout"
+        case .diskError: "disk-error"
+        case .responseTooLarge: "too-large"
+        case .headerTooLarge: "header-too-large"
+        case .leaseLost: "lease-lost"
+        case .cancelled: "cancelled"
+        case .crashLoop: "crash-loop"
+        }
+    }
+
     /// libcurl's CURLE_OUT_OF_MEMORY: 7.88 also answers it for a header line past its
     /// 100 KiB limit, which is the endpoint's fault, not the machine's.
     static let curlOutOfMemory: Int32 = 27
