@@ -24,6 +24,7 @@
 /// | `state/.lock` | the daemon | held (flock) by the daemon that owns a local spool |
 /// | `state/control/send-now.<id>`, `send-now-all` | `retry` | a person asked for a waiting request (or all) to go now |
 /// | `hold/<id>.json` | `hold` | a request kept unsent until `release` |
+/// | `state/remote/<group>.json` | the daemon | a group sent through a provider's Batch API: its intent record (`RemoteIntent`), from before anything remote exists until every member is published |
 public struct SpoolLayout: Sendable, Equatable {
     public static let requestSuffix = ".json"
     public static let partialSuffix = ".partial"
@@ -104,6 +105,10 @@ public struct SpoolLayout: Sendable, Equatable {
         name.hasPrefix(hiddenPrefix) && name.contains(batchSuffix + ".") && (name.hasSuffix(partialSuffix) || name.hasSuffix(temporarySuffix))
     }
 
+    /// Intent records of groups sent through a provider's Batch API (the background lane).
+    public var remote: String { state + "/remote" }
+    public func remoteIntent(_ group: String) -> String { "\(remote)/\(group)\(Self.requestSuffix)" }
+
     /// A hidden name beside `path` to write to before renaming onto it.
     public static func temporary(for path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return hiddenPrefix + path + temporarySuffix }
@@ -113,5 +118,5 @@ public struct SpoolLayout: Sendable, Equatable {
     }
 
     /// Every folder of the spool, parents first.
-    public var folders: [String] { [root, outgoing, incoming, failed, state, leases, batches, control] }
+    public var folders: [String] { [root, outgoing, incoming, failed, state, leases, batches, control, remote] }
 }
