@@ -92,6 +92,8 @@ static const enum MHD_Result llms_mhd_yes = MHD_YES;
 static const enum MHD_Result llms_mhd_no = MHD_NO;
 static const ssize_t llms_mhd_content_end_of_stream = MHD_CONTENT_READER_END_OF_STREAM;
 static const ssize_t llms_mhd_content_end_with_error = MHD_CONTENT_READER_END_WITH_ERROR;
+/* The importer drops this enum's constants (their deprecation macros hide them). */
+static const enum MHD_ValueKind llms_mhd_get_argument_kind = MHD_GET_ARGUMENT_KIND;
 static const uint64_t llms_mhd_size_unknown = MHD_SIZE_UNKNOWN;
 static const enum MHD_ValueKind llms_mhd_header_kind = MHD_HEADER_KIND;
 #endif

@@ -28,6 +28,7 @@ public final class StubServer: @unchecked Sendable {
     static let checkedHeaders = ["authorization", "x-api-key", "anthropic-version"]
 
     private let responder: StubResponder
+    private let batches: StubBatches
     private let attempts = Mutex<[String: Int]>([:])
     private let log = Mutex<[Arrival]>([])
     private var daemon: OpaquePointer?
@@ -36,8 +37,9 @@ public final class StubServer: @unchecked Sendable {
     let stopping = Atomic<Bool>(false)
     public private(set) var port: UInt16 = 0
 
-    public init(port: UInt16 = 0, defaults: StubDirectives = StubDirectives()) throws {
+    public init(port: UInt16 = 0, defaults: StubDirectives = StubDirectives(), batchOptions: StubBatchOptions = StubBatchOptions()) throws {
         responder = StubResponder(defaults: defaults)
+        batches = StubBatches(options: batchOptions, responder: responder)
         let context = Unmanaged.passUnretained(self).toOpaque()
         // Polling threads on epoll serve every connection: a connection that must wait is
         // suspended and resumed by `timer`, so ten thousand slow streams cost no threads.
@@ -90,7 +92,8 @@ public final class StubServer: @unchecked Sendable {
         return attempt
     }
 
-    func respond(method: String, path: String, body: [UInt8], headers: [String: String] = [:], arrived: Double) -> StubResponder.Response {
+    func respond(method: String, path: String, query: [String: String] = [:], body: [UInt8], headers: [String: String] = [:], arrived: Double) -> StubResponder.Response {
+        if let answer = batches.respond(method: method, path: path, query: query, body: body) { return answer }
         if method == "GET" && path == "/stub/requests" {
             let entries = arrivals.map { ["key": $0.key, "attempt": $0.attempt, "at": $0.at, "prompt": $0.prompt, "path": $0.path] as [String: Any] }
             return StubResponder.Response(status: 200, headers: [("Content-Type", "application/json")], latencyMs: 0,
@@ -173,13 +176,17 @@ public final class StubServer: @unchecked Sendable {
         }
         let server = Unmanaged<StubServer>.fromOpaque(cls).takeUnretainedValue()
         var headers: [String: String] = [:]
+        var query: [String: String] = [:]
         if exchange.answer == nil {
             for name in StubServer.checkedHeaders {
                 if let value = MHD_lookup_connection_value(connection, llms_mhd_header_kind, name) { headers[name] = String(cString: value) }
             }
+            for name in ["limit", "after"] {
+                if let value = MHD_lookup_connection_value(connection, llms_mhd_get_argument_kind, name) { query[name] = String(cString: value) }
+            }
         }
         let answer = exchange.answer ?? server.respond(method: method.map { String(cString: $0) } ?? "",
-                                                       path: url.map { String(cString: $0) } ?? "",
+                                                       path: url.map { String(cString: $0) } ?? "", query: query,
                                                        body: exchange.body, headers: headers, arrived: exchange.arrived)
         exchange.answer = answer
         if answer.latencyMs > 0 && !exchange.waited && !server.stopping.load(ordering: .relaxed) {

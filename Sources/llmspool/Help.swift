@@ -76,11 +76,19 @@ enum Help {
     defaults: {"status": 500, "tokens": 3, "latency_ms": 100, "token_delay_ms": 50}.
     Prints "listening on http://127.0.0.1:PORT/v1" once ready.
 
+    It also serves OpenAI's Files and Batches API (/v1/files, /v1/batches): a batch ends
+    --batch-seconds after its creation (or its metadata's "stub_seconds"), its lines
+    answered as above; GET /stub/batches counts the creations per metadata llmspool_group.
+
     Options:
       --port N             port to listen on (default 8088; 0 picks a free one)
       --tokens N           pieces in each answer (default 8)
       --latency-ms N       delay before each answer's first byte (default 0)
       --token-delay-ms N   delay between streamed pieces (default 0)
+      --batch-seconds N    how long a batch runs before it completes (default 0)
+      --batch-faults LIST  faults met in order by uploads and creates, such as
+                           upload:500,create:429,create:lost (lost: the create commits and
+                           its answer is cut off)
       -h, --help           show this help
     """
 

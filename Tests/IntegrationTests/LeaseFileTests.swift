@@ -39,6 +39,21 @@ import Testing
         }
     }
 
+    /// A daemon killed between the exclusive create of its lease and the write leaves an
+    /// empty, unlocked lease: once a lease time old it is taken over, with locks or without.
+    @Test(arguments: [true, false]) func anEmptyLeaseOfADeadCreatorIsTakenOverOnceOld(locks: Bool) throws {
+        try withSpool { layout in
+            let b = LeaseManager(layout: layout, hostID: "b", seconds: 2, logger: Logger(minimum: .error))
+            if locks { #expect(b.chooseMethod().method == .locks) }
+            #expect(FileManager.default.createFile(atPath: layout.lease("x"), contents: Data()))
+            #expect(b.claim("x") == .heldElsewhere, "a lease just created may still be written by its creator")
+            age(layout.lease("x"), by: 60)
+            #expect(b.claim("x") == .claimed, "an empty lease past its time barred the id for ever")
+            #expect(b.stillMine("x"))
+            b.release("x", ended: false)
+        }
+    }
+
     @Test func withLocksAHeldClaimAndItsTombstoneStayLocked() throws {
         try withSpool { layout in
             let a = LeaseManager(layout: layout, hostID: "a", seconds: 2, logger: Logger(minimum: .error))

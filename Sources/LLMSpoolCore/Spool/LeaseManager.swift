@@ -248,7 +248,9 @@ public final class LeaseManager: Sendable {
     /// With locks: a claim whose lock is free belongs to a daemon that is gone (killed,
     /// crashed, its machine down), since a live one holds its lock for as long as it holds
     /// the claim, tombstones included. The lock is then ours at once, without waiting for
-    /// the lease time. A lease not yet written (created, not yet locked) is left alone.
+    /// the lease time. A lease not yet written (created, not yet locked) is left alone for
+    /// a lease time after its creation; past it, its creator died between the create and the
+    /// write (a SIGKILL there left an empty lease that barred its id for ever).
     private func takeOverUnlocked(_ id: String) -> Claim {
         let path = layout.lease(id)
         guard let fd = try? Syscall.open(path, O_RDWR | O_NOFOLLOW) else { return .heldElsewhere }
@@ -258,7 +260,7 @@ public final class LeaseManager: Sendable {
         }
         // The lock must be on the file the name holds now, not one removed meanwhile.
         guard let opened = try? Syscall.fstat(fd, path: path), let named = try? Syscall.lstat(path), opened.st_ino == named.st_ino,
-              let lease = read(path), lease.isWritten, state(lease) != .ended else {
+              let lease = read(path), lease.isWritten || state(lease) == .expired, state(lease) != .ended else {
             Syscall.close(fd)
             return .heldElsewhere
         }

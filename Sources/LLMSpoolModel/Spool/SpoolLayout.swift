@@ -13,17 +13,18 @@
 /// | `state/<id>.name` | the daemon | the escaped original name of a request renamed to a safe id |
 /// | `failed/superseded/<n>.<name>` | the daemon | an earlier failure of an id that failed again |
 /// | `state/leases/<id>.lease` | the daemon | the claim of the daemon sending it, on a shared spool |
-/// | `state/daemons/<host>.<pid>.json` | the daemon | its entry in the roster of daemons on the spool |
-/// | `state/.daemon.json` | the daemon | the live status that `status` reads while it runs |
-/// | `state/.lock` | the daemon | held (flock) by the daemon that owns a local spool |
-/// | `state/control/send-now.<id>`, `send-now-all` | `retry` | a person asked for a waiting request (or all) to go now |
-/// | `hold/<id>.json` | `hold` | a request kept unsent until `release` |
 /// | `outgoing/<name>.jsonl` | the producer | a batch: one request per line; removed when every line has ended |
 /// | `incoming/<name>.jsonl.partial` | the daemon | the batch runs: one output line per ended line, in the order they end |
 /// | `incoming/<name>.jsonl` | the daemon | every line has ended: the whole output |
 /// | `incoming/<name>.batch.json` | the daemon | the batch ended; always its last file |
 /// | `failed/<name>.jsonl` | the daemon | an invalid batch, moved after its `failed/<name>.error.json` |
 /// | `state/batches/<name>.journal` | the daemon | the batch runs: its committed lines (`BatchJournal`) |
+/// | `state/daemons/<host>.<pid>.json` | the daemon | its entry in the roster of daemons on the spool |
+/// | `state/.daemon.json` | the daemon | the live status that `status` reads while it runs |
+/// | `state/.lock` | the daemon | held (flock) by the daemon that owns a local spool |
+/// | `state/control/send-now.<id>`, `send-now-all` | `retry` | a person asked for a waiting request (or all) to go now |
+/// | `hold/<id>.json` | `hold` | a request kept unsent until `release` |
+/// | `state/remote/<group>.json` | the daemon | a group sent through a provider's Batch API: its intent record (`RemoteIntent`), from before anything remote exists until every member is published |
 public struct SpoolLayout: Sendable, Equatable {
     public static let requestSuffix = ".json"
     public static let partialSuffix = ".partial"
@@ -104,6 +105,10 @@ public struct SpoolLayout: Sendable, Equatable {
         name.hasPrefix(hiddenPrefix) && name.contains(batchSuffix + ".") && (name.hasSuffix(partialSuffix) || name.hasSuffix(temporarySuffix))
     }
 
+    /// Intent records of groups sent through a provider's Batch API (the background lane).
+    public var remote: String { state + "/remote" }
+    public func remoteIntent(_ group: String) -> String { "\(remote)/\(group)\(Self.requestSuffix)" }
+
     /// A hidden name beside `path` to write to before renaming onto it.
     public static func temporary(for path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return hiddenPrefix + path + temporarySuffix }
@@ -113,5 +118,5 @@ public struct SpoolLayout: Sendable, Equatable {
     }
 
     /// Every folder of the spool, parents first.
-    public var folders: [String] { [root, outgoing, incoming, failed, state, leases, batches, control] }
+    public var folders: [String] { [root, outgoing, incoming, failed, state, leases, batches, control, remote] }
 }

@@ -1,0 +1,141 @@
+/// The intent record of one group sent through a provider's Batch API,
+/// `state/remote/<group>.json`. It is written durably before anything remote exists and
+/// again at each step of the remote batch's life, so that a daemon that restarts knows
+/// which remote objects are its own and never creates a second batch for one group.
+public struct RemoteIntent: Sendable, Equatable {
+    /// One request of the group.
+    public struct Member: Sendable, Equatable {
+        public var id: String
+        /// The request file as it was when the group was formed: a new file under the same
+        /// name is another request, and the group's answer is not its answer.
+        public var request: FileIdentity?
+
+        public init(id: String, request: FileIdentity?) {
+            self.id = id
+            self.request = request
+        }
+    }
+
+    public var group: String
+    public var state: RemoteBatchState
+    /// The endpoint's name in the config.
+    public var endpoint: String
+    /// The dialect's url, the batch's `endpoint` at the provider.
+    public var url: String
+    /// When the intent was recorded, seconds since 1970: reconciling looks no further back.
+    public var createdAt: Int
+    public var members: [Member]
+    public var inputFileID: String?
+    public var batchID: String?
+    public var outputFileID: String?
+    public var errorFileID: String?
+    /// The provider's last status and counts.
+    public var remoteStatus: String?
+
+    public init(group: String, state: RemoteBatchState = .intent, endpoint: String, url: String, createdAt: Int,
+                members: [Member], inputFileID: String? = nil, batchID: String? = nil, outputFileID: String? = nil,
+                errorFileID: String? = nil, remoteStatus: String? = nil) {
+        self.group = group
+        self.state = state
+        self.endpoint = endpoint
+        self.url = url
+        self.createdAt = createdAt
+        self.members = members
+        self.inputFileID = inputFileID
+        self.batchID = batchID
+        self.outputFileID = outputFileID
+        self.errorFileID = errorFileID
+        self.remoteStatus = remoteStatus
+    }
+
+    /// Whether `group` can be a file name in `state/remote` and a metadata value: letters,
+    /// digits, `-` and `_`, at most 64 (OpenAI's limit for a metadata value is 512).
+    public static func isValidGroup(_ group: String) -> Bool {
+        !group.isEmpty && group.utf8.count <= 64
+            && group.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D || $0 == 0x5F }
+    }
+
+    public func encoded() -> [UInt8] {
+        func string(_ value: String?) -> [UInt8] { value.map(JSONWriter.quoted) ?? JSONWriter.null }
+        let members: [UInt8] = [0x5B] + self.members.enumerated().flatMap { index, member -> [UInt8] in
+            var fields: [(String, [UInt8])] = [("id", JSONWriter.quoted(member.id))]
+            if let identity = member.request {
+                var request: [(String, [UInt8])] = [("device", Array(String(identity.device).utf8)),
+                                                     ("inode", Array(String(identity.inode).utf8)),
+                                                     ("size", Array(String(identity.size).utf8)),
+                                                     ("mtime_ns", Array(String(identity.modifiedNanoseconds).utf8))]
+                if let born = identity.bornNanoseconds { request.append(("btime_ns", Array(String(born).utf8))) }
+                if let hash = identity.contentHash { request.append(("fnv1a", JSONWriter.quoted(String(hash, radix: 16)))) }
+                fields.append(("request", JSONWriter.object(request)))
+            }
+            return (index > 0 ? [0x2C, 0x0A] : [0x0A]) + JSONWriter.object(fields)
+        } + [0x0A, 0x5D]
+        return JSONWriter.object([
+            ("group", JSONWriter.quoted(group)),
+            ("state", JSONWriter.quoted(state.rawValue)),
+            ("endpoint", JSONWriter.quoted(endpoint)),
+            ("url", JSONWriter.quoted(url)),
+            ("created_at", JSONWriter.number(createdAt)),
+            ("input_file_id", string(inputFileID)),
+            ("batch_id", string(batchID)),
+            ("output_file_id", string(outputFileID)),
+            ("error_file_id", string(errorFileID)),
+            ("remote_status", string(remoteStatus)),
+            ("members", members),
+        ]) + [0x0A]
+    }
+
+    /// Why a record cannot be read, for the log line that names its file.
+    public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
+        public var description: String
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(Problem) -> RemoteIntent {
+        let root: RawJSON.Value
+        do {
+            root = try RawJSON.parse(bytes)
+        } catch {
+            throw Problem(description: "not JSON: \(error)")
+        }
+        func string(_ key: String, in value: RawJSON.Value) -> String? {
+            value[key].flatMap { RawJSON.string($0, in: bytes) }
+        }
+        func integer<T: FixedWidthInteger>(_ key: String, in value: RawJSON.Value, as: T.Type) -> T? {
+            guard case .number(let range)? = value[key] else { return nil }
+            // A number from a file: read only when it fits, never trapped on.
+            return T(String(decoding: bytes[range], as: UTF8.self))
+        }
+        guard case .object = root else { throw Problem(description: "not a JSON object") }
+        guard let group = string("group", in: root), isValidGroup(group) else { throw Problem(description: "no valid group") }
+        guard let state = string("state", in: root).flatMap(RemoteBatchState.init(rawValue:)) else {
+            throw Problem(description: "no known state")
+        }
+        guard let endpoint = string("endpoint", in: root), let url = string("url", in: root) else {
+            throw Problem(description: "no endpoint or url")
+        }
+        guard let createdAt = integer("created_at", in: root, as: Int.self) else { throw Problem(description: "no created_at") }
+        guard case .array(let list, _)? = root["members"] else { throw Problem(description: "no members") }
+        var members: [Member] = []
+        members.reserveCapacity(list.count)
+        for (index, item) in list.enumerated() {
+            guard let id = string("id", in: item) else { throw Problem(description: "member \(index) has no id") }
+            var identity: FileIdentity?
+            if let request = item["request"] {
+                guard let device = integer("device", in: request, as: UInt64.self),
+                      let inode = integer("inode", in: request, as: UInt64.self),
+                      let size = integer("size", in: request, as: Int64.self),
+                      let modified = integer("mtime_ns", in: request, as: Int64.self) else {
+                    throw Problem(description: "member \(id) has a broken request identity")
+                }
+                identity = FileIdentity(device: device, inode: inode, size: size, modifiedNanoseconds: modified,
+                                        bornNanoseconds: integer("btime_ns", in: request, as: Int64.self),
+                                        contentHash: string("fnv1a", in: request).flatMap { UInt64($0, radix: 16) })
+            }
+            members.append(Member(id: id, request: identity))
+        }
+        return RemoteIntent(group: group, state: state, endpoint: endpoint, url: url, createdAt: createdAt, members: members,
+                            inputFileID: string("input_file_id", in: root), batchID: string("batch_id", in: root),
+                            outputFileID: string("output_file_id", in: root), errorFileID: string("error_file_id", in: root),
+                            remoteStatus: string("remote_status", in: root))
+    }
+}

@@ -1,0 +1,52 @@
+/// How the stub's Batch API behaves: how long a batch runs, and the faults its uploads and
+/// creates meet, in order (the first upload meets the first upload fault, and so on).
+public struct StubBatchOptions: Sendable, Equatable {
+    /// One misbehaviour of one upload or create.
+    public enum Fault: Sendable, Equatable {
+        /// Answer this status with an OpenAI error body and change nothing.
+        case status(Int)
+        /// Commit the create, then drop the connection before the answer's body ends.
+        case lost
+    }
+
+    /// Seconds from a batch's creation to its end (`metadata.stub_seconds` overrides it).
+    public var seconds: Double
+    public var uploadFaults: [Fault]
+    public var createFaults: [Fault]
+
+    public init(seconds: Double = 0, uploadFaults: [Fault] = [], createFaults: [Fault] = []) {
+        self.seconds = seconds
+        self.uploadFaults = uploadFaults
+        self.createFaults = createFaults
+    }
+
+    /// Reads `upload:500,create:429,create:lost`; a failure names the first entry it cannot read.
+    public static func faults(_ text: String) -> Result<(upload: [Fault], create: [Fault]), BatchFaultError> {
+        var upload: [Fault] = []
+        var create: [Fault] = []
+        for entry in text.split(separator: ",") {
+            let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { return .failure(BatchFaultError(entry: String(entry))) }
+            let fault: Fault
+            if parts[1] == "lost" {
+                fault = .lost
+            } else if let status = Int(parts[1]), (400...599).contains(status) {
+                fault = .status(status)
+            } else {
+                return .failure(BatchFaultError(entry: String(entry)))
+            }
+            switch parts[0] {
+            case "upload" where fault != .lost: upload.append(fault)
+            case "create": create.append(fault)
+            default: return .failure(BatchFaultError(entry: String(entry)))
+            }
+        }
+        return .success((upload, create))
+    }
+}
+
+/// A `--batch-faults` entry that is not `upload:<status>`, `create:<status>` or `create:lost`.
+public struct BatchFaultError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var entry: String
+    public var description: String { "--batch-faults: \"\(entry)\" is not upload:<status>, create:<status> or create:lost" }
+}

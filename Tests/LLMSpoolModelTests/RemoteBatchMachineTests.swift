@@ -1,0 +1,156 @@
+import Testing
+@testable import LLMSpoolModel
+
+@Suite struct RemoteBatchMachineTests {
+    let fresh = RemoteIntent(group: "g1", endpoint: "openai", url: "/v1/chat/completions", createdAt: 10_000,
+                             members: [.init(id: "a", request: nil), .init(id: "b", request: nil)])
+
+    func intent(_ state: RemoteBatchState, file: String? = "file-1", batch: String? = nil,
+                output: String? = nil, error: String? = nil) -> RemoteIntent {
+        var intent = fresh
+        intent.state = state
+        intent.inputFileID = state >= .uploaded ? file : nil
+        intent.batchID = batch
+        intent.outputFileID = output
+        intent.errorFileID = error
+        return intent
+    }
+
+    func recorded(_ actions: [RemoteBatchMachine.Action]) -> RemoteIntent? {
+        for case .record(let intent) in actions { return intent }
+        return nil
+    }
+
+    @Test func theWholeLifeRecordsEachStateBeforeTheStepThatDependsOnIt() throws {
+        var machine = RemoteBatchMachine(intent: fresh)
+        #expect(machine.handle(.start) == [.perform(.upload)])
+        let upload = machine.handle(.uploaded(fileID: "file-1"))
+        #expect(upload.count == 2 && upload[1] == .perform(.create))
+        #expect(try #require(recorded(upload)).state == .uploaded)
+        #expect(recorded(upload)?.inputFileID == "file-1")
+        let create = machine.handle(.created(batchID: "batch_1"))
+        #expect(recorded(create)?.batchID == "batch_1" && recorded(create)?.state == .created)
+        #expect(create.last == .wait(seconds: 30, then: .poll))
+        let first = machine.handle(.polled(.init(status: "in_progress", total: 2)))
+        #expect(recorded(first)?.state == .polling && recorded(first)?.remoteStatus == "in_progress")
+        #expect(first.last == .wait(seconds: 30, then: .poll))
+        #expect(machine.handle(.polled(.init(status: "in_progress", total: 2))) == [.wait(seconds: 60, then: .poll)], "no record while nothing changes state")
+        let ended = machine.handle(.polled(.init(status: "completed", total: 2, completed: 2, outputFileID: "file-out")))
+        #expect(recorded(ended)?.state == .ended && recorded(ended)?.outputFileID == "file-out")
+        #expect(ended.last == .perform(.download(outputFileID: "file-out", errorFileID: nil)))
+        #expect(recorded(machine.handle(.downloaded))?.state == .downloaded)
+        #expect(machine.handle(.split).last == .perform(.publish))
+        #expect(machine.handle(.published) == [.finish])
+        #expect(machine.intent.state == .published)
+    }
+
+    @Test func eventsThatAnswerNoStepAskedForAreIgnored() {
+        var machine = RemoteBatchMachine(intent: fresh)
+        _ = machine.handle(.start)
+        #expect(machine.handle(.created(batchID: "batch_x")) == [], "no create was asked for")
+        #expect(machine.handle(.polled(.init(status: "completed"))) == [])
+        #expect(machine.handle(.listed(.init(entries: [], hasMore: false))) == [])
+        #expect(machine.handle(.published) == [])
+        #expect(machine.intent == fresh)
+    }
+
+    @Test func anUncertainCreateIsReconciledByListingAndAdoptsTheBatchFound() {
+        var machine = RemoteBatchMachine(intent: fresh)
+        _ = machine.handle(.start)
+        _ = machine.handle(.uploaded(fileID: "file-1"))
+        #expect(machine.handle(.createUncertain) == [.perform(.list(after: nil))])
+        let page = RemoteBatchListing(entries: [.init(id: "batch_other", group: "g0", createdAt: 10_050),
+                                                .init(id: "batch_mine", group: "g1", createdAt: 10_040)], hasMore: true)
+        let adopted = machine.handle(.listed(page))
+        #expect(recorded(adopted)?.batchID == "batch_mine" && recorded(adopted)?.state == .created)
+        #expect(adopted.last == .perform(.poll))
+    }
+
+    @Test func listingPagesBackToTheIntentsTimeThenCreatesOnce() {
+        var machine = RemoteBatchMachine(intent: intent(.uploaded))
+        #expect(machine.handle(.start) == [.perform(.list(after: nil))], "a crash after upload may have left a created batch")
+        let recent = RemoteBatchListing(entries: [.init(id: "batch_9", group: nil, createdAt: 10_100),
+                                                  .init(id: "batch_8", group: "g7", createdAt: 9_500)], hasMore: true)
+        #expect(machine.handle(.listed(recent)) == [.perform(.list(after: "batch_8"))])
+        let older = RemoteBatchListing(entries: [.init(id: "batch_7", group: "g6", createdAt: 9_300)], hasMore: true)
+        #expect(machine.handle(.listed(older)) == [.perform(.create)], "older than the intent (less slack): none of these can be ours")
+        #expect(machine.handle(.listed(older)) == [], "one create, not two")
+        var ended = RemoteBatchMachine(intent: intent(.uploaded))
+        _ = ended.handle(.start)
+        #expect(ended.handle(.listed(.init(entries: [], hasMore: false))) == [.perform(.create)])
+    }
+
+    @Test func failedCreatesMapToUncertainUnlessTheAnswerProvesNothingWasCreated() {
+        #expect(RemoteBatchMachine.eventForFailedCreate(status: nil, retryAfter: nil, message: "reset") == .createUncertain)
+        #expect(RemoteBatchMachine.eventForFailedCreate(status: 500, retryAfter: nil, message: "x") == .createUncertain)
+        #expect(RemoteBatchMachine.eventForFailedCreate(status: 408, retryAfter: nil, message: "x") == .createUncertain)
+        #expect(RemoteBatchMachine.eventForFailedCreate(status: 429, retryAfter: 3, message: "x") == .failed(retryable: true, retryAfter: 3, message: "x"))
+        #expect(RemoteBatchMachine.eventForFailedCreate(status: 400, retryAfter: nil, message: "x") == .failed(retryable: false, retryAfter: nil, message: "x"))
+    }
+
+    @Test func aRetryableFailureRepeatsTheSameStepAfterABackoffOrRetryAfter() {
+        var machine = RemoteBatchMachine(intent: fresh)
+        _ = machine.handle(.start)
+        #expect(machine.handle(.failed(retryable: true, retryAfter: nil, message: "500")) == [.wait(seconds: 2, then: .upload)])
+        #expect(machine.handle(.failed(retryable: true, retryAfter: nil, message: "500")) == [.wait(seconds: 4, then: .upload)])
+        #expect(machine.handle(.failed(retryable: true, retryAfter: 30, message: "429")) == [.wait(seconds: 30, then: .upload)])
+        for _ in 0..<40 { _ = machine.handle(.failed(retryable: true, retryAfter: nil, message: "500")) }
+        #expect(machine.handle(.failed(retryable: true, retryAfter: nil, message: "500")) == [.wait(seconds: RemoteBatchMachine.maximumBackoff, then: .upload)])
+        #expect(machine.handle(.uploaded(fileID: "f")).last == .perform(.create))
+        #expect(machine.handle(.failed(retryable: true, retryAfter: nil, message: "429")) == [.wait(seconds: 2, then: .create)], "a new step starts its backoff again")
+        #expect(machine.handle(.failed(retryable: false, retryAfter: nil, message: "400 bad file")) == [.abandon(message: "400 bad file")])
+        #expect(machine.handle(.failed(retryable: true, retryAfter: nil, message: "late")) == [], "nothing is pending after abandoning")
+    }
+
+    @Test func aBatchThatEndsWithoutFilesIsAbandoned() {
+        var machine = RemoteBatchMachine(intent: intent(.polling, batch: "batch_1"))
+        #expect(machine.handle(.start) == [.perform(.poll)])
+        let actions = machine.handle(.polled(.init(status: "failed")))
+        #expect(recorded(actions)?.remoteStatus == "failed")
+        #expect(actions.last == .abandon(message: "the remote batch batch_1 ended failed without an output or error file"))
+    }
+
+    @Test func anExpiredBatchDownloadsWhatItHas() {
+        var machine = RemoteBatchMachine(intent: intent(.polling, batch: "batch_1"))
+        _ = machine.handle(.start)
+        #expect(machine.handle(.polled(.init(status: "expired", total: 2, completed: 1, outputFileID: "o", errorFileID: "e"))).last
+                == .perform(.download(outputFileID: "o", errorFileID: "e")))
+    }
+
+    @Test func recoveryResumesEveryStateWithoutRepeatingARemoteCreate() {
+        #expect(RemoteBatchRecovery.firstStep(of: intent(.intent)) == .upload)
+        #expect(RemoteBatchRecovery.firstStep(of: intent(.uploaded)) == .list(after: nil))
+        #expect(RemoteBatchRecovery.firstStep(of: intent(.created, batch: "b")) == .poll)
+        #expect(RemoteBatchRecovery.firstStep(of: intent(.polling, batch: "b")) == .poll)
+        #expect(RemoteBatchRecovery.firstStep(of: intent(.created, batch: nil)) == .list(after: nil), "a record that lost its id reconciles")
+        #expect(RemoteBatchRecovery.firstStep(of: intent(.ended, batch: "b", output: "o", error: "e")) == .download(outputFileID: "o", errorFileID: "e"))
+        #expect(RemoteBatchRecovery.firstStep(of: intent(.downloaded, batch: "b")) == .split)
+        #expect(RemoteBatchRecovery.firstStep(of: intent(.split, batch: "b")) == .publish)
+        #expect(RemoteBatchRecovery.firstStep(of: intent(.published, batch: "b")) == nil)
+        for state in RemoteBatchState.allCases {
+            #expect(RemoteBatchRecovery.firstStep(of: intent(state, batch: "b")) != .create, "\(state)")
+        }
+        var done = RemoteBatchMachine(intent: intent(.published, batch: "b"))
+        #expect(done.handle(.start) == [.finish])
+    }
+
+    @Test func pollingBacksOffWhileNothingMovesAndComesBackWhenItDoes() {
+        var schedule = PollSchedule()
+        let still = RemoteBatchStatus(status: "in_progress", total: 10, completed: 3)
+        #expect(schedule.next(after: still) == 30)
+        #expect(schedule.next(after: still) == 60)
+        #expect(schedule.next(after: still) == 120)
+        #expect(schedule.next(after: still) == 240)
+        #expect(schedule.next(after: still) == 480)
+        #expect(schedule.next(after: still) == 600)
+        #expect(schedule.next(after: still) == 600)
+        #expect(schedule.next(after: .init(status: "in_progress", total: 10, completed: 4)) == 30)
+        let odd = PollSchedule(initial: 0, maximum: -1)
+        #expect(odd.initial == 1 && odd.maximum == 1)
+    }
+
+    @Test func statesAreOrderedAsTheLife() {
+        #expect(RemoteBatchState.allCases.map(\.rawValue) == ["intent", "uploaded", "created", "polling", "ended", "downloaded", "split", "published"])
+        #expect(RemoteBatchState.intent < .uploaded && RemoteBatchState.split < .published)
+    }
+}
