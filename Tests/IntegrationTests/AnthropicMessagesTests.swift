@@ -13,7 +13,7 @@ import Testing
         var directives = stub
         directives["api_key"] = Harness.secret
         if let version { directives["anthropic_version"] = version }
-        var body: [String: Any] = ["model": "claude-stub", "max_tokens": 256, "messages": [["role": "user", "content": prompt]],
+        var body: [String: Any] = ["model": "messages-stub", "max_tokens": 256, "messages": [["role": "user", "content": prompt]],
                                    "stub": directives]
         if stream { body["stream"] = true }
         return ["custom_id": prompt, "method": "POST", "url": "/v1/messages", "body": body]
@@ -23,7 +23,7 @@ import Testing
         (message["content"] as? [[String: Any]])?.compactMap { $0["type"] as? String == "text" ? $0["text"] as? String : nil }.joined()
     }
 
-    func anthropic(_ harness: Harness, name: String = "claude", baseURL: String? = nil, extra: [String: Any] = [:]) -> [String: Any] {
+    func anthropic(_ harness: Harness, name: String = "anthropic", baseURL: String? = nil, extra: [String: Any] = [:]) -> [String: Any] {
         var endpoint: [String: Any] = ["name": name, "api": "anthropic", "base_url": baseURL ?? harness.stubURL]
         endpoint.merge(extra) { $1 }
         return endpoint

@@ -235,15 +235,15 @@ import Testing
         try harness.startDaemon(config: ["endpoints": [["name": "stub", "base_url": harness.stubURL, "api": "anthropic"]]])
         let count = 1_000
         let lines = (0..<count).map { index -> String in
-            let params: [String: Any] = ["model": "claude-stub", "max_tokens": 32, "stream": index % 3 == 0,
+            let params: [String: Any] = ["model": "messages-stub", "max_tokens": 32, "stream": index % 3 == 0,
                                          "messages": [["role": "user", "content": "prompt of a-\(index)"]]]
             let object: [String: Any] = ["custom_id": "a-\(index)", "params": params]
             return String(decoding: try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
         }
-        try Self.dropBatch(harness, "claude", lines)
-        let summary = try Self.waitForSummary(harness, "claude", timeout: 300)
+        try Self.dropBatch(harness, "anthropic", lines)
+        let summary = try Self.waitForSummary(harness, "anthropic", timeout: 300)
         #expect(summary["status"] as? String == "completed")
-        let path = harness.layout.batchOutput("claude")
+        let path = harness.layout.batchOutput("anthropic")
         let output = try Self.outputLines(path)
         #expect(Self.byID(output).count == count)
         #expect(output.allSatisfy { ($0["result"] as? [String: Any])?["type"] as? String == "succeeded" })

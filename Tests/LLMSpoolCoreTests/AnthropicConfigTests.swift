@@ -31,9 +31,9 @@ import LLMSpoolModel
     @Test func endpointsNameTheirAPIAndVersion() throws {
         let config = try parse(#"""
         {"endpoints": [
-          {"name": "claude", "api": "anthropic", "base_url": "https://api.anthropic.com/v1", "anthropic_version": "2024-10-22"},
+          {"name": "anthropic", "api": "anthropic", "base_url": "https://api.anthropic.com/v1", "anthropic_version": "2024-10-22"},
           {"name": "plain", "base_url": "http://127.0.0.1:1/v1"},
-          {"name": "claude2", "api": "anthropic", "base_url": "http://127.0.0.1:2", "api_key_env": "OTHER"}
+          {"name": "anthropic2", "api": "anthropic", "base_url": "http://127.0.0.1:2", "api_key_env": "OTHER"}
         ]}
         """#)
         let endpoints = try config.resolvedEndpoints(environment: ["ANTHROPIC_API_KEY": "sk-ant-1", "OTHER": "sk-ant-2", "OPENAI_API_KEY": "sk-o"])
@@ -50,7 +50,7 @@ import LLMSpoolModel
     }
 
     @Test(arguments: [
-        (#"{"endpoints": [{"base_url": "http://x", "api": "claude"}]}"#, #"endpoints[0]: "api" must be openai or anthropic, not "claude""#),
+        (#"{"endpoints": [{"base_url": "http://x", "api": "sparrow"}]}"#, #"endpoints[0]: "api" must be openai or anthropic, not "sparrow""#),
         (#"{"endpoints": [{"base_url": "http://x", "api": 1}]}"#, #""api" must be a string"#),
         (#"{"endpoints": [{"base_url": "http://x", "anthropic_version": "2023-06-01"}]}"#, #""anthropic_version" is only for an endpoint whose "api" is "anthropic""#),
         (#"{"endpoints": [{"base_url": "http://x", "api": "anthropic", "anthropic_version": "2023\r\nx-evil: 1"}]}"#, "printable ASCII"),

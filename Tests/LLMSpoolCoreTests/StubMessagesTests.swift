@@ -12,7 +12,7 @@ import LLMSpoolModel
     }
 
     func request(stream: Bool = false, stub: [String: Any]? = nil) -> [String: Any] {
-        var object: [String: Any] = ["model": "claude-x", "max_tokens": 64, "stream": stream,
+        var object: [String: Any] = ["model": "messages-x", "max_tokens": 64, "stream": stream,
                                      "messages": [["role": "user", "content": "héllo"]]]
         if let stub { object["stub"] = stub }
         return object

@@ -107,7 +107,7 @@ import Testing
 
     @Test(.enabled(if: DialectRegistry.dialect(url: "/v1/messages") != nil))
     func anAnthropicFileIsValidWithTheMessagesDialect() throws {
-        let text = #"{"custom_id":"x","params":{"model":"claude","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}}"#
+        let text = #"{"custom_id":"x","params":{"model":"anthropic","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}}"#
         let validator = validate(text)
         #expect(validator.isValid)
         #expect(validator.kind == .anthropic)
@@ -115,7 +115,7 @@ import Testing
     }
 
     @Test func anAnthropicLineIsRefusedWithoutTheMessagesDialect() throws {
-        let text = #"{"custom_id":"x","params":{"model":"claude","max_tokens":5,"messages":[]}}"#
+        let text = #"{"custom_id":"x","params":{"model":"anthropic","max_tokens":5,"messages":[]}}"#
         var rereads = 0
         let validator = validate(text, dialects: [ChatCompletionsDialect()], rereads: &rereads)
         let problem = try #require(validator.problems.first)

@@ -4,7 +4,7 @@ import Testing
 @Suite struct LaneRouterTests {
     let live = LaneRouter.Endpoint(name: "live", batch: false)
     let batch = LaneRouter.Endpoint(name: "batch", batch: true)
-    let anthropic = LaneRouter.Endpoint(name: "claude", batch: true, api: .anthropic)
+    let anthropic = LaneRouter.Endpoint(name: "anthropic", batch: true, api: .anthropic)
 
     @Test func aRequestThatMayWaitGoesToTheFirstBatchEndpointOfItsAPI() {
         #expect(LaneRouter.route(window: "24h", defaultWindow: nil, api: .openai, endpoints: [live, anthropic, batch], fallback: .live) == .deferred(endpoint: 2))

@@ -3,7 +3,7 @@ import Testing
 @testable import LLMSpoolModel
 
 @Suite struct MessagesAssemblerTests {
-    static let start = #"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"cache_creation_input_tokens":0,"cache_read_input_tokens":7,"output_tokens":1}}}"#
+    static let start = #"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"messages-model","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"cache_creation_input_tokens":0,"cache_read_input_tokens":7,"output_tokens":1}}}"#
     static let delta = #"{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}"#
     static let stop = #"{"type":"message_stop"}"#
 
@@ -49,7 +49,7 @@ import Testing
         let message = try object(verdict)
         #expect(message["type"] as? String == "message")
         #expect(message["id"] as? String == "msg_1")
-        #expect(message["model"] as? String == "claude-sonnet-4-5")
+        #expect(message["model"] as? String == "messages-model")
         #expect(message["role"] as? String == "assistant")
         #expect(message["stop_reason"] as? String == "end_turn")
         #expect(message["stop_sequence"] is NSNull)

@@ -17,7 +17,7 @@ public enum ExampleConfig {
   "_base_url": "OPENAI_BASE_URL in the environment overrides base_url; --base-url overrides both.",
   "api_key_env": "OPENAI_API_KEY",
   "_api_key": "The key is never written here: name the environment variable that holds it (api_key_env), or a file readable by its owner only (api_key_file).",
-  "_endpoints": "Instead of base_url, an ordered fallback list: [{\"name\": \"primary\", \"base_url\": \"https://api.openai.com/v1\", \"api_key_env\": \"OPENAI_API_KEY\"}, {\"name\": \"local\", \"base_url\": \"http://127.0.0.1:8080/v1\", \"model\": \"llama-3.1-8b\", \"concurrency\": 4}, {\"name\": \"claude\", \"api\": \"anthropic\", \"base_url\": \"https://api.anthropic.com\", \"api_key_env\": \"ANTHROPIC_API_KEY\", \"anthropic_version\": \"2023-06-01\"}]",
+  "_endpoints": "Instead of base_url, an ordered fallback list: [{\"name\": \"primary\", \"base_url\": \"https://api.openai.com/v1\", \"api_key_env\": \"OPENAI_API_KEY\"}, {\"name\": \"local\", \"base_url\": \"http://127.0.0.1:8080/v1\", \"model\": \"llama-3.1-8b\", \"concurrency\": 4}, {\"name\": \"anthropic\", \"api\": \"anthropic\", \"base_url\": \"https://api.anthropic.com\", \"api_key_env\": \"ANTHROPIC_API_KEY\", \"anthropic_version\": \"2023-06-01\"}]",
   "_api": "An endpoint's api is openai (the default: chat completions at <base_url>/chat/completions, Authorization: Bearer) or anthropic (Messages at <base_url>/v1/messages, x-api-key and anthropic-version); requests go only to endpoints that speak their dialect. Without an endpoints list, ANTHROPIC_API_KEY or ANTHROPIC_BASE_URL in the environment adds an Anthropic endpoint, as the Anthropic SDKs read them.",
 
   "concurrency": 64,
