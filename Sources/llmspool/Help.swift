@@ -11,6 +11,7 @@ enum Help {
       init     create a spool with the right folders and modes, and an example config
       check-config  validate a configuration and print the effective settings
       submit   drop a request safely (--wait follows it, printing the answer as it streams)
+      ask      write a prompt file for a one-line question and drop it (--wait follows it)
       wait     follow a request someone else dropped to its end
       status   counts and requests in flight, with or without a running daemon
       queue    list the requests not finished yet: state, size, age, attempts, endpoint, reason
@@ -93,10 +94,23 @@ enum Help {
 
     Validates the request, writes it to a hidden file in <spool>/outgoing, fsyncs it and
     renames it into place, then prints its id (a time-sorted random one unless --id).
+    A FILE ending in .md or .txt is a prompt file and keeps its ending; anything else
+    (standard input too) is a JSON request.
     With --wait it follows the request to its end: the answer's text goes to stdout as it
     streams; on a terminal, stderr shows a live line (state, elapsed time, tokens per
     second, attempt) until text arrives. Exit status: 0 done, 1 failed or cancelled (the
     error on stderr), 124 --timeout passed (the request stays in the spool).
+    """
+
+    static let ask = """
+    Usage: llmspool ask "QUESTION" [--model M] [--system S] [--id ID] [--wait] [--timeout SECONDS] [--spool DIR]
+
+    Writes a prompt file (<spool>/outgoing/<id>.md) holding the question, with the model
+    and system prompt given in its front matter, and drops it as submit does. Without
+    --model the daemon's default_model is used. With --wait it follows the request to its
+    end and prints the answer as it streams; the transcript is then
+    <spool>/incoming/<id>.md. Exit status as for submit. Every argument is checked before
+    anything is written.
     """
 
     static let wait = """

@@ -28,11 +28,13 @@ public final class Finisher: Sendable {
     /// Set when daemons share the spool: nothing is published without the lease.
     private let leases: LeaseManager?
     private let diskHealth: DiskHealth
+    private let formats: FormatContext
 
     public init(layout: SpoolLayout, logger: Logger, retry: RetrySettings, endpointCount: Int, metrics: Metrics = Metrics(), leases: LeaseManager? = nil,
-                diskHealth: DiskHealth = DiskHealth(), random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+                diskHealth: DiskHealth = DiskHealth(), formats: FormatContext = FormatContext(yaml: LibYAML.reader), random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
                 report: @escaping @Sendable (TaskReport) -> Void) {
         self.diskHealth = diskHealth
+        self.formats = formats
         self.metrics = metrics
         self.leases = leases
         self.executor = PublicationExecutor(files: SpoolFiles(layout: layout), beforeStep: Finisher.testPause(logger: logger))
@@ -314,9 +316,26 @@ public final class Finisher: Sendable {
         }
         let record = TaskRecord(id: id, status: .done, request: task.identity, history: task.history, endpoint: outcome.endpointName,
                                 usage: usage)
-        let success = PublicationPlan.Success(task: task, record: record, source: source, streamed: assembled != nil)
+        let success = PublicationPlan.Success(task: task, record: record, source: source, streamed: assembled != nil,
+                                              transcript: transcript(outcome, result: source))
         if case .failed(_, _, let error) = executor.run(PublicationPlan.prepare(success)) { throw error }
         return success
+    }
+
+    /// A prompt file's transcript: the file as it was sent and the answer's text, read
+    /// back from the result written.
+    private func transcript(_ outcome: AttemptOutcome, result: String) -> [UInt8]? {
+        guard let request = outcome.requestSource else { return nil }
+        let answer: String
+        do {
+            let bytes = try FileReader.prefix(path: result, limit: Finisher.plainAnswerLimit)
+            answer = DialectRegistry.dialect(for: outcome.task.summary).answerText(ofResult: bytes)
+                ?? "(the answer has no text; the whole answer is in \(layout.result(outcome.task.id)))"
+        } catch {
+            logger.warning("cannot read the answer back for the transcript; none is written", id: outcome.task.id, ["reason": "\(error)"])
+            return nil
+        }
+        return RequestFormatRegistry.format(id: outcome.task.summary.format).transcript(of: request, answer: answer, context: formats)
     }
 
     /// Publishes a batch of prepared successes with one fsync per folder for all of them:
@@ -348,7 +367,7 @@ public final class Finisher: Sendable {
     private func fail(task: TaskDescriptor, failure: AttemptFailure, problem: RequestProblem?, commit: Bool) -> Scheduler.Event {
         let id = task.id
         let recordPath = layout.errorRecord(id)
-        let bytes = ErrorRecord.encode(id: id, failure: failure, history: task.history, problem: problem, requestFile: layout.failedRequest(id),
+        let bytes = ErrorRecord.encode(id: id, failure: failure, history: task.history, problem: problem, requestFile: layout.failedRequest(id, like: task.requestPath),
                                        originalName: layout.loadOriginalName(id))
         let record = commit ? TaskRecord(id: id, status: .failed, request: task.identity, history: task.history, errorRecord: bytes) : nil
         switch executor.run(PublicationPlan.failure(task: task, errorRecord: bytes, record: record, layout: layout)) {

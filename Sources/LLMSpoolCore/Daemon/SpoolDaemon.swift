@@ -37,7 +37,7 @@ public final class SpoolDaemon: Sendable {
         let leases = (config.leases ?? polling) ? LeaseManager(layout: layout, hostID: config.hostID, seconds: config.leaseSeconds, logger: logger) : nil
         let diskHealth = DiskHealth(layout: layout)
         let finisher = Finisher(layout: layout, logger: logger, retry: config.retry, endpointCount: endpoints.count, metrics: metrics, leases: leases,
-                                diskHealth: diskHealth,
+                                diskHealth: diskHealth, formats: config.formatContext,
                                 report: { report in
                                     switch report.outcome {
                                     case .succeeded: metrics.outcome("done")
@@ -69,7 +69,8 @@ public final class SpoolDaemon: Sendable {
             logger: logger)
         engineBox.withLock { $0 = engine }
         self.watcher = Watcher(layout: layout, settings: Watcher.Settings(config), known: known, metrics: metrics,
-                               delegate: .init(found: { post(.arrived($0)) }, removed: { post(.requestRemoved(id: $0)) }),
+                               delegate: .init(found: { post(.arrived($0)) },
+                                               removed: { id, path in engineBox.withLock { $0 }?.removed(id: id, path: path) }),
                                logger: logger)
         self.layout = layout
         self.engine = engine

@@ -75,7 +75,7 @@ public final class RequestFollower {
     public func run(timeout: Double? = nil, pollInterval: Double = 0.05) -> Ending {
         let query = SpoolQuery(layout: layout)
         var lastProgress = Date.distantPast
-        var sawRequest = Syscall.isPresent(layout.request(id))
+        var sawRequest = SpoolQuery(layout: layout).requestPath(of: id) != nil
         while true {
             readPartial()
             let state = query.state(of: id, live: nil)
@@ -92,7 +92,7 @@ public final class RequestFollower {
             case .unknown where sawRequest:
                 // Gone from outgoing with no outcome yet: the outcome is being written.
                 break
-            case .queued, .inFlight, .deferred, .held:
+            case .queued, .inFlight, .deferred, .held, .draft:
                 sawRequest = true
             case .unknown:
                 break

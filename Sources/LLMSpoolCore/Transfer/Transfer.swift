@@ -28,6 +28,8 @@ final class Transfer {
     }
 
     let task: TaskDescriptor
+    /// The request file's bytes, for a format that makes its body (see `AttemptOutcome`).
+    var requestSource: [UInt8]?
     let endpointIndex: Int
     let endpointName: String
     let handle: UnsafeMutableRawPointer

@@ -29,8 +29,11 @@ public final class TransferEngine: @unchecked Sendable {
         public var fileMode: mode_t
         public var caFile: String?
         public var caDirectory: String?
+        /// For formats that make the body sent from the file (prompt files).
+        public var formats: FormatContext
 
         public init(_ config: Config) {
+            formats = config.formatContext
             concurrency = config.concurrency
             connectTimeoutSeconds = config.connectTimeoutSeconds
             idleTimeoutSeconds = config.idleTimeoutSeconds
@@ -73,6 +76,8 @@ public final class TransferEngine: @unchecked Sendable {
     enum Message {
         case event(Scheduler.Event)
         case leaseLost(String)
+        /// A request file left `outgoing`: its id and the path it had.
+        case removed(id: String, path: String)
         case reconfigure([Endpoint], Settings)
         case shutdown
     }
@@ -129,8 +134,11 @@ public final class TransferEngine: @unchecked Sendable {
     private var descriptorBudget = 256
     private var lastIdleSweep = 0.0
     private var lastLivePublish = 0.0
-    /// Newer requests that arrived under the name of a task in flight, queued when it ends.
+    /// Newer requests that arrived under the name of a task in flight, or under another
+    /// name of its id (`a.md` while `a.json` is held), queued when it ends.
     private var replacedInFlight: [String: Intake] = [:]
+    /// The file each id the scheduler holds came from.
+    private var heldPaths: [String: String] = [:]
     /// Set before `start` when daemons share the spool.
     public var leases: LeaseManager?
     /// Whether the daemon before this one crashed; otherwise starts recorded by it are
@@ -220,6 +228,12 @@ public final class TransferEngine: @unchecked Sendable {
     /// Sends the loop an event from any thread.
     public func post(_ event: Scheduler.Event) {
         enqueue(.event(event))
+    }
+
+    /// A request file left `outgoing` (from any thread): the task of that file is
+    /// withdrawn or cancelled; a file of the same id that waited for it is forgotten only.
+    public func removed(id: String, path: String) {
+        enqueue(.removed(id: id, path: path))
     }
 
     private func enqueue(_ message: Message) {
@@ -315,16 +329,29 @@ public final class TransferEngine: @unchecked Sendable {
                let running = transfersByID[task.id]?.task.identity, let newer = task.identity, !newer.isSameInstance(as: running) {
                 replacedInFlight[task.id] = .valid(task)
             }
+            // Another file of an id the scheduler holds (`a.md` beside `a.json`): one file of
+            // an id at a time, so it waits, and is queued when the held one ends.
+            if case .arrived(let intake) = event, let held = heldPaths[intake.id], held != intake.requestPath,
+               scheduler.state(of: intake.id) != nil {
+                replacedInFlight[intake.id] = intake
+                return
+            }
             apply(scheduler.handle(event, now: Date().timeIntervalSince1970))
             switch event {
             case .arrived(let intake) where scheduler.state(of: intake.id) != nil:
                 known.insert(intake.id)
+                if heldPaths[intake.id] == nil { heldPaths[intake.id] = intake.requestPath }
             case .finalized(let id):
-                known.remove(id)
-                if let newer = replacedInFlight.removeValue(forKey: id) { handle(.event(.arrived(newer))) }
+                forget(id)
             default:
                 break
             }
+        case .removed(let id, let path):
+            if let held = heldPaths[id], held != path {
+                if replacedInFlight[id]?.requestPath == path { replacedInFlight[id] = nil }
+                return
+            }
+            handle(.event(.requestRemoved(id: id)))
         case .leaseLost(let id):
             if let transfer = transfersByID[id] { end(transfer, as: .leaseLost) }
         case .reconfigure(let newEndpoints, let newSettings):
@@ -345,6 +372,13 @@ public final class TransferEngine: @unchecked Sendable {
         }
     }
 
+    /// The scheduler let go of `id`: a file of the id that waited is queued now.
+    private func forget(_ id: String) {
+        known.remove(id)
+        heldPaths[id] = nil
+        if let newer = replacedInFlight.removeValue(forKey: id) { handle(.event(.arrived(newer))) }
+    }
+
     private func apply(_ actions: [Scheduler.Action]) {
         for action in actions {
             switch action {
@@ -357,7 +391,7 @@ public final class TransferEngine: @unchecked Sendable {
             case .cancelTransfer(let id):
                 if let transfer = transfersByID[id] { end(transfer, as: .cancelled) }
             case .withdrawn(let id):
-                known.remove(id)
+                forget(id)
                 delegate.withdrawn(id)
             }
         }
@@ -368,6 +402,56 @@ public final class TransferEngine: @unchecked Sendable {
         apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: Date().timeIntervalSince1970))
         delegate.attemptEnded(AttemptOutcome(task: task, ending: ending, partialFD: -1, startedAt: Date(), endedAt: Date(),
                                              endpointIndex: endpointIndex, endpointName: endpoints[min(endpointIndex, endpoints.count - 1)].name))
+    }
+
+    /// The body made from a prompt file (a format that makes its body), from the file as it
+    /// is now, which must still be the file intake validated; and the file's bytes, for
+    /// the transcript.
+    private func madeBody(_ task: TaskDescriptor, endpoint: Endpoint) throws -> (body: Transfer.Body, source: [UInt8]) {
+        guard let read = RequestFile.read(path: task.requestPath, limit: settings.maxRequestBytes) else {
+            throw SystemError(errno: ENOENT, call: "open", path: task.requestPath)
+        }
+        let loaded: RequestFile.Loaded
+        switch read {
+        case .success(let file): loaded = file
+        case .failure(let problem) where problem.kind == .transient: throw SystemError(errno: EMFILE, call: "open", path: task.requestPath)
+        case .failure(let problem): throw UploadRefusal(verdict: .refuse(problem))
+        }
+        if let validated = task.identity, !loaded.identity.isSameInstance(as: validated) {
+            let verdict = UploadCheck.verify(validated: validated, current: loaded.identity, isRegularFile: true, links: 1)
+            throw UploadRefusal(verdict: verdict != .same ? verdict
+                : .refuse(RequestProblem(.changedAfterValidation, "the request's content changed after it was validated; it was not sent")))
+        }
+        let format = RequestFormatRegistry.format(id: task.summary.format)
+        switch format.prepare(loaded.bytes, context: settings.formats) {
+        case .request(let summary, let made?):
+            return (try memoryBody(made, summary: summary, endpoint: endpoint), loaded.bytes)
+        case .request:
+            throw UploadRefusal(verdict: .refuse(RequestProblem(.unreadable, "the \(format.id) format made no body")))
+        case .draft:
+            throw UploadRefusal(verdict: .replaced)
+        case .invalid(let problem):
+            // The same bytes were valid at intake: the configuration (its default_model) changed since.
+            throw UploadRefusal(verdict: .refuse(problem))
+        }
+    }
+
+    /// A body held in memory, with the endpoint's model and the usage member put in.
+    private func memoryBody(_ bytes: [UInt8], summary: RequestSummary, endpoint: Endpoint) throws -> Transfer.Body {
+        let usageMember = DialectRegistry.dialect(for: summary).usageMember
+        if let model = endpoint.model, model != summary.model {
+            guard var object = JSONObject.parse(Array(bytes[summary.body])) else {
+                throw UploadRefusal(verdict: .refuse(RequestProblem(.invalidJSON, "the body is not a JSON object")))
+            }
+            object["model"] = model
+            if summary.usageSplice != nil, let member = JSONObject.parse([UInt8(ascii: "{")] + usageMember.dropLast() + [UInt8(ascii: "}")]) {
+                object.merge(member) { _, added in added }
+            }
+            return .memory(Array(try JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes])), offset: 0)
+        }
+        let body = summary.body
+        guard let brace = summary.usageSplice else { return .memory(Array(bytes[body]), offset: 0) }
+        return .memory(Array(bytes[body.lowerBound...brace]) + usageMember + Array(bytes[(brace + 1)..<body.upperBound]), offset: 0)
     }
 
     private func openBody(_ task: TaskDescriptor, endpoint: Endpoint) throws -> Transfer.Body? {
@@ -535,12 +619,17 @@ public final class TransferEngine: @unchecked Sendable {
         }
         let endpoint = endpoints[min(endpointIndex, endpoints.count - 1)]
         let body: Transfer.Body
+        var source: [UInt8]?
         do {
-            guard let opened = try openBody(task, endpoint: endpoint) else {
-                endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
-                return
+            if RequestFormatRegistry.format(id: task.summary.format).makesBody {
+                (body, source) = try madeBody(task, endpoint: endpoint)
+            } else {
+                guard let opened = try openBody(task, endpoint: endpoint) else {
+                    endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
+                    return
+                }
+                body = opened
             }
-            body = opened
         } catch let error as SystemError where RequestFile.isGone(error.errno) {
             // Finished or withdrawn since intake saw it. On a shared spool another daemon
             // may have just finished it: its records are not ours to touch.
@@ -584,6 +673,7 @@ public final class TransferEngine: @unchecked Sendable {
                                 spillPath: SpoolLayout.temporary(for: layout.result(task.id)), fileMode: settings.fileMode,
                                 responseLimit: settings.maxResponseBytes,
                                 now: TransferEngine.monotonic())
+        transfer.requestSource = source
         configure(transfer, endpoint: endpoint)
         transfers[handle] = transfer
         transfersByID[task.id] = transfer
@@ -710,7 +800,7 @@ public final class TransferEngine: @unchecked Sendable {
             task: transfer.task, ending: ending, partialFD: transfer.partialFD, headers: transfer.headers,
             bytesSent: transfer.bytesSent, bytesReceived: transfer.bytesReceived,
             startedAt: transfer.startedAt, endedAt: now, endpointIndex: transfer.endpointIndex, endpointName: transfer.endpointName,
-            stream: stream))
+            stream: stream, requestSource: transfer.requestSource))
     }
 
     /// At the end of the grace period: stop what is still running. Requests stay in

@@ -19,9 +19,10 @@ public final class Watcher: @unchecked Sendable {
     /// What the watcher tells the daemon.
     public struct Delegate: Sendable {
         public var found: @Sendable (Intake) -> Void
-        public var removed: @Sendable (_ id: String) -> Void
+        /// A request file left `outgoing`: its id and the path it had.
+        public var removed: @Sendable (_ id: String, _ path: String) -> Void
 
-        public init(found: @escaping @Sendable (Intake) -> Void, removed: @escaping @Sendable (String) -> Void) {
+        public init(found: @escaping @Sendable (Intake) -> Void, removed: @escaping @Sendable (String, String) -> Void) {
             self.found = found
             self.removed = removed
         }
@@ -36,6 +37,7 @@ public final class Watcher: @unchecked Sendable {
         public var minFreeBytes: UInt64 = 64 << 20
         public var maxRequestBytes = 32 << 20
         public var maxJSONDepth = RequestValidator.defaultMaxDepth
+        public var formats = FormatContext(yaml: LibYAML.reader)
 
         public init() {}
 
@@ -47,6 +49,7 @@ public final class Watcher: @unchecked Sendable {
             minFreeBytes = config.minFreeBytes
             maxRequestBytes = config.maxRequestBytes
             maxJSONDepth = config.maxJSONDepth
+            formats = config.formatContext
         }
     }
 
@@ -54,7 +57,8 @@ public final class Watcher: @unchecked Sendable {
         | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
     /// Validation problems a writer still at work can cause; others are final at once.
-    private static let unsettledKinds: Set<RequestProblem.Kind> = [.invalidJSON, .notUTF8, .notAnObject, .missingField, .wrongType]
+    private static let unsettledKinds: Set<RequestProblem.Kind> = [.invalidJSON, .notUTF8, .notAnObject, .missingField, .wrongType,
+                                                                        .invalidFrontMatter, .invalidPrompt]
 
     private let layout: SpoolLayout
     private let settings: Settings
@@ -74,6 +78,8 @@ public final class Watcher: @unchecked Sendable {
     private var reportedUnusable = Set<String>()
     /// Files not yet valid, by name: when to look at them again.
     private var settling: [String: Double] = [:]
+    /// Drafts already logged, by name, with the identity they had: logged once per save.
+    private var drafts: [String: FileIdentity] = [:]
     /// Names seen by the last poll, to notice removals without inotify.
     private var polledNames = Set<String>()
     private var intakePaused = false
@@ -193,7 +199,8 @@ public final class Watcher: @unchecked Sendable {
         let name = String(decoding: raw, as: UTF8.self)
         if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
             settling[name] = nil
-            if case .request(let id) = RequestName.classify(name) { delegate.removed(id) }
+            drafts[name] = nil
+            if case .request(let id) = RequestName.classify(name) { left(name, id: id) }
         }
     }
 
@@ -233,12 +240,22 @@ public final class Watcher: @unchecked Sendable {
         if mode == .poll {
             let current = Set(names)
             for gone in polledNames.subtracting(current) {
-                if case .request(let id) = RequestName.classify(gone) { delegate.removed(id) }
+                drafts[gone] = nil
+                if case .request(let id) = RequestName.classify(gone) { left(gone, id: id) }
             }
             polledNames = current
         }
         for raw in raws where !stopping {
             considerRaw(raw, force: false)
+        }
+    }
+
+    /// A request file left `outgoing`. Another file of the same id (`a.md` beside `a.json`)
+    /// waited for it (see `RequestFormatRegistry`): it is looked at now.
+    private func left(_ name: String, id: String) {
+        delegate.removed(id, "\(layout.outgoing)/\(name)")
+        for suffix in RequestFormatRegistry.suffixes where id + suffix != name {
+            if Syscall.isPresent("\(layout.outgoing)/\(id)\(suffix)") { consider(id + suffix, force: true) }
         }
     }
 
@@ -260,14 +277,16 @@ public final class Watcher: @unchecked Sendable {
     /// `state/<id>.name` (written first, so the renamed file always has it on record),
     /// then the file is renamed within `outgoing`, which brings it back as a new name.
     private func rename(unsafe raw: [UInt8], because reason: String) {
-        guard raw.first != UInt8(ascii: "."), raw.count > 5, Array(raw.suffix(5)) == Array(SpoolLayout.requestSuffix.utf8) else { return }
+        guard raw.first != UInt8(ascii: "."),
+              let suffix = RequestFormatRegistry.suffixes.first(where: { raw.count > $0.utf8.count && Array(raw.suffix($0.utf8.count)) == Array($0.utf8) })
+        else { return }
         let id = RequestName.safeID(forRawName: raw)
         let escaped = RequestName.escaped(raw)
         // The logger escapes what it prints: given the escaped name it escaped it twice (`\\x0a`).
         let logged = String(decoding: raw, as: UTF8.self)
         let taken: Bool
         do {
-            taken = try Syscall.exists(layout.request(id))
+            taken = try Syscall.exists("\(layout.outgoing)/\(id)\(suffix)")
         } catch {
             logger.warning("cannot look for the safe id; will look again", ["file": logged, "reason": "\(error)"])
             return
@@ -280,9 +299,9 @@ public final class Watcher: @unchecked Sendable {
         }
         do {
             try DurableFile.write(Array(escaped.utf8), to: layout.originalName(id), mode: layout.fileMode)
-            try Syscall.rename(in: layout.outgoing, rawName: raw, to: id + SpoolLayout.requestSuffix)
+            try Syscall.rename(in: layout.outgoing, rawName: raw, to: id + suffix)
             logger.warning("renamed a request to a safe id: \(reason)", id: id, ["file": logged])
-            if mode == .poll { consider(id + SpoolLayout.requestSuffix, force: false) }
+            if mode == .poll { consider(id + suffix, force: false) }
         } catch {
             if reportedUnusable.insert(escaped).inserted {
                 logger.error("cannot rename a request with an unsafe name; left in place", ["file": logged, "reason": "\(error)"])
@@ -331,6 +350,8 @@ public final class Watcher: @unchecked Sendable {
         case .unsafe(let reason):
             rename(unsafe: Array(name.utf8), because: reason)
         case .request(let id):
+            // A file of a known id under another name (`a.md` while `a.json` runs) waits:
+            // it is looked at when the other one leaves `outgoing` (`left`).
             if !force && known.contains(id) { return }
             var abandoned = false
             if let leases {
@@ -341,7 +362,7 @@ public final class Watcher: @unchecked Sendable {
                 }
             }
             guard hasFreeSpace() else { return }
-            let path = layout.request(id)
+            let path = "\(layout.outgoing)/\(name)"
             switch RequestFile.read(path: path, limit: settings.maxRequestBytes) {
             case nil:
                 return  // gone already
@@ -352,7 +373,15 @@ public final class Watcher: @unchecked Sendable {
             case .failure(let problem)?:
                 delegate.found(.invalid(id: id, requestPath: path, problem: problem))
             case .success(let loaded)?:
-                let intake = Watcher.intake(id: id, path: path, loaded: loaded, layout: layout, maxDepth: settings.maxJSONDepth)
+                guard let intake = Watcher.intake(id: id, path: path, loaded: loaded, layout: layout, formats: settings.formats) else {
+                    settling[name] = nil
+                    if drafts[name] != loaded.identity {
+                        drafts[name] = loaded.identity
+                        logger.info("left in outgoing as a draft; saving it without the draft mark sends it", id: id, ["file": name])
+                    }
+                    return
+                }
+                drafts[name] = nil
                 if case .invalid(_, _, let problem) = intake, Watcher.unsettledKinds.contains(problem.kind) {
                     let modified = Double(loaded.identity.modifiedNanoseconds) / 1e9
                     let quietUntil = modified + settings.settleSeconds
@@ -375,8 +404,14 @@ public final class Watcher: @unchecked Sendable {
     }
 
     /// What a readable request amounts to: a task (new, or resumed from its record), a
-    /// task that already ended before a restart, or an invalid request.
-    static func intake(id: String, path: String, loaded: RequestFile.Loaded, layout: SpoolLayout, maxDepth: Int) -> Intake {
+    /// task that already ended before a restart, or an invalid request; nil for a draft,
+    /// which is left alone.
+    static func intake(id: String, path: String, loaded: RequestFile.Loaded, layout: SpoolLayout, formats: FormatContext) -> Intake? {
+        guard let format = RequestName.format(of: String(path.split(separator: "/").last ?? ""))?.format else {
+            return .invalid(id: id, requestPath: path, problem: RequestProblem(.unusableName, "no request format takes this name"))
+        }
+        let verdict = format.prepare(loaded.bytes, context: formats)
+        if case .draft = verdict { return nil }
         let record = TaskRecord.load(layout, id: id)
         var history = TaskHistory(firstSeen: Date())
         if let record {
@@ -390,11 +425,13 @@ public final class Watcher: @unchecked Sendable {
                 break
             }
         }
-        switch RequestValidator.validate(loaded.bytes, maxDepth: maxDepth) {
-        case .success(let summary):
+        switch verdict {
+        case .request(let summary, _):
             return .valid(TaskDescriptor(id: id, requestPath: path, summary: summary, identity: loaded.identity, history: history))
-        case .failure(let problem):
+        case .invalid(let problem):
             return .invalid(id: id, requestPath: path, problem: problem)
+        case .draft:
+            return nil
         }
     }
 }

@@ -83,4 +83,13 @@ public enum Intake: Sendable, Equatable {
         case .alreadyEnded(let id, _): id
         }
     }
+
+    /// The file it is about.
+    public var requestPath: String {
+        switch self {
+        case .valid(let task): task.requestPath
+        case .invalid(_, let path, _): path
+        case .alreadyEnded(_, let path): path
+        }
+    }
 }
