@@ -137,8 +137,8 @@ public final class TransferEngine: @unchecked Sendable {
     /// Newer requests that arrived under the name of a task in flight, or under another
     /// name of its id (`a.md` while `a.json` is held), queued when it ends.
     private var replacedInFlight: [String: Intake] = [:]
-    /// The file each id the scheduler holds came from.
-    private var heldPaths: [String: String] = [:]
+    /// The file each id the scheduler holds came from, and its identity.
+    private var heldFiles: [String: (path: String, identity: FileIdentity?)] = [:]
     /// Set before `start` when daemons share the spool.
     public var leases: LeaseManager?
     /// Whether the daemon before this one crashed; otherwise starts recorded by it are
@@ -323,31 +323,36 @@ public final class TransferEngine: @unchecked Sendable {
     private func handle(_ message: Message) {
         switch message {
         case .event(let event):
-            // A newer file under the name of a task in flight is a new task: kept until the
-            // old one ends (its publication leaves the newer file in place), then queued.
-            if case .arrived(.valid(let task)) = event, transfersByID[task.id] != nil,
-               let running = transfersByID[task.id]?.task.identity, let newer = task.identity, !newer.isSameInstance(as: running) {
-                replacedInFlight[task.id] = .valid(task)
-            }
-            // Another file of an id the scheduler holds (`a.md` beside `a.json`): one file of
-            // an id at a time, so it waits, and is queued when the held one ends.
-            if case .arrived(let intake) = event, let held = heldPaths[intake.id], held != intake.requestPath,
-               scheduler.state(of: intake.id) != nil {
-                replacedInFlight[intake.id] = intake
-                return
+            // A newer file of an id the scheduler holds is a new task: under the same name
+            // (replaced while in flight or while its outcome is written, whose publication
+            // leaves the newer file in place) or another (`a.md` beside `a.json`: one file of
+            // an id at a time). It waits, and is queued when the held one ends.
+            if case .arrived(let intake) = event, let held = heldFiles[intake.id], scheduler.state(of: intake.id) != nil {
+                if held.path != intake.requestPath {
+                    replacedInFlight[intake.id] = intake
+                    return
+                }
+                if case .valid(let task) = intake, let old = held.identity, let newer = task.identity, !newer.isSameInstance(as: old) {
+                    replacedInFlight[intake.id] = intake
+                    return
+                }
             }
             apply(scheduler.handle(event, now: Date().timeIntervalSince1970))
             switch event {
             case .arrived(let intake) where scheduler.state(of: intake.id) != nil:
                 known.insert(intake.id)
-                if heldPaths[intake.id] == nil { heldPaths[intake.id] = intake.requestPath }
+                if heldFiles[intake.id] == nil {
+                    var identity: FileIdentity?
+                    if case .valid(let task) = intake { identity = task.identity }
+                    heldFiles[intake.id] = (intake.requestPath, identity)
+                }
             case .finalized(let id):
                 forget(id)
             default:
                 break
             }
         case .removed(let id, let path):
-            if let held = heldPaths[id], held != path {
+            if let held = heldFiles[id], held.path != path {
                 if replacedInFlight[id]?.requestPath == path { replacedInFlight[id] = nil }
                 return
             }
@@ -375,7 +380,7 @@ public final class TransferEngine: @unchecked Sendable {
     /// The scheduler let go of `id`: a file of the id that waited is queued now.
     private func forget(_ id: String) {
         known.remove(id)
-        heldPaths[id] = nil
+        heldFiles[id] = nil
         if let newer = replacedInFlight.removeValue(forKey: id) { handle(.event(.arrived(newer))) }
     }
 
