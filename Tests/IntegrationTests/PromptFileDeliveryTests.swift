@@ -44,6 +44,32 @@ import Testing
         #expect(harness.files(in: harness.layout.failed).isEmpty)
     }
 
+    @Test func thePartialShowsThePlainTextMidStream() throws {
+        let harness = try started()
+        defer { harness.stop() }
+        try Self.drop(harness, "live.md", "---\nparams:\n  stub: {tokens: 40, token_delay_ms: 100}\n---\nStream slowly ✓\n")
+        let answer = StubAnswer.content(prompt: "Stream slowly ✓", tokens: 40)
+        var seen = ""
+        try waitUntil("the .partial shows a few words", timeout: 30) {
+            seen = Self.text(harness.layout.partial("live")) ?? ""
+            return seen.contains(" tök3")
+        }
+        #expect(answer.hasPrefix(seen) && seen.count < answer.count, "plain text, part of the answer: \(seen.debugDescription)")
+        #expect(!seen.contains("data:"), "no raw events in the .partial")
+        #expect(FileManager.default.fileExists(atPath: harness.layout.rawEvents("live")), "the raw events go aside meanwhile")
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.result("live")))
+        do {
+            try waitUntil("live is answered", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.result("live")) }
+        } catch {
+            Issue.record("incoming: \(harness.files(in: harness.layout.incoming)), failed: \(harness.files(in: harness.layout.failed)), log: \(harness.log.suffix(4000))")
+            throw error
+        }
+        #expect(Harness.content(of: try harness.json(harness.layout.result("live"))) == answer)
+        try waitUntil("the text .partial is gone", timeout: 10) { !FileManager.default.fileExists(atPath: harness.layout.partial("live")) }
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.rawEvents("live")))
+        #expect(Self.text(harness.layout.rawStream("live"))?.contains("data: [DONE]") == true, "the raw events are kept as .sse")
+    }
+
     @Test func frontMatterAndAConversationReachTheEndpointAsAChatBody() throws {
         let harness = try started()
         defer { harness.stop() }
@@ -146,7 +172,8 @@ import Testing
         try Self.drop(harness, "draft.md", "---\ndraft: false\n---\nHalf a thought, finished.")
         try waitUntil("the finished draft is answered", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.result("draft")) }
         #expect(try harness.stubArrivals().map(\.prompt) == ["Half a thought, finished."])
-        #expect(harness.files(in: harness.layout.outgoing) == ["draft2.json"])
+        // The request leaves outgoing just after its result appears.
+        try waitUntil("only the JSON draft is left", timeout: 10) { harness.files(in: harness.layout.outgoing) == ["draft2.json"] }
     }
 
     @Test func aJSONAndAPromptFileOfTheSameIdAreSentOneAfterTheOther() throws {

@@ -141,12 +141,16 @@ final class StepCounter: @unchecked Sendable {
         switch kind {
         case .plainSuccess, .streamedSuccess, .promptSuccess:
             let streamed = kind != .plainSuccess
-            files.create(layout.partial(id), streamed ? "data: {...}\n\ndata: [DONE]\n\n" : answer)
+            // A prompt file's raw events are hidden while its `.partial` shows the text.
+            let raw = kind == .promptSuccess ? layout.rawEvents(id) : layout.partial(id)
+            files.create(raw, streamed ? "data: {...}\n\ndata: [DONE]\n\n" : answer)
+            if kind == .promptSuccess { files.create(layout.partial(id), "Hello") }
             let source = streamed ? SpoolLayout.temporary(for: layout.result(id)) : layout.partial(id)
             if streamed { files.create(source, answer) }
             let record = TaskRecord(id: id, status: .done, request: task.identity, history: task.history)
             let success = PublicationPlan.Success(task: task, record: record, source: source, streamed: streamed,
-                                                  transcript: kind == .promptSuccess ? Array(transcript.utf8) : nil)
+                                                  transcript: kind == .promptSuccess ? Array(transcript.utf8) : nil,
+                                                  rawEvents: kind == .promptSuccess ? raw : nil)
             return (files, PublicationPlan.prepare(success) + PublicationPlan.commit(success, layout: layout))
         case .finalFailure, .rejection, .promptFailure:
             files.create(layout.partial(id), #"{"error":{"message":"bad"}}"#)
@@ -215,6 +219,8 @@ final class StepCounter: @unchecked Sendable {
                 #expect(kind.isSuccess, "\(context)")
                 // The transcript is in place before the result, which is the last file to appear.
                 #expect(files.text(layout.transcript(id)) == (kind == .promptSuccess ? transcript : nil), "\(context): the transcript")
+                #expect((files.files[layout.rawStream(id)] != nil) == (kind != .plainSuccess), "\(context): a stream keeps its raw events")
+                #expect(files.files[layout.partial(id)] == nil && files.files[layout.rawEvents(id)] == nil, "\(context): no partial is left")
             case .failed:
                 #expect(failedRequest && errorRecord && !result && !queued, "\(context): the request and its record in failed")
                 #expect(files.text(failedPath) == requestText, "\(context)")

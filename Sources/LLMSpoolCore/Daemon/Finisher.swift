@@ -115,8 +115,13 @@ public final class Finisher: Sendable {
             logger.info("attempt discarded: another daemon holds the request now", id: id)
             return .ended(.finalized(id: id))
         }
-        let partial = layout.partial(id)
+        let partial = outcome.rawPath ?? layout.partial(id)
         let verdict = judge(outcome, partial: partial)
+        // A prompt file's text view goes with the raw answer whenever the attempt leaves nothing.
+        let removePartials = { [layout, logger] in
+            logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(partial) }
+            if partial != layout.partial(id) { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(layout.partial(id)) } }
+        }
         var task = outcome.task
         task.history = CrashGuard.ended(task.history)
         var entry = AttemptEntry(startedAt: outcome.startedAt, endedAt: outcome.endedAt, endpoint: outcome.endpointName,
@@ -126,7 +131,7 @@ public final class Finisher: Sendable {
         case .cancelled:
             closePartial(outcome.partialFD)
             discardSpill(outcome)
-            logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(partial) }
+            removePartials()
             entry.outcome = "cancelled"
             task.history.attempts.append(entry)
             // The request may have left because another daemon answered it: its record stays.
@@ -147,7 +152,7 @@ public final class Finisher: Sendable {
         case .failure(let failure):
             closePartial(outcome.partialFD)
             discardSpill(outcome)
-            logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(partial) }
+            removePartials()
             if failure.kind == .disk { diskHealth.writeFailed() }
             entry.outcome = failure.kind.rawValue
             entry.message = failure.message
@@ -297,7 +302,7 @@ public final class Finisher: Sendable {
     private func writeSuccess(_ outcome: AttemptOutcome, task: TaskDescriptor, assembled: AssembledCompletion?,
                               usage: [String: Int]?) throws -> PublicationPlan.Success {
         let id = outcome.task.id
-        var source = layout.partial(id)
+        var source = outcome.rawPath ?? layout.partial(id)
         if let assembled {
             closePartial(outcome.partialFD)
             source = SpoolLayout.temporary(for: layout.result(id))
@@ -317,7 +322,7 @@ public final class Finisher: Sendable {
         let record = TaskRecord(id: id, status: .done, request: task.identity, history: task.history, endpoint: outcome.endpointName,
                                 usage: usage)
         let success = PublicationPlan.Success(task: task, record: record, source: source, streamed: assembled != nil,
-                                              transcript: transcript(outcome, result: source))
+                                              transcript: transcript(outcome, result: source), rawEvents: outcome.rawPath)
         if case .failed(_, _, let error) = executor.run(PublicationPlan.prepare(success)) { throw error }
         return success
     }
@@ -393,6 +398,7 @@ public final class Finisher: Sendable {
     private func postpone(_ task: TaskDescriptor, because reason: String) -> Scheduler.Event {
         diskHealth.writeFailed()  // no new start until a write succeeds (DiskHealth)
         logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(layout.partial(task.id)) }
+        logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(layout.rawEvents(task.id)) }
         logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(SpoolLayout.temporary(for: layout.result(task.id))) }
         let delay = RetryPolicy.backoff(afterAttempts: max(1, task.history.attempts.count), settings: policy.withLock { $0.retry }, random: random())
         logger.error("outcome not written; the request stays in outgoing and is tried again", id: task.id,

@@ -665,7 +665,9 @@ public final class TransferEngine: @unchecked Sendable {
             delegate.rejected(task.id, task.requestPath, RequestProblem(.unreadable, "cannot open the request: \(error)"))
             return
         }
-        let partialPath = layout.partial(task.id)
+        // A prompt file's stream: the `.partial` shows the answer's text, the raw events go aside.
+        let textPartial = RequestFormatRegistry.format(id: task.summary.format).textPartial
+        let partialPath = textPartial ? layout.rawEvents(task.id) : layout.partial(task.id)
         guard let handle = curl_easy_init() else {
             body.closeFile()
             endBeforeStart(task, endpointIndex: endpointIndex, .transportError(code: 27, message: "libcurl could not create a handle"))
@@ -675,6 +677,7 @@ public final class TransferEngine: @unchecked Sendable {
                                 // Past the budget the `.partial` is opened for each write: a long
                                 // stream then costs one descriptor (its socket) instead of two.
                                 holdsPartial: transfers.count < descriptorBudget, partialPath: partialPath,
+                                textPath: textPartial ? layout.partial(task.id) : nil,
                                 spillPath: SpoolLayout.temporary(for: layout.result(task.id)), fileMode: settings.fileMode,
                                 responseLimit: settings.maxResponseBytes,
                                 now: TransferEngine.monotonic())
@@ -805,7 +808,7 @@ public final class TransferEngine: @unchecked Sendable {
             task: transfer.task, ending: ending, partialFD: transfer.partialFD, headers: transfer.headers,
             bytesSent: transfer.bytesSent, bytesReceived: transfer.bytesReceived,
             startedAt: transfer.startedAt, endedAt: now, endpointIndex: transfer.endpointIndex, endpointName: transfer.endpointName,
-            stream: stream, requestSource: transfer.requestSource))
+            stream: stream, requestSource: transfer.requestSource, rawPath: transfer.textPath != nil ? transfer.partialPath : nil))
     }
 
     /// At the end of the grace period: stop what is still running. Requests stay in
@@ -820,6 +823,8 @@ public final class TransferEngine: @unchecked Sendable {
             transfer.discardSpill()
             if transfer.partialFD >= 0 { Syscall.close(transfer.partialFD) }
             try? Syscall.unlinkIfPresent(transfer.partialPath)
+            transfer.closeText()
+            if let text = transfer.textPath { try? Syscall.unlinkIfPresent(text) }
             leases?.release(transfer.task.id, ended: false)
             logger.info("transfer stopped by shutdown; it will restart on the next run", id: transfer.task.id)
         }

@@ -12,6 +12,8 @@ public struct PromptRequestFormat: RequestFormat {
 
     public var makesBody: Bool { true }
 
+    public var textPartial: Bool { true }
+
     public func prepare(_ bytes: [UInt8], context: FormatContext) -> FormatVerdict {
         let file: PromptFile
         switch PromptFile.parse(bytes, yaml: context.yaml) {

@@ -12,6 +12,11 @@ public protocol RequestFormat: Sendable {
     /// than being the file's own bytes.
     var makesBody: Bool { get }
 
+    /// Whether the `.partial` holds the answer's plain text as it streams (the raw answer
+    /// going to `SpoolLayout.rawEvents` meanwhile; a plain answer shows no `.partial`),
+    /// for people watching it in an editor or with `tail -f`.
+    var textPartial: Bool { get }
+
     /// What a file's bytes amount to.
     func prepare(_ bytes: [UInt8], context: FormatContext) -> FormatVerdict
 
@@ -22,6 +27,8 @@ public protocol RequestFormat: Sendable {
 
 extension RequestFormat {
     public var makesBody: Bool { false }
+
+    public var textPartial: Bool { false }
 
     public func transcript(of bytes: [UInt8], answer: String, context: FormatContext) -> [UInt8]? { nil }
 }

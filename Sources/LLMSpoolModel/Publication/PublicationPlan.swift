@@ -20,8 +20,13 @@ public enum PublicationPlan {
         public var streamed: Bool
         /// A prompt file's transcript (`incoming/<id>.md`), published just before the result.
         public var transcript: [UInt8]?
+        /// Where a stream's raw events are when its `.partial` holds the text instead
+        /// (`SpoolLayout.rawEvents`); nil when they are the `.partial`.
+        public var rawEvents: String?
 
-        public init(task: TaskDescriptor, record: TaskRecord, source: String, streamed: Bool, transcript: [UInt8]? = nil) {
+        public init(task: TaskDescriptor, record: TaskRecord, source: String, streamed: Bool, transcript: [UInt8]? = nil,
+                    rawEvents: String? = nil) {
+            self.rawEvents = rawEvents
             self.task = task
             self.record = record
             self.source = source
@@ -42,13 +47,15 @@ public enum PublicationPlan {
     public static func commit(_ success: Success, layout: SpoolLayout) -> [PublicationStep] {
         let id = success.task.id
         var steps: [PublicationStep] = [.syncFolder(layout.state)]
-        if success.streamed { steps.append(.rename(from: layout.partial(id), to: layout.rawStream(id))) }
+        if success.streamed { steps.append(.rename(from: success.rawEvents ?? layout.partial(id), to: layout.rawStream(id))) }
         // After the commit point and before the result: a crash in between runs the request
         // again (the result never got its name), whose transcript then replaces this one.
         if let transcript = success.transcript { steps.append(.writeFile(layout.transcript(id), transcript)) }
         steps += [.rename(from: success.source, to: layout.result(id)),
-                  .syncFolder(layout.incoming),
-                  .unlinkIfSame(success.task.requestPath, identity: success.task.identity),
+                  .syncFolder(layout.incoming)]
+        // The text view has served its purpose once the result is there.
+        if success.rawEvents != nil { steps.append(.unlinkIfPresent(layout.partial(id))) }
+        steps += [.unlinkIfSame(success.task.requestPath, identity: success.task.identity),
                   .syncFolder(folder(of: success.task.requestPath))]
         return steps
     }
