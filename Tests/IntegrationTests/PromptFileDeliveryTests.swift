@@ -198,6 +198,26 @@ import Testing
         #expect(!log.contains("cancelled"), "no twin cancelled another")
     }
 
+    @Test func aPromptFileGoesToTheEndpointItNamesOrFailsNamingTheEndpoints() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        // The first endpoint refuses every connection: only a request pinned to the second is answered at once.
+        try harness.startDaemon(config: ["default_model": "stub-model", "max_attempts": 1, "endpoints": [
+            ["name": "dead", "base_url": "http://127.0.0.1:9/v1"], ["name": "stub", "base_url": harness.stubURL],
+        ]])
+        try Self.drop(harness, "pinned.md", "---\nendpoint: stub\n---\nPinned\n")
+        try Self.drop(harness, "nowhere.md", "---\nendpoint: elsewhere\n---\nLost\n")
+        try waitUntil("both ended", timeout: 30) {
+            FileManager.default.fileExists(atPath: harness.layout.result("pinned"))
+                && FileManager.default.fileExists(atPath: harness.layout.errorRecord("nowhere"))
+        }
+        #expect(try harness.json(harness.layout.taskRecord("pinned"))["endpoint"] as? String == "stub")
+        let record = try harness.json(harness.layout.errorRecord("nowhere"))
+        #expect((record["message"] as? String)?.contains("names no configured endpoint (the endpoints are dead, stub)") == true, "\(record)")
+        #expect(try harness.stubArrivals().map(\.prompt) == ["Pinned"])
+    }
+
     @Test func submitAPromptFileAndAskPrintTheAnswerAsItStreams() throws {
         let harness = try started()
         defer { harness.stop() }

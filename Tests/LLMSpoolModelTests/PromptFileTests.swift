@@ -355,6 +355,15 @@ func mapping(_ pairs: [(String, YAMLNode)], _ line: Int = 1, _ column: Int = 1) 
         #expect(final.frontMatter == "---\nmodel: m\n---\n")
     }
 
+    @Test func aCodeBlockLeftOpenDoesNotSwallowTheAnswerOrTheNextQuestion() throws {
+        let file = try parse("## user\nWhat does this print?\n```\nprint(1)\n")
+        var text = String(decoding: PromptTranscript.render(file, answer: "It prints:\n```\n1"), as: UTF8.self)
+        text += "\n## user\nThanks\n"
+        let again = try parse(text)
+        #expect(again.messages.map(\.role) == [.user, .assistant, .user])
+        #expect(again.messages.map(\.text) == ["What does this print?\n```\nprint(1)\n```", "It prints:\n```\n1\n```", "Thanks"])
+    }
+
     @Test func askWritesAPromptFileThatReadsBack() throws {
         let text = AskPrompt.text(question: "## user? \"quoted\"\nsecond line", model: "m: x", system: "Be \"brief\"")
         #expect(text.hasPrefix("---\nmodel: \"m: x\"\nsystem: \"Be \\\"brief\\\"\"\n---\n"))

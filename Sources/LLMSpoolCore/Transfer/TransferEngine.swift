@@ -322,7 +322,19 @@ public final class TransferEngine: @unchecked Sendable {
 
     private func handle(_ message: Message) {
         switch message {
-        case .event(let event):
+        case .event(var event):
+            if case .arrived(.valid(var task)) = event, let name = task.summary.endpoint {
+                // A request that names its endpoint goes there and nowhere else.
+                if let index = endpoints.firstIndex(where: { $0.name == name }) {
+                    task.pinnedEndpoint = index
+                    task.history.preferredEndpoint = index
+                    event = .arrived(.valid(task))
+                } else {
+                    let names = endpoints.map(\.name).joined(separator: ", ")
+                    event = .arrived(.invalid(id: task.id, requestPath: task.requestPath, problem: RequestProblem(
+                        .unsupported, "\"endpoint: \(Logger.escape(name))\" names no configured endpoint (the endpoints are \(names))")))
+                }
+            }
             // A newer file of an id the scheduler holds is a new task: under the same name
             // (replaced while in flight or while its outcome is written, whose publication
             // leaves the newer file in place) or another (`a.md` beside `a.json`: one file of
@@ -623,6 +635,13 @@ public final class TransferEngine: @unchecked Sendable {
             return
         }
         let endpoint = endpoints[min(endpointIndex, endpoints.count - 1)]
+        if let name = task.summary.endpoint, endpoint.name != name {
+            // The endpoints were reloaded since the request was queued: never another one.
+            apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: Date().timeIntervalSince1970))
+            delegate.rejected(task.id, task.requestPath, RequestProblem(.unsupported, "\"endpoint: \(Logger.escape(name))\" is not the "
+                + "endpoint it would go to since the configuration was reloaded; it was not sent"))
+            return
+        }
         let body: Transfer.Body
         var source: [UInt8]?
         do {

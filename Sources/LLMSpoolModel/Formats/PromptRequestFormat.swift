@@ -40,6 +40,7 @@ public struct PromptRequestFormat: RequestFormat {
         switch RequestValidator.summarise(parsed, in: body, as: dialect, body: 0..<body.count) {
         case .success(var summary):
             summary.format = id
+            summary.endpoint = file.settings.endpoint
             return .request(summary, body: body)
         case .failure(let problem):
             // Positions in the made body mean nothing to the person: the message stands alone.

@@ -5,14 +5,25 @@ public enum PromptTranscript {
     public static func render(_ file: PromptFile, answer: String) -> [UInt8] {
         var text = file.frontMatter
         if !text.isEmpty && !text.hasSuffix("\n") { text += "\n" }
+        var conversation: String
         if file.hasHeadings {
-            text += trimmedTrailingBlankLines(file.body)
+            conversation = trimmedTrailingBlankLines(file.body)
         } else {
             if !text.isEmpty { text += "\n" }
-            text += "## user\n\n" + (file.messages.first?.text ?? "")
+            conversation = "## user\n\n" + (file.messages.first?.text ?? "")
         }
-        text += "\n\n## assistant\n\n" + trimmedTrailingBlankLines(answer) + "\n"
+        // A code block left open would swallow the heading that follows it when the
+        // transcript is read again: it is closed first.
+        conversation += closingFence(conversation)
+        let reply = trimmedTrailingBlankLines(answer)
+        text += conversation + "\n\n## assistant\n\n" + reply + closingFence(reply) + "\n"
         return Array(text.utf8)
+    }
+
+    /// A line closing the code block `text` leaves open, or "".
+    static func closingFence(_ text: String) -> String {
+        let open = PromptFile.splitLines(Array(text.utf8)).reduce(false) { open, line in PromptFile.isFence(line.text) ? !open : open }
+        return open ? "\n```" : ""
     }
 
     static func trimmedTrailingBlankLines(_ text: String) -> String {

@@ -220,9 +220,11 @@ public struct Scheduler: Sendable {
     private mutating func chooseEndpoint(for task: TaskDescriptor, now: Double) -> Int? {
         let count = gates.count
         var earliestCoolingEnd: Double?
-        for offset in 0..<count {
+        // A pinned task tries its own endpoint only (its index is checked against the list).
+        let start = task.pinnedEndpoint ?? task.history.preferredEndpoint
+        for offset in 0..<(task.pinnedEndpoint == nil ? count : 1) {
             // A record may hold any number: a negative one must not index before the list.
-            let index = ((task.history.preferredEndpoint % count + count) % count + offset) % count
+            let index = ((start % count + count) % count + offset) % count
             switch gates[index].readiness(estimatedTokens: task.summary.estimatedTokens, now: now) {
             case .ready:
                 return index

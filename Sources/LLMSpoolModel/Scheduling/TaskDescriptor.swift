@@ -58,6 +58,8 @@ public struct TaskDescriptor: Sendable, Equatable {
     public var history: TaskHistory
     /// Found under the claim of a daemon that is gone: it had started, so it goes first.
     public var takenOver = false
+    /// The one endpoint (index) this task may go to: it waits for it, never falls back.
+    public var pinnedEndpoint: Int?
 
     public init(id: String, requestPath: String, summary: RequestSummary, identity: FileIdentity? = nil, history: TaskHistory? = nil) {
         self.id = id
