@@ -3,6 +3,8 @@ enum Help {
     static let main = """
     llmspool: a spool daemon for long LLM calls. Drop an OpenAI-compatible chat-completion
     request into spool/outgoing/<id>.json; the answer appears as spool/incoming/<id>.json.
+    A Markdown prompt file (spool/outgoing/<id>.md) is answered with a transcript,
+    spool/incoming/<id>.md, then the .json.
 
     Usage: llmspool <command> [options]
 
