@@ -152,6 +152,21 @@ import Testing
         #expect(typo["request"] as? String == harness.layout.failed + "/typo.md")
         #expect(Self.text(harness.layout.failed + "/typo.md") == "---\nmodel: m\nmodle: n\n---\nHi\n", "the file is kept as it was")
         #expect(try harness.stubArrivals().isEmpty, "nothing was sent")
+        // retry, hold, release and show find a prompt file by its own ending.
+        let retried = try harness.cli(["retry", "typo", "--spool", harness.layout.root])
+        #expect(retried.status == 0, "\(retried.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.failed + "/typo.md"))
+        try waitUntil("typo failed again", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.failed + "/typo.md") }
+        _ = harness.stopDaemon()
+        #expect(try harness.cli(["retry", "typo", "--spool", harness.layout.root]).status == 0)
+        #expect(FileManager.default.fileExists(atPath: harness.layout.outgoing + "/typo.md"))
+        #expect(try harness.cli(["hold", "typo", "--spool", harness.layout.root]).status == 0)
+        #expect(FileManager.default.fileExists(atPath: harness.layout.root + "/hold/typo.md"))
+        #expect(try harness.cli(["release", "typo", "--spool", harness.layout.root]).status == 0)
+        let shown = try harness.cli(["show", "typo", "--spool", harness.layout.root])
+        #expect(shown.stdout.contains(harness.layout.outgoing + "/typo.md"), "\(shown.stdout)")
+        #expect(try harness.cli(["cancel", "typo", "--spool", harness.layout.root]).status == 0)
+        #expect(harness.files(in: harness.layout.outgoing).isEmpty)
     }
 
     @Test func aDraftStaysInOutgoingUntilSavedWithoutTheMark() throws {

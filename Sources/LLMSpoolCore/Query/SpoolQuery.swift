@@ -282,8 +282,9 @@ public struct SpoolQuery: Sendable {
         let live = LiveStatus.read(layout, now: now)
         var object: [String: Any] = ["id": id, "state": state(of: id, live: live, now: now).rawValue]
         var files: [String: String] = [:]
-        for (name, path) in [("request", layout.request(id)), ("partial", layout.partial(id)), ("result", layout.result(id)),
-                             ("raw_stream", layout.rawStream(id)), ("failed_request", layout.failedRequest(id)),
+        for (name, path) in [("request", requestPath(of: id) ?? layout.request(id)), ("partial", layout.partial(id)), ("result", layout.result(id)),
+                             ("transcript", layout.transcript(id)),
+                             ("raw_stream", layout.rawStream(id)), ("failed_request", SpoolActions.existing(layout.failed, id) ?? layout.failedRequest(id)),
                              ("error_record", layout.errorRecord(id)), ("task_record", layout.taskRecord(id))] where Syscall.isPresent(path) {
             files[name] = path
         }
