@@ -1,3 +1,4 @@
+import Foundation
 import LLMSpoolCore
 import LLMSpoolModel
 import Testing
@@ -74,6 +75,20 @@ import Testing
         guard case .failure(let problem) = result else { Issue.record("accepted \(text.debugDescription)"); return }
         #expect(problem.message.contains(words), "\(text.debugDescription): \(problem)")
         #expect(problem.line == line && problem.column == column, "\(text.debugDescription): \(problem)")
+    }
+
+    /// Found by the fuzzer: a line holding only a carriage return was a user message, which
+    /// its transcript (written with `\n`) turned into an empty section that did not read back.
+    @Test func aLoneCarriageReturnIsBlankAndTheFuzzersFindingReadsBack() throws {
+        let finding = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../Fuzz/regressions/prompt/lone-carriage-return").path
+        let bytes = try FileReader.prefix(path: finding, limit: 1 << 16)
+        #expect(bytes == [0x0D, 0x0A, 0x0D, 0x0D])
+        guard case .failure(let problem) = PromptFile.parse(bytes, yaml: LibYAML.reader) else { Issue.record("accepted a blank prompt"); return }
+        #expect(problem.kind == .invalidPrompt)
+        let file = try parse("\r\n\rQuestion\r\n\r\n").get()
+        let again = try PromptFile.parse(PromptTranscript.render(file, answer: "A"), yaml: LibYAML.reader).get()
+        #expect(again.messages.map(\.role) == [.user, .assistant])
     }
 
     @Test func aliasesThatExpandWithoutEndAreRefused() {

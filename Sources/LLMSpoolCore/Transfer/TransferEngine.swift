@@ -335,19 +335,20 @@ public final class TransferEngine: @unchecked Sendable {
                         .unsupported, "\"endpoint: \(Logger.escape(name))\" names no configured endpoint (the endpoints are \(names))")))
                 }
             }
-            // A newer file of an id the scheduler holds is a new task: under the same name
-            // (replaced while in flight or while its outcome is written, whose publication
-            // leaves the newer file in place) or another (`a.md` beside `a.json`: one file of
-            // an id at a time). It waits, and is queued when the held one ends.
-            if case .arrived(let intake) = event, let held = heldFiles[intake.id], scheduler.state(of: intake.id) != nil {
-                if held.path != intake.requestPath {
-                    replacedInFlight[intake.id] = intake
-                    return
-                }
-                if case .valid(let task) = intake, let old = held.identity, let newer = task.identity, !newer.isSameInstance(as: old) {
-                    replacedInFlight[intake.id] = intake
-                    return
-                }
+            // A newer file under the name of a task in flight is a new task: kept until the
+            // old one ends (its publication leaves the newer file in place), then queued.
+            // Only in flight: a queued or finishing task's id seen again is a duplicate (a
+            // network filesystem can show one file with another identity for a moment).
+            if case .arrived(.valid(let task)) = event, let running = transfersByID[task.id], running.task.requestPath == task.requestPath,
+               let old = running.task.identity, let newer = task.identity, !newer.isSameInstance(as: old) {
+                replacedInFlight[task.id] = .valid(task)
+            }
+            // Another file of an id the scheduler holds (`a.md` beside `a.json`): one file of
+            // an id at a time, so it waits, and is queued when the held one ends.
+            if case .arrived(let intake) = event, let held = heldFiles[intake.id], held.path != intake.requestPath,
+               scheduler.state(of: intake.id) != nil {
+                replacedInFlight[intake.id] = intake
+                return
             }
             apply(scheduler.handle(event, now: Date().timeIntervalSince1970))
             switch event {

@@ -96,6 +96,12 @@ public struct PromptFile: Sendable, Equatable {
         return lines
     }
 
+    /// A line with nothing to read: spaces, tabs and carriage returns only (a lone `\r`
+    /// would otherwise count as text, and vanish when the transcript writes it with `\n`).
+    static func isBlank(_ line: String) -> Bool {
+        line.unicodeScalars.allSatisfy { $0 == " " || $0 == "\t" || $0 == "\r" }
+    }
+
     static func trimmedEnd(_ text: String) -> String {
         var text = Substring(text)
         while let last = text.last, last == " " || last == "\t" || last == "\r" { text = text.dropLast() }
@@ -127,8 +133,8 @@ public struct PromptFile: Sendable, Equatable {
         }
         func text(_ range: Range<Int>) -> String {
             var slice = lines[range].map(\.text)
-            while let first = slice.first, TextEscaping.trimmed(first).isEmpty { slice.removeFirst() }
-            while let last = slice.last, TextEscaping.trimmed(last).isEmpty { slice.removeLast() }
+            while let first = slice.first, isBlank(first) { slice.removeFirst() }
+            while let last = slice.last, isBlank(last) { slice.removeLast() }
             return slice.joined(separator: "\n")
         }
         guard let firstHeading = headings.first else {
@@ -137,10 +143,10 @@ public struct PromptFile: Sendable, Equatable {
                 return .failure(RequestProblem(.invalidPrompt, "the prompt is empty: write the question after the front matter",
                                                line: firstLine, column: 1))
             }
-            let start = lines.firstIndex(where: { !TextEscaping.trimmed($0.text).isEmpty }) ?? 0
+            let start = lines.firstIndex(where: { !isBlank($0.text) }) ?? 0
             return .success(([Message(role: .user, text: whole, line: firstLine + start)], false))
         }
-        if let stray = lines[0..<firstHeading.index].firstIndex(where: { !TextEscaping.trimmed($0.text).isEmpty }) {
+        if let stray = lines[0..<firstHeading.index].firstIndex(where: { !isBlank($0.text) }) {
             return .failure(RequestProblem(.invalidPrompt, "text before the first role heading; put it under a \"## user\" heading, "
                 + "or leave out every heading to send the whole text as one message", line: firstLine + stray, column: 1))
         }
