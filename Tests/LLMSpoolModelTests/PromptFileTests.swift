@@ -310,6 +310,10 @@ func mapping(_ pairs: [(String, YAMLNode)], _ line: Int = 1, _ column: Int = 1) 
             Issue.record("accepted"); return
         }
         #expect(half.kind == .invalidJSON)
+        // Looking for the mark never parses deeper than the validator allows.
+        let deep = Array(#"{"draft": true, "x": "#.utf8) + [UInt8](repeating: UInt8(ascii: "["), count: 100_000)
+        guard case .invalid(let tooDeep) = json.prepare(deep, context: context) else { Issue.record("accepted"); return }
+        #expect(tooDeep.kind == .tooDeep)
     }
 
     @Test func namesPickTheirFormatAndId() {
