@@ -14,6 +14,8 @@ let package = Package(
         .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CYAML", path: "Sources/CYAML", pkgConfig: "yaml-0.1",
+                       providers: [.apt(["libyaml-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
                        providers: [.apt(["libmicrohttpd-dev"])]),
         // The decisions: scheduler, retry policy, judges, recovery, parsers, assemblers,
@@ -32,7 +34,7 @@ let package = Package(
         // The daemon: threads and wiring around the model, curl, inotify, the spool's files.
         .target(
             name: "LLMSpoolCore",
-            dependencies: ["LLMSpoolModel", "LLMSpoolSystem", "CInotifyTools", "CCurl", "CMicroHTTPD", "CSystem"],
+            dependencies: ["LLMSpoolModel", "LLMSpoolSystem", "CInotifyTools", "CCurl", "CMicroHTTPD", "CSystem", "CYAML"],
             path: "Sources/LLMSpoolCore"
         ),
         // The bundled local endpoint: only the tests, the benchmark and `llmspool stub` link it.

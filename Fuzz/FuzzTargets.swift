@@ -1,5 +1,5 @@
-// libFuzzer entry point for llmspool's parsers. One binary, nine targets, chosen with
-// LLMSPOOL_FUZZ_TARGET=sse|validator|config|json|headers|numbers|messages|responses|completions. Each target also checks an invariant that
+// libFuzzer entry point for llmspool's parsers. One binary, ten targets, chosen with
+// LLMSPOOL_FUZZ_TARGET=sse|validator|config|json|headers|numbers|messages|responses|completions|prompt. Each target also checks an invariant that
 // must hold for every input, so that a wrong answer is a finding, not only a crash.
 import Foundation
 
@@ -18,6 +18,7 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     case "messages": fuzzMessages(bytes)
     case "responses": fuzzAssembler(bytes, ResponsesAssembler.init, object: "response")
     case "completions": fuzzAssembler(bytes, CompletionsAssembler.init, object: "text_completion")
+    case "prompt": fuzzPrompt(bytes)
     default: fatalError("unknown LLMSPOOL_FUZZ_TARGET \(target)")
     }
     return 0
@@ -244,4 +245,32 @@ private func checkWaits(_ headers: [String: String]) {
                                 endpointCount: 2, now: now, settings: RetrySettings(), random: 0.5)
     if case .retry(let delay, _, _) = plan { precondition(delay.isFinite && delay >= 0, "a retry after \(delay)") }
     if case .giveUp(let reason) = plan { _ = reason.description }
+}
+
+/// Prompt files, front matter (libyaml) and role headings: never a crash; what is accepted
+/// is a conversation with text in every turn; the body made from it is JSON that names
+/// every turn; and its transcript reads back as the same turns and the answer.
+private func fuzzPrompt(_ bytes: [UInt8]) {
+    guard case .success(let file) = PromptFile.parse(bytes, yaml: LibYAML.reader) else { return }
+    precondition(!file.messages.isEmpty && file.messages.allSatisfy { !$0.text.isEmpty }, "an accepted prompt has text in every turn")
+    precondition(file.messages.contains { $0.role != .system }, "an accepted prompt has a turn that is not a system one")
+    if case .success(let made) = PromptBody.make(file, defaultModel: "m") {
+        let body = made.body.encoded()
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
+            preconditionFailure("the body made from a prompt file is not a JSON object")
+        }
+        if file.settings.api == .chat {
+            let turns = (object["messages"] as? [Any])?.count
+            precondition(turns == file.messages.count + (file.settings.system == nil ? 0 : 1), "the chat body has every turn")
+        }
+        precondition((try? RawJSON.parse(body)) != nil, "the raw reader reads the made body")
+    }
+    let transcript = PromptTranscript.render(file, answer: "The answer.")
+    guard case .success(let again) = PromptFile.parse(transcript, yaml: LibYAML.reader) else {
+        preconditionFailure("a transcript does not read back")
+    }
+    precondition(again.settings == file.settings, "a transcript keeps the settings")
+    precondition(again.messages.count == file.messages.count + 1, "a transcript has every turn and the answer")
+    precondition(zip(again.messages, file.messages).allSatisfy { $0.role == $1.role }, "a transcript keeps the turns in order")
+    precondition(again.messages.last?.role == .assistant && again.messages.last?.text == "The answer.", "the answer comes last")
 }

@@ -3,6 +3,8 @@ enum Help {
     static let main = """
     llmspool: a spool daemon for long LLM calls. Drop an OpenAI-compatible chat-completion
     request into spool/outgoing/<id>.json; the answer appears as spool/incoming/<id>.json.
+    A Markdown prompt file (spool/outgoing/<id>.md) is answered with a transcript,
+    spool/incoming/<id>.md, then the .json.
 
     Usage: llmspool <command> [options]
 
@@ -11,6 +13,7 @@ enum Help {
       init     create a spool with the right folders and modes, and an example config
       check-config  validate a configuration and print the effective settings
       submit   drop a request safely (--wait follows it, printing the answer as it streams)
+      ask      write a prompt file for a one-line question and drop it (--wait follows it)
       wait     follow a request someone else dropped to its end
       status   counts and requests in flight, with or without a running daemon
       queue    list the requests not finished yet: state, size, age, attempts, endpoint, reason
@@ -110,6 +113,8 @@ enum Help {
 
     Validates the request, writes it to a hidden file in <spool>/outgoing, fsyncs it and
     renames it into place, then prints its id (a time-sorted random one unless --id).
+    A FILE ending in .md or .txt is a prompt file and keeps its ending; anything else
+    (standard input too) is a JSON request.
     With --wait it follows the request to its end: the answer's text goes to stdout as it
     streams, in any dialect (for embeddings, one line: how many and of how many
     dimensions); on a terminal, stderr shows a live line (state, elapsed time, tokens per
@@ -120,6 +125,17 @@ enum Help {
     name, or --id), without holding it in memory. With --wait, stderr shows done/total,
     rate and ETA, and the output's path is printed at the end. Exit status: 0 every line
     succeeded, 2 some did not (or the batch was cancelled or expired), 1 it was refused.
+    """
+
+    static let ask = """
+    Usage: llmspool ask "QUESTION" [--model M] [--system S] [--id ID] [--wait] [--timeout SECONDS] [--spool DIR]
+
+    Writes a prompt file (<spool>/outgoing/<id>.md) holding the question, with the model
+    and system prompt given in its front matter, and drops it as submit does. Without
+    --model the daemon's default_model is used. With --wait it follows the request to its
+    end and prints the answer as it streams; the transcript is then
+    <spool>/incoming/<id>.md. Exit status as for submit. Every argument is checked before
+    anything is written.
     """
 
     static let wait = """

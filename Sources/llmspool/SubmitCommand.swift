@@ -34,14 +34,22 @@ enum SubmitCommand {
             do { bytes = try FileReader.prefix(path: source, limit: limit + 1) } catch { throw ConfigError("cannot read \(source): \(error)") }
         }
         guard bytes.count <= limit else { throw ConfigError("\(source) is larger than \(limit) bytes") }
-        guard !Syscall.isPresent(layout.request(id)) else { throw ConfigError("a request with id \(id) is already queued") }
+        // A prompt file keeps its ending, which is its format; anything else is a JSON request.
+        let suffix = RequestName.format(of: source).map(\.suffix) ?? SpoolLayout.requestSuffix
+        return try drop(bytes, id: id, suffix: suffix, source: source == "-" ? "standard input" : source, layout: layout,
+                        wait: args.has("--wait"), timeout: waitTimeout)
+    }
+
+    /// Drops a checked request and prints its id, or follows it with `wait`.
+    static func drop(_ bytes: [UInt8], id: String, suffix: String, source: String, layout: SpoolLayout, wait: Bool, timeout waitTimeout: Double?) throws -> Int32 {
+        if let existing = SpoolQuery(layout: layout).requestPath(of: id) { throw ConfigError("a request with id \(id) is already queued (\(existing))") }
         do {
-            try Submitter.submit(bytes, id: id, layout: layout, mode: requestMode(layout))
+            try Submitter.submit(bytes, id: id, layout: layout, mode: requestMode(layout), suffix: suffix)
         } catch let problem as RequestProblem {
-            throw ConfigError("\(source == "-" ? "standard input" : source): \(problem)")
+            throw ConfigError("\(source): \(problem)")
         }
         if let warning = ClientSpool.idleWarning(layout) { FileHandle.standardError.write(Data("llmspool: \(warning)\n".utf8)) }
-        guard args.has("--wait") else {
+        guard wait else {
             print(id)
             return 0
         }
@@ -49,6 +57,34 @@ enum SubmitCommand {
         let interrupt = interruptMessage(id, clearLine: isatty(1) == 1 && isatty(2) == 1)
         FileHandle.standardError.write(Data("\(id)\n".utf8))
         return follow(id, layout: layout, timeout: waitTimeout, interrupt: interrupt)
+    }
+
+    /// `llmspool ask "question"`: writes a prompt file for the question and drops it.
+    static func ask(_ argv: [String]) throws -> Int32 {
+        let args = try Arguments(argv, valued: ClientSpool.valued.union(["--id", "--timeout", "--model", "--system"]), switches: ["--help", "--wait"])
+        if args.has("--help") {
+            print(Help.ask)
+            return 0
+        }
+        guard args.positionals.count == 1 else {
+            throw Arguments.UsageError(description: args.positionals.isEmpty ? "give the question, in quotes" : "give the question as one argument, in quotes")
+        }
+        let question = args.positionals[0]
+        guard !question.allSatisfy(\.isWhitespace) else { throw Arguments.UsageError(description: "the question is empty") }
+        for option in ["--model", "--system"] {
+            if let value = args[option], value.isEmpty { throw Arguments.UsageError(description: "\(option) takes a non-empty value") }
+        }
+        let waitTimeout = try timeout(args)
+        if args["--timeout"] != nil && !args.has("--wait") {
+            throw Arguments.UsageError(description: "--timeout applies to --wait only")
+        }
+        let id = args["--id"] ?? newID()
+        guard case .request(let parsed) = RequestName.classify(id + ".md"), parsed == id, !id.contains("/") else {
+            throw Arguments.UsageError(description: "--id \"\(Logger.escape(id))\" cannot be used as a request id")
+        }
+        let layout = try ClientSpool.existing(args)
+        let text = AskPrompt.text(question: question, model: args["--model"], system: args["--system"])
+        return try drop(Array(text.utf8), id: id, suffix: ".md", source: "the question", layout: layout, wait: args.has("--wait"), timeout: waitTimeout)
     }
 
     /// A request dropped into a folder the group shares must be readable by the daemon's

@@ -30,6 +30,7 @@ do {
     case "stub": status = try StubCommand.main(rest)
     case "demo": status = try DemoCommand.main(rest)
     case "submit": status = try SubmitCommand.submit(rest)
+    case "ask": status = try SubmitCommand.ask(rest)
     case "wait": status = try SubmitCommand.wait(rest)
     case "status": status = try StatusCommand.status(rest)
     case "queue": status = try StatusCommand.queue(rest)

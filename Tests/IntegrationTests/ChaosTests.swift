@@ -106,6 +106,9 @@ import Testing
         let stream: Bool
         let stub: [String: Any]
         let expected: (String) -> Expected
+        /// The request file's ending: `.md` for a prompt file, whose stream's raw events go
+        /// aside and whose success publishes a transcript.
+        var suffix = ".json"
     }
 
     static var plans: [PlanUnderTest] {
@@ -125,6 +128,16 @@ import Testing
                                   "index=4 step=write-file", "index=5 step=move-request", "index=6 step=sync-folder",
                                   "index=7 step=sync-folder", "index=8 step=remove-partial"],
                           beforeCommit: 1, stream: false, stub: ["status": 400], expected: { _ in .failure(kind: "http") }),
+            PlanUnderTest(name: "prompt",
+                          steps: ["index=0 step=sync-file", "index=1 step=commit-done",
+                                  "index=0 step=sync-folder", "index=1 step=keep-events", "index=2 step=write-file", "index=3 step=publish",
+                                  "index=4 step=sync-folder", "index=5 step=remove-partial", "index=6 step=remove-request", "index=7 step=sync-folder"],
+                          beforeCommit: 6, stream: true, stub: ["tokens": 3], expected: { .answer(prompt: $0, tokens: 3) }, suffix: ".md"),
+            PlanUnderTest(name: "promptrefused",
+                          steps: ["index=0 step=record-failed", "index=1 step=sync-folder", "index=2 step=archive", "index=3 step=archive",
+                                  "index=4 step=write-file", "index=5 step=move-request", "index=6 step=sync-folder",
+                                  "index=7 step=sync-folder", "index=8 step=remove-partial"],
+                          beforeCommit: 1, stream: true, stub: ["status": 400], expected: { _ in .failure(kind: "http") }, suffix: ".md"),
         ]
     }
 
@@ -152,7 +165,14 @@ import Testing
                 let prompt = "chaos \(id)"
                 let offset = harness.log.utf8.count
                 try harness.startDaemon(config: config, environment: pause)
-                try harness.drop(id, Harness.request(prompt, stream: plan.stream, stub: plan.stub))
+                if plan.suffix == ".md" {
+                    let stub = String(decoding: try JSONSerialization.data(withJSONObject: plan.stub), as: UTF8.self)
+                    let hidden = "\(harness.layout.outgoing)/.\(id).md.tmp"
+                    try DurableFile.write(Array("---\nmodel: stub-model\nparams:\n  stub: \(stub)\n---\n\(prompt)\n".utf8), to: hidden, syncDirectory: false)
+                    try Syscall.rename(hidden, "\(harness.layout.outgoing)/\(id).md")
+                } else {
+                    try harness.drop(id, Harness.request(prompt, stream: plan.stream, stub: plan.stub))
+                }
                 try waitUntil("\(id) reaches \(plan.steps[position])", timeout: 30) {
                     Self.publicationSteps(in: harness.log, after: offset).count > position
                 }
@@ -166,20 +186,24 @@ import Testing
                 try harness.startDaemon(config: config)
                 try waitUntil("\(id) has an outcome", timeout: 30) {
                     let incoming = harness.files(in: harness.layout.incoming)
-                    return !harness.files(in: harness.layout.outgoing).contains("\(id).json")
+                    return !harness.files(in: harness.layout.outgoing).contains("\(id)\(plan.suffix)")
                         && !incoming.contains("\(id).partial")
-                        && (incoming.contains("\(id).json") || harness.files(in: harness.layout.failed).contains("\(id).json"))
+                        && (incoming.contains("\(id).json") || harness.files(in: harness.layout.failed).contains("\(id)\(plan.suffix)"))
                 }
                 #expect(harness.stopDaemon() == 0)
 
                 let answered = harness.files(in: harness.layout.incoming).contains("\(id).json")
-                let refused = harness.files(in: harness.layout.failed).contains("\(id).json")
+                let refused = harness.files(in: harness.layout.failed).contains("\(id)\(plan.suffix)")
                 #expect(answered != refused, "\(id) must have exactly one outcome (answered \(answered), failed \(refused))")
                 switch plan.expected(prompt) {
                 case .answer(let prompt, let tokens):
                     #expect(answered && !refused, "\(id) should be answered")
                     if answered {
                         #expect(Harness.content(of: try harness.json(harness.layout.result(id))) == StubAnswer.content(prompt: prompt, tokens: tokens), "\(id)")
+                        if plan.suffix == ".md" {
+                            #expect((try? String(contentsOfFile: harness.layout.transcript(id), encoding: .utf8))?
+                                .hasSuffix("## assistant\n\n\(StubAnswer.content(prompt: prompt, tokens: tokens))\n") == true, "\(id): its transcript")
+                        }
                     }
                 case .failure(let kind):
                     #expect(refused && !answered, "\(id) should have failed")

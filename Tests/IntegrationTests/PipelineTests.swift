@@ -113,7 +113,8 @@ import Testing
         defer { harness.stop() }
         try harness.startStub()
         try harness.startDaemon()
-        let ignored = [".hidden.json", "draft.json~", ".draft.json.swp", "4913", "#draft.json#", "notes.txt", "x.json.tmp"]
+        let ignored = [".hidden.json", "draft.json~", ".draft.json.swp", "4913", "#draft.json#", "notes.log", "x.json.tmp",
+                       "draft.md~", ".draft.md.swp", "#draft.md#", ".#draft.md", "x.md.tmp", "notes.markdown"]
         for name in ignored {
             try DurableFile.write(Array("{}".utf8), to: "\(harness.layout.outgoing)/\(name)", syncDirectory: false)
         }

@@ -14,12 +14,13 @@ import Testing
 
     /// Runs `write` against a fresh daemon; returns once the request `id` is answered, after
     /// checking what the stub and the folders saw.
-    func expectSentOnce(_ id: String, prompt: String, settle: Double = 2, _ write: (Harness, String) throws -> Void) throws {
+    func expectSentOnce(_ id: String, prompt: String, settle: Double = 2, suffix: String = SpoolLayout.requestSuffix,
+                        _ write: (Harness, String) throws -> Void) throws {
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()
-        try harness.startDaemon(config: ["settle_seconds": settle])
-        try write(harness, harness.layout.request(id))
+        try harness.startDaemon(config: ["settle_seconds": settle, "default_model": "stub-model"])
+        try write(harness, "\(harness.layout.outgoing)/\(id)\(suffix)")
         try waitUntil("\(id) is answered", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.result(id)) }
         try waitUntil("outgoing holds no request", timeout: 10) {
             harness.files(in: harness.layout.outgoing).allSatisfy { if case .request = RequestName.classify($0) { false } else { true } }
@@ -30,6 +31,72 @@ import Testing
         #expect(arrivals.map(\.prompt) == [prompt], "sent exactly once, and nothing else was sent")
         #expect(harness.files(in: harness.layout.failed).isEmpty, "no temporary file was taken for a request")
         #expect(Harness.content(of: try harness.json(harness.layout.result(id))) == StubAnswer.content(prompt: prompt, tokens: 8))
+        if suffix != SpoolLayout.requestSuffix {
+            #expect(FileManager.default.fileExists(atPath: harness.layout.transcript(id)), "a prompt file's transcript")
+        }
+    }
+
+    /// Writes in place as VS Code saves: the file truncated, then written in two steps.
+    static func writeInTwoSteps(_ text: String, to path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard fd >= 0 else { throw HarnessError("cannot open \(path): errno \(errno)") }
+        defer { close(fd) }
+        let bytes = Array(text.utf8)
+        let half = bytes.count / 2
+        for part in [bytes[..<half], bytes[half...]] {
+            let written = part.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            guard written == part.count else { throw HarnessError("short write to \(path)") }
+            usleep(300_000)
+        }
+    }
+
+    static let promptText = "---\nsystem: Be brief.\n---\n## user\nQuestion from an editor\n"
+
+    @Test func vsCodeWritingAJSONRequestInPlaceInTwoSteps() throws {
+        try expectSentOnce("via-code", prompt: "written in two steps") { _, path in
+            try Self.writeInTwoSteps(Self.json("written in two steps"), to: path)
+        }
+    }
+
+    @Test func vsCodeSavingAPromptDraftThenTheFinishedPromptInPlace() throws {
+        try expectSentOnce("via-code-md", prompt: "Question from an editor", suffix: ".md") { harness, path in
+            try Self.writeInTwoSteps("---\ndraft: true\n---\nQuestion fr", to: path)
+            try waitUntil("the draft is seen", timeout: 10) { harness.log.contains("left in outgoing as a draft") }
+            try Self.writeInTwoSteps(Self.promptText, to: path)
+        }
+    }
+
+    @Test(.enabled(if: Harness.which("vim") != nil, "vim is not installed"))
+    func vimSavingAPromptFile() throws {
+        try expectSentOnce("via-vim-md", prompt: "Question from an editor", suffix: ".md") { _, path in
+            let lines = Self.promptText.split(separator: "\n").map { "'\($0)'" }.joined(separator: ", ")
+            try Harness.run(Harness.which("vim")!, ["-u", "NONE", "-i", "NONE", "-N", "-es",
+                                                    "-c", "set backup writebackup backupcopy=no swapfile",
+                                                    "-c", "call setline(1, [\(lines)])", "-c", "wq", path])
+        }
+    }
+
+    @Test(.enabled(if: Harness.which("vim") != nil, "vim is not installed"))
+    func vimSavingADraftThenRemovingTheDraftLine() throws {
+        try expectSentOnce("via-vim-draft", prompt: "Question from an editor", suffix: ".md") { harness, path in
+            try Harness.run(Harness.which("vim")!, ["-u", "NONE", "-i", "NONE", "-N", "-es",
+                                                    "-c", "call setline(1, ['---', 'draft: true', '---', 'Question fr'])", "-c", "wq", path])
+            try waitUntil("the draft is seen", timeout: 10) { harness.log.contains("left in outgoing as a draft") }
+            let lines = Self.promptText.split(separator: "\n").map { "'\($0)'" }.joined(separator: ", ")
+            // Edited in place (vim's default for an existing file it may write), with a backup.
+            try Harness.run(Harness.which("vim")!, ["-u", "NONE", "-i", "NONE", "-N", "-es",
+                                                    "-c", "set backup writebackup",
+                                                    "-c", "%delete", "-c", "call setline(1, [\(lines)])", "-c", "wq", path])
+        }
+    }
+
+    @Test(.enabled(if: Harness.which("emacs") != nil, "emacs is not installed"))
+    func emacsSavingAPromptFile() throws {
+        try expectSentOnce("via-emacs-md", prompt: "Question from an editor", suffix: ".md") { _, path in
+            let text = Self.promptText.replacingOccurrences(of: "\n", with: "\\n")
+            try Harness.run(Harness.which("emacs")!, ["--batch", "-Q", "--eval",
+                                                      "(progn (setq make-backup-files t) (find-file \"\(path)\") (insert \"\(text)\") (save-buffer))"])
+        }
     }
 
     @Test func cp() throws {
@@ -102,7 +169,16 @@ import Testing
 
     @Test(.enabled(if: Harness.which("nano") != nil && Harness.which("tmux") != nil, "nano or tmux is not installed"))
     func nano() throws {
-        try expectSentOnce("via-nano", prompt: "typed in nano") { harness, path in
+        try nano("via-nano", text: Self.json("typed in nano"), prompt: "typed in nano", suffix: SpoolLayout.requestSuffix)
+    }
+
+    @Test(.enabled(if: Harness.which("nano") != nil && Harness.which("tmux") != nil, "nano or tmux is not installed"))
+    func nanoSavingAPromptFile() throws {
+        try nano("via-nano-md", text: "Question from an editor", prompt: "Question from an editor", suffix: ".md")
+    }
+
+    func nano(_ id: String, text: String, prompt: String, suffix: String) throws {
+        try expectSentOnce(id, prompt: prompt, suffix: suffix) { harness, path in
             let tmux = Harness.which("tmux")!
             let session = "llmspool-nano-\(getpid())"
             let socket = harness.root + "/tmux.sock"
@@ -119,7 +195,7 @@ import Testing
             try waitUntil("nano is up", timeout: 10) {
                 (try? Harness.run(tmux, ["-S", socket, "capture-pane", "-p", "-t", session]))?.contains("GNU nano") == true
             }
-            try Harness.run(tmux, ["-S", socket, "send-keys", "-t", session, "-l", Self.json("typed in nano")])
+            try Harness.run(tmux, ["-S", socket, "send-keys", "-t", session, "-l", text])
             try Harness.run(tmux, ["-S", socket, "send-keys", "-t", session, "C-o"])
             try waitUntil("nano asks for the file name", timeout: 10) {
                 (try? Harness.run(tmux, ["-S", socket, "capture-pane", "-p", "-t", session]))?.contains("File Name to Write") == true
@@ -127,7 +203,7 @@ import Testing
             try Harness.run(tmux, ["-S", socket, "send-keys", "-t", session, "Enter"])
             // The daemon may have answered and removed the request before this looks.
             try waitUntil("nano saved", timeout: 10) {
-                FileManager.default.fileExists(atPath: path) || FileManager.default.fileExists(atPath: harness.layout.result("via-nano"))
+                FileManager.default.fileExists(atPath: path) || FileManager.default.fileExists(atPath: harness.layout.result(id))
             }
             try Harness.run(tmux, ["-S", socket, "send-keys", "-t", session, "C-x"])
         }

@@ -76,6 +76,8 @@ import Testing
         #expect(LeaseRules.leftoverID("q1.partial") == "q1")
         #expect(LeaseRules.leftoverID(".q1.json.tmp") == "q1")
         #expect(LeaseRules.leftoverID(".q1.error.json.tmp") == "q1")
+        #expect(LeaseRules.leftoverID(".q1.sse.tmp") == "q1", "a prompt file's raw events while they arrive")
+        #expect(LeaseRules.leftoverID(".q1.md.tmp") == "q1", "a transcript being written")
         #expect(LeaseRules.leftoverID("q1.json") == nil)
         #expect(LeaseRules.leftoverID("q1.sse") == nil)
         #expect(LeaseRules.leftoverID(".json.tmp") == nil)

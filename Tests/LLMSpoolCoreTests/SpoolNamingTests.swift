@@ -13,7 +13,7 @@ import Testing
         ("4913", .ignored),
         ("#abc.json#", .ignored),
         ("abc.tmp", .ignored),
-        ("notes.txt", .ignored),
+        ("notes.log", .ignored), ("notes.txt", .request(id: "notes")), ("notes.md", .request(id: "notes")),
         ("abc", .ignored),
     ])
     func classifiesNames(name: String, kind: RequestName.Kind) {

@@ -101,8 +101,20 @@ final class StepCounter: @unchecked Sendable {
     let requestText = #"{"model":"m","messages":[]}"#
     let answer = #"{"object":"chat.completion","choices":[]}"#
 
+    let transcript = "## user\n\nHi\n\n## assistant\n\nHello\n"
+
     enum Kind: String, CaseIterable {
         case plainSuccess, streamedSuccess, finalFailure, rejection
+        /// A prompt file (`outgoing/q1.md`): its success publishes a transcript too, its
+        /// failure moves it to `failed/q1.md`.
+        case promptSuccess, promptFailure
+
+        var isPrompt: Bool { self == .promptSuccess || self == .promptFailure }
+        var isSuccess: Bool { self == .plainSuccess || self == .streamedSuccess || self == .promptSuccess }
+    }
+
+    func requestPath(_ kind: Kind) -> String {
+        kind.isPrompt ? "\(layout.outgoing)/\(id).md" : layout.request(id)
     }
 
     /// How a task stands once a restart has done its recovery.
@@ -113,8 +125,8 @@ final class StepCounter: @unchecked Sendable {
         case runsAgain
     }
 
-    func task(_ files: MemoryFiles) -> TaskDescriptor {
-        let path = layout.request(id)
+    func task(_ files: MemoryFiles, _ kind: Kind = .plainSuccess) -> TaskDescriptor {
+        let path = requestPath(kind)
         let identity = files.files[path].map(MemoryFiles.identity)
         return TaskDescriptor(id: id, requestPath: path, summary: RequestSummary(model: "m", stream: false, size: requestText.utf8.count),
                               identity: identity, history: TaskHistory(firstSeen: Date(timeIntervalSince1970: 0)))
@@ -124,20 +136,25 @@ final class StepCounter: @unchecked Sendable {
     /// that publishes its outcome.
     func setUp(_ kind: Kind) -> (MemoryFiles, [PublicationStep]) {
         let files = MemoryFiles()
-        files.create(layout.request(id), requestText)
-        let task = task(files)
+        files.create(requestPath(kind), requestText)
+        let task = task(files, kind)
         switch kind {
-        case .plainSuccess, .streamedSuccess:
-            let streamed = kind == .streamedSuccess
-            files.create(layout.partial(id), streamed ? "data: {...}\n\ndata: [DONE]\n\n" : answer)
+        case .plainSuccess, .streamedSuccess, .promptSuccess:
+            let streamed = kind != .plainSuccess
+            // A prompt file's raw events are hidden while its `.partial` shows the text.
+            let raw = kind == .promptSuccess ? layout.rawEvents(id) : layout.partial(id)
+            files.create(raw, streamed ? "data: {...}\n\ndata: [DONE]\n\n" : answer)
+            if kind == .promptSuccess { files.create(layout.partial(id), "Hello") }
             let source = streamed ? SpoolLayout.temporary(for: layout.result(id)) : layout.partial(id)
             if streamed { files.create(source, answer) }
             let record = TaskRecord(id: id, status: .done, request: task.identity, history: task.history)
-            let success = PublicationPlan.Success(task: task, record: record, source: source, streamed: streamed)
+            let success = PublicationPlan.Success(task: task, record: record, source: source, streamed: streamed,
+                                                  transcript: kind == .promptSuccess ? Array(transcript.utf8) : nil,
+                                                  rawEvents: kind == .promptSuccess ? raw : nil)
             return (files, PublicationPlan.prepare(success) + PublicationPlan.commit(success, layout: layout))
-        case .finalFailure, .rejection:
+        case .finalFailure, .rejection, .promptFailure:
             files.create(layout.partial(id), #"{"error":{"message":"bad"}}"#)
-            let record = kind == .finalFailure ? TaskRecord(id: id, status: .failed, request: task.identity, history: task.history,
+            let record = kind != .rejection ? TaskRecord(id: id, status: .failed, request: task.identity, history: task.history,
                                                             errorRecord: Array(#"{"kind":"http"}"#.utf8)) : nil
             return (files, PublicationPlan.failure(task: task, errorRecord: Array(#"{"kind":"http"}"#.utf8), record: record, layout: layout))
         }
@@ -145,9 +162,9 @@ final class StepCounter: @unchecked Sendable {
 
     /// What a restart does: leftovers go, then `Recovery.decide` for the request still in
     /// `outgoing`, and the completion plan for a task that ended.
-    func restart(_ files: MemoryFiles) -> Settled {
+    func restart(_ files: MemoryFiles, _ kind: Kind) -> Settled {
         files.removeLeftovers()
-        let requestPath = layout.request(id)
+        let requestPath = requestPath(kind)
         if let identity = try? files.identity(of: requestPath) {
             let resultInode = files.files[layout.result(id)]?.inode
             switch Recovery.decide(record: files.records[id], identity: identity, resultInode: resultInode) {
@@ -172,8 +189,9 @@ final class StepCounter: @unchecked Sendable {
     func commitPoint(_ steps: [PublicationStep], kind: Kind) -> Int? {
         steps.firstIndex { step in
             switch (kind, step) {
-            case (.plainSuccess, .rename(_, let to)), (.streamedSuccess, .rename(_, let to)): to == layout.result(id)
-            case (.finalFailure, .writeRecord): true
+            case (.plainSuccess, .rename(_, let to)), (.streamedSuccess, .rename(_, let to)), (.promptSuccess, .rename(_, let to)):
+                to == layout.result(id)
+            case (.finalFailure, .writeRecord), (.promptFailure, .writeRecord): true
             case (.rejection, .moveIfSame): true
             default: false
             }
@@ -187,21 +205,27 @@ final class StepCounter: @unchecked Sendable {
             let (files, steps) = setUp(kind)
             let executor = PublicationExecutor(files: files, beforeStep: { index, _ in index < k })
             _ = executor.run(steps)
-            let settled = restart(files)
+            let settled = restart(files, kind)
             let context = "\(kind) crashed before step \(k) of \(steps.count) (\(k < steps.count ? steps[k].kind : "none"))"
             let result = files.files[layout.result(id)] != nil
-            let failedRequest = files.files[layout.failedRequest(id)] != nil
+            let failedPath = layout.failedRequest(id, like: requestPath(kind))
+            let failedRequest = files.files[failedPath] != nil
             let errorRecord = files.files[layout.errorRecord(id)] != nil
-            let queued = files.files[layout.request(id)] != nil
+            let queued = files.files[requestPath(kind)] != nil
             switch settled {
             case .done:
                 #expect(result && !failedRequest && !errorRecord && !queued, "\(context): one result, nothing else")
                 #expect(files.text(layout.result(id)) == answer, "\(context): the result is the answer")
-                #expect(kind == .plainSuccess || kind == .streamedSuccess, "\(context)")
+                #expect(kind.isSuccess, "\(context)")
+                // The transcript is in place before the result, which is the last file to appear.
+                #expect(files.text(layout.transcript(id)) == (kind == .promptSuccess ? transcript : nil), "\(context): the transcript")
+                #expect((files.files[layout.rawStream(id)] != nil) == (kind != .plainSuccess), "\(context): a stream keeps its raw events")
+                #expect(files.files[layout.partial(id)] == nil && files.files[layout.rawEvents(id)] == nil, "\(context): no partial is left")
             case .failed:
                 #expect(failedRequest && errorRecord && !result && !queued, "\(context): the request and its record in failed")
-                #expect(files.text(layout.failedRequest(id)) == requestText, "\(context)")
-                #expect(kind == .finalFailure || kind == .rejection, "\(context)")
+                #expect(files.text(failedPath) == requestText, "\(context)")
+                #expect(!kind.isSuccess, "\(context)")
+                #expect(kind != .promptFailure || failedPath.hasSuffix("/q1.md"), "\(context): a prompt file keeps its ending in failed")
             case .runsAgain:
                 #expect(queued && !result && !failedRequest, "\(context): nothing published, the request still queued")
             }

@@ -114,6 +114,21 @@ import Testing
         #expect(s.handle(.arrived(.valid(task("c"))), now: 40) == [.start(task("c"), endpoint: 0)], "primary again after the cool-down")
     }
 
+    @Test func aPinnedTaskWaitsForItsEndpointAndNeverFallsBack() {
+        var s = scheduler(concurrency: 4, gates: [EndpointGate(concurrency: 4, cooldownAfterFailures: 1, cooldownSeconds: 30, now: 0),
+                                                  EndpointGate(concurrency: 4, now: 0)])
+        _ = arrive(&s, "a")
+        _ = s.handle(.transferEnded(id: "a", feedback: Self.failedRetryably), now: 1)
+        var pinned = task("p", preferred: 1)
+        pinned.pinnedEndpoint = 0
+        #expect(s.handle(.arrived(.valid(pinned)), now: 2).isEmpty, "its endpoint cools down: it waits rather than go to the other")
+        #expect(s.nextWake == 31)
+        #expect(s.handle(.tick, now: 31) == [.start(pinned, endpoint: 0)])
+        var second = task("q")
+        second.pinnedEndpoint = 1
+        #expect(s.handle(.arrived(.valid(second)), now: 32) == [.start(second, endpoint: 1)], "pinned to the second endpoint")
+    }
+
     @Test func whenEveryEndpointCoolsTheQueueWaitsForTheFirstToRecover() {
         var s = scheduler(concurrency: 4, gates: [EndpointGate(concurrency: 4, cooldownAfterFailures: 1, cooldownSeconds: 30, now: 0)])
         _ = arrive(&s, "a")

@@ -59,11 +59,18 @@ public struct Config: Sendable, Equatable {
     public var caDirectory: String?
     /// HOST:PORT for /metrics and /healthz; none by default.
     public var metricsAddress: String?
+    /// The model of a prompt file whose front matter names none.
+    public var defaultModel: String?
 
     public init() {}
 
     public var fileMode: mode_t { groupReadable ? 0o640 : 0o600 }
     public var directoryMode: mode_t { groupReadable ? 0o750 : 0o700 }
+
+    /// What the request formats need from the configuration.
+    public var formatContext: FormatContext {
+        FormatContext(defaultModel: defaultModel, maxDepth: maxJSONDepth, yaml: LibYAML.reader)
+    }
 
     /// Every key the file may hold, with its default and meaning: `--help`, the README
     /// and the unknown-key error use it.
@@ -91,6 +98,7 @@ public struct Config: Sendable, Equatable {
         ("max_json_depth", "deepest nesting of a request (default 64)"),
         ("max_batch_lines", "most lines in a batch file, outgoing/<name>.jsonl (default 1000000)"),
         ("max_batch_bytes", "largest batch file (default 2147483648)"),
+        ("default_model", "the model of a prompt file (.md, .txt) that names none (default none: such a file fails)"),
         ("group_readable", "results, records and folders readable by the group too (default false)"),
         ("watch_mode", "auto, inotify or poll (default auto: poll on network and FUSE filesystems)"),
         ("poll_interval_seconds", "how often polling scans outgoing (default 1)"),
@@ -199,6 +207,10 @@ public struct Config: Sendable, Equatable {
         if let value = try reader.integer("hook_concurrency", minimum: 1, maximum: 1_000) { config.hooks.concurrency = value }
         if let value = try reader.number("hook_timeout_seconds", minimum: 0.001) { config.hooks.timeoutSeconds = value }
         if let value = try reader.string("metrics") { config.metricsAddress = value }
+        if let value = try reader.string("default_model") {
+            guard !value.isEmpty else { throw ConfigError("\(source): \"default_model\" must be a model's name, not empty") }
+            config.defaultModel = value
+        }
         if let value = try reader.string("ca_file") { config.caFile = value }
         if let value = try reader.bool("leases") { config.leases = value }
         if let value = try reader.number("lease_seconds", minimum: 1) { config.leaseSeconds = value }

@@ -51,6 +51,7 @@ public enum ExampleConfig {
   "_hooks": "on_complete / on_failure: an argument array run as is, e.g. [\"/usr/local/bin/notify\", \"--quiet\"], or a string run by /bin/sh -c. The environment carries LLMSPOOL_ID, LLMSPOOL_STATUS, LLMSPOOL_RESULT or LLMSPOOL_ERROR.",
   "hook_concurrency": 4,
   "hook_timeout_seconds": 60,
+  "_default_model": "default_model: the model of a prompt file (outgoing/<id>.md or .txt) whose front matter names none (default none: such a file fails)",
   "_leases": "leases (default: on when polling), lease_seconds, host_id (default: the host name): for several daemons sharing one spool.",
   "lease_seconds": 30,
   "_ca_file": "ca_file: a PEM file of CA certificates for an https endpoint behind a private CA; without it, CURL_CA_BUNDLE or SSL_CERT_FILE (a file) and SSL_CERT_DIR (a folder) in the environment, else the system's.",

@@ -16,6 +16,9 @@ enum ErrorRecord {
             "attempts": history.attempts.count,
             "attempt_log": history.attempts.map(TaskRecord.encode),
         ]
+        let name = requestFile.split(separator: "/").last.map(String.init) ?? requestFile
+        object["summary"] = FailureSummary.line(requestName: originalName ?? name, kind: failure.kind.rawValue, message: failure.message,
+                                                problem: problem, attempts: history.attempts.count)
         if let originalName { object["original_name"] = originalName }
         if let status = failure.httpStatus { object["http_status"] = status }
         if let timer = failure.timer { object["timer"] = timer.rawValue }

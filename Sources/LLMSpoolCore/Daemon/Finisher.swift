@@ -30,11 +30,13 @@ public final class Finisher: Sendable {
     /// Set when daemons share the spool: nothing is published without the lease.
     private let leases: LeaseManager?
     private let diskHealth: DiskHealth
+    private let formats: FormatContext
 
     public init(layout: SpoolLayout, logger: Logger, retry: RetrySettings, endpointCount: Int, metrics: Metrics = Metrics(), leases: LeaseManager? = nil,
-                diskHealth: DiskHealth = DiskHealth(), random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+                diskHealth: DiskHealth = DiskHealth(), formats: FormatContext = FormatContext(yaml: LibYAML.reader), random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
                 report: @escaping @Sendable (TaskReport) -> Void) {
         self.diskHealth = diskHealth
+        self.formats = formats
         self.metrics = metrics
         self.leases = leases
         self.executor = PublicationExecutor(files: SpoolFiles(layout: layout), beforeStep: Finisher.testPause(logger: logger))
@@ -116,8 +118,13 @@ public final class Finisher: Sendable {
             logger.info("attempt discarded: another daemon holds the request now", id: id)
             return .ended(.finalized(id: id))
         }
-        let partial = layout.partial(id)
+        let partial = outcome.rawPath ?? layout.partial(id)
         let verdict = judge(outcome, partial: partial)
+        // A prompt file's text view goes with the raw answer whenever the attempt leaves nothing.
+        let removePartials = { [layout, logger] in
+            logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(partial) }
+            if partial != layout.partial(id) { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(layout.partial(id)) } }
+        }
         var task = outcome.task
         task.history = CrashGuard.ended(task.history)
         var entry = AttemptEntry(startedAt: outcome.startedAt, endedAt: outcome.endedAt, endpoint: outcome.endpointName,
@@ -127,7 +134,7 @@ public final class Finisher: Sendable {
         case .cancelled:
             closePartial(outcome.partialFD)
             discardSpill(outcome)
-            logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(partial) }
+            removePartials()
             entry.outcome = "cancelled"
             task.history.attempts.append(entry)
             // The request may have left because another daemon answered it: its record stays.
@@ -148,7 +155,7 @@ public final class Finisher: Sendable {
         case .failure(let failure):
             closePartial(outcome.partialFD)
             discardSpill(outcome)
-            logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(partial) }
+            removePartials()
             if failure.kind == .disk { diskHealth.writeFailed() }
             entry.outcome = failure.kind.rawValue
             entry.message = failure.message
@@ -316,7 +323,7 @@ public final class Finisher: Sendable {
     private func writeSuccess(_ outcome: AttemptOutcome, task: TaskDescriptor, assembled: AssembledCompletion?,
                               usage: [String: Int]?) throws -> PublicationPlan.Success {
         let id = outcome.task.id
-        var source = layout.partial(id)
+        var source = outcome.rawPath ?? layout.partial(id)
         if let assembled {
             closePartial(outcome.partialFD)
             source = SpoolLayout.temporary(for: layout.result(id))
@@ -336,9 +343,26 @@ public final class Finisher: Sendable {
         var record = TaskRecord(id: id, status: .done, request: task.identity, history: task.history, endpoint: outcome.endpointName,
                                 usage: usage)
         record.dialect = task.summary.dialect
-        let success = PublicationPlan.Success(task: task, record: record, source: source, streamed: assembled != nil)
+        let success = PublicationPlan.Success(task: task, record: record, source: source, streamed: assembled != nil,
+                                              transcript: transcript(outcome, result: source), rawEvents: outcome.rawPath)
         if case .failed(_, _, let error) = executor.run(PublicationPlan.prepare(success)) { throw error }
         return success
+    }
+
+    /// A prompt file's transcript: the file as it was sent and the answer's text, read
+    /// back from the result written.
+    private func transcript(_ outcome: AttemptOutcome, result: String) -> [UInt8]? {
+        guard let request = outcome.requestSource else { return nil }
+        let answer: String
+        do {
+            let bytes = try FileReader.prefix(path: result, limit: Finisher.plainAnswerLimit)
+            answer = DialectRegistry.dialect(for: outcome.task.summary).answerText(ofResult: bytes)
+                ?? "(the answer has no text; the whole answer is in \(layout.result(outcome.task.id)))"
+        } catch {
+            logger.warning("cannot read the answer back for the transcript; none is written", id: outcome.task.id, ["reason": "\(error)"])
+            return nil
+        }
+        return RequestFormatRegistry.format(id: outcome.task.summary.format).transcript(of: request, answer: answer, context: formats)
     }
 
     /// Publishes a batch of prepared successes with one fsync per folder for all of them:
@@ -370,7 +394,7 @@ public final class Finisher: Sendable {
     private func fail(task: TaskDescriptor, failure: AttemptFailure, problem: RequestProblem?, commit: Bool) -> Scheduler.Event {
         let id = task.id
         let recordPath = layout.errorRecord(id)
-        let bytes = ErrorRecord.encode(id: id, failure: failure, history: task.history, problem: problem, requestFile: layout.failedRequest(id),
+        let bytes = ErrorRecord.encode(id: id, failure: failure, history: task.history, problem: problem, requestFile: layout.failedRequest(id, like: task.requestPath),
                                        originalName: layout.loadOriginalName(id))
         let record = commit ? TaskRecord(id: id, status: .failed, request: task.identity, history: task.history, errorRecord: bytes) : nil
         switch executor.run(PublicationPlan.failure(task: task, errorRecord: bytes, record: record, layout: layout)) {
@@ -396,6 +420,7 @@ public final class Finisher: Sendable {
     private func postpone(_ task: TaskDescriptor, because reason: String) -> Scheduler.Event {
         diskHealth.writeFailed()  // no new start until a write succeeds (DiskHealth)
         logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(layout.partial(task.id)) }
+        logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(layout.rawEvents(task.id)) }
         logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(SpoolLayout.temporary(for: layout.result(task.id))) }
         let delay = RetryPolicy.backoff(afterAttempts: max(1, task.history.attempts.count), settings: policy.withLock { $0.retry }, random: random())
         logger.error("outcome not written; the request stays in outgoing and is tried again", id: task.id,

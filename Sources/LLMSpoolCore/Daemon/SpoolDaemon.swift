@@ -39,7 +39,7 @@ public final class SpoolDaemon: Sendable {
         let leases = (config.leases ?? polling) ? LeaseManager(layout: layout, hostID: config.hostID, seconds: config.leaseSeconds, logger: logger) : nil
         let diskHealth = DiskHealth(layout: layout)
         let finisher = Finisher(layout: layout, logger: logger, retry: config.retry, endpointCount: endpoints.count, metrics: metrics, leases: leases,
-                                diskHealth: diskHealth,
+                                diskHealth: diskHealth, formats: config.formatContext,
                                 report: { report in
                                     switch report.outcome {
                                     case .succeeded: metrics.outcome("done")
@@ -78,7 +78,7 @@ public final class SpoolDaemon: Sendable {
                                       hooks.handleBatch(report)
                                   })
         finisher.batches.withLock { $0 = batches }
-        var watcherDelegate = Watcher.Delegate(found: { post(.arrived($0)) }, removed: { post(.requestRemoved(id: $0)) })
+        var watcherDelegate = Watcher.Delegate(found: { post(.arrived($0)) }, removed: { id, path in engineBox.withLock { $0 }?.removed(id: id, path: path) })
         watcherDelegate.foundBatch = { batches.found($0) }
         watcherDelegate.removedBatch = { batches.removed($0) }
         self.watcher = Watcher(layout: layout, settings: Watcher.Settings(config), known: known, metrics: metrics,

@@ -17,9 +17,9 @@ public struct OutcomeTimes: Sendable, Equatable {
         done = OutcomeTimes.modified(layout.result(id))
         if Syscall.isPresent(layout.errorRecord(id)) {
             failed = OutcomeTimes.failedAt(layout.errorRecord(id)) ?? OutcomeTimes.modified(layout.errorRecord(id))
-        } else if Syscall.isPresent(layout.failedRequest(id)) {
+        } else if let request = SpoolActions.existing(layout.failed, id) {
             // No record: the move into failed/ is the outcome, and a rename sets the ctime.
-            failed = OutcomeTimes.changed(layout.failedRequest(id))
+            failed = OutcomeTimes.changed(request)
         }
     }
 

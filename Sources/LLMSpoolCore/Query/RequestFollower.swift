@@ -67,6 +67,10 @@ public final class RequestFollower {
     /// task record): how its events and its result are read.
     private var dialect: (any Dialect)?
     private var lastDialectLookup = Date.distantPast
+    /// A prompt file's `.partial` holds plain text, not events (`RequestFormat.textPartial`).
+    private var textPartial = false
+    /// Bytes of a character split between two reads of a text `.partial`.
+    private var pendingText: [UInt8] = []
 
     public init(layout: SpoolLayout, id: String, onText: @escaping (String) -> Void, onProgress: @escaping (Progress) -> Void) {
         self.layout = layout
@@ -82,7 +86,11 @@ public final class RequestFollower {
     public func run(timeout: Double? = nil, pollInterval: Double = 0.05) -> Ending {
         let query = SpoolQuery(layout: layout)
         var lastProgress = Date.distantPast
-        var sawRequest = Syscall.isPresent(layout.request(id))
+        let requestPath = SpoolQuery(layout: layout).requestPath(of: id)
+        var sawRequest = requestPath != nil
+        if let requestPath, let name = requestPath.split(separator: "/").last {
+            textPartial = RequestName.format(of: String(name))?.format.textPartial ?? false
+        }
         while true {
             // Validating a large file costs: looked for once a second until it is known.
             if dialect == nil, Date().timeIntervalSince(lastDialectLookup) >= 1 {
@@ -105,7 +113,7 @@ public final class RequestFollower {
             case .unknown where sawRequest:
                 // Gone from outgoing with no outcome yet: the outcome is being written.
                 break
-            case .queued, .inFlight, .deferred, .held:
+            case .queued, .inFlight, .deferred, .held, .draft:
                 sawRequest = true
             case .unknown:
                 break
@@ -153,10 +161,24 @@ public final class RequestFollower {
             partialInode = UInt64(info.st_ino)
             parser = SSEParser()
             attemptText = ""
+            pendingText = []
         }
         guard partialFD >= 0 else { return }
         let reader = dialect ?? DialectRegistry.fallback
         try? FileReader.forEachChunk(fd: partialFD, path: layout.partial(id)) { chunk in
+            if textPartial {
+                pendingText += chunk
+                // A character cut at the end of what was written so far waits for its last bytes.
+                let end = RequestFollower.completeUTF8Prefix(pendingText)
+                let text = String(decoding: pendingText[..<end], as: UTF8.self)
+                pendingText.removeFirst(end)
+                if !text.isEmpty {
+                    tokens += 1
+                    if firstTokenAt == nil { firstTokenAt = Date() }
+                    append(text)
+                }
+                return
+            }
             parser.feed(chunk) { event in
                 guard case .data(let payload) = event, let delta = reader.textDelta(ofEvent: Array(payload.utf8)) else { return }
                 tokens += 1
@@ -199,5 +221,16 @@ public final class RequestFollower {
             onText("\n" + content)
         }
         printed = content
+    }
+
+    /// How many of `bytes` end on a whole character: a character whose last bytes have not
+    /// been written yet is left for the next read.
+    static func completeUTF8Prefix(_ bytes: [UInt8]) -> Int {
+        var start = bytes.count
+        while start > 0, bytes.count - start < 3, bytes[start - 1] & 0xC0 == 0x80 { start -= 1 }
+        guard start > 0 else { return bytes.count }
+        let lead = bytes[start - 1]
+        let length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1
+        return start - 1 + length > bytes.count ? start - 1 : bytes.count
     }
 }

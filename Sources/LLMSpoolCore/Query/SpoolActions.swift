@@ -10,12 +10,22 @@ public struct SpoolActions: Sendable {
         self.layout = layout
     }
 
+    /// The request file of `id` in `folder`, of whichever format (`<id>.json` first).
+    public static func existing(_ folder: String, _ id: String) -> String? {
+        RequestFormatRegistry.suffixes.lazy.map { "\(folder)/\(id)\($0)" }.first(where: Syscall.isPresent)
+    }
+
+    /// The same name as `path` (its ending kept) in `folder`.
+    static func moved(_ path: String, to folder: String, id: String) -> String {
+        "\(folder)/\(id)\(RequestName.suffix(ofPath: path))"
+    }
+
     /// Ids with a failed request.
     public func failedIDs() -> [String] {
-        ((try? Syscall.listDirectory(layout.failed)) ?? []).compactMap { name in
+        Set(((try? Syscall.listDirectory(layout.failed)) ?? []).compactMap { name -> String? in
             guard case .request(let id) = RequestName.classify(name), !name.hasSuffix(SpoolLayout.errorRecordSuffix) else { return nil }
             return id
-        }.sorted()
+        }).sorted()
     }
 
     /// Where `retry --all-failed` puts failures that a later outcome of the same id
@@ -31,7 +41,7 @@ public struct SpoolActions: Sendable {
     /// as the finisher numbers an earlier failure it moves aside: nothing there is overwritten.
     public func archive(_ id: String) throws {
         let steps: [PublicationStep] = [.archiveIfPresent(layout.errorRecord(id), into: layout.superseded),
-                                        .archiveIfPresent(layout.failedRequest(id), into: layout.superseded),
+                                        .archiveIfPresent(Self.existing(layout.failed, id) ?? layout.failedRequest(id), into: layout.superseded),
                                         .syncFolder(layout.failed)]
         if case .failed(_, _, let error) = PublicationExecutor(files: SpoolFiles(layout: layout)).run(steps) { throw error }
         try Syscall.fsyncDirectory(supersededFolder)
@@ -40,13 +50,13 @@ public struct SpoolActions: Sendable {
     /// Moves a failed request back to `outgoing`. Its task record goes first: a record that
     /// says `failed` would send the request straight back (see `TaskRecord`).
     public func retry(_ id: String) throws {
-        let failed = layout.failedRequest(id)
-        guard Syscall.isPresent(failed) else { throw ConfigError("\(id): no failed request \(failed)") }
-        guard !Syscall.isPresent(layout.request(id)) else { throw ConfigError("\(id): \(layout.request(id)) already exists") }
+        guard let failed = Self.existing(layout.failed, id) else { throw ConfigError("\(id): no failed request \(layout.failedRequest(id))") }
+        if let queued = Self.existing(layout.outgoing, id) { throw ConfigError("\(id): \(queued) already exists") }
+        let target = Self.moved(failed, to: layout.outgoing, id: id)
         try Syscall.unlinkIfPresent(layout.taskRecord(id))
         try Syscall.unlinkIfPresent(layout.errorRecord(id))
         try Syscall.fsyncDirectory(layout.state)
-        try Syscall.rename(failed, layout.request(id))
+        try Syscall.rename(failed, target)
         try Syscall.fsyncDirectory(layout.outgoing)
         try Syscall.fsyncDirectory(layout.failed)
     }
@@ -66,31 +76,34 @@ public struct SpoolActions: Sendable {
 
     var holdFolder: String { layout.hold }
 
-    public func held(_ id: String) -> String { layout.held(id) }
+    /// The held file of `id` (of whichever format), or where a JSON one would be.
+    public func held(_ id: String) -> String { Self.existing(holdFolder, id) ?? "\(holdFolder)/\(id)\(SpoolLayout.requestSuffix)" }
 
     /// Ids of the held requests.
     public func heldIDs() -> [String] {
-        ((try? Syscall.listDirectory(holdFolder)) ?? []).compactMap {
-            if case .request(let id) = RequestName.classify($0) { return id }
+        Set(((try? Syscall.listDirectory(holdFolder)) ?? []).compactMap { name -> String? in
+            if case .request(let id) = RequestName.classify(name) { return id }
             return nil
-        }.sorted()
+        }).sorted()
     }
 
     /// Keeps a request unsent until `release`. One in flight is stopped, as by deletion.
     public func hold(_ id: String) throws {
-        guard Syscall.isPresent(layout.request(id)) else { throw ConfigError("\(id): not in \(layout.outgoing) (finished, failed, held or never dropped)") }
+        guard let request = Self.existing(layout.outgoing, id) else {
+            throw ConfigError("\(id): not in \(layout.outgoing) (finished, failed, held or never dropped)")
+        }
         do { try Syscall.mkdir(holdFolder, mode: layout.directoryMode) } catch let error as SystemError where error.errno == EEXIST {}
-        guard !Syscall.isPresent(held(id)) else { throw ConfigError("\(id): \(held(id)) already exists") }
-        try Syscall.rename(layout.request(id), held(id))
+        if let already = Self.existing(holdFolder, id) { throw ConfigError("\(id): \(already) already exists") }
+        try Syscall.rename(request, Self.moved(request, to: holdFolder, id: id))
         try Syscall.fsyncDirectory(holdFolder)
         try Syscall.fsyncDirectory(layout.outgoing)
     }
 
     /// Puts a held request back in `outgoing`, where the daemon picks it up.
     public func release(_ id: String) throws {
-        guard Syscall.isPresent(held(id)) else { throw ConfigError("\(id): not held (no \(held(id)))") }
-        guard !Syscall.isPresent(layout.request(id)) else { throw ConfigError("\(id): \(layout.request(id)) already exists") }
-        try Syscall.rename(held(id), layout.request(id))
+        guard let request = Self.existing(holdFolder, id) else { throw ConfigError("\(id): not held (no \(held(id)))") }
+        if let queued = Self.existing(layout.outgoing, id) { throw ConfigError("\(id): \(queued) already exists") }
+        try Syscall.rename(request, Self.moved(request, to: layout.outgoing, id: id))
         try Syscall.fsyncDirectory(layout.outgoing)
         try Syscall.fsyncDirectory(holdFolder)
     }
@@ -98,12 +111,13 @@ public struct SpoolActions: Sendable {
     /// Cancels a queued, waiting or running request, as deleting its file does; a held one
     /// is deleted from the hold folder.
     public func cancel(_ id: String) throws {
-        if !Syscall.isPresent(layout.request(id)), Syscall.isPresent(held(id)) {
-            try Syscall.unlink(held(id))
+        let request = Self.existing(layout.outgoing, id)
+        if request == nil, let held = Self.existing(holdFolder, id) {
+            try Syscall.unlink(held)
             return
         }
         do {
-            try Syscall.unlink(layout.request(id))
+            try Syscall.unlink(request ?? layout.request(id))
         } catch let error as SystemError where error.errno == ENOENT {
             throw ConfigError("\(id): not in \(layout.outgoing) (finished, failed or never dropped)")
         }
@@ -126,16 +140,19 @@ public struct SpoolActions: Sendable {
         }
         let running = Set(SpoolQuery(layout: layout).outgoingIDs())
         for name in try Syscall.listDirectory(layout.incoming) {
-            guard case .request(let id) = RequestName.classify(name), !running.contains(id), old(layout.result(id)) else { continue }
+            // Results only: a transcript (`<id>.md`) goes with its result.
+            guard name.hasSuffix(SpoolLayout.requestSuffix), case .request(let id) = RequestName.classify(name), !running.contains(id),
+                  old(layout.result(id)) else { continue }
             try Syscall.unlinkIfPresent(layout.result(id))
             try Syscall.unlinkIfPresent(layout.rawStream(id))
+            try Syscall.unlinkIfPresent(layout.transcript(id))
             cleaned.results += 1
         }
         for id in failedIDs() where !running.contains(id) {
             // Dated by the failure itself, never by the request file's mtime.
             guard let failedAt = OutcomeTimes(layout: layout, id: id).failed, failedAt < cutoff else { continue }
             try Syscall.unlinkIfPresent(layout.errorRecord(id))
-            try Syscall.unlinkIfPresent(layout.failedRequest(id))
+            for suffix in RequestFormatRegistry.suffixes { try Syscall.unlinkIfPresent("\(layout.failed)/\(id)\(suffix)") }
             cleaned.failures += 1
         }
         for name in try Syscall.listDirectory(layout.state) {

@@ -10,6 +10,8 @@ public enum RequestState: String, Sendable {
     case deferred = "waiting"
     /// Kept unsent in the hold folder until released.
     case held
+    /// Marked by its writer as not ready (`draft: true`): left alone in `outgoing`.
+    case draft
     case done
     case failed
     case cancelled
@@ -31,6 +33,8 @@ public struct StatusSummary: Sendable {
     public var done = 0
     public var failed = 0
     public var held = 0
+    /// Names of the drafts in `outgoing`.
+    public var drafts: [String] = []
     public var tokens: [String: Int] = [:]
     public var transfers: [TransferEngine.LiveTransfer] = []
     public var waiting: [Waiting] = []
@@ -44,7 +48,7 @@ public struct StatusSummary: Sendable {
         var object: [String: Any] = [
             // "waiting" is the state's word; "deferred" stays for scripts written against it.
             "queued": queued, "in_flight": inFlight, "waiting": deferred, "deferred": deferred, "done": done, "failed": failed,
-            "held": held, "tokens": tokens,
+            "held": held, "tokens": tokens, "drafts": drafts,
             "daemon": daemonPID.map { ["running": true, "pid": $0] as [String: Any] } ?? ["running": false],
         ]
         object["daemons"] = daemons.map {
@@ -85,6 +89,9 @@ public struct StatusSummary: Sendable {
             }
         }
         lines.append("queued \(queued)  in-flight \(inFlight)  waiting \(deferred)  done \(done)  failed \(failed)  held \(held)")
+        if !drafts.isEmpty {
+            lines.append("drafts (not sent until saved without the draft mark): " + drafts.sorted().map(Logger.escape).joined(separator: "  "))
+        }
         if !tokens.isEmpty {
             // The common names first (every dialect has them), then chat's own as before.
             let common = [(UsageNames.input, "input"), (UsageNames.output, "output"), (UsageNames.cachedInput, "cached input"),
@@ -132,8 +139,30 @@ public struct SpoolQuery: Sendable {
         }
     }
 
+    /// The file of request `id` in `outgoing`, of whichever format (`<id>.json` first).
+    public func requestPath(of id: String) -> String? {
+        RequestFormatRegistry.suffixes.lazy.map { "\(layout.outgoing)/\(id)\($0)" }.first(where: Syscall.isPresent)
+    }
+
+    /// Whether the file at `path` is marked as a draft, as the daemon would judge it.
+    public func isDraft(_ path: String) -> Bool {
+        guard let name = path.split(separator: "/").last, let format = RequestName.format(of: String(name))?.format,
+              case .success(let loaded)? = RequestFile.read(path: path, limit: Config().maxRequestBytes) else { return false }
+        // The model rule is the daemon's (its default_model): any model will do to tell a draft.
+        if case .draft = format.prepare(loaded.bytes, context: FormatContext(defaultModel: "-", yaml: LibYAML.reader)) { return true }
+        return false
+    }
+
+    /// The names of the drafts in `outgoing`.
+    public func drafts() -> [String] {
+        ((try? Syscall.listDirectory(layout.outgoing)) ?? []).filter { name in
+            guard case .request = RequestName.classify(name) else { return false }
+            return isDraft("\(layout.outgoing)/\(name)")
+        }
+    }
+
     public func state(of id: String, live: LiveStatus? = nil, now: Date = Date()) -> RequestState {
-        if Syscall.isPresent(layout.request(id)) {
+        if let path = requestPath(of: id) {
             if let live {
                 if live.inFlight.contains(where: { $0.id == id }) { return .inFlight }
             } else if Syscall.isPresent(layout.partial(id)) {
@@ -143,7 +172,7 @@ public struct SpoolQuery: Sendable {
                let next = record.history.notBefore, next > now {
                 return .deferred
             }
-            return .queued
+            return isDraft(path) ? .draft : .queued
         }
         if Syscall.isPresent(SpoolActions(layout: layout).held(id)) { return .held }
         let hasResult = Syscall.isPresent(layout.result(id))
@@ -175,6 +204,7 @@ public struct SpoolQuery: Sendable {
                 let record = TaskRecord.load(layout, id: id)
                 summary.waiting.append(.init(id: id, nextAttemptAt: Self.nextAttempt(record?.history.notBefore, endpointsFreeAt), attempts: record?.history.attempts.count ?? 0,
                                              lastError: record?.history.attempts.last?.message))
+            case .draft: summary.drafts += requestPath(of: id).map { [String($0.split(separator: "/").last ?? "")] } ?? []
             default: summary.queued += 1
             }
         }
@@ -233,7 +263,7 @@ public struct SpoolQuery: Sendable {
         let live = LiveStatus.read(layout, now: now)
         var entries: [QueueEntry] = []
         for id in outgoingIDs() {
-            guard let info = try? Syscall.lstat(layout.request(id)) else { continue }
+            guard let path = requestPath(of: id), let info = try? Syscall.lstat(path) else { continue }
             let state = self.state(of: id, live: live, now: now)
             let record = TaskRecord.load(layout, id: id)
             let arrived = Date(timeIntervalSince1970: Double(info.st_ctim.tv_sec))
@@ -293,8 +323,9 @@ public struct SpoolQuery: Sendable {
         let live = LiveStatus.read(layout, now: now)
         var object: [String: Any] = ["id": id, "state": state(of: id, live: live, now: now).rawValue]
         var files: [String: String] = [:]
-        for (name, path) in [("request", layout.request(id)), ("partial", layout.partial(id)), ("result", layout.result(id)),
-                             ("raw_stream", layout.rawStream(id)), ("failed_request", layout.failedRequest(id)),
+        for (name, path) in [("request", requestPath(of: id) ?? layout.request(id)), ("partial", layout.partial(id)), ("result", layout.result(id)),
+                             ("transcript", layout.transcript(id)),
+                             ("raw_stream", layout.rawStream(id)), ("failed_request", SpoolActions.existing(layout.failed, id) ?? layout.failedRequest(id)),
                              ("error_record", layout.errorRecord(id)), ("task_record", layout.taskRecord(id))] where Syscall.isPresent(path) {
             files[name] = path
         }

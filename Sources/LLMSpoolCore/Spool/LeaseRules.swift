@@ -105,14 +105,16 @@ public enum LeaseRules {
     }
 
     /// The id a leftover's name belongs to: `<id>.partial`, `.<id>.json.tmp`,
-    /// `.<id>.error.json.tmp`; nil for other names.
+    /// `.<id>.error.json.tmp`, a prompt file's `.<id>.sse.tmp` and `.<id>.md.tmp`; nil for
+    /// other names.
     public static func leftoverID(_ name: String) -> String? {
         if name.hasSuffix(SpoolLayout.partialSuffix) && !name.hasPrefix(SpoolLayout.hiddenPrefix) {
             return String(name.dropLast(SpoolLayout.partialSuffix.count))
         }
         guard name.hasPrefix(SpoolLayout.hiddenPrefix), name.hasSuffix(SpoolLayout.temporarySuffix) else { return nil }
         var stem = String(name.dropFirst(SpoolLayout.hiddenPrefix.count).dropLast(SpoolLayout.temporarySuffix.count))
-        for suffix in [SpoolLayout.errorRecordSuffix, SpoolLayout.requestSuffix] where stem.hasSuffix(suffix) {
+        for suffix in [SpoolLayout.errorRecordSuffix, SpoolLayout.requestSuffix, SpoolLayout.rawStreamSuffix, PromptRequestFormat.transcriptSuffix]
+        where stem.hasSuffix(suffix) {
             stem.removeLast(suffix.count)
             return stem.isEmpty ? nil : stem
         }

@@ -6,12 +6,16 @@ public enum Submitter {
     /// Validates and drops `bytes` as request `id`; returns the path it now has. `mode` is
     /// 0640 in a folder a group shares, so that the daemon's group can read the request.
     @discardableResult
-    public static func submit(_ bytes: [UInt8], id: String, layout: SpoolLayout, mode: mode_t = 0o600) throws -> String {
-        guard case .request(let parsed) = RequestName.classify(id + SpoolLayout.requestSuffix), parsed == id, !id.contains("/") else {
+    /// `suffix` names the format (`.json`, `.md`); a prompt file is checked with any model,
+    /// since the daemon's `default_model` decides one it leaves out.
+    public static func submit(_ bytes: [UInt8], id: String, layout: SpoolLayout, mode: mode_t = 0o600,
+                              suffix: String = SpoolLayout.requestSuffix) throws -> String {
+        guard case .request(let parsed) = RequestName.classify(id + suffix), parsed == id, !id.contains("/"),
+              let format = RequestName.format(of: id + suffix)?.format else {
             throw RequestProblem(.unusableName, "\"\(id)\" cannot be used as a request id")
         }
-        if case .failure(let problem) = RequestValidator.validate(bytes) { throw problem }
-        let path = layout.request(id)
+        if case .invalid(let problem) = format.prepare(bytes, context: FormatContext(defaultModel: "-", yaml: LibYAML.reader)) { throw problem }
+        let path = "\(layout.outgoing)/\(id)\(suffix)"
         try DurableFile.write(bytes, to: path, mode: mode)
         return path
     }

@@ -32,10 +32,18 @@ public struct AttemptOutcome: Sendable {
     public let endpointName: String
     /// Set for a streamed request; its descriptor travels like the `.partial`'s.
     public let stream: StreamResult?
+    /// The request file's bytes as they were sent from, for a format that makes its body
+    /// (a prompt file's transcript is made from them).
+    public let requestSource: [UInt8]?
+    /// Where the raw answer is when it is not the `.partial` (a prompt file's stream,
+    /// whose `.partial` holds the text).
+    public let rawPath: String?
 
     public init(task: TaskDescriptor, ending: Ending, partialFD: Int32, headers: [String: String] = [:], bytesSent: Int64 = 0,
                 bytesReceived: Int64 = 0, startedAt: Date, endedAt: Date, endpointIndex: Int, endpointName: String,
-                stream: StreamResult? = nil) {
+                stream: StreamResult? = nil, requestSource: [UInt8]? = nil, rawPath: String? = nil) {
+        self.rawPath = rawPath
+        self.requestSource = requestSource
         self.stream = stream
         self.task = task
         self.ending = ending

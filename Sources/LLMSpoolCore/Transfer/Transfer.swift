@@ -28,6 +28,8 @@ final class Transfer {
     }
 
     let task: TaskDescriptor
+    /// The request file's bytes, for a format that makes its body (see `AttemptOutcome`).
+    var requestSource: [UInt8]?
     let endpointIndex: Int
     let endpointName: String
     let handle: UnsafeMutableRawPointer
@@ -78,9 +80,18 @@ final class Transfer {
     /// of a long answer finds little left to write.
     static let writebackInterval = 8 << 20
 
+    /// A prompt file's `.partial`, which shows the answer's plain text while `partialPath`
+    /// takes the raw events; nil for other requests.
+    let textPath: String?
+    private var textFD: Int32 = -1
+    private var textInode: UInt64?
+    private let dialect: any Dialect
+
     init(task: TaskDescriptor, endpointIndex: Int, endpointName: String, handle: UnsafeMutableRawPointer, body: Body,
-         holdsPartial: Bool, partialPath: String, spillPath: String, fileMode: mode_t,
+         holdsPartial: Bool, partialPath: String, textPath: String? = nil, spillPath: String, fileMode: mode_t,
          responseLimit: Int64, now: Double) {
+        self.textPath = textPath
+        self.dialect = DialectRegistry.dialect(for: task.summary)
         self.holdsPartial = holdsPartial
         self.spillPath = spillPath
         self.fileMode = fileMode
@@ -101,6 +112,40 @@ final class Transfer {
 
     deinit {
         errorBuffer.deallocate()
+        closeText()
+    }
+
+    func closeText() {
+        if textFD >= 0 { Syscall.close(textFD) }
+        textFD = -1
+    }
+
+    /// Appends the answer's text to the text `.partial`: a new file at the first piece (as
+    /// for the raw one), reopened by name only while it is still that file.
+    private func writeText(_ text: String) throws {
+        guard let textPath else { return }
+        let bytes = Array(text.utf8)
+        if textInode == nil {
+            try Syscall.unlinkIfPresent(textPath)
+            let fd = try Syscall.open(textPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: fileMode)
+            do {
+                textInode = UInt64(try Syscall.fstat(fd, path: textPath).st_ino)
+            } catch {
+                Syscall.close(fd)
+                throw error
+            }
+            if holdsPartial { textFD = fd } else { Syscall.close(fd) }
+        }
+        if textFD >= 0 {
+            try bytes.withUnsafeBytes { try Syscall.writeAll(textFD, $0, path: textPath) }
+            return
+        }
+        let fd = try Syscall.open(textPath, O_WRONLY | O_APPEND | O_NOFOLLOW)
+        defer { Syscall.close(fd) }
+        guard UInt64(try Syscall.fstat(fd, path: textPath).st_ino) == textInode else {
+            throw SystemError(errno: ESTALE, call: "open", path: textPath)
+        }
+        try bytes.withUnsafeBytes { try Syscall.writeAll(fd, $0, path: textPath) }
     }
 
     var bodySize: Int {
@@ -190,13 +235,27 @@ final class Transfer {
             clock.contentArrived(at: now)
         } else {
             var dataEvents = 0
+            var text = ""
             sse!.feedRaw(bytes) { event in
-                if case .data(let payload) = event, assembler!.isContent(payload) { dataEvents += 1 }
+                if case .data(let payload) = event, assembler!.isContent(payload) {
+                    dataEvents += 1
+                    if textPath != nil, let delta = dialect.textDelta(ofEvent: Array(payload)) { text += delta }
+                }
                 assembler!.consume(event)
             }
             if dataEvents > 0 {
                 events += dataEvents
                 clock.contentArrived(at: now)
+            }
+            if !text.isEmpty {
+                do {
+                    try writeText(text)
+                } catch let error as SystemError {
+                    diskError = error
+                    return 0
+                } catch {
+                    return 0
+                }
             }
             if assembler!.heldContentCount >= Transfer.spillThreshold {
                 do {
@@ -260,6 +319,7 @@ final class Transfer {
     func finishStream() -> StreamResult? {
         guard sse != nil, assembler != nil else { return nil }
         sse!.finishRaw { assembler!.consume($0) }
+        closeText()
         let result = StreamResult(verdict: assembler!.verdict(), spillFD: spillFD, spillPath: spillPath)
         spillFD = -1
         assembler = nil

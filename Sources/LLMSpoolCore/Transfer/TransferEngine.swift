@@ -29,8 +29,11 @@ public final class TransferEngine: @unchecked Sendable {
         public var fileMode: mode_t
         public var caFile: String?
         public var caDirectory: String?
+        /// For formats that make the body sent from the file (prompt files).
+        public var formats: FormatContext
 
         public init(_ config: Config) {
+            formats = config.formatContext
             concurrency = config.concurrency
             connectTimeoutSeconds = config.connectTimeoutSeconds
             idleTimeoutSeconds = config.idleTimeoutSeconds
@@ -77,6 +80,8 @@ public final class TransferEngine: @unchecked Sendable {
     enum Message {
         case event(Scheduler.Event)
         case leaseLost(String)
+        /// A request file left `outgoing`: its id and the path it had.
+        case removed(id: String, path: String)
         case reconfigure([Endpoint], Settings)
         case shutdown
     }
@@ -152,8 +157,11 @@ public final class TransferEngine: @unchecked Sendable {
     private var lastMultiErrorLog = -1_000.0
     /// The waits last published, to log each one once as it begins.
     private var lastWaits: [NamedEndpointWait] = []
-    /// Newer requests that arrived under the name of a task in flight, queued when it ends.
+    /// Newer requests that arrived under the name of a task in flight, or under another
+    /// name of its id (`a.md` while `a.json` is held), queued when it ends.
     private var replacedInFlight: [String: Intake] = [:]
+    /// The file each id the scheduler holds came from, and its identity.
+    private var heldFiles: [String: (path: String, identity: FileIdentity?)] = [:]
     /// Set before `start` when daemons share the spool.
     public var leases: LeaseManager?
     /// Whether the daemon before this one crashed; otherwise starts recorded by it are
@@ -246,6 +254,12 @@ public final class TransferEngine: @unchecked Sendable {
         enqueue(.event(event))
     }
 
+    /// A request file left `outgoing` (from any thread): the task of that file is
+    /// withdrawn or cancelled; a file of the same id that waited for it is forgotten only.
+    public func removed(id: String, path: String) {
+        enqueue(.removed(id: id, path: path))
+    }
+
     private func enqueue(_ message: Message) {
         inbox.withLock { $0.append(message) }
         if !wakeRequested.exchange(true, ordering: .acquiringAndReleasing) { poll.wake() }
@@ -332,23 +346,54 @@ public final class TransferEngine: @unchecked Sendable {
 
     private func handle(_ message: Message) {
         switch message {
-        case .event(let event):
+        case .event(var event):
+            if case .arrived(.valid(var task)) = event, let name = task.summary.endpoint {
+                // A request that names its endpoint goes there and nowhere else.
+                if let index = endpoints.firstIndex(where: { $0.name == name }) {
+                    task.pinnedEndpoint = index
+                    task.history.preferredEndpoint = index
+                    event = .arrived(.valid(task))
+                } else {
+                    let names = endpoints.map(\.name).joined(separator: ", ")
+                    event = .arrived(.invalid(id: task.id, requestPath: task.requestPath, problem: RequestProblem(
+                        .unsupported, "\"endpoint: \(Logger.escape(name))\" names no configured endpoint (the endpoints are \(names))")))
+                }
+            }
             // A newer file under the name of a task in flight is a new task: kept until the
             // old one ends (its publication leaves the newer file in place), then queued.
-            if case .arrived(.valid(let task)) = event, transfersByID[task.id] != nil,
-               let running = transfersByID[task.id]?.task.identity, let newer = task.identity, !newer.isSameInstance(as: running) {
+            // Only in flight: a queued or finishing task's id seen again is a duplicate (a
+            // network filesystem can show one file with another identity for a moment).
+            if case .arrived(.valid(let task)) = event, let running = transfersByID[task.id], running.task.requestPath == task.requestPath,
+               let old = running.task.identity, let newer = task.identity, !newer.isSameInstance(as: old) {
                 replacedInFlight[task.id] = .valid(task)
+            }
+            // Another file of an id the scheduler holds (`a.md` beside `a.json`): one file of
+            // an id at a time, so it waits, and is queued when the held one ends.
+            if case .arrived(let intake) = event, let held = heldFiles[intake.id], held.path != intake.requestPath,
+               scheduler.state(of: intake.id) != nil {
+                replacedInFlight[intake.id] = intake
+                return
             }
             apply(scheduler.handle(event, now: Date().timeIntervalSince1970))
             switch event {
             case .arrived(let intake) where scheduler.state(of: intake.id) != nil:
                 known.insert(intake.id)
+                if heldFiles[intake.id] == nil {
+                    var identity: FileIdentity?
+                    if case .valid(let task) = intake { identity = task.identity }
+                    heldFiles[intake.id] = (intake.requestPath, identity)
+                }
             case .finalized(let id):
-                known.remove(id)
-                if let newer = replacedInFlight.removeValue(forKey: id) { handle(.event(.arrived(newer))) }
+                forget(id)
             default:
                 break
             }
+        case .removed(let id, let path):
+            if let held = heldFiles[id], held.path != path {
+                if replacedInFlight[id]?.requestPath == path { replacedInFlight[id] = nil }
+                return
+            }
+            handle(.event(.requestRemoved(id: id)))
         case .leaseLost(let id):
             if let transfer = transfersByID[id] { end(transfer, as: .leaseLost) }
         case .reconfigure(let newEndpoints, let newSettings):
@@ -369,6 +414,13 @@ public final class TransferEngine: @unchecked Sendable {
         }
     }
 
+    /// The scheduler let go of `id`: a file of the id that waited is queued now.
+    private func forget(_ id: String) {
+        known.remove(id)
+        heldFiles[id] = nil
+        if let newer = replacedInFlight.removeValue(forKey: id) { handle(.event(.arrived(newer))) }
+    }
+
     private func apply(_ actions: [Scheduler.Action]) {
         for action in actions {
             switch action {
@@ -381,7 +433,7 @@ public final class TransferEngine: @unchecked Sendable {
             case .cancelTransfer(let id):
                 if let transfer = transfersByID[id] { end(transfer, as: .cancelled) }
             case .withdrawn(let id):
-                known.remove(id)
+                forget(id)
                 delegate.withdrawn(id)
             case .noEndpoint(let task, let message):
                 delegate.unservable(task, message)
@@ -394,6 +446,56 @@ public final class TransferEngine: @unchecked Sendable {
         apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: Date().timeIntervalSince1970))
         delegate.attemptEnded(AttemptOutcome(task: task, ending: ending, partialFD: -1, startedAt: Date(), endedAt: Date(),
                                              endpointIndex: endpointIndex, endpointName: endpoints[min(endpointIndex, endpoints.count - 1)].name))
+    }
+
+    /// The body made from a prompt file (a format that makes its body), from the file as it
+    /// is now, which must still be the file intake validated; and the file's bytes, for
+    /// the transcript.
+    private func madeBody(_ task: TaskDescriptor, endpoint: Endpoint) throws -> (body: Transfer.Body, source: [UInt8]) {
+        guard let read = RequestFile.read(path: task.requestPath, limit: settings.maxRequestBytes) else {
+            throw SystemError(errno: ENOENT, call: "open", path: task.requestPath)
+        }
+        let loaded: RequestFile.Loaded
+        switch read {
+        case .success(let file): loaded = file
+        case .failure(let problem) where problem.kind == .transient: throw SystemError(errno: EMFILE, call: "open", path: task.requestPath)
+        case .failure(let problem): throw UploadRefusal(verdict: .refuse(problem))
+        }
+        if let validated = task.identity, !loaded.identity.isSameInstance(as: validated) {
+            let verdict = UploadCheck.verify(validated: validated, current: loaded.identity, isRegularFile: true, links: 1)
+            throw UploadRefusal(verdict: verdict != .same ? verdict
+                : .refuse(RequestProblem(.changedAfterValidation, "the request's content changed after it was validated; it was not sent")))
+        }
+        let format = RequestFormatRegistry.format(id: task.summary.format)
+        switch format.prepare(loaded.bytes, context: settings.formats) {
+        case .request(let summary, let made?):
+            return (try memoryBody(made, summary: summary, endpoint: endpoint), loaded.bytes)
+        case .request:
+            throw UploadRefusal(verdict: .refuse(RequestProblem(.unreadable, "the \(format.id) format made no body")))
+        case .draft:
+            throw UploadRefusal(verdict: .replaced)
+        case .invalid(let problem):
+            // The same bytes were valid at intake: the configuration (its default_model) changed since.
+            throw UploadRefusal(verdict: .refuse(problem))
+        }
+    }
+
+    /// A body held in memory, with the endpoint's model and the usage member put in.
+    private func memoryBody(_ bytes: [UInt8], summary: RequestSummary, endpoint: Endpoint) throws -> Transfer.Body {
+        let usageMember = DialectRegistry.dialect(for: summary).usageMember
+        if let model = endpoint.model, model != summary.model {
+            guard var object = JSONObject.parse(Array(bytes[summary.body])) else {
+                throw UploadRefusal(verdict: .refuse(RequestProblem(.invalidJSON, "the body is not a JSON object")))
+            }
+            object["model"] = model
+            if summary.usageSplice != nil, let member = JSONObject.parse([UInt8(ascii: "{")] + usageMember.dropLast() + [UInt8(ascii: "}")]) {
+                object.merge(member) { _, added in added }
+            }
+            return .memory(Array(try JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes])), offset: 0)
+        }
+        let body = summary.body
+        guard let brace = summary.usageSplice else { return .memory(Array(bytes[body]), offset: 0) }
+        return .memory(Array(bytes[body.lowerBound...brace]) + usageMember + Array(bytes[(brace + 1)..<body.upperBound]), offset: 0)
     }
 
     private func openBody(_ task: TaskDescriptor, endpoint: Endpoint) throws -> Transfer.Body? {
@@ -586,13 +688,25 @@ public final class TransferEngine: @unchecked Sendable {
             }
         }
         let endpoint = endpoints[min(endpointIndex, endpoints.count - 1)]
+        if let name = task.summary.endpoint, endpoint.name != name {
+            // The endpoints were reloaded since the request was queued: never another one.
+            apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: Date().timeIntervalSince1970))
+            delegate.rejected(task.id, task.requestPath, RequestProblem(.unsupported, "\"endpoint: \(Logger.escape(name))\" is not the "
+                + "endpoint it would go to since the configuration was reloaded; it was not sent"))
+            return
+        }
         let body: Transfer.Body
+        var source: [UInt8]?
         do {
-            guard let opened = try openBody(task, endpoint: endpoint) else {
-                endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
-                return
+            if RequestFormatRegistry.format(id: task.summary.format).makesBody {
+                (body, source) = try madeBody(task, endpoint: endpoint)
+            } else {
+                guard let opened = try openBody(task, endpoint: endpoint) else {
+                    endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
+                    return
+                }
+                body = opened
             }
-            body = opened
         } catch let error as SystemError where RequestFile.isGone(error.errno) {
             // Finished or withdrawn since intake saw it. On a shared spool another daemon
             // may have just finished it: its records are not ours to touch.
@@ -623,7 +737,9 @@ public final class TransferEngine: @unchecked Sendable {
             delegate.rejected(task.id, task.requestPath, RequestProblem(.unreadable, "cannot open the request: \(error)"))
             return
         }
-        let partialPath = layout.partial(task.id)
+        // A prompt file's stream: the `.partial` shows the answer's text, the raw events go aside.
+        let textPartial = RequestFormatRegistry.format(id: task.summary.format).textPartial
+        let partialPath = textPartial ? layout.rawEvents(task.id) : layout.partial(task.id)
         guard let handle = curl_easy_init() else {
             body.closeFile()
             endBeforeStart(task, endpointIndex: endpointIndex, .transportError(code: 27, message: "libcurl could not create a handle"))
@@ -633,9 +749,11 @@ public final class TransferEngine: @unchecked Sendable {
                                 // Past the budget the `.partial` is opened for each write: a long
                                 // stream then costs one descriptor (its socket) instead of two.
                                 holdsPartial: transfers.count < descriptorBudget, partialPath: partialPath,
+                                textPath: textPartial ? layout.partial(task.id) : nil,
                                 spillPath: SpoolLayout.temporary(for: layout.result(task.id)), fileMode: settings.fileMode,
                                 responseLimit: settings.maxResponseBytes,
                                 now: TransferEngine.monotonic())
+        transfer.requestSource = source
         do {
             try configure(transfer, endpoint: endpoint)
             try CurlError.check(curl_multi_add_handle(multi, handle), "curl_multi_add_handle")
@@ -784,7 +902,7 @@ public final class TransferEngine: @unchecked Sendable {
             task: transfer.task, ending: ending, partialFD: transfer.partialFD, headers: transfer.headers,
             bytesSent: transfer.bytesSent, bytesReceived: transfer.bytesReceived,
             startedAt: transfer.startedAt, endedAt: now, endpointIndex: transfer.endpointIndex, endpointName: transfer.endpointName,
-            stream: stream))
+            stream: stream, requestSource: transfer.requestSource, rawPath: transfer.textPath != nil ? transfer.partialPath : nil))
     }
 
     /// At the end of the grace period: stop what is still running. Requests stay in
@@ -799,6 +917,8 @@ public final class TransferEngine: @unchecked Sendable {
             transfer.discardSpill()
             if transfer.partialFD >= 0 { Syscall.close(transfer.partialFD) }
             try? Syscall.unlinkIfPresent(transfer.partialPath)
+            transfer.closeText()
+            if let text = transfer.textPath { try? Syscall.unlinkIfPresent(text) }
             leases?.release(transfer.task.id, ended: false)
             logger.info("transfer stopped by shutdown; it will restart on the next run", id: transfer.task.id)
         }

@@ -19,13 +19,14 @@ public final class Watcher: @unchecked Sendable {
     /// What the watcher tells the daemon.
     public struct Delegate: Sendable {
         public var found: @Sendable (Intake) -> Void
-        public var removed: @Sendable (_ id: String) -> Void
+        /// A request file left `outgoing`: its id and the path it had.
+        public var removed: @Sendable (_ id: String, _ path: String) -> Void
         /// A batch file `outgoing/<name>.jsonl` was found or changed.
         public var foundBatch: @Sendable (_ name: String) -> Void = { _ in }
         /// A batch file left `outgoing`.
         public var removedBatch: @Sendable (_ name: String) -> Void = { _ in }
 
-        public init(found: @escaping @Sendable (Intake) -> Void, removed: @escaping @Sendable (String) -> Void) {
+        public init(found: @escaping @Sendable (Intake) -> Void, removed: @escaping @Sendable (String, String) -> Void) {
             self.found = found
             self.removed = removed
         }
@@ -40,6 +41,7 @@ public final class Watcher: @unchecked Sendable {
         public var minFreeBytes: UInt64 = 64 << 20
         public var maxRequestBytes = 32 << 20
         public var maxJSONDepth = RequestValidator.defaultMaxDepth
+        public var formats = FormatContext(yaml: LibYAML.reader)
 
         public init() {}
 
@@ -51,6 +53,7 @@ public final class Watcher: @unchecked Sendable {
             minFreeBytes = config.minFreeBytes
             maxRequestBytes = config.maxRequestBytes
             maxJSONDepth = config.maxJSONDepth
+            formats = config.formatContext
         }
     }
 
@@ -58,7 +61,8 @@ public final class Watcher: @unchecked Sendable {
         | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
     /// Validation problems a writer still at work can cause; others are final at once.
-    private static let unsettledKinds: Set<RequestProblem.Kind> = [.invalidJSON, .notUTF8, .notAnObject, .missingField, .wrongType]
+    private static let unsettledKinds: Set<RequestProblem.Kind> = [.invalidJSON, .notUTF8, .notAnObject, .missingField, .wrongType,
+                                                                        .invalidFrontMatter, .invalidPrompt]
 
     private let layout: SpoolLayout
     private let settings: Settings
@@ -78,6 +82,8 @@ public final class Watcher: @unchecked Sendable {
     private var reportedUnusable = Set<String>()
     /// Files not yet valid, by name: when to look at them again.
     private var settling: [String: Double] = [:]
+    /// Drafts already logged, by name, with the identity they had: logged once per save.
+    private var drafts: [String: FileIdentity] = [:]
     /// Names seen by the last poll, to notice removals without inotify.
     private var polledNames = Set<String>()
     private var intakePaused = false
@@ -197,8 +203,9 @@ public final class Watcher: @unchecked Sendable {
         let name = String(decoding: raw, as: UTF8.self)
         if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
             settling[name] = nil
+            drafts[name] = nil
             switch RequestName.classify(name) {
-            case .request(let id): delegate.removed(id)
+            case .request(let id): left(name, id: id)
             case .batch(let batch): delegate.removedBatch(batch)
             default: break
             }
@@ -241,8 +248,9 @@ public final class Watcher: @unchecked Sendable {
         if mode == .poll {
             let current = Set(names)
             for gone in polledNames.subtracting(current) {
+                drafts[gone] = nil
                 switch RequestName.classify(gone) {
-                case .request(let id): delegate.removed(id)
+                case .request(let id): left(gone, id: id)
                 case .batch(let batch): delegate.removedBatch(batch)
                 default: break
                 }
@@ -251,6 +259,15 @@ public final class Watcher: @unchecked Sendable {
         }
         for raw in raws where !stopping {
             considerRaw(raw, force: false)
+        }
+    }
+
+    /// A request file left `outgoing`. Another file of the same id (`a.md` beside `a.json`)
+    /// waited for it (see `RequestFormatRegistry`): it is looked at now.
+    private func left(_ name: String, id: String) {
+        delegate.removed(id, "\(layout.outgoing)/\(name)")
+        for suffix in RequestFormatRegistry.suffixes where id + suffix != name {
+            if Syscall.isPresent("\(layout.outgoing)/\(id)\(suffix)") { consider(id + suffix, force: true) }
         }
     }
 
@@ -272,14 +289,16 @@ public final class Watcher: @unchecked Sendable {
     /// `state/<id>.name` (written first, so the renamed file always has it on record),
     /// then the file is renamed within `outgoing`, which brings it back as a new name.
     private func rename(unsafe raw: [UInt8], because reason: String) {
-        guard raw.first != UInt8(ascii: "."), raw.count > 5, Array(raw.suffix(5)) == Array(SpoolLayout.requestSuffix.utf8) else { return }
+        guard raw.first != UInt8(ascii: "."),
+              let suffix = RequestFormatRegistry.suffixes.first(where: { raw.count > $0.utf8.count && Array(raw.suffix($0.utf8.count)) == Array($0.utf8) })
+        else { return }
         let id = RequestName.safeID(forRawName: raw)
         let escaped = RequestName.escaped(raw)
         // The logger escapes what it prints: given the escaped name it escaped it twice (`\\x0a`).
         let logged = String(decoding: raw, as: UTF8.self)
         let taken: Bool
         do {
-            taken = try Syscall.exists(layout.request(id))
+            taken = try Syscall.exists("\(layout.outgoing)/\(id)\(suffix)")
         } catch {
             logger.warning("cannot look for the safe id; will look again", ["file": LogValue(logged), "reason": "\(error)"])
             return
@@ -292,9 +311,9 @@ public final class Watcher: @unchecked Sendable {
         }
         do {
             try DurableFile.write(Array(escaped.utf8), to: layout.originalName(id), mode: layout.fileMode)
-            try Syscall.rename(in: layout.outgoing, rawName: raw, to: id + SpoolLayout.requestSuffix)
+            try Syscall.rename(in: layout.outgoing, rawName: raw, to: id + suffix)
             logger.warning("renamed a request to a safe id: \(reason)", id: id, ["file": LogValue(logged)])
-            if mode == .poll { consider(id + SpoolLayout.requestSuffix, force: false) }
+            if mode == .poll { consider(id + suffix, force: false) }
         } catch {
             if reportedUnusable.insert(escaped).inserted {
                 logger.error("cannot rename a request with an unsafe name; left in place", ["file": LogValue(logged), "reason": "\(error)"])
@@ -346,6 +365,8 @@ public final class Watcher: @unchecked Sendable {
             guard hasFreeSpace() else { return }
             delegate.foundBatch(batch)
         case .request(let id):
+            // A file of a known id under another name (`a.md` while `a.json` runs) waits:
+            // it is looked at when the other one leaves `outgoing` (`left`).
             if !force && known.contains(id) { return }
             var abandoned = false
             if let leases {
@@ -356,7 +377,7 @@ public final class Watcher: @unchecked Sendable {
                 }
             }
             guard hasFreeSpace() else { return }
-            let path = layout.request(id)
+            let path = "\(layout.outgoing)/\(name)"
             switch RequestFile.read(path: path, limit: settings.maxRequestBytes) {
             case nil:
                 return  // gone already
@@ -367,7 +388,15 @@ public final class Watcher: @unchecked Sendable {
             case .failure(let problem)?:
                 delegate.found(.invalid(id: id, requestPath: path, problem: problem))
             case .success(let loaded)?:
-                let intake = Watcher.intake(id: id, path: path, loaded: loaded, layout: layout, maxDepth: settings.maxJSONDepth)
+                guard let intake = Watcher.intake(id: id, path: path, loaded: loaded, layout: layout, formats: settings.formats) else {
+                    settling[name] = nil
+                    if drafts[name] != loaded.identity {
+                        drafts[name] = loaded.identity
+                        logger.info("left in outgoing as a draft; saving it without the draft mark sends it", id: id, ["file": LogValue(name)])
+                    }
+                    return
+                }
+                drafts[name] = nil
                 if case .invalid(_, _, let problem) = intake, Watcher.unsettledKinds.contains(problem.kind) {
                     let modified = Double(loaded.identity.modifiedNanoseconds) / 1e9
                     let quietUntil = modified + settings.settleSeconds
@@ -390,8 +419,14 @@ public final class Watcher: @unchecked Sendable {
     }
 
     /// What a readable request amounts to: a task (new, or resumed from its record), a
-    /// task that already ended before a restart, or an invalid request.
-    static func intake(id: String, path: String, loaded: RequestFile.Loaded, layout: SpoolLayout, maxDepth: Int) -> Intake {
+    /// task that already ended before a restart, or an invalid request; nil for a draft,
+    /// which is left alone.
+    static func intake(id: String, path: String, loaded: RequestFile.Loaded, layout: SpoolLayout, formats: FormatContext) -> Intake? {
+        guard let format = RequestName.format(of: String(path.split(separator: "/").last ?? ""))?.format else {
+            return .invalid(id: id, requestPath: path, problem: RequestProblem(.unusableName, "no request format takes this name"))
+        }
+        let verdict = format.prepare(loaded.bytes, context: formats)
+        if case .draft = verdict { return nil }
         let record = TaskRecord.load(layout, id: id)
         var history = TaskHistory(firstSeen: Date())
         if let record {
@@ -405,11 +440,13 @@ public final class Watcher: @unchecked Sendable {
                 break
             }
         }
-        switch RequestValidator.validate(loaded.bytes, maxDepth: maxDepth) {
-        case .success(let summary):
+        switch verdict {
+        case .request(let summary, _):
             return .valid(TaskDescriptor(id: id, requestPath: path, summary: summary, identity: loaded.identity, history: history))
-        case .failure(let problem):
+        case .invalid(let problem):
             return .invalid(id: id, requestPath: path, problem: problem)
+        case .draft:
+            return nil
         }
     }
 }

@@ -20,6 +20,11 @@ public struct RequestProblem: Error, Sendable, Equatable, CustomStringConvertibl
         case unknownMember = "unknown-member"
         /// A value of the right type that the daemon does not serve (a url, a method).
         case unsupported
+        /// A prompt file's front matter is not YAML, or not the settings it may hold.
+        case invalidFrontMatter = "invalid-front-matter"
+        /// A prompt file's text is not a conversation (an empty prompt, an empty section,
+        /// text before the first role heading).
+        case invalidPrompt = "invalid-prompt"
     }
 
     public let kind: Kind

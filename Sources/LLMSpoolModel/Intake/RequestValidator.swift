@@ -20,6 +20,11 @@ public struct RequestSummary: Sendable, Equatable {
     public var customID: String?
     /// The envelope's `completion_window` ("24h": the request can wait), when it had one.
     public var completionWindow: String?
+    /// The `RequestFormat.id` of the file: for a format that makes its body (a prompt
+    /// file), `size`, `body` and `usageSplice` are those of the body it made.
+    public var format = JSONRequestFormat.id
+    /// The configured endpoint the request must go to (a prompt file's `endpoint`), by name.
+    public var endpoint: String?
 
     public init(model: String, stream: Bool, size: Int, estimatedTokens: Int = 0, usageSplice: Int? = nil) {
         self.model = model

@@ -18,12 +18,20 @@ public enum PublicationPlan {
         public var source: String
         /// A stream keeps its raw events as `.sse`.
         public var streamed: Bool
+        /// A prompt file's transcript (`incoming/<id>.md`), published just before the result.
+        public var transcript: [UInt8]?
+        /// Where a stream's raw events are when its `.partial` holds the text instead
+        /// (`SpoolLayout.rawEvents`); nil when they are the `.partial`.
+        public var rawEvents: String?
 
-        public init(task: TaskDescriptor, record: TaskRecord, source: String, streamed: Bool) {
+        public init(task: TaskDescriptor, record: TaskRecord, source: String, streamed: Bool, transcript: [UInt8]? = nil,
+                    rawEvents: String? = nil) {
+            self.rawEvents = rawEvents
             self.task = task
             self.record = record
             self.source = source
             self.streamed = streamed
+            self.transcript = transcript
         }
     }
 
@@ -39,10 +47,15 @@ public enum PublicationPlan {
     public static func commit(_ success: Success, layout: SpoolLayout) -> [PublicationStep] {
         let id = success.task.id
         var steps: [PublicationStep] = [.syncFolder(layout.state)]
-        if success.streamed { steps.append(.rename(from: layout.partial(id), to: layout.rawStream(id))) }
+        if success.streamed { steps.append(.rename(from: success.rawEvents ?? layout.partial(id), to: layout.rawStream(id))) }
+        // After the commit point and before the result: a crash in between runs the request
+        // again (the result never got its name), whose transcript then replaces this one.
+        if let transcript = success.transcript { steps.append(.writeFile(layout.transcript(id), transcript)) }
         steps += [.rename(from: success.source, to: layout.result(id)),
-                  .syncFolder(layout.incoming),
-                  .unlinkIfSame(success.task.requestPath, identity: success.task.identity),
+                  .syncFolder(layout.incoming)]
+        // The text view has served its purpose once the result is there.
+        if success.rawEvents != nil { steps.append(.unlinkIfPresent(layout.partial(id))) }
+        steps += [.unlinkIfSame(success.task.requestPath, identity: success.task.identity),
                   .syncFolder(folder(of: success.task.requestPath))]
         return steps
     }
@@ -53,10 +66,11 @@ public enum PublicationPlan {
         let id = task.id
         var steps: [PublicationStep] = []
         if let record { steps += [.writeRecord(record, durable: true, resultInodeOf: nil), .syncFolder(layout.state)] }
-        steps += [.archiveIfPresent(layout.failedRequest(id), into: layout.superseded),
+        let failedRequest = layout.failedRequest(id, like: task.requestPath)
+        steps += [.archiveIfPresent(failedRequest, into: layout.superseded),
                   .archiveIfPresent(layout.errorRecord(id), into: layout.superseded),
                   .writeFile(layout.errorRecord(id), errorRecord),
-                  .moveIfSame(from: task.requestPath, to: layout.failedRequest(id), identity: task.identity),
+                  .moveIfSame(from: task.requestPath, to: failedRequest, identity: task.identity),
                   .syncFolder(layout.failed),
                   .syncFolder(folder(of: task.requestPath)),
                   .unlinkIfPresent(layout.partial(id))]
@@ -79,7 +93,7 @@ public enum PublicationPlan {
         case .failed:
             var steps: [PublicationStep] = []
             if !errorRecordExists, let bytes = record.errorRecord { steps.append(.writeFile(layout.errorRecord(id), bytes)) }
-            steps += [.moveIfSame(from: requestPath, to: layout.failedRequest(id), identity: identity),
+            steps += [.moveIfSame(from: requestPath, to: layout.failedRequest(id, like: requestPath), identity: identity),
                       .syncFolder(layout.failed), .syncFolder(folder(of: requestPath))]
             return steps
         case .active, .cancelled:

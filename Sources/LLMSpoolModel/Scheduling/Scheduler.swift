@@ -267,9 +267,11 @@ public struct Scheduler: Sendable {
         let count = gates.count
         let api = DialectRegistry.dialect(for: task.summary).api
         var earliestCoolingEnd: Double?
-        for offset in 0..<count {
+        // A pinned task tries its own endpoint only (its index is checked against the list).
+        let start = task.pinnedEndpoint ?? task.history.preferredEndpoint
+        for offset in 0..<(task.pinnedEndpoint == nil ? count : 1) {
             // A record may hold any number: a negative one must not index before the list.
-            let index = ((task.history.preferredEndpoint % count + count) % count + offset) % count
+            let index = ((start % count + count) % count + offset) % count
             // Fallback and cool-down stay among the endpoints that speak the dialect.
             guard gates[index].api == api else { continue }
             switch gates[index].readiness(estimatedTokens: task.summary.estimatedTokens, now: now) {
@@ -291,6 +293,9 @@ public struct Scheduler: Sendable {
     /// Why no endpoint can take `task`, naming what is configured; nil when one speaks its dialect.
     func unservable(_ task: TaskDescriptor) -> String? {
         let api = DialectRegistry.dialect(for: task.summary).api
+        if let pinned = task.pinnedEndpoint, gates.indices.contains(pinned), gates[pinned].api != api {
+            return "endpoint \(gates[pinned].name) speaks \(gates[pinned].api.rawValue), not \(api.rawValue), which a \(task.summary.dialect) request needs"
+        }
         guard !gates.contains(where: { $0.api == api }) else { return nil }
         let configured = gates.map { "\($0.name) (\($0.api.rawValue))" }.joined(separator: ", ")
         return "no endpoint speaks \(api.rawValue), which a \(task.summary.dialect) request needs (configured: \(configured))"

@@ -58,6 +58,8 @@ public struct TaskDescriptor: Sendable, Equatable {
     public var history: TaskHistory
     /// Found under the claim of a daemon that is gone: it had started, so it goes first.
     public var takenOver = false
+    /// The one endpoint (index) this task may go to: it waits for it, never falls back.
+    public var pinnedEndpoint: Int?
 
     public init(id: String, requestPath: String, summary: RequestSummary, identity: FileIdentity? = nil, history: TaskHistory? = nil) {
         self.id = id
@@ -81,6 +83,15 @@ public enum Intake: Sendable, Equatable {
         case .valid(let task): task.id
         case .invalid(let id, _, _): id
         case .alreadyEnded(let id, _): id
+        }
+    }
+
+    /// The file it is about.
+    public var requestPath: String {
+        switch self {
+        case .valid(let task): task.requestPath
+        case .invalid(_, let path, _): path
+        case .alreadyEnded(_, let path): path
         }
     }
 }

@@ -15,6 +15,17 @@ public enum RequestName {
         case unsafe(reason: String)
     }
 
+    /// The format that takes a name, and the ending it has; nil for a name no format takes.
+    public static func format(of name: String) -> (format: any RequestFormat, suffix: String)? {
+        RequestFormatRegistry.match(name).map { ($0.format, $0.suffix) }
+    }
+
+    /// The ending of a request's path (`.json`, `.md`), `.json` when none is registered.
+    public static func suffix(ofPath path: String) -> String {
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        return RequestFormatRegistry.match(name)?.suffix ?? SpoolLayout.requestSuffix
+    }
+
     /// The longest id, in bytes: leaves room for `.<id>.error.json.tmp` within NAME_MAX.
     public static let maxIDBytes = 200
 
@@ -24,9 +35,9 @@ public enum RequestName {
         if name.hasPrefix("#") && name.hasSuffix("#") { return .ignored }  // emacs auto-save
         for suffix in [".swp", ".swx", SpoolLayout.temporarySuffix] where name.hasSuffix(suffix) { return .ignored }
         if name.hasSuffix(SpoolLayout.batchSuffix) { return classifyBatch(String(name.dropLast(SpoolLayout.batchSuffix.count))) }
-        guard name.hasSuffix(SpoolLayout.requestSuffix) else { return .ignored }
-        let id = String(name.dropLast(SpoolLayout.requestSuffix.count))
-        if id.isEmpty { return .unusable(reason: "the name has no id before .json") }
+        guard let match = RequestFormatRegistry.match(name) else { return .ignored }
+        let id = match.id
+        if id.isEmpty { return .unusable(reason: "the name has no id before \(match.suffix)") }
         // failed/<id>.error.json is the record of request <id>; a request named like one
         // would collide with it.
         if name.hasSuffix(SpoolLayout.errorRecordSuffix) {

@@ -4,8 +4,9 @@
 /// | path | written by | appears when |
 /// | --- | --- | --- |
 /// | `outgoing/<id>.json` | the producer | it wants an answer; removed by the daemon when the task ends |
-/// | `incoming/<id>.partial` | the daemon | bytes arrive; renamed or removed when the attempt ends |
+/// | `incoming/<id>.partial` | the daemon | bytes arrive (a prompt file's: the answer's text); renamed or removed when the attempt ends |
 /// | `incoming/<id>.sse` | the daemon | a streamed answer completed: the raw event stream |
+/// | `incoming/<id>.md` | the daemon | a prompt file's answer: its transcript, just before the result |
 /// | `incoming/<id>.json` | the daemon | the task succeeded; always the last file of a success |
 /// | `failed/<id>.error.json` | the daemon | the task failed: what happened |
 /// | `failed/<id>.json` | the daemon | the request, moved from `outgoing` after its record is written |
@@ -82,8 +83,16 @@ public struct SpoolLayout: Sendable, Equatable {
     public func request(_ id: String) -> String { "\(outgoing)/\(id)\(Self.requestSuffix)" }
     public func partial(_ id: String) -> String { "\(incoming)/\(id)\(Self.partialSuffix)" }
     public func rawStream(_ id: String) -> String { "\(incoming)/\(id)\(Self.rawStreamSuffix)" }
+    /// A prompt file's raw events while they arrive, hidden: its `.partial` holds the text.
+    public func rawEvents(_ id: String) -> String { "\(incoming)/\(Self.hiddenPrefix)\(id)\(Self.rawStreamSuffix)\(Self.temporarySuffix)" }
     public func result(_ id: String) -> String { "\(incoming)/\(id)\(Self.requestSuffix)" }
     public func failedRequest(_ id: String) -> String { "\(failed)/\(id)\(Self.requestSuffix)" }
+    /// Where a failed request of any format goes: its own ending kept (`failed/<id>.md`).
+    public func failedRequest(_ id: String, like requestPath: String) -> String {
+        "\(failed)/\(id)\(RequestName.suffix(ofPath: requestPath))"
+    }
+    /// A prompt file's transcript: its conversation and the answer, as Markdown.
+    public func transcript(_ id: String) -> String { "\(incoming)/\(id)\(PromptRequestFormat.transcriptSuffix)" }
     public func errorRecord(_ id: String) -> String { "\(failed)/\(id)\(Self.errorRecordSuffix)" }
     public func taskRecord(_ id: String) -> String { "\(state)/\(id)\(Self.requestSuffix)" }
     /// The original name, escaped, of a request renamed to a safe id.
