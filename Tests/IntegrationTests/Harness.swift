@@ -312,6 +312,17 @@ final class Harness: @unchecked Sendable {
         return entries.map { ($0["prompt"] as? String ?? "", $0["attempt"] as? Int ?? 0, $0["at"] as? Double ?? 0) }
     }
 
+    /// Every post the stub saw, with the path it went to, in order.
+    func stubArrivalPaths() throws -> [(prompt: String, path: String)] {
+        guard let port = UInt16(stubURL.split(separator: ":").last?.split(separator: "/").first ?? "") else {
+            throw HarnessError("no port in \(stubURL)")
+        }
+        let data = try LoopbackGet.body(port: port, path: "/stub/requests")
+        guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let entries = object["requests"] as? [[String: Any]] else { throw HarnessError("bad /stub/requests answer") }
+        return entries.map { ($0["prompt"] as? String ?? "", $0["path"] as? String ?? "") }
+    }
+
     /// The paths the stub saw a prompt posted to, in order.
     func arrivalPaths(of prompt: String) throws -> [String] {
         guard let port = UInt16(stubURL.split(separator: ":").last?.split(separator: "/").first ?? "") else {

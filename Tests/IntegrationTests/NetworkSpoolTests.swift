@@ -68,6 +68,12 @@ final class NetworkMounts: @unchecked Sendable {
         SpoolLayout(root: mounts[kind]![index] + "/spool")
     }
 
+    /// The spool as the server stores it (the GlusterFS brick, the directory sshd exports):
+    /// what every client sees once its caches have expired.
+    func server(_ kind: Kind) -> SpoolLayout {
+        SpoolLayout(root: directory + (kind == .glusterfs ? "/gluster/brick" : "/sshfs/export") + "/spool")
+    }
+
     func down() {
         _ = try? Harness.spawnAndWait(["/bin/bash", NetworkMounts.script, "down", directory])
         try? FileManager.default.removeItem(atPath: directory)
@@ -78,10 +84,26 @@ final class NetworkMounts: @unchecked Sendable {
 /// GlusterFS's default client caches and on sshfs, through kills and stale caches.
 @Suite(.serialized, .enabled(if: NetworkMounts.canRun, "\(NetworkMounts.missing ?? "")"))
 struct NetworkSpoolTests {
-    static func config(_ host: String, spool: SpoolLayout) -> [String: Any] {
+    // 10 s leases: a round of renewals is a few round trips per held lease, and on a mount
+    // shared with three daemons and a producer on two busy cores it was seen to take over
+    // 4 s, past a 3 s lease (the daemon warns when a round takes over a third of it).
+
+    /// Each daemon posts under a path of its own (`/<name>/v1/...`), so the stub's record
+    /// says who sent what.
+    static func config(_ host: String, spool: SpoolLayout, harness: Harness, name: String? = nil) -> [String: Any] {
         // `auto`: the daemons must find out by themselves that these are network mounts.
-        ["spool": spool.root, "watch_mode": "auto", "poll_interval_seconds": 0.2, "lease_seconds": 3, "host_id": host, "concurrency": 16,
-         "rescan_interval_seconds": 5]
+        ["spool": spool.root, "watch_mode": "auto", "poll_interval_seconds": 0.2, "lease_seconds": 10, "host_id": host, "concurrency": 16,
+         "rescan_interval_seconds": 5, "base_url": Self.url(harness, of: name ?? host)]
+    }
+
+    static func url(_ harness: Harness, of daemon: String) -> String {
+        guard let range = harness.stubURL.range(of: "/v1", options: .backwards) else { return harness.stubURL }
+        return harness.stubURL.replacingCharacters(in: range, with: "/\(daemon)/v1")
+    }
+
+    /// The prompts one daemon's posts carried, as the stub received them.
+    static func prompts(sentBy daemon: String, _ harness: Harness) throws -> Set<String> {
+        Set(try harness.stubArrivalPaths().filter { $0.path.hasPrefix("/\(daemon)/") }.map(\.prompt))
     }
 
     /// A producer on another machine: a dot-file through its own mount, then a rename.
@@ -143,12 +165,17 @@ struct NetworkSpoolTests {
     }
 
     /// Every request reached the endpoint once, ended done once, left its result and nothing else.
-    func expectExactlyOnce(_ harness: Harness, _ layout: SpoolLayout, ids: [String], prompt: (String) -> String, logs: [String],
+    func expectExactlyOnce(_ harness: Harness, _ layout: SpoolLayout, server: SpoolLayout, ids: [String], prompt: (String) -> String, logs: [String],
                            sentTwiceAllowed: Set<String> = [], heldOpenByOthers: Bool = false, staleCacheRace: Bool = false,
                            killLeftovers: Bool = false) throws {
         // sshfs keeps a request removed while another program had it open on the same
         // mount as `outgoing/.fuse_hidden*`: such a program's leftover, not the daemon's.
         let othersLeftover: (String) -> Bool = { heldOpenByOthers && $0.hasPrefix("outgoing/.fuse_hidden") }
+        for (index, log) in logs.enumerated() {
+            let slow = log.components(separatedBy: "renewing the leases took longer").count - 1
+            let lost = log.components(separatedBy: "lease lost to another daemon").count - 1
+            if slow + lost > 0 { print("daemon \(index): \(slow) slow renewal warnings, \(lost) leases lost") }
+        }
         let arrivals = try harness.stubArrivals()
         var perPrompt: [String: Int] = [:]
         for arrival in arrivals { perPrompt[arrival.prompt, default: 0] += 1 }
@@ -178,8 +205,12 @@ struct NetworkSpoolTests {
         #expect(harness.files(in: layout.outgoing).filter { !othersLeftover("outgoing/" + $0) }.isEmpty)
         var notDone: [String] = []
         for id in ids {
-            let record = try? harness.json(layout.taskRecord(id))
-            if record?["status"] as? String != "done" { notDone.append("\(id): \(record?["status"] ?? "no record")") }
+            // The server's copy is the record as written; a client's view of it can lag by its
+            // cache timeouts, which is the filesystem's behaviour and is reported, not judged.
+            let stored = Self.status(of: server.taskRecord(id))
+            if stored != "done" {
+                notDone.append("\(id): \(stored) (through the mount: \(Self.status(of: layout.taskRecord(id))); \(Self.linesAbout([id], in: logs)))")
+            }
         }
         if killLeftovers {
             // Known, intermittent, open (#20): after a SIGKILL on GlusterFS one request's record
@@ -206,6 +237,17 @@ struct NetworkSpoolTests {
         }
     }
 
+    /// A task record's status, or what kept it from being read.
+    static func status(of path: String) -> String {
+        do {
+            let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else { return "not a JSON object" }
+            return object["status"] as? String ?? "no status"
+        } catch {
+            return "unreadable: \(error.localizedDescription)"
+        }
+    }
+
     /// Waits until no claim is left in `state/leases`: finished ids keep theirs a while.
     func waitForLeasesToClear(_ layout: SpoolLayout, timeout: Double = 30) {
         try? waitUntil("the leases are gone", timeout: timeout) { Self.leftovers(layout).isEmpty }
@@ -226,7 +268,7 @@ struct NetworkSpoolTests {
         try producer.create()
         let names = ["d1", "d2", "d3"]
         for (index, name) in names.enumerated() {
-            daemons.append(try harness.startExtraDaemon(name, config: Self.config(name, spool: mounts.spool(kind, index))))
+            daemons.append(try harness.startExtraDaemon(name, config: Self.config(name, spool: mounts.spool(kind, index), harness: harness)))
         }
         #expect(harness.extraLog("d1").contains("watching by polling"), "auto polls a network mount")
         let count = Int(ProcessInfo.processInfo.environment["LLMSPOOL_NETFS_REQUESTS"] ?? "") ?? 1000
@@ -258,7 +300,7 @@ struct NetworkSpoolTests {
         print("\(kind): \(count) requests through 3 daemons in \(String(format: "%.1f", answered.timeIntervalSince(started))) s "
               + "(dropping took \(String(format: "%.1f", dropped.timeIntervalSince(started))) s), results per daemon \(shares), "
               + "pickup median \(String(format: "%.2f", quantile(0.5))) s, 95th \(String(format: "%.2f", quantile(0.95))) s, max \(String(format: "%.2f", quantile(1))) s")
-        try expectExactlyOnce(harness, producer, ids: ids, prompt: { "\(kind) net \($0.dropFirst())" }, logs: logs,
+        try expectExactlyOnce(harness, producer, server: mounts.server(kind), ids: ids, prompt: { "\(kind) net \($0.dropFirst())" }, logs: logs,
                               staleCacheRace: kind == .glusterfs)
         #expect(shares.allSatisfy { $0 > 0 }, "the load is spread: \(shares)")
     }
@@ -276,10 +318,10 @@ struct NetworkSpoolTests {
         try harness.startStub()
         let producer = mounts.spool(kind, 3)
         try producer.create()
-        let victim = try harness.startExtraDaemon("d1", config: Self.config("d1", spool: mounts.spool(kind, 0)))
+        let victim = try harness.startExtraDaemon("d1", config: Self.config("d1", spool: mounts.spool(kind, 0), harness: harness))
         daemons.append(victim)
-        daemons.append(try harness.startExtraDaemon("d2", config: Self.config("d2", spool: mounts.spool(kind, 1))))
-        daemons.append(try harness.startExtraDaemon("d3", config: Self.config("d3", spool: mounts.spool(kind, 2))))
+        daemons.append(try harness.startExtraDaemon("d2", config: Self.config("d2", spool: mounts.spool(kind, 1), harness: harness)))
+        daemons.append(try harness.startExtraDaemon("d3", config: Self.config("d3", spool: mounts.spool(kind, 2), harness: harness)))
         let count = 300
         let ids = (0..<count).map { "k\($0)" }
         for (index, id) in ids.enumerated() {
@@ -291,12 +333,11 @@ struct NetworkSpoolTests {
         kill(victim.processIdentifier, SIGKILL)
         victim.waitUntilExit()
         let killedAt = Date()
-        // What d1 had in flight: started and not done.
+        // What d1 had in flight: what the stub received from it, less what it ended. Its log
+        // cannot say: a post can leave before its "upload started" line is written.
         let victimLog = harness.extraLog("d1")
-        var inFlight = Set<String>()
-        for line in victimLog.split(separator: "\n") where line.contains("upload started") {
-            if let range = line.range(of: " id=") { inFlight.insert(String(line[range.upperBound...].prefix { $0 != " " })) }
-        }
+        let sentByVictim = try Self.prompts(sentBy: "d1", harness)
+        var inFlight = Set(ids.filter { sentByVictim.contains("\(kind) kill \($0.dropFirst())") })
         inFlight.subtract(Self.doneIDs([victimLog]).keys)
         // The others take over first (at once with locks, after the lease time without);
         // then d1 comes back while the run goes on.
@@ -304,7 +345,7 @@ struct NetworkSpoolTests {
             inFlight.allSatisfy { Syscall.isPresent(producer.result($0)) }
         }
         let takeover = Date().timeIntervalSince(killedAt)
-        daemons.append(try harness.startExtraDaemon("d1-again", config: Self.config("d1", spool: mounts.spool(kind, 0))))
+        daemons.append(try harness.startExtraDaemon("d1-again", config: Self.config("d1", spool: mounts.spool(kind, 0), harness: harness, name: "d1-again")))
         try waitUntil("every request is answered", timeout: 300) {
             harness.files(in: producer.incoming).filter { $0.hasSuffix(".json") }.count >= count
         }
@@ -313,7 +354,7 @@ struct NetworkSpoolTests {
         print("\(kind): d1 killed with \(inFlight.count) in flight; they were done \(String(format: "%.1f", takeover)) s after the kill; "
               + "restart removed: \(restartLog.split(separator: "\n").filter { $0.contains("leftovers") })")
         // d1's killed attempts were cut short: their ids may count twice at the stub, nobody else's.
-        try expectExactlyOnce(harness, producer, ids: ids, prompt: { "\(kind) kill \($0.dropFirst())" },
+        try expectExactlyOnce(harness, producer, server: mounts.server(kind), ids: ids, prompt: { "\(kind) kill \($0.dropFirst())" },
                               logs: ["d1", "d2", "d3", "d1-again"].map { harness.extraLog($0) }, sentTwiceAllowed: inFlight,
                               killLeftovers: true)
     }
@@ -355,10 +396,10 @@ struct NetworkSpoolTests {
         }
         for (index, id) in ids.enumerated() { try Self.drop(producer, id, Self.request(index, prefix: "\(kind) cached")) }
         // The answering daemon first, alone, then the two on the caching mounts once it is busy.
-        daemons.append(try harness.startExtraDaemon("d1", config: Self.config("d1", spool: mounts.spool(kind, 0))))
+        daemons.append(try harness.startExtraDaemon("d1", config: Self.config("d1", spool: mounts.spool(kind, 0), harness: harness)))
         try waitUntil("d1 answered some", timeout: 60) { Self.doneIDs([harness.extraLog("d1")]).count > 5 }
-        daemons.append(try harness.startExtraDaemon("d2", config: Self.config("d2", spool: cached[0])))
-        daemons.append(try harness.startExtraDaemon("d3", config: Self.config("d3", spool: cached[1])))
+        daemons.append(try harness.startExtraDaemon("d2", config: Self.config("d2", spool: cached[0], harness: harness)))
+        daemons.append(try harness.startExtraDaemon("d3", config: Self.config("d3", spool: cached[1], harness: harness)))
         try waitUntil("every request is answered", timeout: 300) {
             harness.files(in: producer.incoming).filter { $0.hasSuffix(".json") }.count >= count
         }
@@ -374,7 +415,7 @@ struct NetworkSpoolTests {
         Self.stopAll(daemons)
         #expect(lateClaim != .claimed, "a finished request cannot be claimed again through a caching mount")
         waitForLeasesToClear(producer)
-        try expectExactlyOnce(harness, producer, ids: ids + ["late"], prompt: { $0 == "late" ? "\(kind) cached late" : "\(kind) cached \($0.dropFirst())" },
+        try expectExactlyOnce(harness, producer, server: mounts.server(kind), ids: ids + ["late"], prompt: { $0 == "late" ? "\(kind) cached late" : "\(kind) cached \($0.dropFirst())" },
                               logs: ["d1", "d2", "d3"].map { harness.extraLog($0) }, heldOpenByOthers: true)
     }
 }

@@ -251,12 +251,16 @@ public final class Finisher: Sendable {
             logger.error("cannot complete the clean-up; will try again on the next scan", id: id, ["reason": "\(error)"])
             return .finalized(id: id)
         }
-        let steps = PublicationPlan.completion(of: record, requestPath: requestPath, identity: identity ?? record.request,
+        let steps = PublicationPlan.completion(of: record, requestPath: requestPath, identity: identity ?? ownView(of: requestPath, record),
                                                errorRecordExists: errorRecordExists, layout: layout)
         guard !steps.isEmpty else { return .finalized(id: id) }
         switch executor.run(steps) {
         case .failed(_, _, let error):
             logger.error("cannot complete the clean-up; will try again on the next scan", id: id, ["reason": "\(error)"])
+        case .completed(let notes) where !notes.isEmpty:
+            // Already removed (the daemon that ended it did, seen here through a stale
+            // cache), or replaced by a newer file: nothing ended here, nothing to report.
+            logger.debug("the ended request's clean-up found nothing to do", id: id, ["notes": "\(notes)"])
         case .completed, .stopped:
             if record.status == .done {
                 logger.info("done (completed after a restart)", id: id, ["result": LogValue(layout.result(id))])
@@ -268,6 +272,17 @@ public final class Finisher: Sendable {
             }
         }
         return .finalized(id: id)
+    }
+
+    /// The request file as this mount sees it, when it is the instance `record` speaks of.
+    /// A record another mount of a shared spool wrote has that mount's device and inode
+    /// numbers, which never match here; the file is then read and compared by what every
+    /// mount sees alike (`FileIdentity.isSameInstanceAcrossMounts`).
+    private func ownView(of requestPath: String, _ record: TaskRecord) -> FileIdentity? {
+        guard let recorded = record.request else { return nil }
+        guard case .success(let loaded)? = RequestFile.read(path: requestPath, limit: Int(clamping: max(recorded.size, 0)) + 1),
+              loaded.identity.device != recorded.device else { return recorded }
+        return loaded.identity.isSameInstanceAcrossMounts(as: recorded) ? loaded.identity : recorded
     }
 
     /// A queued or waiting request was withdrawn by deleting its file.

@@ -64,6 +64,8 @@ public final class LeaseManager: Sendable {
     private let skewWarned = Atomic<Bool>(false)
     public let hostID: String
     private let lockMode = Atomic<Bool>(false)
+    /// Where the last tombstone sweep stopped in the folder's listing.
+    private let housekeepingCursor = Atomic<Int>(0)
 
     /// How claims are held, as chosen by `chooseMethod` (lease files until then).
     public var method: ClaimMethod { lockMode.load(ordering: .relaxed) ? .locks : .leaseFiles }
@@ -377,17 +379,33 @@ public final class LeaseManager: Sendable {
     public func startKeeper(lost: @escaping @Sendable (String) -> Void) {
         keeperStarted.store(true, ordering: .relaxed)
         NamedThread.start("leases") { [self] in
+            let interval = seconds / 3
+            var lastHousekeeping = LeaseManager.now()
+            var lastSlowWarning = -Double.infinity
             while !stopRequested.load(ordering: .relaxed) {
-                let interval = seconds / 3
                 var slept = 0.0
                 while slept < interval && !stopRequested.load(ordering: .relaxed) {
                     usleep(100_000)
                     slept += 0.1
                 }
+                let started = LeaseManager.now()
                 renewAll(lost: lost)
+                let took = LeaseManager.now() - started
+                if took > interval, started - lastSlowWarning > 60 {
+                    // Another renewal this late and the leases expire under their holder.
+                    lastSlowWarning = started
+                    logger.warning("renewing the leases took longer than a third of lease_seconds; raise lease_seconds on this filesystem",
+                                   ["seconds": "\((took * 10).rounded() / 10)", "lease_seconds": "\(seconds)"])
+                }
+                // Housekeeping reads every lease in the folder: on a slow network mount
+                // it must not delay the renewals, which keep claims alive. It runs once a
+                // lease period at most, and stops when the next renewal is due.
+                guard started - lastHousekeeping >= max(seconds, 5) else { continue }
+                lastHousekeeping = started
+                let deadline = started + interval
                 removeOldTombstones(olderThan: tombstoneSeconds)
-                removeExpiredTombstones()
-                removeFuseHidden(olderThan: 10)
+                removeExpiredTombstones(until: deadline)
+                if LeaseManager.now() < deadline { removeFuseHidden(olderThan: 10) }
             }
             stopped.signal()
         }
@@ -403,6 +421,14 @@ public final class LeaseManager: Sendable {
             guard marked else { continue }
             let path = layout.lease(id)
             let lease = read(path)
+            if lease == nil || lease?.isWritten == false, !leaseIsGone(path) {
+                // Unreadable is not taken: a slow or failing read on a loaded network mount
+                // must not discard a transfer. Left alone this round (another daemon may own
+                // it now: rewriting could clobber its claim), read again the next.
+                logger.debug("cannot read a held lease; trying again at the next renewal", id: id)
+                held.withLock { $0.renewing = nil }
+                continue
+            }
             if let lease, lease.owner == owner, !lease.ended {
                 do {
                     try rewrite(path, encode(expiresAt: LeaseManager.now() + seconds))
@@ -424,6 +450,16 @@ public final class LeaseManager: Sendable {
         }
     }
 
+    /// Whether the lease file is certainly gone (taken over and not yet recreated); an
+    /// error other than its absence is no proof.
+    private func leaseIsGone(_ path: String) -> Bool {
+        do {
+            return try !Syscall.exists(path)
+        } catch {
+            return false
+        }
+    }
+
     /// Removes our tombstones written more than `age` seconds ago (all of them with 0).
     private func removeOldTombstones(olderThan age: Double) {
         let now = LeaseManager.now()
@@ -442,9 +478,16 @@ public final class LeaseManager: Sendable {
 
     /// Removes any daemon's tombstone long expired (its owner stopped without removing it),
     /// through the takeover lock, like any other expired lease.
-    func removeExpiredTombstones() {
+    func removeExpiredTombstones(until deadline: Double = .infinity) {
         let now = LeaseManager.now()
-        for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasSuffix(".lease") {
+        let names = ((try? Syscall.listDirectory(layout.leases)) ?? []).filter { $0.hasSuffix(".lease") }
+        // Cut short by the deadline, the next round goes on where this one stopped.
+        let start = names.isEmpty ? 0 : housekeepingCursor.load(ordering: .relaxed) % names.count
+        for (step, name) in (names[start...] + names[..<start]).enumerated() {
+            if LeaseManager.now() >= deadline {
+                housekeepingCursor.store(start + step, ordering: .relaxed)
+                return
+            }
             let id = String(name.dropLast(".lease".count))
             guard let lease = read(layout.lease(id)), lease.ended, lease.expiresAt + margin < now else { continue }
             if lockMode.load(ordering: .relaxed) {

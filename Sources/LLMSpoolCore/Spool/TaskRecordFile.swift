@@ -99,6 +99,31 @@ extension TaskRecord {
         return decode(bytes)
     }
 
+    /// What looking for a record found.
+    public enum Lookup: Sendable {
+        case none
+        case found(TaskRecord)
+        /// There, but not readable as a record: on a network filesystem, possibly one just
+        /// replaced and seen through a stale cache (a truncated or vanished copy).
+        case unreadable(String)
+    }
+
+    /// The record of `id`, telling an absent record from one that cannot be read: a claim
+    /// on a shared spool must not take the second for the first.
+    public static func lookUp(_ layout: SpoolLayout, id: String) -> Lookup {
+        let path = layout.taskRecord(id)
+        let bytes: [UInt8]
+        do {
+            bytes = try FileReader.prefix(path: path, limit: 16 << 20)
+        } catch let error as SystemError where error.errno == ENOENT {
+            return .none
+        } catch {
+            return .unreadable("\(error)")
+        }
+        guard let record = decode(bytes) else { return .unreadable("\(path): not a task record (\(bytes.count) bytes)") }
+        return .found(record)
+    }
+
     /// Writes the record by rename. `durable` adds the fsyncs that make it a commit point.
     public func write(_ layout: SpoolLayout, durable: Bool) throws {
         let path = layout.taskRecord(id)

@@ -648,25 +648,41 @@ public final class TransferEngine: @unchecked Sendable {
             endBeforeStart(task, endpointIndex: endpointIndex, .diskError(reason))
             return
         }
-        if let leases, !isBatchLine, let record = TaskRecord.load(layout, id: task.id), record.status == .done || record.status == .failed {
+        var lookup = TaskRecord.Lookup.none
+        if let leases, !isBatchLine {
+            lookup = TaskRecord.lookUp(layout, id: task.id)
+            if case .unreadable(let reason) = lookup {
+                // Not proof of an end, nor of its absence: another daemon may have just
+                // replaced it. The claim goes back and the request is looked at again.
+                logger.debug("the task record cannot be read; looking again later", id: task.id, ["reason": LogValue(reason)])
+                leases.release(task.id, ended: false)
+                skip(task)
+                return
+            }
+        }
+        if let leases, case .found(let record) = lookup, record.status == .done || record.status == .failed {
             // A claim won on a stale view of a shared folder: another daemon may have finished
             // this request (its file still shows in a client cache). A record that proves it
             // (`Recovery.decide`) stands and the request is not sent; its lease stays as a
             // tombstone, so that no other stale view claims it either. A done record whose
             // result never got its name (a daemon killed in between) proves nothing: the
             // request runs.
-            let resultInode: UInt64?
+            var result: FileIdentity?
             do {
-                resultInode = try Syscall.exists(layout.result(task.id)) ? UInt64(try Syscall.lstat(layout.result(task.id)).st_ino) : nil
+                result = try Syscall.exists(layout.result(task.id)) ? FileIdentity(try Syscall.lstat(layout.result(task.id))) : nil
             } catch {
                 // Unreadable is not proof of an end: the request runs, as with no result.
                 logger.debug("cannot look for the result; sending", id: task.id, ["reason": "\(error)"])
-                resultInode = nil
+                result = nil
             }
-            if Recovery.decide(record: record, identity: task.identity, resultInode: resultInode) == .alreadyEnded {
+            if Recovery.decide(record: record, identity: task.identity, resultInode: result?.inode,
+                               resultModifiedNanoseconds: result?.modifiedNanoseconds) == .alreadyEnded {
                 logger.debug("already ended elsewhere; not sent", id: task.id, ["status": LogValue(record.status.rawValue)])
-                leases.release(task.id, ended: true)
                 skip(task)
+                // Its ending may be unfinished (the daemon that ended it was killed before it
+                // removed the request): the clean-up finishes it under the claim still held,
+                // and leaves the lease a tombstone.
+                delegate.alreadyEnded(task.id, task.requestPath)
                 return
             }
         }
@@ -675,15 +691,6 @@ public final class TransferEngine: @unchecked Sendable {
             if !previousRunCrashed { task.history = CrashGuard.ended(task.history) }
             if CrashGuard.mustFail(task.history) {
                 endBeforeStart(task, endpointIndex: endpointIndex, .crashLoop(starts: task.history.unfinishedStarts))
-                return
-            }
-            // The start is on disk before the request is sent: if the answer crashes the
-            // daemon, the next run knows this request was in flight (`CrashGuard`).
-            task.history = CrashGuard.starting(task.history)
-            do {
-                try TaskRecord(id: task.id, status: .active, request: task.identity, history: task.history).write(layout, durable: false)
-            } catch {
-                endBeforeStart(task, endpointIndex: endpointIndex, .diskError("recording the start of the attempt failed: \(error)"))
                 return
             }
         }
@@ -736,6 +743,20 @@ public final class TransferEngine: @unchecked Sendable {
             apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: Date().timeIntervalSince1970))
             delegate.rejected(task.id, task.requestPath, RequestProblem(.unreadable, "cannot open the request: \(error)"))
             return
+        }
+        if !isBatchLine {
+            // The start is on disk before the request is sent: if the answer crashes the
+            // daemon, the next run knows this request was in flight (`CrashGuard`). Written
+            // only once the request is open: a request another daemon has just finished and
+            // removed must not have its record overwritten.
+            task.history = CrashGuard.starting(task.history)
+            do {
+                try TaskRecord(id: task.id, status: .active, request: task.identity, history: task.history).write(layout, durable: false)
+            } catch {
+                body.closeFile()
+                endBeforeStart(task, endpointIndex: endpointIndex, .diskError("recording the start of the attempt failed: \(error)"))
+                return
+            }
         }
         // A prompt file's stream: the `.partial` shows the answer's text, the raw events go aside.
         let textPartial = RequestFormatRegistry.format(id: task.summary.format).textPartial

@@ -430,8 +430,9 @@ public final class Watcher: @unchecked Sendable {
         let record = TaskRecord.load(layout, id: id)
         var history = TaskHistory(firstSeen: Date())
         if let record {
-            let resultInode = (try? Syscall.lstat(layout.result(id))).map { UInt64($0.st_ino) }
-            switch Recovery.decide(record: record, identity: loaded.identity, resultInode: resultInode) {
+            let result = (try? Syscall.lstat(layout.result(id))).map { FileIdentity($0) }
+            switch Recovery.decide(record: record, identity: loaded.identity, resultInode: result?.inode,
+                                   resultModifiedNanoseconds: result?.modifiedNanoseconds) {
             case .alreadyEnded:
                 return .alreadyEnded(id: id, requestPath: path)
             case .resume(let saved):

@@ -39,6 +39,17 @@ public struct FileIdentity: Sendable, Equatable {
         return true
     }
 
+    /// Whether both name the same instance as seen through two mounts of one share, where
+    /// device and inode numbers are each mount's own (sshfs numbers inodes per mount): the
+    /// size, the modification time to the second (SFTP keeps no finer), the birth time when
+    /// both know it, and the content's fingerprint, which both must have.
+    public func isSameInstanceAcrossMounts(as other: FileIdentity) -> Bool {
+        guard size == other.size, modifiedNanoseconds / 1_000_000_000 == other.modifiedNanoseconds / 1_000_000_000,
+              let hash = contentHash, let otherHash = other.contentHash, hash == otherHash else { return false }
+        if let born = bornNanoseconds, let otherBorn = other.bornNanoseconds, born != otherBorn { return false }
+        return true
+    }
+
     /// The same identity with the file's birth time.
     public func with(bornNanoseconds: Int64?) -> FileIdentity {
         FileIdentity(device: device, inode: inode, size: size, modifiedNanoseconds: modifiedNanoseconds,
