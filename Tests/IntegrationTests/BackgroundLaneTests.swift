@@ -160,4 +160,26 @@ import Testing
         #expect((record["message"] as? String)?.contains("deferred_fallback is fail") == true)
         #expect(try harness.arrivals(of: "Must wait").isEmpty)
     }
+
+    @Test func deletingARequestBeforeItsGroupIsSentOrAfterDiscardsItsAnswer() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "3"])
+        try harness.startDaemon(config: config(harness, ["batch_linger_seconds": 4]))
+        try harness.drop("early", Self.deferrable("early", "Deleted early"))
+        try waitUntil("the request is deferred", timeout: 20) { harness.log.contains("deferred to the background lane id=early") }
+        try Syscall.unlink(harness.layout.request("early"))
+        try waitUntil("its withdrawal is recorded", timeout: 20) { (try? harness.record("early"))?["status"] as? String == "cancelled" }
+
+        for id in ["kept", "late"] { try harness.drop(id, Self.deferrable(id, "Member \(id)")) }
+        try waitUntil("the remote batch is created", timeout: 30) { harness.log.contains("remote batch created") }
+        try Syscall.unlink(harness.layout.request("late"))
+        try waitForOutcomes(harness, ["kept"])
+        try SDKJudge.expectParses("ChatCompletion", [harness.layout.result("kept")])
+        #expect(!Syscall.isPresent(harness.layout.result("late")), "a deleted member's answer is discarded")
+        #expect(!Syscall.isPresent(harness.layout.result("early")))
+        #expect(try harness.record("late")["status"] as? String == "cancelled")
+        let made = try creations(harness)
+        #expect(made.values.reduce(0, +) == 1, "the first group was never sent: \(made)")
+    }
 }
