@@ -182,4 +182,19 @@ import Testing
         let made = try creations(harness)
         #expect(made.values.reduce(0, +) == 1, "the first group was never sent: \(made)")
     }
+
+    @Test func checkConfigShowsTheLaneAndNamesABadSetting() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.writeConfig(["endpoints": [["name": "batchy", "base_url": "http://127.0.0.1:9/v1", "batch": true]],
+                                 "default_completion_window": "24h", "deferred_fallback": "fail"])
+        let checked = try harness.cli(["check-config", "--config", harness.configPath])
+        #expect(checked.status == 0, "\(checked.stderr)")
+        #expect(checked.stdout.contains("endpoint[0] batchy (openai)") && checked.stdout.contains("batch: http://127.0.0.1:9/v1/files + /batches"))
+        #expect(checked.stdout.contains("default_completion_window = 24h") && checked.stdout.contains("deferred_fallback = fail"))
+        try harness.writeConfig(["endpoints": [["base_url": "http://127.0.0.1:9", "api": "anthropic", "batch": true]]])
+        let refused = try harness.cli(["check-config", "--config", harness.configPath])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("\(harness.configPath): endpoints[0]: \"batch\": true is only for an endpoint whose \"api\" is \"openai\""), "\(refused.stderr)")
+    }
 }
