@@ -472,9 +472,16 @@ public final class BackgroundLane: @unchecked Sendable {
                 continue
             }
             guard let task = group.tasks[member.id] else {
-                // The scheduler hands it over when the watcher finds it (or the record of an
-                // outcome written before a restart is completed there).
-                done = false
+                // Its outcome was handed over before a restart when its record names this
+                // batch (a failed line now retried live); else the scheduler hands it over
+                // when the watcher finds it.
+                if let batch = intent.batchID, let record = TaskRecord.load(layout, id: member.id),
+                   LaneMembership.isSameRequest(recorded: member.request, found: record.request),
+                   record.history.attempts.contains(where: { $0.remoteBatch == batch }) {
+                    groups[id]?.ended.insert(member.id)
+                } else {
+                    done = false
+                }
                 continue
             }
             groups[id]?.ended.insert(member.id)
