@@ -74,6 +74,7 @@ enum SetupCommand {
             var line = "endpoint[\(index)] \(endpoint.name) (\(endpoint.api.rawValue)) = \(endpoint.requestURL)  api key: \(key)  concurrency \(min(endpoint.concurrency, config.concurrency))"
             if endpoint.api == .anthropic { line += "  anthropic-version \(endpoint.anthropicVersion)" }
             if let model = endpoint.model { line += "  model -> \(model)" }
+            if endpoint.batch { line += "  batch: \(endpoint.baseURL)/files + /batches" }
             if endpoint.requestsPerMinute > 0 { line += "  \(Int(endpoint.requestsPerMinute)) requests/min" }
             if endpoint.tokensPerMinute > 0 { line += "  \(Int(endpoint.tokensPerMinute)) tokens/min" }
             lines.append(line)
@@ -90,6 +91,10 @@ enum SetupCommand {
             ("poll_interval_seconds", "\(config.pollIntervalSeconds)"), ("rescan_interval_seconds", "\(config.rescanIntervalSeconds)"),
             ("settle_seconds", "\(config.settleSeconds)"), ("min_free_bytes", "\(config.minFreeBytes)"),
             ("shutdown_grace_seconds", "\(config.shutdownGraceSeconds)"),
+            ("default_completion_window", config.defaultCompletionWindow ?? "none"), ("deferred_fallback", config.deferredFallback.rawValue),
+            ("batch_max_requests", "\(config.batchLimits.maxRequests)"), ("batch_max_bytes", "\(config.batchLimits.maxBytes)"),
+            ("batch_linger_seconds", "\(config.batchLimits.lingerSeconds)"), ("batch_poll_seconds", "\(config.batchPollSeconds)"),
+            ("batch_poll_max_seconds", "\(config.batchPollMaxSeconds)"),
             ("on_complete", config.hooks.onComplete.map { "\($0)" } ?? "none"), ("on_failure", config.hooks.onFailure.map { "\($0)" } ?? "none"),
             ("ca_file", config.caFile ?? "the system's"), ("ca_directory (SSL_CERT_DIR)", config.caDirectory ?? "the system's"),
             ("metrics", config.metricsAddress ?? "none"), ("log_level", config.logLevel.name), ("log_format", config.logFormat.rawValue),

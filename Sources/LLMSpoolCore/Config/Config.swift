@@ -61,6 +61,13 @@ public struct Config: Sendable, Equatable {
     public var metricsAddress: String?
     /// The model of a prompt file whose front matter names none.
     public var defaultModel: String?
+    /// The background lane: the window of requests that name none, what happens to a
+    /// request that may wait when no endpoint batches, a group's limits and the polling.
+    public var defaultCompletionWindow: String?
+    public var deferredFallback = LaneRouter.Fallback.live
+    public var batchLimits = LaneGrouper.Limits()
+    public var batchPollSeconds = 30.0
+    public var batchPollMaxSeconds = 600.0
 
     public init() {}
 
@@ -79,7 +86,7 @@ public struct Config: Sendable, Equatable {
         ("base_url", "the endpoint's base URL including /v1 (default https://api.openai.com/v1; OPENAI_BASE_URL overrides)"),
         ("api_key_env", "name of the environment variable holding the API key (default OPENAI_API_KEY)"),
         ("api_key_file", "path of a file holding the API key, mode 0600 (default none)"),
-        ("endpoints", "ordered fallback list of endpoints, each with name, base_url, api (openai or anthropic), api_key_env, api_key_file, anthropic_version, model, concurrency, requests_per_minute, tokens_per_minute (default: from the settings above and the environment: OPENAI_BASE_URL/OPENAI_API_KEY, and ANTHROPIC_BASE_URL/ANTHROPIC_API_KEY for an Anthropic one)"),
+        ("endpoints", "ordered fallback list of endpoints, each with name, base_url, api (openai or anthropic), api_key_env, api_key_file, anthropic_version, model, concurrency, requests_per_minute, tokens_per_minute, batch (true: it serves the background lane through OpenAI's Batch API) (default: from the settings above and the environment: OPENAI_BASE_URL/OPENAI_API_KEY, and ANTHROPIC_BASE_URL/ANTHROPIC_API_KEY for an Anthropic one)"),
         ("concurrency", "transfers at once (default 64)"),
         ("connect_timeout_seconds", "connect timeout per attempt (default 10)"),
         ("idle_timeout_seconds", "an attempt fails after this long without content (default 300)"),
@@ -99,6 +106,13 @@ public struct Config: Sendable, Equatable {
         ("max_batch_lines", "most lines in a batch file, outgoing/<name>.jsonl (default 1000000)"),
         ("max_batch_bytes", "largest batch file (default 2147483648)"),
         ("default_model", "the model of a prompt file (.md, .txt) that names none (default none: such a file fails)"),
+        ("default_completion_window", "the completion_window of a request that names none: \"24h\" sends it through the background lane (default none)"),
+        ("deferred_fallback", "a request that may wait when no endpoint has \"batch\": true: live or fail (default live)"),
+        ("batch_max_requests", "most requests in one remote batch (default 50000)"),
+        ("batch_max_bytes", "largest input file of one remote batch (default 209715200)"),
+        ("batch_linger_seconds", "a group is sent when its oldest request has waited this long (default 60)"),
+        ("batch_poll_seconds", "first wait between polls of a remote batch, doubling while nothing changes (default 30)"),
+        ("batch_poll_max_seconds", "longest wait between polls (default 600)"),
         ("group_readable", "results, records and folders readable by the group too (default false)"),
         ("watch_mode", "auto, inotify or poll (default auto: poll on network and FUSE filesystems)"),
         ("poll_interval_seconds", "how often polling scans outgoing (default 1)"),
@@ -192,6 +206,28 @@ public struct Config: Sendable, Equatable {
         if let value = try reader.integer("max_batch_bytes", minimum: 1, maximum: 1 << 46) { config.maxBatchBytes = value }
         if let value = try reader.integer("max_response_bytes", minimum: 1, maximum: 1 << 50) { config.maxResponseBytes = Int64(value) }
         if let value = try reader.integer("max_json_depth", minimum: 2, maximum: 10_000) { config.maxJSONDepth = value }
+        if let value = try reader.string("default_completion_window") {
+            guard value == LaneRouter.deferredWindow else {
+                throw ConfigError("\(source): \"default_completion_window\" must be \"\(LaneRouter.deferredWindow)\" (the only window the providers offer), not \"\(Logger.escape(value))\"")
+            }
+            config.defaultCompletionWindow = value
+        }
+        if let value = try reader.string("deferred_fallback") {
+            guard let fallback = LaneRouter.Fallback(rawValue: value) else {
+                throw ConfigError("\(source): \"deferred_fallback\" must be live or fail, not \"\(Logger.escape(value))\"")
+            }
+            config.deferredFallback = fallback
+        }
+        var limits = config.batchLimits
+        if let value = try reader.integer("batch_max_requests", minimum: 1, maximum: 50_000) { limits.maxRequests = value }
+        if let value = try reader.integer("batch_max_bytes", minimum: 1024, maximum: 200 * 1024 * 1024) { limits.maxBytes = value }
+        if let value = try reader.number("batch_linger_seconds", minimum: 0, maximum: 86_400) { limits.lingerSeconds = value }
+        config.batchLimits = LaneGrouper.Limits(maxRequests: limits.maxRequests, maxBytes: limits.maxBytes, lingerSeconds: limits.lingerSeconds)
+        if let value = try reader.number("batch_poll_seconds", minimum: 1, maximum: 86_400) { config.batchPollSeconds = value }
+        if let value = try reader.number("batch_poll_max_seconds", minimum: 1, maximum: 86_400) { config.batchPollMaxSeconds = value }
+        if config.batchPollMaxSeconds < config.batchPollSeconds {
+            throw ConfigError("\(source): \"batch_poll_max_seconds\" (\(SettingsReader.format(config.batchPollMaxSeconds))) must not be less than \"batch_poll_seconds\" (\(SettingsReader.format(config.batchPollSeconds)))")
+        }
         if let value = try reader.bool("group_readable") { config.groupReadable = value }
         if let value = try reader.number("rescan_interval_seconds", minimum: 0.1) { config.rescanIntervalSeconds = value }
         if let value = try reader.number("poll_interval_seconds", minimum: 0.05) { config.pollIntervalSeconds = value }
@@ -287,9 +323,11 @@ public struct EndpointSettings: Sendable, Equatable {
     public var api: EndpointAPI
     /// The `anthropic-version` header an Anthropic endpoint sends; nil: `MessagesDialect.defaultVersion`.
     public var anthropicVersion: String?
+    /// `"batch": true`: it serves the background lane through its Batch API.
+    public var batch = false
 
     public static let keys = ["name", "base_url", "api", "api_key_env", "api_key_file", "anthropic_version", "model", "concurrency",
-                              "requests_per_minute", "tokens_per_minute"]
+                              "requests_per_minute", "tokens_per_minute", "batch"]
 
     public init(name: String, baseURL: String, apiKeyEnv: String = "OPENAI_API_KEY", apiKeyFile: String? = nil, model: String? = nil,
                 concurrency: Int? = nil, requestsPerMinute: Double? = nil, tokensPerMinute: Double? = nil,
@@ -334,6 +372,15 @@ public struct EndpointSettings: Sendable, Equatable {
                   requestsPerMinute: try reader.number("requests_per_minute", minimum: 0),
                   tokensPerMinute: try reader.number("tokens_per_minute", minimum: 0),
                   api: api, anthropicVersion: version)
+        if let batch = try reader.bool("batch"), batch {
+            guard api == .openai else {
+                throw ConfigError("\(source): \"batch\": true is only for an endpoint whose \"api\" is \"openai\" (Anthropic Message Batches are not supported yet)")
+            }
+            guard model == nil else {
+                throw ConfigError("\(source): \"batch\": true cannot go with \"model\": the background lane sends each request's body as it is")
+            }
+            self.batch = true
+        }
     }
 
     func resolve(environment: [String: String], defaults: Config) throws -> Endpoint {
@@ -355,7 +402,8 @@ public struct EndpointSettings: Sendable, Equatable {
                         concurrency: concurrency ?? defaults.concurrency,
                         requestsPerMinute: requestsPerMinute ?? defaults.requestsPerMinute,
                         tokensPerMinute: tokensPerMinute ?? defaults.tokensPerMinute,
-                        api: api, anthropicVersion: anthropicVersion ?? MessagesDialect.defaultVersion, apiKeyOrigin: keyOrigin)
+                        api: api, anthropicVersion: anthropicVersion ?? MessagesDialect.defaultVersion, apiKeyOrigin: keyOrigin,
+                        batch: batch)
     }
 
     static func readKeyFile(_ path: String) throws -> Secret {
@@ -386,10 +434,13 @@ public struct Endpoint: Sendable, Equatable {
     public let anthropicVersion: String
     /// Where its key comes from, for `check-config`: `$VARIABLE` or `file PATH`.
     public let apiKeyOrigin: String
+    /// It serves the background lane through its Batch API.
+    public let batch: Bool
 
     public init(name: String = "default", baseURL: String, apiKey: Secret?, model: String? = nil, concurrency: Int = 64,
                 requestsPerMinute: Double = 0, tokensPerMinute: Double = 0, api: EndpointAPI = .openai,
-                anthropicVersion: String = MessagesDialect.defaultVersion, apiKeyOrigin: String = "$OPENAI_API_KEY") {
+                anthropicVersion: String = MessagesDialect.defaultVersion, apiKeyOrigin: String = "$OPENAI_API_KEY", batch: Bool = false) {
+        self.batch = batch
         let trimmed = Endpoint.normalisedBaseURL(baseURL, api: api)
         self.api = api
         self.anthropicVersion = anthropicVersion

@@ -130,6 +130,7 @@ public final class Finisher: Sendable {
         var entry = AttemptEntry(startedAt: outcome.startedAt, endedAt: outcome.endedAt, endpoint: outcome.endpointName,
                                  outcome: "ok", bytesSent: outcome.bytesSent, bytesReceived: outcome.bytesReceived)
         if case .response(let status) = outcome.ending { entry.httpStatus = status }
+        entry.remoteBatch = outcome.remoteBatch
         switch verdict {
         case .cancelled:
             closePartial(outcome.partialFD)

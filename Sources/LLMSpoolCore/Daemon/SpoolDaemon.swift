@@ -13,6 +13,7 @@ public final class SpoolDaemon: Sendable {
     private let pool: WorkerPool
     private let committer: GroupCommitter
     private let batches: BatchRunner
+    private let lane: BackgroundLane
     private let hooks: HookRunner
     private let logger: Logger
     private let notifier: SystemdNotifier
@@ -54,9 +55,9 @@ public final class SpoolDaemon: Sendable {
         let engineBox = Mutex<TransferEngine?>(nil)
         let post: @Sendable (Scheduler.Event) -> Void = { event in engineBox.withLock { $0 }?.post(event) }
         let committer = GroupCommitter(finisher: finisher, post: post)
-        let engine = try TransferEngine(
-            layout: layout, endpoints: endpoints, settings: TransferEngine.Settings(config), known: known, metrics: metrics,
-            diskHealth: diskHealth, delegate: .init(
+        let lane = BackgroundLane(layout: layout, endpoints: endpoints, settings: BackgroundLane.Settings(config), finisher: finisher,
+                                  logger: logger, post: post)
+        var engineDelegate = TransferEngine.Delegate(
                 attemptEnded: { outcome in
                     pool.submit {
                         switch finisher.prepare(outcome) {
@@ -68,9 +69,14 @@ public final class SpoolDaemon: Sendable {
                 rejected: { id, path, problem in pool.submit { post(finisher.reject(id: id, requestPath: path, problem: problem)) } },
                 alreadyEnded: { id, path in pool.submit { post(finisher.completeEnded(id: id, requestPath: path)) } },
                 withdrawn: { id in pool.submit { finisher.withdrawn(id: id) } },
-                unservable: { task, message in pool.submit { post(finisher.unservable(task: task, message: message)) } }),
-            logger: logger)
+                unservable: { task, message in pool.submit { post(finisher.unservable(task: task, message: message)) } })
+        engineDelegate.deferred = { task, endpoint in lane.deferred(task, endpoint: endpoint) }
+        engineDelegate.laneWithdrawn = { id in lane.withdrawn(id: id) }
+        let engine = try TransferEngine(
+            layout: layout, endpoints: endpoints, settings: TransferEngine.Settings(config), known: known, metrics: metrics,
+            diskHealth: diskHealth, delegate: engineDelegate, logger: logger)
         engineBox.withLock { $0 = engine }
+        self.lane = lane
         var batchSettings = BatchRunner.Settings(config)
         batchSettings.sharedSpool = leases != nil
         let batches = BatchRunner(layout: layout, settings: batchSettings, logger: logger, metrics: metrics, post: post,
@@ -132,6 +138,8 @@ public final class SpoolDaemon: Sendable {
             leases.startKeeper(lost: { [engine] id in engine.leaseLost(id) })
             logger.info("claiming requests with leases", ["owner": LogValue(leases.owner), "lease_seconds": "\(leases.seconds)"])
         }
+        // Before the watcher: a member found again must find its group.
+        lane.start()
         try watcher.start()
         engine.start()
         batches.start()
@@ -192,6 +200,7 @@ public final class SpoolDaemon: Sendable {
         notifier.send("STOPPING=1")
         watcher.stop()
         control.stop()
+        lane.finish()
         engine.shutdown()
         pool.finish()
         committer.finish()
@@ -210,6 +219,7 @@ public final class SpoolDaemon: Sendable {
         var batchSettings = BatchRunner.Settings(config)
         batchSettings.sharedSpool = leases != nil
         batches.reconfigure(batchSettings)
+        lane.reconfigure(endpoints: endpoints, settings: BackgroundLane.Settings(config))
         engine.reconfigure(endpoints: endpoints, settings: TransferEngine.Settings(config))
     }
 

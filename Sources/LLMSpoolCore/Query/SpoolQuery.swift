@@ -43,6 +43,8 @@ public struct StatusSummary: Sendable {
     public var daemonPID: Int32?
     /// Every live daemon on a shared spool (empty on a spool without leases).
     public var daemons: [DaemonRoster.Entry] = []
+    /// The groups the background lane carries, from their intent records.
+    public var remoteBatches: [LaneQuery.Group] = []
 
     public func json() -> [UInt8] {
         var object: [String: Any] = [
@@ -65,6 +67,7 @@ public struct StatusSummary: Sendable {
             if let failures = $0.wait.failures { item["failures"] = failures }
             return item
         }
+        object["remote_batches"] = remoteBatches.map(\.json)
         object["deferred_requests"] = waiting.map { entry -> [String: Any] in
             var item: [String: Any] = ["id": entry.id, "attempts": entry.attempts]
             if let next = entry.nextAttemptAt { item["next_attempt_at"] = Timestamp.string(next) }
@@ -110,6 +113,10 @@ public struct StatusSummary: Sendable {
         if !endpointWaits.isEmpty {
             lines.append("endpoints waiting:")
             for named in endpointWaits { lines.append("  " + Logger.escape(named.message)) }
+        }
+        if !remoteBatches.isEmpty {
+            lines.append("remote batches:")
+            for group in remoteBatches { lines.append("  \(group.members.count) requests \(Logger.escape(group.description))") }
         }
         if !waiting.isEmpty {
             lines.append("waiting:")
@@ -210,6 +217,7 @@ public struct SpoolQuery: Sendable {
         }
         summary.transfers = live?.inFlight.filter { inFlightIDs.contains($0.id) } ?? []
         summary.held = SpoolActions(layout: layout).heldIDs().count
+        summary.remoteBatches = LaneQuery(layout: layout).groups
         // A running daemon keeps the counts; reading every record is for a spool without one.
         let totals = live?.totals ?? finishedTotals()
         summary.done = totals.done
@@ -261,6 +269,7 @@ public struct SpoolQuery: Sendable {
     /// The requests not finished yet, oldest first: what `llmspool queue` lists.
     public func queue(now: Date = Date()) -> [QueueEntry] {
         let live = LiveStatus.read(layout, now: now)
+        let lane = LaneQuery(layout: layout).byMember
         var entries: [QueueEntry] = []
         for id in outgoingIDs() {
             guard let path = requestPath(of: id), let info = try? Syscall.lstat(path) else { continue }
@@ -277,6 +286,8 @@ public struct SpoolQuery: Sendable {
                 let error = record?.history.attempts.last?.message.map { " after: \($0)" } ?? ""
                 let endpoints = live?.queueWait.map { "; \($0)" } ?? ""
                 entry.reason = "next attempt at \(Timestamp.string(next))\(error)\(endpoints)"
+            } else if state == .queued, let group = lane[id] {
+                entry.reason = group.description
             } else if state == .queued && live == nil {
                 entry.reason = "no daemon running"
             } else if state == .queued, let wait = live?.queueWait {
@@ -345,7 +356,13 @@ public struct SpoolQuery: Sendable {
             if let endpoint = record.endpoint { object["endpoint"] = endpoint }
             if let usage = record.usage { object["usage"] = usage }
         }
-        if ["queued", "waiting"].contains(object["state"] as? String), let wait = live?.queueWait { object["waiting_for"] = wait }
+        if object["state"] as? String == RequestState.queued.rawValue, let group = LaneQuery(layout: layout).group(of: id) {
+            object["lane"] = "batch"
+            object["remote_batch"] = group.json
+            object["waiting_for"] = group.description
+        } else if ["queued", "waiting"].contains(object["state"] as? String), let wait = live?.queueWait {
+            object["waiting_for"] = wait
+        }
         if object["state"] as? String != RequestState.failed.rawValue, Syscall.isPresent(layout.errorRecord(id)) {
             // A later outcome replaced this failure: it is history, not the request's error.
             object["superseded_failure"] = layout.errorRecord(id)

@@ -56,6 +56,10 @@ extension TaskRecord {
         if let status = attempt.httpStatus { members.append(("http_status", "\(status)")) }
         if let message = attempt.message { members.append(("message", JSONText.quoted(message))) }
         if let timer = attempt.timer { members.append(("timer", JSONText.quoted(timer))) }
+        if let batch = attempt.remoteBatch {
+            members.append(("lane", JSONText.quoted("batch")))
+            members.append(("remote_batch", JSONText.quoted(batch)))
+        }
         members.sort { $0.0 < $1.0 }
         return "{" + members.map { "\(JSONText.quoted($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
     }
@@ -146,6 +150,10 @@ extension TaskRecord {
         if let message = attempt.message { entry["message"] = message }
         if let status = attempt.httpStatus { entry["http_status"] = status }
         if let timer = attempt.timer { entry["timer"] = timer }
+        if let batch = attempt.remoteBatch {
+            entry["lane"] = "batch"
+            entry["remote_batch"] = batch
+        }
         return entry
     }
 
@@ -153,10 +161,12 @@ extension TaskRecord {
         guard let started = (entry["started_at"] as? String).flatMap(Timestamp.date),
               let ended = (entry["ended_at"] as? String).flatMap(Timestamp.date),
               let endpoint = entry["endpoint"] as? String, let outcome = entry["outcome"] as? String else { return nil }
-        return AttemptEntry(startedAt: started, endedAt: ended, endpoint: endpoint, outcome: outcome,
-                            message: entry["message"] as? String, httpStatus: entry["http_status"] as? Int,
-                            timer: entry["timer"] as? String,
-                            bytesSent: (entry["bytes_sent"] as? NSNumber)?.int64Value ?? 0,
-                            bytesReceived: (entry["bytes_received"] as? NSNumber)?.int64Value ?? 0)
+        var attempt = AttemptEntry(startedAt: started, endedAt: ended, endpoint: endpoint, outcome: outcome,
+                                   message: entry["message"] as? String, httpStatus: entry["http_status"] as? Int,
+                                   timer: entry["timer"] as? String,
+                                   bytesSent: (entry["bytes_sent"] as? NSNumber)?.int64Value ?? 0,
+                                   bytesReceived: (entry["bytes_received"] as? NSNumber)?.int64Value ?? 0)
+        attempt.remoteBatch = entry["remote_batch"] as? String
+        return attempt
     }
 }

@@ -38,6 +38,8 @@ public struct AttemptOutcome: Sendable {
     /// Where the raw answer is when it is not the `.partial` (a prompt file's stream,
     /// whose `.partial` holds the text).
     public let rawPath: String?
+    /// The provider's batch that answered, for an outcome of the background lane.
+    public var remoteBatch: String?
 
     public init(task: TaskDescriptor, ending: Ending, partialFD: Int32, headers: [String: String] = [:], bytesSent: Int64 = 0,
                 bytesReceived: Int64 = 0, startedAt: Date, endedAt: Date, endpointIndex: Int, endpointName: String,

@@ -31,8 +31,13 @@ public final class TransferEngine: @unchecked Sendable {
         public var caDirectory: String?
         /// For formats that make the body sent from the file (prompt files).
         public var formats: FormatContext
+        /// Which requests may wait and what happens when nothing batches them.
+        public var defaultCompletionWindow: String?
+        public var deferredFallback: LaneRouter.Fallback
 
         public init(_ config: Config) {
+            defaultCompletionWindow = config.defaultCompletionWindow
+            deferredFallback = config.deferredFallback
             formats = config.formatContext
             concurrency = config.concurrency
             connectTimeoutSeconds = config.connectTimeoutSeconds
@@ -63,6 +68,10 @@ public final class TransferEngine: @unchecked Sendable {
         public var withdrawn: @Sendable (_ id: String) -> Void
         /// No configured endpoint speaks the request's dialect; the finisher fails it.
         public var unservable: @Sendable (_ task: TaskDescriptor, _ message: String) -> Void
+        /// A request that may wait goes to the background lane of the endpoint named.
+        public var deferred: @Sendable (_ task: TaskDescriptor, _ endpoint: String) -> Void = { _, _ in }
+        /// A laned request's file left `outgoing`.
+        public var laneWithdrawn: @Sendable (_ id: String) -> Void = { _ in }
 
         public init(attemptEnded: @escaping @Sendable (AttemptOutcome) -> Void,
                     rejected: @escaping @Sendable (String, String, RequestProblem) -> Void,
@@ -92,6 +101,8 @@ public final class TransferEngine: @unchecked Sendable {
         public var deferred = 0
         public var transferring = 0
         public var finishing = 0
+        /// Requests handed to the background lane.
+        public var laned = 0
         /// Refreshed about once a second.
         public var inFlight: [LiveTransfer] = []
         /// Endpoints that take no request now, and why; refreshed about once a second.
@@ -188,6 +199,7 @@ public final class TransferEngine: @unchecked Sendable {
         self.logger = logger
         self.scheduler = Scheduler(concurrency: settings.concurrency,
                                    gates: TransferEngine.gates(endpoints, settings, active: [:], now: Date().timeIntervalSince1970))
+        scheduler.laneRouting = TransferEngine.laneRouting(endpoints, settings)
         // Our scheduler limits concurrency; libcurl's cache keeps that many connections warm.
         try CurlError.check(llms_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, settings.concurrency), "curl_multi_setopt(MAXCONNECTS)")
         // The engine outlives the multi handle's use (cleaned up in deinit): unretained is enough.
@@ -235,6 +247,11 @@ public final class TransferEngine: @unchecked Sendable {
                          cooldownSeconds: settings.cooldownSeconds, maxPauseSeconds: settings.maxPauseSeconds,
                          active: active[index] ?? 0, name: endpoint.name, api: endpoint.api, now: now)
         }
+    }
+
+    static func laneRouting(_ endpoints: [Endpoint], _ settings: Settings) -> LaneRouting {
+        LaneRouting(endpoints: endpoints.map { LaneRouter.Endpoint(name: $0.name, batch: $0.batch, api: $0.api) },
+                    defaultWindow: settings.defaultCompletionWindow, fallback: settings.deferredFallback)
     }
 
     /// Another daemon holds the lease of `id` now: its transfer here must stop.
@@ -402,6 +419,7 @@ public final class TransferEngine: @unchecked Sendable {
             settings = newSettings
             checkMulti(llms_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, newSettings.concurrency), "curl_multi_setopt(MAXCONNECTS)")
             let gates = TransferEngine.gates(newEndpoints, newSettings, active: scheduler.activeByEndpoint, now: now)
+            scheduler.laneRouting = TransferEngine.laneRouting(newEndpoints, newSettings)
             apply(scheduler.reconfigure(concurrency: newSettings.concurrency, gates: gates, now: now))
             logger.info("configuration reloaded", ["endpoints": LogValue(newEndpoints.map(\.name).joined(separator: ",")),
                                                    "concurrency": "\(newSettings.concurrency)"])
@@ -437,6 +455,10 @@ public final class TransferEngine: @unchecked Sendable {
                 delegate.withdrawn(id)
             case .noEndpoint(let task, let message):
                 delegate.unservable(task, message)
+            case .deferToLane(let task, let endpoint):
+                delegate.deferred(task, endpoints[endpoint].name)
+            case .withdrawFromLane(let id):
+                delegate.laneWithdrawn(id)
             }
         }
     }
@@ -984,6 +1006,7 @@ public final class TransferEngine: @unchecked Sendable {
             $0.deferred = counts.deferred
             $0.transferring = counts.transferring
             $0.finishing = counts.finishing
+            $0.laned = counts.laned
             if let live { $0.inFlight = live }
             if let waits { $0.endpointWaits = waits }
             $0.endpointCount = endpointCount

@@ -14,6 +14,8 @@ public struct Scheduler: Sendable {
         case transferring(endpoint: Int)
         /// The attempt ended (or never started); its outcome is being written.
         case finishing
+        /// Handed to the background lane: it goes through a provider's Batch API.
+        case laned
     }
 
     public enum Event: Equatable, Sendable {
@@ -34,6 +36,11 @@ public struct Scheduler: Sendable {
         case sendNow(id: String?)
         /// Stop starting transfers.
         case drain
+        /// The lane has the outcome of a laned task and is writing it (then `.retry` or
+        /// `.finalized` follows, as for an attempt).
+        case laneEnded(id: String)
+        /// The lane cannot carry a laned task (its group was refused): it goes live.
+        case laneReturned(TaskDescriptor)
     }
 
     public enum Action: Equatable, Sendable {
@@ -48,6 +55,10 @@ public struct Scheduler: Sendable {
         /// No endpoint speaks the task's dialect: it fails (kind `no-endpoint`) with `message`,
         /// which names what is configured.
         case noEndpoint(TaskDescriptor, message: String)
+        /// Send the task through the background lane of `endpoint`.
+        case deferToLane(TaskDescriptor, endpoint: Int)
+        /// A laned task's file left `outgoing`: the lane drops it, or discards its answer.
+        case withdrawFromLane(id: String)
     }
 
     /// Counts by state, kept up to date rather than counted.
@@ -56,6 +67,7 @@ public struct Scheduler: Sendable {
         public var deferred = 0
         public var transferring = 0
         public var finishing = 0
+        public var laned = 0
     }
 
     struct Entry: Sendable {
@@ -77,6 +89,8 @@ public struct Scheduler: Sendable {
     private var timers = MinHeap<Timer>(by: { $0.due < $1.due })
     private var rateWake: Double?
     private var draining = false
+    /// Where requests that may wait go; by default nowhere, so every request is live.
+    public var laneRouting = LaneRouting()
 
     struct Timer: Sendable {
         let due: Double
@@ -115,6 +129,16 @@ public struct Scheduler: Sendable {
                     set(task.id, Entry(state: .deferred(until: notBefore), task: task))
                     timers.push(Timer(due: notBefore, id: task.id))
                     return []
+                }
+                switch laneRouting.route(task) {
+                case .deferred(let endpoint):
+                    set(task.id, Entry(state: .laned, task: task))
+                    return [.deferToLane(task, endpoint: endpoint)]
+                case .noEndpoint:
+                    set(task.id, Entry(state: .finishing, task: nil))
+                    return [.noEndpoint(task, message: laneRouting.noEndpointMessage(task))]
+                case .live:
+                    break
                 }
                 if let message = unservable(task) {
                     set(task.id, Entry(state: .finishing, task: nil))
@@ -155,6 +179,8 @@ public struct Scheduler: Sendable {
                 return [.withdrawn(id: id)]
             case .transferring?:
                 return [.cancelTransfer(id: id)]
+            case .laned?:
+                return [.withdrawFromLane(id: id)]
             case .finishing?, nil:
                 return []
             }
@@ -174,6 +200,15 @@ public struct Scheduler: Sendable {
         case .drain:
             draining = true
             return []
+        case .laneEnded(let id):
+            guard entries[id]?.state == .laned else { return [] }
+            set(id, Entry(state: .finishing, task: nil))
+            return []
+        case .laneReturned(let task):
+            guard entries[task.id]?.state == .laned else { return [] }
+            set(task.id, Entry(state: .queued, task: task))
+            queue.append(task.id)
+            return fill(now)
         }
     }
 
@@ -192,7 +227,7 @@ public struct Scheduler: Sendable {
             case .queued, .deferred:
                 set(id, Entry(state: .finishing, task: nil))
                 actions.append(.noEndpoint(task, message: message))
-            case .transferring, .finishing:
+            case .transferring, .finishing, .laned:
                 continue
             }
         }
@@ -225,6 +260,7 @@ public struct Scheduler: Sendable {
         case .deferred: counts.deferred += delta
         case .transferring: counts.transferring += delta
         case .finishing: counts.finishing += delta
+        case .laned: counts.laned += delta
         }
     }
 

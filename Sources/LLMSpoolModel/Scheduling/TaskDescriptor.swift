@@ -12,6 +12,8 @@ public struct AttemptEntry: Sendable, Equatable {
     public var timer: String?
     public var bytesSent: Int64
     public var bytesReceived: Int64
+    /// The provider's batch that carried the attempt, when it went through the background lane.
+    public var remoteBatch: String?
 
     public init(startedAt: Date, endedAt: Date, endpoint: String, outcome: String, message: String? = nil,
                 httpStatus: Int? = nil, timer: String? = nil, bytesSent: Int64 = 0, bytesReceived: Int64 = 0) {

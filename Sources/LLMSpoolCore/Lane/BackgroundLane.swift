@@ -1,0 +1,580 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// The background lane: requests that may wait, sent through the provider's own Batch API
+/// on one thread, `lane`. The scheduler hands it each deferrable request; it groups them
+/// (`LaneGrouper`), records each group's intent durably before anything remote exists,
+/// and walks each group through `RemoteBatchMachine`'s steps over libcurl: upload, create,
+/// poll, download, split, publish. Each member's outcome goes through the finisher like
+/// a live attempt's, so `incoming/<id>.json` is the object a live call produces. After a
+/// restart, every intent record resumes where `RemoteBatchRecovery` says. Every decision
+/// is the model's; this class only does the I/O and keeps the time.
+public final class BackgroundLane: @unchecked Sendable {
+    // @unchecked Sendable holds because every stored `var` is read and written only on the
+    // lane's thread (and in `start`, before it runs); other threads reach it through `inbox`.
+
+    /// The lane's settings from the config.
+    public struct Settings: Sendable {
+        public var limits: LaneGrouper.Limits
+        public var pollSeconds: Double
+        public var pollMaxSeconds: Double
+        var http: LaneHTTP.Settings
+
+        public init(_ config: Config) {
+            limits = config.batchLimits
+            pollSeconds = config.batchPollSeconds
+            pollMaxSeconds = config.batchPollMaxSeconds
+            http = LaneHTTP.Settings(connectTimeoutSeconds: config.connectTimeoutSeconds, idleTimeoutSeconds: config.idleTimeoutSeconds,
+                                     caFile: config.caFile, caDirectory: config.caDirectory)
+        }
+    }
+
+    /// One remote batch as `status` shows it.
+    public struct Progress: Sendable, Equatable {
+        public var group: String
+        public var endpoint: String
+        public var state: String
+        public var batchID: String?
+        public var remoteStatus: String?
+        public var members: Int
+    }
+
+    enum Message {
+        case deferred(TaskDescriptor, endpoint: String)
+        case withdrawn(String)
+        case reconfigure([Endpoint], Settings)
+        case stop
+    }
+
+    /// How long a commit of successes may grow before its folders are fsynced.
+    static let commitBatch = 256
+
+    private let layout: SpoolLayout
+    private let store: RemoteIntentStore
+    private let finisher: Finisher
+    private let post: @Sendable (Scheduler.Event) -> Void
+    private let logger: Logger
+    private let inbox = Mutex<[Message]>([])
+    private let wake = DispatchSemaphore(value: 0)
+    private let stopped = DispatchSemaphore(value: 0)
+    private let progressBox = Mutex<[Progress]>([])
+    private let running = Atomic<Bool>(false)
+
+    private var endpoints: [Endpoint]
+    private var settings: Settings
+    private var http: LaneHTTP
+    private var grouper: LaneGrouper
+    private var waiting: [String: (task: TaskDescriptor, size: Int)] = [:]
+    private var groups: [String: LaneGroup] = [:]
+    private var groupOfMember: [String: String] = [:]
+
+    public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, finisher: Finisher, logger: Logger,
+                post: @escaping @Sendable (Scheduler.Event) -> Void) {
+        self.layout = layout
+        self.store = RemoteIntentStore(layout: layout)
+        self.finisher = finisher
+        self.post = post
+        self.logger = logger
+        self.endpoints = endpoints
+        self.settings = settings
+        self.http = LaneHTTP(settings: settings.http)
+        self.grouper = LaneGrouper(limits: settings.limits)
+    }
+
+    /// Every remote batch this daemon is carrying, for `status`.
+    public var progress: [Progress] { progressBox.withLock { $0 } }
+
+    /// Reads the intent records of earlier runs and starts the thread. Called before the
+    /// watcher starts, so that a member found again joins its group instead of a new one.
+    public func start() {
+        recover()
+        running.store(true, ordering: .relaxed)
+        NamedThread.start("lane") { [self] in run() }
+    }
+
+    /// A request that may wait, from the scheduler (any thread).
+    public func deferred(_ task: TaskDescriptor, endpoint: String) {
+        enqueue(.deferred(task, endpoint: endpoint))
+    }
+
+    /// A laned request's file left `outgoing` (any thread).
+    public func withdrawn(id: String) {
+        enqueue(.withdrawn(id))
+    }
+
+    public func reconfigure(endpoints: [Endpoint], settings: Settings) {
+        enqueue(.reconfigure(endpoints, settings))
+    }
+
+    /// Stops after the step under way; what waits in groups not yet sent stays in `outgoing`
+    /// (no intent was recorded for it), and every recorded group resumes on the next start.
+    public func finish() {
+        guard running.load(ordering: .relaxed) else { return }
+        enqueue(.stop)
+        stopped.wait()
+    }
+
+    private func enqueue(_ message: Message) {
+        inbox.withLock { $0.append(message) }
+        wake.signal()
+    }
+
+    // MARK: the thread
+
+    private func run() {
+        var messages: [Message] = []
+        loop: while true {
+            inbox.withLock { swap(&messages, &$0) }
+            for message in messages {
+                if case .stop = message { break loop }
+                handle(message)
+            }
+            messages.removeAll(keepingCapacity: true)
+            let now = Date().timeIntervalSince1970
+            if let deadline = grouper.nextDeadline, deadline <= now { apply(grouper.handle(.tick(now: now))) }
+            for id in groups.keys.sorted() {
+                guard let group = groups[id], let step = group.next, group.due <= now else { continue }
+                groups[id]?.next = nil
+                drive(id, [.perform(step)])
+            }
+            publishProgress()
+            var wait = 1.0
+            if let deadline = grouper.nextDeadline { wait = min(wait, deadline - now) }
+            for group in groups.values where group.next != nil { wait = min(wait, group.due - now) }
+            _ = wake.wait(timeout: .now() + max(0.005, wait))
+        }
+        stopped.signal()
+    }
+
+    private func handle(_ message: Message) {
+        switch message {
+        case .deferred(let task, let endpoint):
+            join(task, endpoint: endpoint)
+        case .withdrawn(let id):
+            if waiting[id] != nil {
+                apply(grouper.handle(.removed(id: id)))
+            } else if groupOfMember[id] == nil {
+                // Not the lane's (any more): the scheduler still holds it, and must let go.
+                finisher.withdrawn(id: id)
+                post(.finalized(id: id))
+            }
+            // A member of a sent group: its answer is discarded when it arrives (`publish`).
+        case .reconfigure(let newEndpoints, let newSettings):
+            endpoints = newEndpoints
+            settings = newSettings
+            http = LaneHTTP(settings: newSettings.http)
+        case .stop:
+            break
+        }
+    }
+
+    /// A deferrable request joins its recovered group (the same file, found again after a
+    /// restart) or a group being formed.
+    private func join(_ task: TaskDescriptor, endpoint: String) {
+        if let id = groupOfMember[task.id], let member = groups[id]?.machine.intent.members.first(where: { $0.id == task.id }),
+           LaneMembership.isSameRequest(recorded: member.request, found: task.identity) {
+            groups[id]?.tasks[task.id] = task
+            return
+        }
+        guard waiting[task.id] == nil else { return }
+        let size: Int
+        do {
+            guard let body = try LaneUploadSource.readBody(path: task.requestPath, range: task.summary.body, identity: task.identity) else {
+                throw LaneHTTP.BodyFailure(description: "the file changed after intake")
+            }
+            size = LaneUploadSource.line(id: task.id, url: url(of: task), body: body).count
+        } catch {
+            logger.warning("cannot measure the request for the background lane; it goes live", id: task.id, ["reason": "\(error)"])
+            post(.laneReturned(task))
+            return
+        }
+        waiting[task.id] = (task, size)
+        logger.debug("deferred to the background lane", id: task.id, ["endpoint": LogValue(endpoint)])
+        apply(grouper.handle(.added(LaneGrouper.Member(id: task.id, bytes: size), LaneGrouper.Key(endpoint: endpoint, url: url(of: task)),
+                                    at: Date().timeIntervalSince1970)))
+    }
+
+    private func url(of task: TaskDescriptor) -> String {
+        DialectRegistry.dialect(for: task.summary).url
+    }
+
+    private func apply(_ actions: [LaneGrouper.Action]) {
+        for action in actions {
+            switch action {
+            case .send(let key, let members, let reason):
+                form(key, members.compactMap { waiting.removeValue(forKey: $0.id) }, reason: reason)
+            case .tooLarge(let member, let key):
+                guard let entry = waiting.removeValue(forKey: member.id) else { continue }
+                logger.warning("the request alone passes batch_max_bytes; it goes live", id: member.id,
+                               ["bytes": "\(member.bytes)", "endpoint": LogValue(key.endpoint)])
+                post(.laneReturned(entry.task))
+            case .removed(let id, _):
+                waiting[id] = nil
+                finisher.withdrawn(id: id)
+                post(.finalized(id: id))
+            }
+        }
+    }
+
+    /// A group is sent: its intent is recorded durably, then its life begins.
+    private func form(_ key: LaneGrouper.Key, _ members: [(task: TaskDescriptor, size: Int)], reason: LaneGrouper.Reason) {
+        guard !members.isEmpty else { return }
+        let groupID = LaneMembership.newGroupID()
+        let now = Date()
+        let intent = RemoteIntent(group: groupID, endpoint: key.endpoint, url: key.url, createdAt: Int(now.timeIntervalSince1970),
+                                  members: members.map { RemoteIntent.Member(id: $0.task.id, request: $0.task.identity) })
+        do {
+            try store.write(intent)
+        } catch {
+            logger.error("cannot record a group's intent; its requests go live", ["group": LogValue(groupID), "reason": "\(error)"])
+            for member in members { post(.laneReturned(member.task)) }
+            return
+        }
+        var group = LaneGroup(machine: RemoteBatchMachine(intent: intent, schedule: PollSchedule(initial: settings.pollSeconds, maximum: settings.pollMaxSeconds)),
+                              startedAt: now)
+        for member in members {
+            group.tasks[member.task.id] = member.task
+            group.sizes[member.task.id] = member.size
+            groupOfMember[member.task.id] = groupID
+        }
+        groups[groupID] = group
+        logger.info("group recorded", ["group": LogValue(groupID), "endpoint": LogValue(key.endpoint), "url": LogValue(key.url),
+                                       "requests": "\(members.count)", "reason": LogValue(reason.rawValue)])
+        LaneTestPause.at("intent", group: groupID, logger: logger)
+        guard let actions = groups[groupID]?.machine.handle(.start) else { return }
+        drive(groupID, actions)
+    }
+
+    /// Every record of an earlier run: a group recorded only as an intent had nothing
+    /// remote (its file id is recorded before any create), so its record goes and its
+    /// members are grouped again as they are found; every later state resumes.
+    private func recover() {
+        let found: [RemoteIntentStore.Found]
+        do {
+            found = try store.loadAll()
+        } catch {
+            logger.error("cannot read the background lane's records", ["folder": LogValue(layout.remote), "reason": "\(error)"])
+            return
+        }
+        for entry in found {
+            switch entry {
+            case .unreadable(let path, let problem):
+                logger.error("an intent record cannot be read; it is left in place and its group is not resumed",
+                             ["record": LogValue(path), "problem": LogValue(problem)])
+            case .intent(let intent) where intent.state == .intent || intent.state == .published:
+                logger.info("a group recorded before anything remote existed is formed again", ["group": LogValue(intent.group),
+                                                                                                "requests": "\(intent.members.count)"])
+                logger.bestEffort("removing a record") { try store.remove(group: intent.group) }
+            case .intent(let intent):
+                var group = LaneGroup(machine: RemoteBatchMachine(intent: intent, schedule: PollSchedule(initial: settings.pollSeconds,
+                                                                                                          maximum: settings.pollMaxSeconds)),
+                                      startedAt: Date(timeIntervalSince1970: Double(intent.createdAt)))
+                for member in intent.members { groupOfMember[member.id] = intent.group }
+                if case .perform(let step)? = group.machine.handle(.start).first { group.next = step }
+                groups[intent.group] = group
+                logger.info("resuming a remote batch", ["group": LogValue(intent.group), "state": LogValue(intent.state.rawValue),
+                                                        "batch": LogValue(intent.batchID ?? "unknown"), "requests": "\(intent.members.count)"])
+            }
+        }
+    }
+
+    // MARK: a group's life
+
+    /// Performs the machine's actions in order, feeding each step's answer back, until the
+    /// group waits, ends, or a step cannot be taken now.
+    private func drive(_ id: String, _ actions: [RemoteBatchMachine.Action]) {
+        var pending = actions[...]
+        while let action = pending.popFirst() {
+            guard groups[id] != nil else { return }
+            switch action {
+            case .record(let intent):
+                guard record(id, intent) else {
+                    // The step after depends on this record: it waits until the record is written.
+                    if let step = Self.step(of: pending.first) { retry(id, step, after: 5) }
+                    return
+                }
+            case .perform(let step):
+                if let unrecorded = groups[id]?.unrecorded, !record(id, unrecorded) {
+                    retry(id, step, after: 5)
+                    return
+                }
+                guard let event = perform(step, id) else { return }
+                guard let next = groups[id]?.machine.handle(event) else { return }
+                if case .failed(_, _, let message) = event {
+                    logger.warning("a remote batch step failed", ["group": LogValue(id), "step": LogValue("\(step)"), "reason": LogValue(message)])
+                }
+                pending.append(contentsOf: next)
+            case .wait(let seconds, let step):
+                retry(id, step, after: seconds)
+            case .finish:
+                end(id)
+            case .abandon(let message):
+                abandon(id, message)
+            }
+        }
+    }
+
+    private static func step(of action: RemoteBatchMachine.Action?) -> RemoteBatchMachine.Step? {
+        switch action {
+        case .perform(let step)?, .wait(_, let step)?: step
+        default: nil
+        }
+    }
+
+    private func retry(_ id: String, _ step: RemoteBatchMachine.Step, after seconds: Double) {
+        groups[id]?.next = step
+        groups[id]?.due = Date().timeIntervalSince1970 + seconds
+    }
+
+    private func record(_ id: String, _ intent: RemoteIntent) -> Bool {
+        do {
+            try store.write(intent)
+            groups[id]?.unrecorded = nil
+            return true
+        } catch {
+            groups[id]?.unrecorded = intent
+            logger.error("cannot record a remote batch's state; its next step waits", ["group": LogValue(id), "reason": "\(error)"])
+            return false
+        }
+    }
+
+    /// One step's I/O; the event it amounts to, or nil when the step rescheduled itself.
+    private func perform(_ step: RemoteBatchMachine.Step, _ id: String) -> RemoteBatchMachine.Event? {
+        guard let group = groups[id] else { return nil }
+        let intent = group.machine.intent
+        guard let endpoint = endpoints.first(where: { $0.name == intent.endpoint && $0.batch }) else {
+            logger.error("the endpoint of a remote batch is not configured with \"batch\": true; the batch waits",
+                         ["group": LogValue(id), "endpoint": LogValue(intent.endpoint)])
+            retry(id, step, after: 60)
+            return nil
+        }
+        let client = OpenAIBatchClient(endpoint: endpoint, http: http)
+        switch step {
+        case .upload:
+            var lines: [LaneUploadSource.Line] = []
+            for member in intent.members {
+                guard let task = group.tasks[member.id], let size = group.sizes[member.id] else {
+                    return .failed(retryable: false, retryAfter: nil, message: "the request \(member.id) is not at hand for the upload")
+                }
+                lines.append(LaneUploadSource.Line(id: member.id, path: task.requestPath, body: task.summary.body, identity: task.identity, size: size))
+            }
+            guard let source = LaneUploadSource(group: id, url: intent.url, lines: lines) else {
+                return .failed(retryable: false, retryAfter: nil, message: "the group's input is too large to describe")
+            }
+            let event = client.upload(group: id, source: source)
+            if case .uploaded(let file) = event { logger.info("input uploaded", ["group": LogValue(id), "file": LogValue(file), "bytes": "\(source.size)"]) }
+            return event
+        case .create:
+            guard let file = intent.inputFileID else { return .failed(retryable: false, retryAfter: nil, message: "no input file id is recorded") }
+            let event = client.create(inputFileID: file, url: intent.url, group: id)
+            if case .created(let batch) = event {
+                logger.info("remote batch created", ["group": LogValue(id), "batch": LogValue(batch)])
+                LaneTestPause.at("created", group: id, logger: logger)
+            } else if event == .createUncertain {
+                logger.warning("the create's outcome is unknown; the provider's list is read before any other create", ["group": LogValue(id)])
+            }
+            return event
+        case .list(let after):
+            let event = client.list(after: after)
+            if case .listed(let page) = event, let mine = page.entries.first(where: { $0.group == id }) {
+                logger.info("remote batch found by its group id", ["group": LogValue(id), "batch": LogValue(mine.id)])
+            }
+            return event
+        case .poll:
+            guard let batch = intent.batchID else { return .failed(retryable: false, retryAfter: nil, message: "no batch id is recorded") }
+            let event = client.poll(batchID: batch)
+            if case .polled(let status) = event {
+                logger.debug("remote batch polled", ["group": LogValue(id), "batch": LogValue(batch), "status": LogValue(status.status),
+                                                     "completed": "\(status.completed)", "failed": "\(status.failed)", "total": "\(status.total)"])
+            }
+            return event
+        case .download(let output, let errors):
+            for (fileID, path) in [(output, outputPath(id)), (errors, errorsPath(id))] {
+                guard let fileID else {
+                    logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) }
+                    continue
+                }
+                do {
+                    let fd = try Syscall.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: layout.fileMode)
+                    defer { Syscall.close(fd) }
+                    if let failure = client.download(fileID: fileID, to: fd, path: path) { return failure }
+                    try Syscall.fsync(fd, path: path)
+                } catch {
+                    return .failed(retryable: true, retryAfter: nil, message: "the download to \(path) failed: \(error)")
+                }
+            }
+            logger.info("remote batch downloaded", ["group": LogValue(id), "batch": LogValue(intent.batchID ?? "?")])
+            return .downloaded
+        case .split:
+            do {
+                try index(id)
+            } catch {
+                return .failed(retryable: true, retryAfter: nil, message: "reading the downloaded output failed: \(error)")
+            }
+            return .split
+        case .publish:
+            if groups[id]?.index == nil {
+                do {
+                    try index(id)
+                } catch {
+                    return .failed(retryable: true, retryAfter: nil, message: "reading the downloaded output failed: \(error)")
+                }
+            }
+            guard publish(id, endpoint: endpoint) else {
+                // Members found again after a restart arrive as the watcher sees them.
+                retry(id, .publish, after: 1)
+                return nil
+            }
+            return .published
+        }
+    }
+
+    private func outputPath(_ id: String) -> String { layout.remote + "/" + id + ".output.jsonl" }
+    private func errorsPath(_ id: String) -> String { layout.remote + "/" + id + ".errors.jsonl" }
+
+    private func index(_ id: String) throws {
+        let paths = [outputPath(id), errorsPath(id)].filter { Syscall.isPresent($0) }
+        let index = try LaneOutputIndex(paths: paths)
+        for problem in index.problems.prefix(20) {
+            logger.warning("a line of a remote batch's output cannot be read", ["group": LogValue(id), "problem": LogValue(problem)])
+        }
+        groups[id]?.index = index
+    }
+
+    /// Hands every member's outcome to the finisher once; true when none is left.
+    private func publish(_ id: String, endpoint: Endpoint) -> Bool {
+        guard let group = groups[id] else { return true }
+        let intent = group.machine.intent
+        let files = SpoolFiles(layout: layout)
+        let endpointIndex = endpoints.firstIndex(of: endpoint) ?? 0
+        var prepared: [Finisher.PreparedSuccess] = []
+        var done = true
+        for member in intent.members where groups[id]?.ended.contains(member.id) == false {
+            let path = layout.request(member.id)
+            let current: FileIdentity?
+            do {
+                current = try files.identity(of: path)
+            } catch {
+                logger.warning("cannot look at a member's request; will look again", id: member.id, ["reason": "\(error)"])
+                done = false
+                continue
+            }
+            guard let current, LaneMembership.isSameRequest(recorded: member.request, found: current) else {
+                // Published before a restart, or deleted (or replaced) by its producer: the
+                // group's answer is not for the file there now.
+                groups[id]?.ended.insert(member.id)
+                if group.tasks[member.id] != nil {
+                    post(.laneEnded(id: member.id))
+                    finisher.withdrawn(id: member.id)
+                    post(.finalized(id: member.id))
+                }
+                continue
+            }
+            guard let task = group.tasks[member.id] else {
+                // Its outcome was handed over before a restart when its record names this
+                // batch (a failed line now retried live); else the scheduler hands it over
+                // when the watcher finds it.
+                if let batch = intent.batchID, let record = TaskRecord.load(layout, id: member.id),
+                   LaneMembership.isSameRequest(recorded: member.request, found: record.request),
+                   record.history.attempts.contains(where: { $0.remoteBatch == batch }) {
+                    groups[id]?.ended.insert(member.id)
+                } else {
+                    done = false
+                }
+                continue
+            }
+            groups[id]?.ended.insert(member.id)
+            post(.laneEnded(id: member.id))
+            switch finisher.prepare(outcome(of: task, group: group, endpoint: endpoint, endpointIndex: endpointIndex)) {
+            case .ended(let event):
+                post(event)
+            case .success(let success):
+                prepared.append(success)
+                if prepared.count >= Self.commitBatch {
+                    for event in finisher.commit(prepared) { post(event) }
+                    prepared.removeAll(keepingCapacity: true)
+                }
+            }
+        }
+        for event in finisher.commit(prepared) { post(event) }
+        return done
+    }
+
+    /// A member's line as the outcome of an attempt: its body in the `.partial`, as a live
+    /// answer's would be, judged and published by the finisher.
+    private func outcome(of task: TaskDescriptor, group: LaneGroup, endpoint: Endpoint, endpointIndex: Int) -> AttemptOutcome {
+        let batch = group.machine.intent.batchID ?? "?"
+        var ending: AttemptEnding
+        var body: [UInt8] = []
+        var headers: [String: String] = [:]
+        do {
+            if let line = try group.index?.line(of: task.id) {
+                switch try LaneOutputLine.read(line).result {
+                case .succeeded(let status, let requestID, let answer):
+                    ending = .response(status: status)
+                    body = answer
+                    if let requestID { headers["x-request-id"] = requestID }
+                case .failed(let code, let message, let status?, let answer?):
+                    _ = (code, message)
+                    ending = .response(status: status)
+                    body = answer
+                case .failed(let code, let message, _, _):
+                    ending = .transportError(code: 0, message: "the remote batch \(batch) reported \(code): \(message)")
+                case .cancelled, .expired:
+                    ending = .transportError(code: 0, message: "the remote batch \(batch) ended before this request")
+                }
+            } else {
+                ending = .transportError(code: 0, message: "the remote batch \(batch) has no line for this request")
+            }
+        } catch {
+            ending = .transportError(code: 0, message: "the remote batch \(batch)'s line for this request cannot be read: \(error)")
+        }
+        var fd: Int32 = -1
+        if case .response = ending {
+            let partial = layout.partial(task.id)
+            do {
+                fd = try Syscall.open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: layout.fileMode)
+                try Syscall.writeAll(fd, body, path: partial)
+            } catch {
+                if fd >= 0 { Syscall.close(fd) }
+                fd = -1
+                ending = .diskError("writing \(partial) failed: \(error)")
+            }
+        }
+        var outcome = AttemptOutcome(task: task, ending: ending, partialFD: fd, headers: headers, bytesReceived: Int64(body.count),
+                                     startedAt: group.startedAt, endedAt: Date(), endpointIndex: endpointIndex, endpointName: endpoint.name)
+        outcome.remoteBatch = group.machine.intent.batchID
+        return outcome
+    }
+
+    private func end(_ id: String) {
+        guard let group = groups.removeValue(forKey: id) else { return }
+        for member in group.machine.intent.members where groupOfMember[member.id] == id { groupOfMember[member.id] = nil }
+        logger.bestEffort("removing a finished group's record") { try store.remove(group: id) }
+        logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(outputPath(id)) }
+        logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(errorsPath(id)) }
+        logger.info("remote batch published", ["group": LogValue(id), "batch": LogValue(group.machine.intent.batchID ?? "?"),
+                                               "requests": "\(group.machine.intent.members.count)"])
+    }
+
+    /// The group cannot go through the Batch API: its members still waiting go live.
+    private func abandon(_ id: String, _ message: String) {
+        guard let group = groups[id] else { return }
+        logger.warning("a group cannot go through the Batch API; its requests go live", ["group": LogValue(id), "reason": LogValue(message)])
+        for member in group.machine.intent.members where !group.ended.contains(member.id) {
+            if let task = group.tasks[member.id] { post(.laneReturned(task)) }
+        }
+        groups[id]?.ended = Set(group.machine.intent.members.map(\.id))
+        end(id)
+    }
+
+    private func publishProgress() {
+        let list = groups.values.sorted { $0.id < $1.id }.map { group in
+            Progress(group: group.id, endpoint: group.machine.intent.endpoint, state: group.machine.intent.state.rawValue,
+                     batchID: group.machine.intent.batchID, remoteStatus: group.machine.intent.remoteStatus,
+                     members: group.machine.intent.members.count)
+        }
+        progressBox.withLock { $0 = list }
+    }
+}

@@ -1,0 +1,21 @@
+import Foundation
+
+/// One group of the background lane as its thread holds it: the remote batch's state
+/// machine, the members' tasks as the scheduler handed them over, and when its next step is due.
+struct LaneGroup {
+    var machine: RemoteBatchMachine
+    /// The members' tasks; after a restart they arrive again as the watcher finds their files.
+    var tasks: [String: TaskDescriptor] = [:]
+    /// Each member's input line size, measured when it joined (fresh groups only).
+    var sizes: [String: Int] = [:]
+    var next: RemoteBatchMachine.Step?
+    var due = 0.0
+    /// A record whose write failed: written before anything else happens to the group.
+    var unrecorded: RemoteIntent?
+    var index: LaneOutputIndex?
+    /// Members whose outcome is handed to the finisher (or found handed before a restart).
+    var ended: Set<String> = []
+    var startedAt: Date
+
+    var id: String { machine.intent.group }
+}

@@ -1,0 +1,160 @@
+import CCurl
+import Foundation
+import Glibc
+
+/// One HTTP exchange of the background lane with a provider's Files or Batches API, made
+/// with a libcurl easy handle on the lane's own thread (never on a shared pool): the body
+/// streamed from a source, the answer kept in memory up to a limit or streamed to a file.
+/// Every CURLcode is checked; the API key goes in a header list and nowhere else.
+final class LaneHTTP {
+    /// Where an answer's bytes go.
+    enum Sink {
+        /// Kept in memory, at most `limit` bytes (a JSON answer of the API).
+        case memory(limit: Int)
+        /// Written to `fd` as they arrive (a batch's output file), `path` for errors.
+        case file(fd: Int32, path: String)
+    }
+
+    /// What came back: the status, the body when kept in memory, and the Retry-After.
+    struct Answer {
+        var status: Int
+        var body: [UInt8]
+        var retryAfter: Double?
+        var bytesReceived: Int64
+    }
+
+    /// libcurl gave no answer (a refused connection, a timeout, a cut): the message names it.
+    struct TransportFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// The body could not be produced (a member's file changed or could not be read).
+    struct BodyFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// The settings every exchange takes.
+    struct Settings {
+        var connectTimeoutSeconds: Double
+        /// An exchange fails once no byte has moved for this long.
+        var idleTimeoutSeconds: Double
+        var caFile: String?
+        var caDirectory: String?
+    }
+
+    private let settings: Settings
+    private var source: (any LaneBodySource)?
+    private var sink: Sink = .memory(limit: 0)
+    private var received: [UInt8] = []
+    private var receivedBytes: Int64 = 0
+    private var sinkFailure: String?
+    private var retryAfter: Double?
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+
+    init(settings: Settings) {
+        self.settings = settings
+    }
+
+    deinit {
+        errorBuffer.deallocate()
+    }
+
+    /// Makes one exchange. `body` is sent with its size known first; nil makes a GET.
+    func exchange(method: String, url: String, headers: [String], body: (any LaneBodySource)?, sink: Sink) throws -> Answer {
+        guard let handle = curl_easy_init() else { throw TransportFailure(description: "libcurl could not create a handle") }
+        var list: UnsafeMutablePointer<curl_slist>?
+        defer {
+            curl_easy_cleanup(handle)
+            curl_slist_free_all(list)
+            source = nil
+        }
+        source = body
+        self.sink = sink
+        received = []
+        receivedBytes = 0
+        sinkFailure = nil
+        retryAfter = nil
+        errorBuffer[0] = 0
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        try CurlHandle.set(handle, CURLOPT_URL, string: url)
+        try CurlHandle.set(handle, CURLOPT_NOSIGNAL, 1)
+        try CurlHandle.set(handle, CURLOPT_TCP_KEEPALIVE, 1)
+        try CurlHandle.set(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(settings.connectTimeoutSeconds * 1000))
+        // Bytes must keep moving; a large upload or download may take as long as it needs.
+        try CurlHandle.set(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
+        try CurlHandle.set(handle, CURLOPT_LOW_SPEED_TIME, max(1, Int(settings.idleTimeoutSeconds)))
+        try CurlHandle.set(handle, CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
+        if let file = settings.caFile { try CurlHandle.set(handle, CURLOPT_CAINFO, string: file) }
+        if let folder = settings.caDirectory { try CurlHandle.set(handle, CURLOPT_CAPATH, string: folder) }
+        if let body {
+            try CurlHandle.set(handle, CURLOPT_POST, 1)
+            try CurlHandle.set(handle, CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(body.size))
+            try CurlHandle.set(handle, CURLOPT_READDATA, pointer: me)
+            try CurlHandle.set(handle, CURLOPT_READFUNCTION, callback: { buffer, size, count, context in
+                Unmanaged<LaneHTTP>.fromOpaque(context!).takeUnretainedValue().read(into: buffer!, capacity: size * count)
+            })
+        } else if method != "GET" {
+            try CurlHandle.set(handle, CURLOPT_CUSTOMREQUEST, string: method)
+        }
+        try CurlHandle.set(handle, CURLOPT_WRITEDATA, pointer: me)
+        try CurlHandle.set(handle, CURLOPT_WRITEFUNCTION, callback: { buffer, size, count, context in
+            Unmanaged<LaneHTTP>.fromOpaque(context!).takeUnretainedValue().write(buffer!, count: size * count)
+        })
+        try CurlHandle.set(handle, CURLOPT_HEADERDATA, pointer: me)
+        try CurlHandle.set(handle, CURLOPT_HEADERFUNCTION, callback: { buffer, size, count, context in
+            Unmanaged<LaneHTTP>.fromOpaque(context!).takeUnretainedValue().header(buffer!, count: size * count)
+        })
+        for line in headers + ["Expect:"] {
+            guard let longer = curl_slist_append(list, line) else {
+                throw CurlError(call: "curl_slist_append", code: Int32(CURLE_OUT_OF_MEMORY.rawValue), text: "out of memory")
+            }
+            list = longer
+        }
+        try CurlHandle.set(handle, CURLOPT_HTTPHEADER, list: list)
+        let code = curl_easy_perform(handle)
+        if let sinkFailure { throw TransportFailure(description: sinkFailure) }
+        if let failure = source?.failure { throw BodyFailure(description: failure) }
+        guard code == CURLE_OK else {
+            let detail = String(cString: errorBuffer)
+            let text = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+            throw TransportFailure(description: "\(method) \(url): \(text) (curl code \(code.rawValue))")
+        }
+        return Answer(status: CurlHandle.responseCode(handle), body: received, retryAfter: retryAfter, bytesReceived: receivedBytes)
+    }
+
+    private func read(into buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
+        guard let source else { return 0 }
+        let count = source.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity))
+        return count < 0 ? llms_curl_readfunc_abort : count
+    }
+
+    private func write(_ buffer: UnsafeMutablePointer<CChar>, count: Int) -> Int {
+        receivedBytes += Int64(count)
+        switch sink {
+        case .memory(let limit):
+            guard received.count + count <= limit else {
+                sinkFailure = "the answer passed \(limit) bytes"
+                return 0
+            }
+            received.append(contentsOf: UnsafeRawBufferPointer(start: buffer, count: count))
+        case .file(let fd, let path):
+            do {
+                try Syscall.writeAll(fd, UnsafeRawBufferPointer(start: buffer, count: count), path: path)
+            } catch {
+                sinkFailure = "writing the download failed: \(error)"
+                return 0
+            }
+        }
+        return count
+    }
+
+    private func header(_ buffer: UnsafeMutablePointer<CChar>, count: Int) -> Int {
+        let line = String(decoding: UnsafeRawBufferPointer(start: buffer, count: count), as: UTF8.self)
+        if line.lowercased().hasPrefix("retry-after:") {
+            let value = line.dropFirst("retry-after:".count).trimmingCharacters(in: .whitespacesAndNewlines)
+            // A number from the network: a sane one or none.
+            if let seconds = Double(value), seconds.isFinite, seconds >= 0 { retryAfter = min(seconds, 3600) }
+        }
+        return count
+    }
+}

@@ -1,0 +1,16 @@
+import Glibc
+
+/// With `LLMSPOOL_TEST_LANE_PAUSE=<point>` set (tests only), the lane logs that it reached
+/// the point and waits there 30 seconds, so that a test can kill the daemon at a known
+/// step of a group's life instead of by luck. Points: `intent` (the intent is recorded,
+/// nothing remote exists), `created` (the provider answered the create, its id is not
+/// recorded yet).
+enum LaneTestPause {
+    static let point: String? = getenv("LLMSPOOL_TEST_LANE_PAUSE").map { String(cString: $0) }
+
+    static func at(_ name: String, group: String, logger: Logger) {
+        guard point == name else { return }
+        logger.info("lane test pause", ["point": LogValue(name), "group": LogValue(group)])
+        sleep(30)
+    }
+}

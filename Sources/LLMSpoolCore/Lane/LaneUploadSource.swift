@@ -1,0 +1,91 @@
+import Glibc
+
+/// The multipart body of a group's upload: `LaneUploadBody`'s head, one input line per
+/// member read from its request file when its turn comes (so one line is in memory at a
+/// time), and the tail. Each line's size was measured when its member joined the group; a
+/// request file that no longer gives that line (it changed) fails the upload.
+final class LaneUploadSource: LaneBodySource {
+    /// One member's line: where its body is, and the line's size as measured.
+    struct Line {
+        var id: String
+        var path: String
+        var body: Range<Int>
+        var identity: FileIdentity?
+        var size: Int
+    }
+
+    let size: Int
+    private(set) var failure: String?
+    private let url: String
+    private let tail: [UInt8]
+    private var lines: [Line]
+    private var next = 0
+    private var chunk: [UInt8]
+    private var offset = 0
+    private var tailSent = false
+
+    /// nil when the sizes do not add up to a body libcurl can be told of.
+    init?(group: String, url: String, lines: [Line]) {
+        let body = LaneUploadBody(group: group)
+        guard let size = body.size(linesBytes: lines.reduce(0) { $0 + $1.size }) else { return nil }
+        self.size = size
+        self.url = url
+        self.lines = lines
+        tail = body.tail
+        chunk = body.head
+    }
+
+    /// A member's input line as it is sent: the body compacted, so no newline ends the line early.
+    static func line(id: String, url: String, body: [UInt8]) -> [UInt8] {
+        LaneInputLine.prefix(customID: id, url: url) + JSONWriter.compact(body) + LaneInputLine.suffix
+    }
+
+    /// The body bytes of a request file as intake found them; nil when the file is not that file any more.
+    static func readBody(path: String, range: Range<Int>, identity: FileIdentity?) throws -> [UInt8]? {
+        let fd = try Syscall.open(path, O_RDONLY | O_NOFOLLOW)
+        defer { Syscall.close(fd) }
+        if let identity, !FileIdentity(try Syscall.fstat(fd, path: path)).isSameInstance(as: identity) { return nil }
+        let bytes = try Syscall.preadAll(fd, count: range.count, at: range.lowerBound, path: path)
+        return bytes.count == range.count ? bytes : nil
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        if failure != nil { return -1 }
+        while offset == chunk.count {
+            guard loadNext() else { return failure == nil ? 0 : -1 }
+        }
+        let count = min(buffer.count, chunk.count - offset)
+        chunk.withUnsafeBytes { source in
+            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[offset..<(offset + count)]))
+        }
+        offset += count
+        return count
+    }
+
+    private func loadNext() -> Bool {
+        offset = 0
+        if next < lines.count {
+            let line = lines[next]
+            next += 1
+            do {
+                guard let body = try LaneUploadSource.readBody(path: line.path, range: line.body, identity: line.identity) else {
+                    failure = "\(line.path) changed after it joined the group"
+                    return false
+                }
+                chunk = LaneUploadSource.line(id: line.id, url: url, body: body)
+            } catch {
+                failure = "reading \(line.path) for the upload failed: \(error)"
+                return false
+            }
+            guard chunk.count == line.size else {
+                failure = "\(line.path) changed after it joined the group"
+                return false
+            }
+            return true
+        }
+        guard !tailSent else { return false }
+        tailSent = true
+        chunk = tail
+        return true
+    }
+}

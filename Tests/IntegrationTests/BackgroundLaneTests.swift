@@ -1,0 +1,200 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+import Testing
+
+/// The background lane with the real daemon and the stub's Files and Batches API: requests
+/// that may wait go through one remote batch per group, each answered exactly once, across
+/// kill -9 at the lane's steps and the API's faults.
+@Suite(.serialized) struct BackgroundLaneTests {
+    static var lane: [String: Any] { ["batch_linger_seconds": 0.5, "batch_poll_seconds": 1, "batch_poll_max_seconds": 2] }
+
+    func config(_ harness: Harness, _ extra: [String: Any] = [:]) -> [String: Any] {
+        var config = Self.lane
+        config["endpoints"] = [["name": "batchy", "base_url": harness.stubURL, "batch": true]]
+        config.merge(extra) { $1 }
+        return config
+    }
+
+    static func deferrable(_ id: String, _ prompt: String, stub: [String: Any]? = nil) -> [String: Any] {
+        ["custom_id": id, "url": "/v1/chat/completions", "completion_window": "24h", "body": Harness.request(prompt, stub: stub)]
+    }
+
+    func creations(_ harness: Harness) throws -> [String: Int] {
+        let port = try #require(UInt16(harness.stubURL.split(separator: ":").last?.split(separator: "/").first ?? ""))
+        let counts = try JSONSerialization.jsonObject(with: LoopbackGet.body(port: port, path: "/stub/batches")) as? [String: Any]
+        return counts?["creations"] as? [String: Int] ?? [:]
+    }
+
+    /// Waits until every id has exactly one outcome, in incoming or failed, and the
+    /// lane's records are gone.
+    func waitForOutcomes(_ harness: Harness, _ ids: [String], timeout: TimeInterval = 60) throws {
+        try waitUntil("every request has its outcome and the lane is done", timeout: timeout) {
+            let done = ids.allSatisfy { Syscall.isPresent(harness.layout.result($0)) || Syscall.isPresent(harness.layout.errorRecord($0)) }
+            let records = harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }
+            return done && records.isEmpty
+        }
+        for id in ids {
+            #expect(Syscall.isPresent(harness.layout.result(id)) != Syscall.isPresent(harness.layout.errorRecord(id)), "\(id): one outcome")
+            #expect(!Syscall.isPresent(harness.layout.request(id)), "\(id) left outgoing")
+        }
+    }
+
+    @Test func deferrableRequestsGoThroughOneRemoteBatchAndParseAsChatCompletions() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "4"])
+        try harness.startDaemon(config: config(harness))
+        let ids = ["d1", "d2", "d3"]
+        for id in ids { try harness.drop(id, Self.deferrable(id, "Deferred \(id)")) }
+        try harness.drop("refused", Self.deferrable("refused", "Refused one", stub: ["status": 400]))
+        try harness.drop("live", ["custom_id": "live", "url": "/v1/chat/completions", "body": Harness.request("Live one")])
+
+        // While the provider runs it, status and show name the remote batch.
+        try waitUntil("the remote batch is created", timeout: 30) { harness.log.contains("remote batch created") }
+        let shown = try harness.cli(["show", "d1", "--spool", harness.layout.root])
+        let details = try #require(JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any], "\(shown.stderr)")
+        #expect(details["lane"] as? String == "batch")
+        #expect((details["waiting_for"] as? String)?.hasPrefix("deferred to batch batch_") == true, "\(details)")
+        let status = try harness.cli(["status", "--spool", harness.layout.root]).stdout
+        #expect(status.contains("remote batches:") && status.contains("4 requests deferred to batch batch_"), "\(status)")
+
+        try waitForOutcomes(harness, ids + ["refused", "live"])
+
+        try SDKJudge.expectParses("ChatCompletion", ids.map { harness.layout.result($0) } + [harness.layout.result("live")])
+        for id in ids {
+            let result = try harness.json(harness.layout.result(id))
+            #expect(Harness.content(of: result)?.hasPrefix("Echo: Deferred \(id)") == true)
+            let attempts = try #require(try harness.record(id)["attempts"] as? [[String: Any]])
+            #expect(attempts.count == 1)
+            #expect(attempts.first?["lane"] as? String == "batch")
+            #expect((attempts.first?["remote_batch"] as? String)?.hasPrefix("batch_") == true)
+        }
+        let refusal = try harness.json(harness.layout.errorRecord("refused"))
+        #expect(refusal["kind"] as? String == "http")
+        #expect(refusal["http_status"] as? Int == 400)
+        #expect(Syscall.isPresent(harness.layout.failed + "/refused.json"))
+
+        // Only the live request reached the chat path; the others went in one batch.
+        #expect(try harness.arrivals(of: "Live one").count == 1)
+        for id in ids { #expect(try harness.arrivals(of: "Deferred \(id)").isEmpty) }
+        let made = try creations(harness)
+        #expect(made.count == 1 && made.values.allSatisfy { $0 == 1 }, "one group, created once: \(made)")
+        #expect(harness.filesContainingSecret().isEmpty)
+    }
+
+    @Test func aKillAfterTheIntentIsRecordedEndsWithOneOutcomeEachAndOneBatch() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "1"])
+        try harness.startDaemon(config: config(harness), environment: ["LLMSPOOL_TEST_LANE_PAUSE": "intent"])
+        let ids = ["k1", "k2"]
+        for id in ids { try harness.drop(id, Self.deferrable(id, "Kill \(id)")) }
+        try waitUntil("the lane pauses after recording the intent", timeout: 30) { harness.log.contains("lane test pause point=intent") }
+        #expect(harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.count == 1)
+        harness.killDaemon()
+        #expect(try creations(harness).isEmpty, "nothing remote existed at the kill")
+        try harness.startDaemon(config: config(harness))
+        try waitForOutcomes(harness, ids)
+        try SDKJudge.expectParses("ChatCompletion", ids.map { harness.layout.result($0) })
+        let made = try creations(harness)
+        #expect(made.values.reduce(0, +) == 1, "one remote batch in all: \(made)")
+    }
+
+    @Test func aKillAfterTheCreateBeforeItsIdIsRecordedIsReconciledNotRepeated() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "1"])
+        try harness.startDaemon(config: config(harness), environment: ["LLMSPOOL_TEST_LANE_PAUSE": "created"])
+        let ids = ["c1", "c2", "c3"]
+        for id in ids { try harness.drop(id, Self.deferrable(id, "Created \(id)")) }
+        try waitUntil("the lane pauses after the create", timeout: 30) { harness.log.contains("lane test pause point=created") }
+        let record = try #require(harness.files(in: harness.layout.remote).first { $0.hasSuffix(".json") })
+        let before = try harness.json(harness.layout.remote + "/" + record)
+        #expect(before["state"] as? String == "uploaded")
+        #expect(before["batch_id"] is NSNull)
+        harness.killDaemon()
+        let group = try #require(before["group"] as? String)
+        #expect(try creations(harness) == [group: 1])
+        try harness.startDaemon(config: config(harness))
+        try waitForOutcomes(harness, ids)
+        try SDKJudge.expectParses("ChatCompletion", ids.map { harness.layout.result($0) })
+        #expect(try creations(harness) == [group: 1], "the batch was found by its group id, not created again")
+        #expect(harness.log.contains("remote batch found by its group id"))
+    }
+
+    @Test func uploadAndCreateFaultsAndALostCreateEndWithOneBatch() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "1", "--batch-faults", "upload:500,upload:429,create:429,create:500,create:lost"])
+        try harness.startDaemon(config: config(harness))
+        let ids = ["f1", "f2"]
+        for id in ids { try harness.drop(id, Self.deferrable(id, "Fault \(id)")) }
+        try waitForOutcomes(harness, ids, timeout: 90)
+        try SDKJudge.expectParses("ChatCompletion", ids.map { harness.layout.result($0) })
+        let made = try creations(harness)
+        // The 500 and the lost create may each have committed: only the lost one did (the
+        // stub's 500 changes nothing), and it was found by listing, never created again.
+        #expect(made.count == 1 && made.values.first == 1, "\(made)")
+        #expect(harness.log.contains("the create's outcome is unknown"))
+    }
+
+    @Test func withoutABatchEndpointADeferrableRequestGoesLiveOrFailsAsAsked() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: Self.lane)
+        try harness.drop("fallback", Self.deferrable("fallback", "Falls back"))
+        try waitForOutcomes(harness, ["fallback"])
+        try SDKJudge.expectParses("ChatCompletion", [harness.layout.result("fallback")])
+        #expect(try harness.arrivals(of: "Falls back").count == 1)
+        harness.stopDaemon()
+
+        var strict = Self.lane
+        strict["deferred_fallback"] = "fail"
+        try harness.startDaemon(config: strict)
+        try harness.drop("strict", Self.deferrable("strict", "Must wait"))
+        try waitForOutcomes(harness, ["strict"])
+        let record = try harness.json(harness.layout.errorRecord("strict"))
+        #expect(record["kind"] as? String == "no-endpoint")
+        #expect((record["message"] as? String)?.contains("deferred_fallback is fail") == true)
+        #expect(try harness.arrivals(of: "Must wait").isEmpty)
+    }
+
+    @Test func deletingARequestBeforeItsGroupIsSentOrAfterDiscardsItsAnswer() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "3"])
+        try harness.startDaemon(config: config(harness, ["batch_linger_seconds": 4]))
+        try harness.drop("early", Self.deferrable("early", "Deleted early"))
+        try waitUntil("the request is deferred", timeout: 20) { harness.log.contains("deferred to the background lane id=early") }
+        try Syscall.unlink(harness.layout.request("early"))
+        try waitUntil("its withdrawal is recorded", timeout: 20) { (try? harness.record("early"))?["status"] as? String == "cancelled" }
+
+        for id in ["kept", "late"] { try harness.drop(id, Self.deferrable(id, "Member \(id)")) }
+        try waitUntil("the remote batch is created", timeout: 30) { harness.log.contains("remote batch created") }
+        try Syscall.unlink(harness.layout.request("late"))
+        try waitForOutcomes(harness, ["kept"])
+        try SDKJudge.expectParses("ChatCompletion", [harness.layout.result("kept")])
+        #expect(!Syscall.isPresent(harness.layout.result("late")), "a deleted member's answer is discarded")
+        #expect(!Syscall.isPresent(harness.layout.result("early")))
+        #expect(try harness.record("late")["status"] as? String == "cancelled")
+        let made = try creations(harness)
+        #expect(made.values.reduce(0, +) == 1, "the first group was never sent: \(made)")
+    }
+
+    @Test func checkConfigShowsTheLaneAndNamesABadSetting() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.writeConfig(["endpoints": [["name": "batchy", "base_url": "http://127.0.0.1:9/v1", "batch": true]],
+                                 "default_completion_window": "24h", "deferred_fallback": "fail"])
+        let checked = try harness.cli(["check-config", "--config", harness.configPath])
+        #expect(checked.status == 0, "\(checked.stderr)")
+        #expect(checked.stdout.contains("endpoint[0] batchy (openai)") && checked.stdout.contains("batch: http://127.0.0.1:9/v1/files + /batches"))
+        #expect(checked.stdout.contains("default_completion_window = 24h") && checked.stdout.contains("deferred_fallback = fail"))
+        try harness.writeConfig(["endpoints": [["base_url": "http://127.0.0.1:9", "api": "anthropic", "batch": true]]])
+        let refused = try harness.cli(["check-config", "--config", harness.configPath])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("\(harness.configPath): endpoints[0]: \"batch\": true is only for an endpoint whose \"api\" is \"openai\""), "\(refused.stderr)")
+    }
+}
