@@ -55,9 +55,12 @@ extension Finisher {
                 // A cancelled batch's line is not sent again, however long its retry would wait.
                 result = .cancelled
             case .retry(let delay, let endpoint, _):
-                // The history lives in memory only: a restart gives the line its attempts again.
                 task.history.notBefore = now.addingTimeInterval(delay)
                 task.history.preferredEndpoint = endpoint
+                // The line has no task record: its attempts go into the batch's journal.
+                if let runner, !runner.lineRetrying(line, attempts: BatchLineAttempts(history: task.history)) {
+                    logger.warning("the line's attempts are not journalled; a restart before its next attempt gives it them again", id: id)
+                }
                 logger.debug("batch line failed; will retry", id: id, ["kind": LogValue(failure.kind.rawValue), "reason": LogValue(failure.message)])
                 return .retry(task, at: now.timeIntervalSince1970 + delay)
             case .giveUp(let reason):
