@@ -56,12 +56,12 @@ public final class BatchRunner: @unchecked Sendable {
         var usage: [String: Int]?
     }
 
-    /// A line's failed attempt that is retried, to be journalled before the retry goes to
-    /// the scheduler; `done` is signalled once it is durable (or cannot be).
+    /// A line's failed attempt that is retried: journalled, then the retry goes to the scheduler.
     struct Attempted {
         var entry: Int
-        var attempts: BatchLineAttempts
-        var done: DispatchSemaphore
+        var task: TaskDescriptor
+        var at: Double
+        var attempts: BatchLineAttempts { BatchLineAttempts(history: task.history) }
     }
 
     enum Message {
@@ -131,8 +131,6 @@ public final class BatchRunner: @unchecked Sendable {
     /// Names of batches being cancelled, for the finisher threads: their lines are not retried.
     private let stopping = Mutex<Set<String>>([])
     private var warnedShared = Set<String>()
-    /// The semaphores of attempts made durable, for `lineRetrying` to tell from a failure.
-    private let committedAttempts = Mutex<Set<ObjectIdentifier>>([])
 
     public init(layout: SpoolLayout, settings: Settings, logger: Logger, metrics: Metrics = Metrics(),
                 post: @escaping @Sendable (Scheduler.Event) -> Void, onEnd: @escaping @Sendable (EndReport) -> Void = { _ in }) {
@@ -164,20 +162,17 @@ public final class BatchRunner: @unchecked Sendable {
     }
 
     /// A line's failed attempt is retried: its attempts (and its wait) are journalled with
-    /// the next group before the retry is scheduled, so a restart does not give it its
-    /// attempts again. Waits for that commit; false when it could not be made durable.
-    func lineRetrying(_ line: BatchLineRef, attempts: BatchLineAttempts) -> Bool {
-        let done = DispatchSemaphore(value: 0)
-        let attempted = Attempted(entry: line.entry, attempts: attempts, done: done)
+    /// the next group, and only then is the retry handed to the scheduler (which keeps the
+    /// task finishing until it arrives), so a restart does not give the line its attempts
+    /// again. The finisher thread does not wait for it.
+    func lineRetrying(_ line: BatchLineRef, task: TaskDescriptor, at: Double) {
+        let attempted = Attempted(entry: line.entry, task: task, at: at)
         let sent = inbox.withLock { inbox -> Bool in
             guard !inbox.closed else { return false }
             inbox.messages.append(.attempted(batch: line.batch, attempted))
             return true
         }
-        guard sent else { return false }
-        wake.signal()
-        // A disk that keeps refusing the journal must not hold a finisher thread for ever.
-        return done.wait(timeout: .now() + 30) == .success && committedAttempts.withLock { $0.remove(ObjectIdentifier(done)) != nil }
+        if sent { wake.signal() } else { answer(attempted, durable: false) }
     }
 
     /// Commits what has ended, then stops the thread; lines not committed run again next time.
@@ -195,10 +190,13 @@ public final class BatchRunner: @unchecked Sendable {
         wake.signal()
     }
 
-    /// Tells the waiting finisher thread whether its line's attempts are durable.
+    /// Hands a retried line to the scheduler, its attempts journalled or not (the daemon is
+    /// stopping, or the journal refused them: the line is retried all the same).
     private func answer(_ attempted: Attempted, durable: Bool) {
-        if durable { committedAttempts.withLock { _ = $0.insert(ObjectIdentifier(attempted.done)) } }
-        attempted.done.signal()
+        if !durable {
+            logger.debug("the line's attempts are not journalled; a restart before its next attempt gives them again", id: attempted.task.id)
+        }
+        post(.retry(attempted.task, at: attempted.at))
     }
 
     private func run() {
@@ -214,7 +212,17 @@ public final class BatchRunner: @unchecked Sendable {
                 case .removed(let name): cancel(name, because: "the input was removed from outgoing")
                 case .ended(let name, let ended): batches[name]?.ended.append(ended)
                 case .attempted(let name, let attempted):
-                    if let batch = batches[name] { batch.attempted.append(attempted) } else { answer(attempted, durable: false) }
+                    if let batch = batches[name], batch.cancelled {
+                        // Cancelled since the finisher looked: the line is not sent again.
+                        batch.ended.append(Ended(entry: attempted.entry, customID: attempted.task.summary.customID,
+                                                 result: batch.expiring ? .expired : .cancelled, usage: nil))
+                        post(.finalized(id: attempted.task.id))
+                    } else if let batch = batches[name] {
+                        batch.attempted.append(attempted)
+                    } else {
+                        // No batch runs under the name any more: its lines are not sent.
+                        post(.finalized(id: attempted.task.id))
+                    }
                 case .stop: stop = true
                 }
             }

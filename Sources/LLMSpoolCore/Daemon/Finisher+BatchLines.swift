@@ -57,12 +57,13 @@ extension Finisher {
             case .retry(let delay, let endpoint, _):
                 task.history.notBefore = now.addingTimeInterval(delay)
                 task.history.preferredEndpoint = endpoint
-                // The line has no task record: its attempts go into the batch's journal.
-                if let runner, !runner.lineRetrying(line, attempts: BatchLineAttempts(history: task.history)) {
-                    logger.warning("the line's attempts are not journalled; a restart before its next attempt gives it them again", id: id)
-                }
                 logger.debug("batch line failed; will retry", id: id, ["kind": LogValue(failure.kind.rawValue), "reason": LogValue(failure.message)])
-                return .retry(task, at: now.timeIntervalSince1970 + delay)
+                guard let runner else { return .retry(task, at: now.timeIntervalSince1970 + delay) }
+                // The line has no task record: its attempts go into the batch's journal, and
+                // the runner hands the retry to the scheduler once they are durable; the
+                // task stays finishing until then, and the tick changes nothing.
+                runner.lineRetrying(line, task: task, at: now.timeIntervalSince1970 + delay)
+                return .tick
             case .giveUp(let reason):
                 if case .lifetimeExceeded = reason {
                     result = .expired
