@@ -27,10 +27,12 @@ extension Scenarios {
 
     /// Runs one batch file through a fresh daemon; returns lines per second, CPU ms per
     /// line and the daemon's peak RSS.
-    static func runBatch(name: String, lines: Int, promptBytes: Int, concurrency: Int) throws -> (rate: Double, cpu: Double, rss: Double) {
-        let fixture = try Fixture()
-        defer { fixture.stop() }
-        try fixture.startStub()
+    /// `given`: a fixture whose stub is running, shared with a reference client; it is left running.
+    static func runBatch(name: String, lines: Int, promptBytes: Int, concurrency: Int, in given: Fixture? = nil) throws
+        -> (rate: Double, cpu: Double, rss: Double) {
+        let fixture = try given ?? Fixture()
+        defer { if given == nil { fixture.stop() } }
+        if given == nil { try fixture.startStub() }
         try fixture.startDaemon(concurrency: concurrency, extra: ["max_batch_lines": max(lines, 1)])
         let pid = fixture.daemon!.processIdentifier
         let staged = try stageBatch(fixture, name: name, count: lines, promptBytes: promptBytes)

@@ -24,10 +24,11 @@ struct Sizes {
     var p5Backlog = 100_000
     var b1Lines = 100_000
     var b2Lines = 1_000_000
+    var b3Lines = 20_000
     var concurrency = 64
 
     static let smoke = Sizes(p1Requests: 200, p2Streams: 50, p2HoldSeconds: 2, p3Probes: 20, p3InFlight: 50, p4Bytes: 8 << 20, p5Backlog: 2_000,
-                             b1Lines: 2_000, b2Lines: 5_000)
+                             b1Lines: 2_000, b2Lines: 5_000, b3Lines: 300)
 }
 
 enum Scenarios {

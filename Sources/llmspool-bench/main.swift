@@ -8,12 +8,18 @@ import LLMSpoolCore
 
 let usage = """
 Usage: llmspool-bench [--smoke] [--runs N] [--scenarios P1,P2,P3,P4,P5] [--json FILE] [--scale F]
+                      [--cookbook-script PATH] [--cookbook-python PATH]
 
 Build it in release mode: swift build -c release && .build/release/llmspool-bench
 --smoke runs tiny sizes once (seconds), to keep the harness working in CI.
 --scale F multiplies the request counts of P1, P2, P3 and P5 and P4's size (default 1).
 B1 (a 100,000-line batch against the same requests as single files) and B2 (the daemon's
 memory over a million-line batch) run only when named: --scenarios B1,B2.
+B3 (a batch through the daemon and through the openai-cookbook's
+api_request_parallel_processor.py, against one stub) runs only when named, and needs the
+script's path (--cookbook-script; it is in the openai/openai-cookbook repository, examples/)
+and the venv bench/cookbook-venv makes (--cookbook-python, default
+$LLMSPOOL_BENCH_VENV/bin/python, /opt/llmspool-bench/bin/python).
 """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -32,6 +38,8 @@ while let argument = arguments.first {
     case "--scenarios": selected = arguments.removeFirst().uppercased().split(separator: ",").map(String.init)
     case "--json": jsonPath = arguments.removeFirst()
     case "--scale": scale = Double(arguments.removeFirst()) ?? 1
+    case "--cookbook-script": Scenarios.cookbook.script = arguments.removeFirst()
+    case "--cookbook-python": Scenarios.cookbook.python = arguments.removeFirst()
     case "-h", "--help":
         print(usage)
         exit(0)
@@ -48,6 +56,7 @@ if scale != 1 {
     sizes.p5Backlog = max(10, Int(Double(sizes.p5Backlog) * scale))
     sizes.b1Lines = max(10, Int(Double(sizes.b1Lines) * scale))
     sizes.b2Lines = max(10, Int(Double(sizes.b2Lines) * scale))
+    sizes.b3Lines = max(10, Int(Double(sizes.b3Lines) * scale))
 }
 
 // Thousands of streams need thousands of descriptors, here as in the daemon.
@@ -58,7 +67,7 @@ if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
 }
 
 let scenarios: [(String, (Sizes) throws -> [Figure])] = [("P1", Scenarios.p1), ("P2", Scenarios.p2), ("P3", Scenarios.p3), ("P4", Scenarios.p4), ("P5", Scenarios.p5),
-                                                           ("B1", Scenarios.b1), ("B2", Scenarios.b2)]
+                                                           ("B1", Scenarios.b1), ("B2", Scenarios.b2), ("B3", Scenarios.b3)]
 var figures: [Figure] = []
 var failed = false
 

@@ -324,4 +324,53 @@ import Testing
         try Self.judgeBodies(output, in: harness.root)
         #expect(harness.files(in: harness.layout.incoming).sorted() == ["killed.batch.json", "killed.jsonl"])
     }
+    /// A line the stub fails every time, killed after some of its attempts: after the
+    /// restart it has only the attempts it had left, so it ends failed after `max_attempts`
+    /// in all, not after `max_attempts` more.
+    @Test func aLineRetriedBeforeAKillHasOnlyItsAttemptsLeft() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let maxAttempts = 6
+        // A backoff far longer than the test's polling: the kill lands while the line waits.
+        let config: [String: Any] = ["concurrency": 4, "max_attempts": maxAttempts, "retry_initial_seconds": 1.5, "retry_max_seconds": 1.5]
+        try harness.startDaemon(config: config)
+        var lines = [Self.line("doomed", stub: ["status": 500])]
+        for index in 0..<3 { lines.append(Self.line("fine-\(index)")) }
+        try Self.dropBatch(harness, "retried", lines)
+        let journal = harness.layout.batchJournal("retried")
+        // The attempts journalled for the doomed line (entry 0): its last record's count.
+        func journalled() -> Int {
+            let text = (try? String(contentsOfFile: journal, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { record -> Int? in
+                let fields = record.split(separator: " ")
+                return fields.count == 4 && fields[0] == "a" && fields[1] == "0" ? Int(fields[2]) : nil
+            }.last ?? 0
+        }
+        let before = 3
+        try waitUntil("\(before) attempts of the doomed line are journalled", timeout: 60) { journalled() >= before }
+        harness.killDaemon()
+        let recorded = journalled()
+        let sent = try harness.arrivals(of: "prompt of doomed").count
+        // An attempt the stub saw but the daemon had not journalled when it died is made
+        // again: at most the one in flight.
+        #expect(sent - recorded >= 0 && sent - recorded <= 1, "the stub saw \(sent) attempts, the journal has \(recorded)")
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.batchSummary("retried")))
+        try harness.startDaemon(config: config)
+        let summary = try Self.waitForSummary(harness, "retried", timeout: 120)
+        #expect(summary["status"] as? String == "completed")
+        #expect(harness.log.contains("batch resumed"))
+        let total = try harness.arrivals(of: "prompt of doomed").count
+        #expect(total == maxAttempts + (sent - recorded), "\(total) attempts in all, \(sent) of them before the kill")
+        let found = Self.byID(try Self.outputLines(harness.layout.batchOutput("retried")))
+        #expect(found.count == 4)
+        let doomed = try #require(found["doomed"])
+        let error = try #require(doomed["error"] as? [String: Any])
+        #expect(error["code"] as? String == "http")
+        #expect((error["message"] as? String)?.contains("gave up after \(maxAttempts) attempts") == true, "\(error)")
+        #expect((doomed["response"] as? [String: Any])?["status_code"] as? Int == 500)
+        for index in 0..<3 { #expect(found["fine-\(index)"]?["error"] is NSNull) }
+        let counts = try #require(summary["request_counts"] as? [String: Any])
+        #expect(counts["failed"] as? Int == 1 && counts["completed"] as? Int == 3)
+    }
 }

@@ -18,6 +18,8 @@ public final class BatchRunner: @unchecked Sendable {
         /// Lines of one batch handed to the scheduler and not yet committed, at most.
         public var window: Int
         public var maxLifetimeSeconds: Double
+        /// `max_attempts`: a restarted line's history is never made longer.
+        public var maxAttempts: Int
         public var settleSeconds: Double
         /// Several daemons share the spool (leases): batches are left alone, since one
         /// batch's journal and output must have one writer, and claims per batch are not
@@ -29,6 +31,7 @@ public final class BatchRunner: @unchecked Sendable {
                                            maxLineBytes: config.maxRequestBytes, maxDepth: config.maxJSONDepth)
             window = max(64, 2 * config.concurrency)
             maxLifetimeSeconds = config.retry.maxLifetimeSeconds
+            maxAttempts = config.retry.maxAttempts
             settleSeconds = config.settleSeconds
         }
     }
@@ -53,11 +56,26 @@ public final class BatchRunner: @unchecked Sendable {
         var usage: [String: Int]?
     }
 
+    /// A line's failed attempt that is retried: journalled, then the retry goes to the scheduler.
+    struct Attempted {
+        var entry: Int
+        var task: TaskDescriptor
+        var at: Double
+        var attempts: BatchLineAttempts { BatchLineAttempts(history: task.history) }
+    }
+
     enum Message {
         case found(String)
         case removed(String)
         case ended(batch: String, Ended)
+        case attempted(batch: String, Attempted)
         case stop
+    }
+
+    /// The messages for the batch thread; `closed` once it has ended and takes no more.
+    struct Inbox {
+        var messages: [Message] = []
+        var closed = false
     }
 
     /// A batch being run.
@@ -75,6 +93,8 @@ public final class BatchRunner: @unchecked Sendable {
         var inWindow = Set<Int>()
         /// Ended lines not yet committed (a write that failed is tried again).
         var ended: [Ended] = []
+        /// Retried lines whose attempts are not journalled yet.
+        var attempted: [Attempted] = []
         var cancelled = false
         /// `max_lifetime_seconds` passed: stopped like a cancellation, its lines end `expired`.
         var expiring = false
@@ -99,7 +119,7 @@ public final class BatchRunner: @unchecked Sendable {
     private let post: @Sendable (Scheduler.Event) -> Void
     private let metrics: Metrics
     private let onEnd: @Sendable (EndReport) -> Void
-    private let inbox = Mutex<[Message]>([])
+    private let inbox = Mutex(Inbox())
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
     /// Set by `finish`: a validation under way gives up, and the file is read again next time.
@@ -141,6 +161,20 @@ public final class BatchRunner: @unchecked Sendable {
         send(.ended(batch: line.batch, Ended(entry: line.entry, customID: customID, result: result, usage: usage)))
     }
 
+    /// A line's failed attempt is retried: its attempts (and its wait) are journalled with
+    /// the next group, and only then is the retry handed to the scheduler (which keeps the
+    /// task finishing until it arrives), so a restart does not give the line its attempts
+    /// again. The finisher thread does not wait for it.
+    func lineRetrying(_ line: BatchLineRef, task: TaskDescriptor, at: Double) {
+        let attempted = Attempted(entry: line.entry, task: task, at: at)
+        let sent = inbox.withLock { inbox -> Bool in
+            guard !inbox.closed else { return false }
+            inbox.messages.append(.attempted(batch: line.batch, attempted))
+            return true
+        }
+        if sent { wake.signal() } else { answer(attempted, durable: false) }
+    }
+
     /// Commits what has ended, then stops the thread; lines not committed run again next time.
     public func finish() {
         stopRequested.store(true, ordering: .relaxed)
@@ -152,8 +186,17 @@ public final class BatchRunner: @unchecked Sendable {
     public var progress: [BatchProgress] { live.withLock { Array($0.values) }.sorted { $0.name < $1.name } }
 
     private func send(_ message: Message) {
-        inbox.withLock { $0.append(message) }
+        inbox.withLock { $0.messages.append(message) }
         wake.signal()
+    }
+
+    /// Hands a retried line to the scheduler, its attempts journalled or not (the daemon is
+    /// stopping, or the journal refused them: the line is retried all the same).
+    private func answer(_ attempted: Attempted, durable: Bool) {
+        if !durable {
+            logger.debug("the line's attempts are not journalled; a restart before its next attempt gives them again", id: attempted.task.id)
+        }
+        post(.retry(attempted.task, at: attempted.at))
     }
 
     private func run() {
@@ -161,13 +204,25 @@ public final class BatchRunner: @unchecked Sendable {
         while true {
             _ = wake.wait(timeout: .now() + 0.5)
             var messages: [Message] = []
-            inbox.withLock { swap(&messages, &$0) }
+            inbox.withLock { swap(&messages, &$0.messages) }
             var stop = false
             for message in messages {
                 switch message {
                 case .found(let name): consider(name)
                 case .removed(let name): cancel(name, because: "the input was removed from outgoing")
                 case .ended(let name, let ended): batches[name]?.ended.append(ended)
+                case .attempted(let name, let attempted):
+                    if let batch = batches[name], batch.cancelled {
+                        // Cancelled since the finisher looked: the line is not sent again.
+                        batch.ended.append(Ended(entry: attempted.entry, customID: attempted.task.summary.customID,
+                                                 result: batch.expiring ? .expired : .cancelled, usage: nil))
+                        post(.finalized(id: attempted.task.id))
+                    } else if let batch = batches[name] {
+                        batch.attempted.append(attempted)
+                    } else {
+                        // No batch runs under the name any more: its lines are not sent.
+                        post(.finalized(id: attempted.task.id))
+                    }
                 case .stop: stop = true
                 }
             }
@@ -180,9 +235,18 @@ public final class BatchRunner: @unchecked Sendable {
             recheckSettling()
             publishProgress()
             if stop {
-                for batch in batches.values { close(batch) }
+                for batch in batches.values {
+                    for attempted in batch.attempted { answer(attempted, durable: false) }
+                    close(batch)
+                }
                 batches.removeAll()
                 publishProgress()
+                let left = inbox.withLock { inbox -> [Message] in
+                    inbox.closed = true
+                    defer { inbox.messages = [] }
+                    return inbox.messages
+                }
+                for case .attempted(_, let attempted) in left { answer(attempted, durable: false) }
                 stopped.signal()
                 return
             }
@@ -513,7 +577,7 @@ public final class BatchRunner: @unchecked Sendable {
 
     private func feed(_ batch: Batch) {
         guard !batch.cancelled, !draining else { return }
-        let (window, lifetime) = settings.withLock { ($0.window, $0.maxLifetimeSeconds) }
+        let (window, lifetime, maxAttempts) = settings.withLock { ($0.window, $0.maxLifetimeSeconds, $0.maxAttempts) }
         let created = Date(timeIntervalSince1970: Double(batch.journal.header.createdAt))
         if Date().timeIntervalSince(created) > lifetime {
             batch.expiring = true
@@ -537,8 +601,11 @@ public final class BatchRunner: @unchecked Sendable {
                                          usage: nil))
                 continue
             }
+            // A line retried before a restart goes on with the attempts it has left.
+            let history = batch.journal.attempts[entry].map { $0.history(firstSeen: created, maxAttempts: maxAttempts) }
+                ?? TaskHistory(firstSeen: created)
             let task = TaskDescriptor(id: SpoolLayout.lineID(batch: batch.name, entry: entry), requestPath: batch.inputPath,
-                                      summary: line.summary, identity: batch.identity, history: TaskHistory(firstSeen: created))
+                                      summary: line.summary, identity: batch.identity, history: history)
             post(.arrived(.valid(task)))
         }
         if !batch.ended.isEmpty { wake.signal() }
@@ -554,9 +621,10 @@ public final class BatchRunner: @unchecked Sendable {
     }
 
     /// Appends the output lines of every line that ended, fsyncs the output, then appends
-    /// their journal entries and fsyncs the journal: the lines are committed together.
+    /// their journal entries, and the attempts of the lines retried, and fsyncs the
+    /// journal: the lines are committed together.
     private func commit(_ batch: Batch) {
-        guard !batch.ended.isEmpty else { return }
+        guard !batch.ended.isEmpty || !batch.attempted.isEmpty else { return }
         let size = Int(batch.identity.size)
         var output: [UInt8] = []
         var entries: [BatchJournal.Entry] = []
@@ -572,11 +640,19 @@ public final class BatchRunner: @unchecked Sendable {
             entries.append(BatchJournal.Entry(entry: ended.entry, code: result.journalCode, outputEnd: batch.journal.outputLength + output.count,
                                               inputTokens: tokens.input, outputTokens: tokens.output))
         }
+        var records = entries.flatMap(BatchJournal.encode)
+        for attempted in batch.attempted where !seen.contains(attempted.entry) {
+            records += BatchLineAttempts.encode(entry: attempted.entry, attempted.attempts)
+        }
         do {
-            try Syscall.writeAll(batch.outputFD, output, path: layout.batchPartial(batch.name))
-            try Syscall.fdatasync(batch.outputFD, path: layout.batchPartial(batch.name))
-            try Syscall.writeAll(batch.journalFD, entries.flatMap(BatchJournal.encode), path: layout.batchJournal(batch.name))
-            try Syscall.fdatasync(batch.journalFD, path: layout.batchJournal(batch.name))
+            if !output.isEmpty {
+                try Syscall.writeAll(batch.outputFD, output, path: layout.batchPartial(batch.name))
+                try Syscall.fdatasync(batch.outputFD, path: layout.batchPartial(batch.name))
+            }
+            if !records.isEmpty {
+                try Syscall.writeAll(batch.journalFD, records, path: layout.batchJournal(batch.name))
+                try Syscall.fdatasync(batch.journalFD, path: layout.batchJournal(batch.name))
+            }
         } catch {
             // Nothing of this group counts: the output is cut back, and the group is written
             // again on the next round.
@@ -587,6 +663,11 @@ public final class BatchRunner: @unchecked Sendable {
             usleep(200_000)
             return
         }
+        for attempted in batch.attempted {
+            batch.journal.apply(entry: attempted.entry, attempted.attempts)
+            answer(attempted, durable: true)
+        }
+        batch.attempted.removeAll(keepingCapacity: true)
         for entry in entries {
             batch.journal.apply(entry)
             metrics.batchLines(BatchRunner.outcomeName(entry.code))
@@ -622,6 +703,7 @@ public final class BatchRunner: @unchecked Sendable {
         }
         guard batch.journal.committed.count >= batch.index.count, batch.inWindow.isEmpty else { return }
         closeOutputs(batch)
+        for attempted in batch.attempted { answer(attempted, durable: false) }
         batches[batch.name] = nil
         stopping.withLock { _ = $0.remove(batch.name) }
         publish(name: batch.name, fd: batch.fd, identity: batch.identity, journal: batch.journal, outputPublished: false,

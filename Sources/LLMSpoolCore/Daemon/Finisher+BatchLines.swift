@@ -55,11 +55,15 @@ extension Finisher {
                 // A cancelled batch's line is not sent again, however long its retry would wait.
                 result = .cancelled
             case .retry(let delay, let endpoint, _):
-                // The history lives in memory only: a restart gives the line its attempts again.
                 task.history.notBefore = now.addingTimeInterval(delay)
                 task.history.preferredEndpoint = endpoint
                 logger.debug("batch line failed; will retry", id: id, ["kind": LogValue(failure.kind.rawValue), "reason": LogValue(failure.message)])
-                return .retry(task, at: now.timeIntervalSince1970 + delay)
+                guard let runner else { return .retry(task, at: now.timeIntervalSince1970 + delay) }
+                // The line has no task record: its attempts go into the batch's journal, and
+                // the runner hands the retry to the scheduler once they are durable; the
+                // task stays finishing until then, and the tick changes nothing.
+                runner.lineRetrying(line, task: task, at: now.timeIntervalSince1970 + delay)
+                return .tick
             case .giveUp(let reason):
                 if case .lifetimeExceeded = reason {
                     result = .expired

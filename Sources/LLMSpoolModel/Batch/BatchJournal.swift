@@ -6,7 +6,8 @@
 ///
 /// Text, one record per line: `llmspool-batch 1 <kind> <lines> <created> <device> <inode>
 /// <size> <mtime-ns> <birth-ns or -> <hash or -> <endpoint>`, then `<entry> <s|f|c|e> <output-end>
-/// <input-tokens> <output-tokens>`. A torn last record (a crash during the append) is not
+/// <input-tokens> <output-tokens>`, and between them the failed attempts of lines not ended
+/// (`BatchLineAttempts`). A torn last record (a crash during the append) is not
 /// an entry; `validLength` says where the journal is cut to before it grows again.
 public struct BatchJournal: Sendable, Equatable {
     /// The header: what the journal is about.
@@ -56,6 +57,8 @@ public struct BatchJournal: Sendable, Equatable {
     public var outputLength = 0
     /// The journal's bytes up to its last whole record.
     public var validLength = 0
+    /// The attempts of lines retried and not committed yet, by entry.
+    public var attempts: [Int: BatchLineAttempts] = [:]
 
     public init(header: Header) {
         self.header = header
@@ -79,8 +82,15 @@ public struct BatchJournal: Sendable, Equatable {
     public mutating func apply(_ entry: Entry) {
         guard entry.entry >= 0, entry.entry < header.lines, !committed.contains(entry.entry) else { return }
         committed.insert(entry.entry)
+        attempts[entry.entry] = nil
         counts.add(code: entry.code, inputTokens: entry.inputTokens, outputTokens: entry.outputTokens)
         outputLength = max(outputLength, entry.outputEnd)
+    }
+
+    /// Applies a line's failed attempts, as replaying their record would; a committed line's are moot.
+    public mutating func apply(entry: Int, _ attempts: BatchLineAttempts) {
+        guard entry >= 0, entry < header.lines, !committed.contains(entry) else { return }
+        self.attempts[entry] = attempts
     }
 
     /// Reads a journal's bytes; nil when its header is not whole or not a journal's (the
@@ -102,6 +112,13 @@ public struct BatchJournal: Sendable, Equatable {
         while start < bytes.count, let end = bytes[start...].firstIndex(of: 0x0A) {
             let parts = bytes[start..<end].split(separator: 0x20)
             func int(_ index: Int) -> Int? { Int(String(decoding: parts[index], as: UTF8.self)) }
+            if parts.count == 4, parts[0].elementsEqual([BatchLineAttempts.marker]) {
+                guard let entry = int(1), let count = int(2), count >= 0, let notBefore = int(3) else { break }
+                journal.apply(entry: entry, BatchLineAttempts(count: count, notBeforeMilliseconds: notBefore))
+                start = end + 1
+                journal.validLength = start
+                continue
+            }
             guard parts.count == 5, parts[1].count == 1, let entry = int(0), let outputEnd = int(2), outputEnd >= journal.outputLength,
                   let input = int(3), let output = int(4) else { break }
             journal.apply(Entry(entry: entry, code: parts[1].first!, outputEnd: outputEnd, inputTokens: input, outputTokens: output))

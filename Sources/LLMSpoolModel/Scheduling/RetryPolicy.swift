@@ -74,7 +74,7 @@ public enum RetryPolicy {
             guard now.timeIntervalSince(history.firstSeen) + delay <= settings.maxLifetimeSeconds else { return .giveUp(.diskStayedFull) }
             return .retry(afterSeconds: delay, endpoint: endpointIndex, reason: .disk)
         }
-        let counted = history.attempts.filter { $0.outcome != AttemptFailure.Kind.disk.rawValue }.count
+        let counted = countedAttempts(history)
         switch decide(failure, headers: headers, attempts: counted, firstSeen: history.firstSeen, now: now, settings: settings, random: random) {
         case .retry(let delay, let reason):
             let next = endpointCount > 1 ? (max(0, endpointIndex) + 1) % endpointCount : 0
@@ -82,6 +82,11 @@ public enum RetryPolicy {
         case .giveUp(let reason):
             return .giveUp(reason)
         }
+    }
+
+    /// The attempts of a history that use up `max_attempts`: a full disk's do not.
+    public static func countedAttempts(_ history: TaskHistory) -> Int {
+        history.attempts.filter { $0.outcome != AttemptFailure.Kind.disk.rawValue }.count
     }
 
     public static func isRetryable(_ failure: AttemptFailure, headers: [String: String]) -> Bool {
