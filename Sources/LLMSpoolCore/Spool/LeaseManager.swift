@@ -366,10 +366,9 @@ public final class LeaseManager: Sendable {
     /// catches it half-written cannot parse it and treats it as held by someone (its
     /// mtime is fresh), which only ever refuses a claim.
     private func rewrite(_ path: String, _ bytes: [UInt8]) throws {
-        let fd = try Syscall.open(path, O_WRONLY | O_NOFOLLOW)
-        defer { Syscall.close(fd) }
-        try Syscall.writeAll(fd, bytes, path: path)
-        if ftruncate(fd, off_t(bytes.count)) != 0 { throw SystemError(errno: errno, call: "ftruncate", path: path) }
+        let lease = try FileDescriptor.open(path, O_WRONLY | O_NOFOLLOW)
+        try lease.writeAll(bytes)
+        try Syscall.ftruncate(lease.rawValue, length: bytes.count, path: path)
     }
 
     /// Renews every held lease a few times per lease period; calls `lost` for a lease that
@@ -533,17 +532,17 @@ public final class LeaseManager: Sendable {
     /// held while `remove` runs, so no daemon can take the id over meanwhile.
     public func removeLeftover(of id: String, _ remove: () -> Void) -> Bool {
         if lockMode.load(ordering: .relaxed) {
-            let fd: Int32
+            let lease: FileDescriptor
             do {
-                fd = try Syscall.open(layout.lease(id), O_RDWR | O_NOFOLLOW)
+                lease = try FileDescriptor.open(layout.lease(id), O_RDWR | O_NOFOLLOW)
             } catch let error as SystemError where RequestFile.isGone(error.errno) {
                 remove()
                 return true
             } catch {
                 return false
             }
-            defer { Syscall.close(fd) }
-            guard llms_ofd_lock(fd, llms_lock_write) == 0 else { return false }
+            // The lock lives as long as `lease`, which closes at the end of this scope.
+            guard llms_ofd_lock(lease.rawValue, llms_lock_write) == 0 else { return false }
             remove()
             return true
         }
