@@ -211,171 +211,189 @@ struct NetworkSpoolTests {
         try? waitUntil("the leases are gone", timeout: timeout) { Self.leftovers(layout).isEmpty }
     }
 
+    /// What each test here starts from: the mounts, the harness with its stub, and the
+    /// producer's spool on the fourth mount. The daemons started through `Spool.start` are
+    /// stopped when `body` returns or throws, then the harness and the mounts.
+    func withSpool(_ kind: NetworkMounts.Kind, _ body: (Spool) throws -> Void) throws {
+        let spool = Spool(mounts: try NetworkMounts(), harness: try Harness(), kind: kind)
+        defer {
+            Self.stopAll(spool.daemons)
+            spool.harness.stop()
+            spool.mounts.down()
+        }
+        try spool.harness.startStub()
+        try spool.producer.create()
+        try body(spool)
+    }
+
+    /// One test's spool over the network mounts, and the daemons it runs.
+    final class Spool {
+        let mounts: NetworkMounts
+        let harness: Harness
+        let kind: NetworkMounts.Kind
+        /// The producer drops requests and reads results through the fourth mount.
+        let producer: SpoolLayout
+        private(set) var daemons: [Process] = []
+
+        init(mounts: NetworkMounts, harness: Harness, kind: NetworkMounts.Kind) {
+            self.mounts = mounts
+            self.harness = harness
+            self.kind = kind
+            producer = mounts.spool(kind, 3)
+        }
+
+        /// The spool as mount `index` shows it.
+        func mount(_ index: Int) -> SpoolLayout { mounts.spool(kind, index) }
+
+        /// Starts daemon `name` (its log's name) as `host` on mount `index`.
+        @discardableResult
+        func start(_ name: String, host: String? = nil, mount index: Int) throws -> Process {
+            let daemon = try harness.startExtraDaemon(name, config: NetworkSpoolTests.config(host ?? name, spool: mount(index)))
+            daemons.append(daemon)
+            return daemon
+        }
+    }
+
     @Test(arguments: NetworkMounts.Kind.allCases)
     func threeDaemonsAnswerEachRequestExactlyOnce(_ kind: NetworkMounts.Kind) throws {
-        let mounts = try NetworkMounts()
-        let harness = try Harness()
-        var daemons: [Process] = []
-        defer {
-            Self.stopAll(daemons)
-            harness.stop()
-            mounts.down()
+        try withSpool(kind) { spool in
+            let (harness, producer) = (spool.harness, spool.producer)
+            let names = ["d1", "d2", "d3"]
+            for (index, name) in names.enumerated() {
+                try spool.start(name, mount: index)
+            }
+            #expect(harness.extraLog("d1").contains("watching by polling"), "auto polls a network mount")
+            let count = Int(ProcessInfo.processInfo.environment["LLMSPOOL_NETFS_REQUESTS"] ?? "") ?? 1000
+            let ids = (0..<count).map { "n\($0)" }
+            let started = Date()
+            var droppedAt: [String: Double] = [:]
+            for (index, id) in ids.enumerated() {
+                try Self.drop(producer, id, Self.request(index, prefix: "\(kind) net"))
+                droppedAt["\(kind) net \(index)"] = Date().timeIntervalSince1970
+            }
+            let dropped = Date()
+            // `status` through the producer's mount lists every live daemon, not only the last writer.
+            let status = try harness.cli(["status", "--json", "--spool", producer.root])
+            let listed = (try? JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["daemons"] as? [[String: Any]]
+            // Under load a daemon's entry, rewritten each second, can be seen stale through another mount.
+            withKnownIssue("a roster entry read stale through a loaded GlusterFS mount", isIntermittent: true) {
+                #expect(Set((listed ?? []).compactMap { $0["host"] as? String }) == Set(names), "status shows every daemon: \(status.stdout.prefix(300))")
+            }
+            try waitUntil("every request is answered", timeout: 600) {
+                harness.files(in: producer.incoming).filter { $0.hasSuffix(".json") }.count >= count
+            }
+            let answered = Date()
+            Self.stopAll(spool.daemons)
+            // Pickup: from the rename through the producer's mount to the arrival at the stub.
+            let pickup = try harness.stubArrivals().compactMap { arrival in droppedAt[arrival.prompt].map { arrival.at - $0 } }.sorted()
+            let quantile = { (q: Double) in pickup.isEmpty ? 0 : pickup[min(pickup.count - 1, Int(Double(pickup.count) * q))] }
+            let logs = names.map { harness.extraLog($0) }
+            let shares = names.map { name in Self.doneIDs([harness.extraLog(name)]).count }
+            print("\(kind): \(count) requests through 3 daemons in \(String(format: "%.1f", answered.timeIntervalSince(started))) s "
+                  + "(dropping took \(String(format: "%.1f", dropped.timeIntervalSince(started))) s), results per daemon \(shares), "
+                  + "pickup median \(String(format: "%.2f", quantile(0.5))) s, 95th \(String(format: "%.2f", quantile(0.95))) s, max \(String(format: "%.2f", quantile(1))) s")
+            try expectExactlyOnce(harness, producer, ids: ids, prompt: { "\(kind) net \($0.dropFirst())" }, logs: logs,
+                                  staleCacheRace: kind == .glusterfs)
+            #expect(shares.allSatisfy { $0 > 0 }, "the load is spread: \(shares)")
         }
-        try harness.startStub()
-        let producer = mounts.spool(kind, 3)
-        try producer.create()
-        let names = ["d1", "d2", "d3"]
-        for (index, name) in names.enumerated() {
-            daemons.append(try harness.startExtraDaemon(name, config: Self.config(name, spool: mounts.spool(kind, index))))
-        }
-        #expect(harness.extraLog("d1").contains("watching by polling"), "auto polls a network mount")
-        let count = Int(ProcessInfo.processInfo.environment["LLMSPOOL_NETFS_REQUESTS"] ?? "") ?? 1000
-        let ids = (0..<count).map { "n\($0)" }
-        let started = Date()
-        var droppedAt: [String: Double] = [:]
-        for (index, id) in ids.enumerated() {
-            try Self.drop(producer, id, Self.request(index, prefix: "\(kind) net"))
-            droppedAt["\(kind) net \(index)"] = Date().timeIntervalSince1970
-        }
-        let dropped = Date()
-        // `status` through the producer's mount lists every live daemon, not only the last writer.
-        let status = try harness.cli(["status", "--json", "--spool", producer.root])
-        let listed = (try? JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["daemons"] as? [[String: Any]]
-        // Under load a daemon's entry, rewritten each second, can be seen stale through another mount.
-        withKnownIssue("a roster entry read stale through a loaded GlusterFS mount", isIntermittent: true) {
-            #expect(Set((listed ?? []).compactMap { $0["host"] as? String }) == Set(names), "status shows every daemon: \(status.stdout.prefix(300))")
-        }
-        try waitUntil("every request is answered", timeout: 600) {
-            harness.files(in: producer.incoming).filter { $0.hasSuffix(".json") }.count >= count
-        }
-        let answered = Date()
-        Self.stopAll(daemons)
-        // Pickup: from the rename through the producer's mount to the arrival at the stub.
-        let pickup = try harness.stubArrivals().compactMap { arrival in droppedAt[arrival.prompt].map { arrival.at - $0 } }.sorted()
-        let quantile = { (q: Double) in pickup.isEmpty ? 0 : pickup[min(pickup.count - 1, Int(Double(pickup.count) * q))] }
-        let logs = names.map { harness.extraLog($0) }
-        let shares = names.map { name in Self.doneIDs([harness.extraLog(name)]).count }
-        print("\(kind): \(count) requests through 3 daemons in \(String(format: "%.1f", answered.timeIntervalSince(started))) s "
-              + "(dropping took \(String(format: "%.1f", dropped.timeIntervalSince(started))) s), results per daemon \(shares), "
-              + "pickup median \(String(format: "%.2f", quantile(0.5))) s, 95th \(String(format: "%.2f", quantile(0.95))) s, max \(String(format: "%.2f", quantile(1))) s")
-        try expectExactlyOnce(harness, producer, ids: ids, prompt: { "\(kind) net \($0.dropFirst())" }, logs: logs,
-                              staleCacheRace: kind == .glusterfs)
-        #expect(shares.allSatisfy { $0 > 0 }, "the load is spread: \(shares)")
     }
 
     @Test(arguments: NetworkMounts.Kind.allCases)
     func aDaemonKilledAndRestartedSendsOnlyItsOwnRequestsAgain(_ kind: NetworkMounts.Kind) throws {
-        let mounts = try NetworkMounts()
-        let harness = try Harness()
-        var daemons: [Process] = []
-        defer {
-            Self.stopAll(daemons)
-            harness.stop()
-            mounts.down()
+        try withSpool(kind) { spool in
+            let (harness, producer) = (spool.harness, spool.producer)
+            let victim = try spool.start("d1", mount: 0)
+            try spool.start("d2", mount: 1)
+            try spool.start("d3", mount: 2)
+            let count = 300
+            let ids = (0..<count).map { "k\($0)" }
+            for (index, id) in ids.enumerated() {
+                try Self.drop(producer, id, Self.request(index, prefix: "\(kind) kill", stub: ["tokens": 8, "token_delay_ms": 150]))
+            }
+            try waitUntil("d1 is sending some of them", timeout: 60) {
+                harness.extraLog("d1").components(separatedBy: "upload started").count > 4
+            }
+            kill(victim.processIdentifier, SIGKILL)
+            victim.waitUntilExit()
+            let killedAt = Date()
+            // What d1 had in flight: started and not done.
+            let victimLog = harness.extraLog("d1")
+            var inFlight = Set<String>()
+            for line in victimLog.split(separator: "\n") where line.contains("upload started") {
+                if let range = line.range(of: " id=") { inFlight.insert(String(line[range.upperBound...].prefix { $0 != " " })) }
+            }
+            inFlight.subtract(Self.doneIDs([victimLog]).keys)
+            // The others take over first (at once with locks, after the lease time without);
+            // then d1 comes back while the run goes on.
+            try waitUntil("d1's requests are answered by the others", timeout: 120) {
+                inFlight.allSatisfy { Syscall.isPresent(producer.result($0)) }
+            }
+            let takeover = Date().timeIntervalSince(killedAt)
+            try spool.start("d1-again", host: "d1", mount: 0)
+            try waitUntil("every request is answered", timeout: 300) {
+                harness.files(in: producer.incoming).filter { $0.hasSuffix(".json") }.count >= count
+            }
+            Self.stopAll(spool.daemons)
+            let restartLog = harness.extraLog("d1-again")
+            print("\(kind): d1 killed with \(inFlight.count) in flight; they were done \(String(format: "%.1f", takeover)) s after the kill; "
+                  + "restart removed: \(restartLog.split(separator: "\n").filter { $0.contains("leftovers") })")
+            // d1's killed attempts were cut short: their ids may count twice at the stub, nobody else's.
+            try expectExactlyOnce(harness, producer, ids: ids, prompt: { "\(kind) kill \($0.dropFirst())" },
+                                  logs: ["d1", "d2", "d3", "d1-again"].map { harness.extraLog($0) }, sentTwiceAllowed: inFlight,
+                                  killLeftovers: true)
         }
-        try harness.startStub()
-        let producer = mounts.spool(kind, 3)
-        try producer.create()
-        let victim = try harness.startExtraDaemon("d1", config: Self.config("d1", spool: mounts.spool(kind, 0)))
-        daemons.append(victim)
-        daemons.append(try harness.startExtraDaemon("d2", config: Self.config("d2", spool: mounts.spool(kind, 1))))
-        daemons.append(try harness.startExtraDaemon("d3", config: Self.config("d3", spool: mounts.spool(kind, 2))))
-        let count = 300
-        let ids = (0..<count).map { "k\($0)" }
-        for (index, id) in ids.enumerated() {
-            try Self.drop(producer, id, Self.request(index, prefix: "\(kind) kill", stub: ["tokens": 8, "token_delay_ms": 150]))
-        }
-        try waitUntil("d1 is sending some of them", timeout: 60) {
-            harness.extraLog("d1").components(separatedBy: "upload started").count > 4
-        }
-        kill(victim.processIdentifier, SIGKILL)
-        victim.waitUntilExit()
-        let killedAt = Date()
-        // What d1 had in flight: started and not done.
-        let victimLog = harness.extraLog("d1")
-        var inFlight = Set<String>()
-        for line in victimLog.split(separator: "\n") where line.contains("upload started") {
-            if let range = line.range(of: " id=") { inFlight.insert(String(line[range.upperBound...].prefix { $0 != " " })) }
-        }
-        inFlight.subtract(Self.doneIDs([victimLog]).keys)
-        // The others take over first (at once with locks, after the lease time without);
-        // then d1 comes back while the run goes on.
-        try waitUntil("d1's requests are answered by the others", timeout: 120) {
-            inFlight.allSatisfy { Syscall.isPresent(producer.result($0)) }
-        }
-        let takeover = Date().timeIntervalSince(killedAt)
-        daemons.append(try harness.startExtraDaemon("d1-again", config: Self.config("d1", spool: mounts.spool(kind, 0))))
-        try waitUntil("every request is answered", timeout: 300) {
-            harness.files(in: producer.incoming).filter { $0.hasSuffix(".json") }.count >= count
-        }
-        Self.stopAll(daemons)
-        let restartLog = harness.extraLog("d1-again")
-        print("\(kind): d1 killed with \(inFlight.count) in flight; they were done \(String(format: "%.1f", takeover)) s after the kill; "
-              + "restart removed: \(restartLog.split(separator: "\n").filter { $0.contains("leftovers") })")
-        // d1's killed attempts were cut short: their ids may count twice at the stub, nobody else's.
-        try expectExactlyOnce(harness, producer, ids: ids, prompt: { "\(kind) kill \($0.dropFirst())" },
-                              logs: ["d1", "d2", "d3", "d1-again"].map { harness.extraLog($0) }, sentTwiceAllowed: inFlight,
-                              killLeftovers: true)
     }
 
     /// A request another mount has just read (so its client caches hold it) is deleted by
     /// the daemon that answered it; the daemons on the caching mounts must not send it again.
     @Test(arguments: NetworkMounts.Kind.allCases)
     func aRequestCachedByAnotherMountIsNotSentAgain(_ kind: NetworkMounts.Kind) throws {
-        let mounts = try NetworkMounts()
-        let harness = try Harness()
-        var daemons: [Process] = []
-        defer {
-            Self.stopAll(daemons)
-            harness.stop()
-            mounts.down()
-        }
-        try harness.startStub()
-        let producer = mounts.spool(kind, 3)
-        try producer.create()
-        let count = 200
-        let ids = (0..<count).map { "c\($0)" }
-        // Keep mounts 2 and 3 reading every request, so their caches stay warm while
-        // the daemon on mount 1 answers and deletes them.
-        let cached = [mounts.spool(kind, 1), mounts.spool(kind, 2)]
-        let stopReading = StopFlag()
-        let readerDone = DispatchSemaphore(value: 0)
-        let reader = Thread {
-            while !stopReading.isSet {
-                for layout in cached {
-                    for id in ids { _ = RequestFile.read(path: layout.request(id), limit: 1 << 20) }
+        try withSpool(kind) { spool in
+            let (harness, producer) = (spool.harness, spool.producer)
+            let count = 200
+            let ids = (0..<count).map { "c\($0)" }
+            // Keep mounts 2 and 3 reading every request, so their caches stay warm while
+            // the daemon on mount 1 answers and deletes them.
+            let cached = [spool.mount(1), spool.mount(2)]
+            let stopReading = StopFlag()
+            let readerDone = DispatchSemaphore(value: 0)
+            let reader = Thread {
+                while !stopReading.isSet {
+                    for layout in cached {
+                        for id in ids { _ = RequestFile.read(path: layout.request(id), limit: 1 << 20) }
+                    }
                 }
+                readerDone.signal()
             }
-            readerDone.signal()
-        }
-        reader.start()
-        defer {
+            reader.start()
+            defer {
+                stopReading.set()
+                readerDone.wait()
+            }
+            for (index, id) in ids.enumerated() { try Self.drop(producer, id, Self.request(index, prefix: "\(kind) cached")) }
+            // The answering daemon first, alone, then the two on the caching mounts once it is busy.
+            try spool.start("d1", mount: 0)
+            try waitUntil("d1 answered some", timeout: 60) { Self.doneIDs([harness.extraLog("d1")]).count > 5 }
+            try spool.start("d2", mount: 1)
+            try spool.start("d3", mount: 2)
+            try waitUntil("every request is answered", timeout: 300) {
+                harness.files(in: producer.incoming).filter { $0.hasSuffix(".json") }.count >= count
+            }
+            // One more, answered while the others keep reading it: a claim through a caching
+            // mount the moment its answer appears must fail too.
+            try Self.drop(producer, "late", Harness.request("\(kind) cached late"))
+            for layout in cached { _ = RequestFile.read(path: layout.request("late"), limit: 1 << 20) }
+            try waitUntil("the late request is answered", timeout: 60) { Syscall.isPresent(producer.result("late")) }
+            let lateClaimer = LeaseManager(layout: cached[0], hostID: "late", seconds: 3, logger: Logger(minimum: .error))
+            let lateClaim = lateClaimer.claim("late")
+            if lateClaim == .claimed { lateClaimer.release("late", ended: false) }
             stopReading.set()
-            readerDone.wait()
+            Self.stopAll(spool.daemons)
+            #expect(lateClaim != .claimed, "a finished request cannot be claimed again through a caching mount")
+            waitForLeasesToClear(producer)
+            try expectExactlyOnce(harness, producer, ids: ids + ["late"], prompt: { $0 == "late" ? "\(kind) cached late" : "\(kind) cached \($0.dropFirst())" },
+                                  logs: ["d1", "d2", "d3"].map { harness.extraLog($0) }, heldOpenByOthers: true)
         }
-        for (index, id) in ids.enumerated() { try Self.drop(producer, id, Self.request(index, prefix: "\(kind) cached")) }
-        // The answering daemon first, alone, then the two on the caching mounts once it is busy.
-        daemons.append(try harness.startExtraDaemon("d1", config: Self.config("d1", spool: mounts.spool(kind, 0))))
-        try waitUntil("d1 answered some", timeout: 60) { Self.doneIDs([harness.extraLog("d1")]).count > 5 }
-        daemons.append(try harness.startExtraDaemon("d2", config: Self.config("d2", spool: cached[0])))
-        daemons.append(try harness.startExtraDaemon("d3", config: Self.config("d3", spool: cached[1])))
-        try waitUntil("every request is answered", timeout: 300) {
-            harness.files(in: producer.incoming).filter { $0.hasSuffix(".json") }.count >= count
-        }
-        // One more, answered while the others keep reading it: a claim through a caching
-        // mount the moment its answer appears must fail too.
-        try Self.drop(producer, "late", Harness.request("\(kind) cached late"))
-        for layout in cached { _ = RequestFile.read(path: layout.request("late"), limit: 1 << 20) }
-        try waitUntil("the late request is answered", timeout: 60) { Syscall.isPresent(producer.result("late")) }
-        let lateClaimer = LeaseManager(layout: cached[0], hostID: "late", seconds: 3, logger: Logger(minimum: .error))
-        let lateClaim = lateClaimer.claim("late")
-        if lateClaim == .claimed { lateClaimer.release("late", ended: false) }
-        stopReading.set()
-        Self.stopAll(daemons)
-        #expect(lateClaim != .claimed, "a finished request cannot be claimed again through a caching mount")
-        waitForLeasesToClear(producer)
-        try expectExactlyOnce(harness, producer, ids: ids + ["late"], prompt: { $0 == "late" ? "\(kind) cached late" : "\(kind) cached \($0.dropFirst())" },
-                              logs: ["d1", "d2", "d3"].map { harness.extraLog($0) }, heldOpenByOthers: true)
     }
 }
 
