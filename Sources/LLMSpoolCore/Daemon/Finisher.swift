@@ -290,7 +290,12 @@ public final class Finisher: Sendable {
 
     func judge(_ outcome: AttemptOutcome, partial: String) -> AttemptJudge.Verdict {
         if let verdict = AttemptJudge.judgeEnding(outcome.ending, bodyPrefix: {
-            (try? FileReader.prefix(path: partial, limit: Finisher.providerBodyLimit)) ?? []
+            do {
+                return try FileReader.prefix(path: partial, limit: Finisher.providerBodyLimit)
+            } catch {
+                logger.warning("cannot read the answer's body; the record goes without it", id: outcome.task.id, ["reason": "\(error)"])
+                return []
+            }
         }) {
             return verdict
         }

@@ -439,11 +439,22 @@ public final class LeaseManager: Sendable {
         }
     }
 
+    /// The names in `state/leases`; none when it cannot be listed, which is logged: the
+    /// sweeps that list it are then skipped, and the operator must hear why.
+    private func leaseNames() -> [String] {
+        do {
+            return try Syscall.listDirectory(layout.leases)
+        } catch {
+            logger.warning("cannot list the leases; expired leases and leftovers stay until it can", ["reason": "\(error)"])
+            return []
+        }
+    }
+
     /// Removes any daemon's tombstone long expired (its owner stopped without removing it),
     /// through the takeover lock, like any other expired lease.
     func removeExpiredTombstones() {
         let now = LeaseManager.now()
-        for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasSuffix(".lease") {
+        for name in leaseNames() where name.hasSuffix(".lease") {
             let id = String(name.dropLast(".lease".count))
             guard let lease = read(layout.lease(id)), lease.ended, lease.expiresAt + margin < now else { continue }
             if lockMode.load(ordering: .relaxed) {
@@ -467,7 +478,7 @@ public final class LeaseManager: Sendable {
     /// old one is a leftover.
     private func removeFuseHidden(olderThan age: Double) {
         let now = LeaseManager.now()
-        for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasSuffix(".takeover") {
+        for name in leaseNames() where name.hasSuffix(".takeover") {
             // A taker holds its lock for a moment; one left behind (its taker died, or an
             // exclusive create answered with an error after all) is ours to remove at a
             // stop (`age` 0), anyone's once it is as old as a taker would break.
@@ -475,7 +486,7 @@ public final class LeaseManager: Sendable {
             guard let lock = read(path) else { continue }
             if (age == 0 && lock.owner == owner) || lock.expiresAt + seconds < now { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) } }
         }
-        for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasPrefix(".fuse_hidden") {
+        for name in leaseNames() where name.hasPrefix(".fuse_hidden") {
             let path = "\(layout.leases)/\(name)"
             guard let info = try? Syscall.lstat(path) else { continue }
             if now - (Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9) >= age { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) } }
@@ -503,7 +514,7 @@ public final class LeaseManager: Sendable {
     /// ids taken back.
     public func reclaimDeadIncarnations() -> [String] {
         var reclaimed: [String] = []
-        for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasSuffix(".lease") {
+        for name in leaseNames() where name.hasSuffix(".lease") {
             let path = "\(layout.leases)/\(name)"
             guard let lease = read(path) else { continue }
             if lease.ended, lease.host == hostID, let pid = lease.pid, pid != getpid(), !LeaseManager.isAlive(pid) {
