@@ -6,9 +6,8 @@ public struct FileReader {
 
     /// Calls `body` with each chunk of the file at `path`, in order.
     public static func forEachChunk(path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
-        let fd = try Syscall.open(path, O_RDONLY | O_NOFOLLOW)
-        defer { Syscall.close(fd) }
-        try forEachChunk(fd: fd, path: path, body)
+        let file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW)
+        try forEachChunk(fd: file.rawValue, path: path, body)
     }
 
     public static func forEachChunk(fd: Int32, path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {

@@ -163,9 +163,8 @@ public enum Syscall {
 
     /// Makes a completed rename or unlink in `directory` durable.
     public static func fsyncDirectory(_ directory: String) throws {
-        let fd = try open(directory, O_RDONLY | O_DIRECTORY)
-        defer { close(fd) }
-        try fsync(fd, path: directory)
+        let folder = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY)
+        try folder.fsync()
     }
 
     /// The names in a directory as raw bytes (a name need not be UTF-8), without "." and "..".

@@ -7,8 +7,7 @@ extension Scenarios {
     /// prompt padded to about `promptBytes`.
     static func stageBatch(_ fixture: Fixture, name: String, count: Int, promptBytes: Int = 0) throws -> String {
         let path = "\(fixture.root)/staging/\(name).jsonl"
-        let fd = try Syscall.open(path, O_WRONLY | O_CREAT | O_TRUNC)
-        defer { Syscall.close(fd) }
+        let file = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC)
         let padding = String(repeating: "x", count: promptBytes)
         var chunk: [UInt8] = []
         for index in 0..<count {
@@ -16,12 +15,12 @@ extension Scenarios {
             chunk += Array(line.utf8)
             chunk.append(0x0A)
             if chunk.count >= 1 << 20 {
-                try Syscall.writeAll(fd, chunk, path: path)
+                try file.writeAll(chunk)
                 chunk.removeAll(keepingCapacity: true)
             }
         }
-        try Syscall.writeAll(fd, chunk, path: path)
-        try Syscall.fsync(fd, path: path)
+        try file.writeAll(chunk)
+        try file.fsync()
         return path
     }
 

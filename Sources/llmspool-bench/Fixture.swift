@@ -90,9 +90,9 @@ final class Fixture {
         for index in 0..<count {
             let id = "\(prefix)\(index)"
             let bytes = Array(try JSONSerialization.data(withJSONObject: request(index)))
-            let fd = try Syscall.open("\(root)/staging/\(id).json", O_WRONLY | O_CREAT | O_TRUNC)
-            try Syscall.writeAll(fd, bytes)
-            Syscall.close(fd)
+            let file = try FileDescriptor.open("\(root)/staging/\(id).json", O_WRONLY | O_CREAT | O_TRUNC)
+            try file.writeAll(bytes)
+            try file.close()
             ids.append(id)
         }
         return ids

@@ -66,7 +66,7 @@ enum Scenarios {
         let rate = Double(ids.count) / end.timeIntervalSince(start)
         let cpuPerRequest = (ProcessStats.cpuSeconds(pid) - cpu0) / Double(ids.count) * 1000
         let payload = bodies((0..<sizes.p1Requests).map { request("raw \($0)") })
-        let rawRun = RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.concurrency)
+        let rawRun = try RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.concurrency)
         let sessionRun = URLSessionClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.concurrency)
         let raw = Double(payload.count) / rawRun.seconds
         let session = Double(payload.count) / sessionRun.seconds
@@ -96,7 +96,7 @@ enum Scenarios {
         let rss = ProcessStats.peakRSSMiB(pid)
         fixture.stopDaemon()
         let payload = bodies((0..<sizes.p2Streams).map { request("raw \($0)", stream: true, stub: stub) })
-        let rawRun = RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.p2Streams)
+        let rawRun = try RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.p2Streams)
         let sessionRun = URLSessionClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.p2Streams)
         let raw = rawRun.seconds
         let session = sessionRun.seconds
@@ -170,7 +170,7 @@ enum Scenarios {
         let rate = size / end.timeIntervalSince(start) / 1e6
         let rss = ProcessStats.peakRSSMiB(pid)
         let payload = bodies([request("raw", stream: true, stub: stub)])
-        let raw = size / RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: 1).seconds / 1e6
+        let raw = try size / RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: 1).seconds / 1e6
         let session = size / URLSessionClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: 1).seconds / 1e6
         let mib = sizes.p4Bytes >> 20
         return [

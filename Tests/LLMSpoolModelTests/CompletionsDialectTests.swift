@@ -2,15 +2,8 @@ import Foundation
 import Testing
 @testable import LLMSpoolModel
 
-@Suite struct CompletionsDialectTests {
-    let dialect: any Dialect = DialectRegistry.dialect(url: "/v1/completions")!
-
-    func envelope(_ body: String) -> [UInt8] { Array(#"{"url":"/v1/completions","body":\#(body)}"#.utf8) }
-
-    func problem(_ body: String) -> RequestProblem? {
-        guard case .failure(let problem) = RequestValidator.validate(envelope(body)) else { return nil }
-        return problem
-    }
+@Suite struct CompletionsDialectTests: DialectTesting {
+    static let url = "/v1/completions"
 
     static func stream(_ chunks: [String]) -> [UInt8] {
         Array(chunks.map { "data: \($0)\n\n" }.joined().utf8)

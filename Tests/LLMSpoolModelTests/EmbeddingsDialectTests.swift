@@ -1,15 +1,8 @@
 import Testing
 @testable import LLMSpoolModel
 
-@Suite struct EmbeddingsDialectTests {
-    let dialect: any Dialect = DialectRegistry.dialect(url: "/v1/embeddings")!
-
-    func envelope(_ body: String) -> [UInt8] { Array(#"{"url":"/v1/embeddings","body":\#(body)}"#.utf8) }
-
-    func problem(_ body: String) -> RequestProblem? {
-        guard case .failure(let problem) = RequestValidator.validate(envelope(body)) else { return nil }
-        return problem
-    }
+@Suite struct EmbeddingsDialectTests: DialectTesting {
+    static let url = "/v1/embeddings"
 
     @Test func validationNeverStreams() throws {
         #expect(dialect.id == "embeddings" && dialect.path == "/embeddings" && dialect.api == .openai && dialect.usageMember.isEmpty)

@@ -2,15 +2,8 @@ import Foundation
 import Testing
 @testable import LLMSpoolModel
 
-@Suite struct ResponsesDialectTests {
-    let dialect: any Dialect = DialectRegistry.dialect(url: "/v1/responses")!
-
-    func envelope(_ body: String) -> [UInt8] { Array(#"{"url":"/v1/responses","body":\#(body)}"#.utf8) }
-
-    func problem(_ body: String) -> RequestProblem? {
-        guard case .failure(let problem) = RequestValidator.validate(envelope(body)) else { return nil }
-        return problem
-    }
+@Suite struct ResponsesDialectTests: DialectTesting {
+    static let url = "/v1/responses"
 
     static let response = #"{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"m","output":[{"id":"msg_1","type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Hi th\u00e9re","annotations":[]}]}],"usage":{"input_tokens":5,"input_tokens_details":{"cached_tokens":2},"output_tokens":3,"output_tokens_details":{"reasoning_tokens":1},"total_tokens":8}}"#
 

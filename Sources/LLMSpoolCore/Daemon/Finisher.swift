@@ -306,7 +306,12 @@ public final class Finisher: Sendable {
 
     func judge(_ outcome: AttemptOutcome, partial: String) -> AttemptJudge.Verdict {
         if let verdict = AttemptJudge.judgeEnding(outcome.ending, bodyPrefix: {
-            (try? FileReader.prefix(path: partial, limit: Finisher.providerBodyLimit)) ?? []
+            do {
+                return try FileReader.prefix(path: partial, limit: Finisher.providerBodyLimit)
+            } catch {
+                logger.warning("cannot read the answer's body; the record goes without it", id: outcome.task.id, ["reason": "\(error)"])
+                return []
+            }
         }) {
             return verdict
         }
@@ -340,11 +345,13 @@ public final class Finisher: Sendable {
                               usage: [String: Int]?) throws -> PublicationPlan.Success {
         let id = outcome.task.id
         var source = outcome.rawPath ?? layout.partial(id)
+        // Open on `source` (-1 when none is held): the plan fsyncs through it.
+        var fd: Int32 = -1
+        defer { if fd >= 0 { Syscall.close(fd) } }
         if let assembled {
             closePartial(outcome.partialFD)
             source = SpoolLayout.temporary(for: layout.result(id))
-            var fd = outcome.stream?.spillFD ?? -1
-            defer { if fd >= 0 { Syscall.close(fd) } }
+            fd = outcome.stream?.spillFD ?? -1
             if fd < 0 {
                 try Syscall.unlinkIfPresent(source)
                 fd = try Syscall.open(source, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
@@ -354,14 +361,15 @@ public final class Finisher: Sendable {
             try Syscall.writeAll(fd, assembled.tail, path: source)
         } else {
             if let spill = outcome.stream?.spillFD, spill >= 0 { Syscall.close(spill) }
-            closePartial(outcome.partialFD)
+            fd = outcome.partialFD
         }
         var record = TaskRecord(id: id, status: .done, request: task.identity, history: task.history, endpoint: outcome.endpointName,
                                 usage: usage)
         record.dialect = task.summary.dialect
         let success = PublicationPlan.Success(task: task, record: record, source: source, streamed: assembled != nil,
                                               transcript: transcript(outcome, result: source), rawEvents: outcome.rawPath)
-        if case .failed(_, _, let error) = executor.run(PublicationPlan.prepare(success)) { throw error }
+        let held = fd < 0 ? executor : PublicationExecutor(files: SpoolFiles(layout: layout, heldOpen: [source: fd]), beforeStep: executor.beforeStep)
+        if case .failed(_, _, let error) = held.run(PublicationPlan.prepare(success)) { throw error }
         return success
     }
 

@@ -260,7 +260,14 @@ public final class SpoolDaemon: Sendable {
         var removed = 0
         var kept = 0
         for directory in [layout.incoming, layout.failed, layout.state] {
-            for name in (try? Syscall.listDirectory(directory)) ?? [] {
+            let names: [String]
+            do {
+                names = try Syscall.listDirectory(directory)
+            } catch {
+                logger.warning("cannot list a folder for leftovers of an earlier run; they stay", ["reason": "\(error)"])
+                continue
+            }
+            for name in names {
                 // A batch's output grows across restarts (its journal says how far); its
                 // lines' answers are leftovers like any attempt's.
                 if name.hasSuffix(SpoolLayout.batchSuffix + SpoolLayout.partialSuffix) { continue }
@@ -271,7 +278,15 @@ public final class SpoolDaemon: Sendable {
                 }
                 guard let id = LeaseRules.leftoverID(name) else { continue }
                 var unlinked = false
-                let remove = { unlinked = (try? Syscall.unlink("\(directory)/\(name)")) != nil }
+                let remove = { [logger] in
+                    do {
+                        try Syscall.unlink("\(directory)/\(name)")
+                        unlinked = true
+                    } catch let error as SystemError where error.errno == ENOENT {
+                    } catch {
+                        logger.warning("cannot remove a leftover of an earlier run", id: id, ["reason": "\(error)"])
+                    }
+                }
                 if let leases {
                     if !leases.removeLeftover(of: id, remove) { kept += 1 }
                 } else {

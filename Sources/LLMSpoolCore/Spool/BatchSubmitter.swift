@@ -14,18 +14,16 @@ public enum BatchSubmitter {
             throw ConfigError("\"\(Logger.escape(name))\" cannot be used as a batch name")
         }
         guard !Syscall.isPresent(layout.batchRequest(name)) else { throw ConfigError("a batch named \(name) is already in outgoing") }
-        let input = try Syscall.open(source, O_RDONLY)
-        defer { Syscall.close(input) }
+        let input = try FileDescriptor.open(source, O_RDONLY)
         let hidden = "\(layout.outgoing)/\(SpoolLayout.hiddenPrefix)\(name)\(SpoolLayout.batchSuffix)\(SpoolLayout.temporarySuffix)"
-        let output = try Syscall.open(hidden, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: mode)
+        let output = try FileDescriptor.open(hidden, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: mode)
         do {
-            try FileReader.forEachChunk(fd: input, path: source) { chunk in
-                try Syscall.writeAll(output, chunk, path: hidden)
+            try FileReader.forEachChunk(fd: input.rawValue, path: source) { chunk in
+                try output.writeAll(chunk)
             }
-            try Syscall.fsync(output, path: hidden)
-            try Syscall.closeChecked(output, path: hidden)
+            try output.fsync()
+            try output.close()
         } catch {
-            Syscall.close(output)
             do {
                 try Syscall.unlinkIfPresent(hidden)
             } catch {

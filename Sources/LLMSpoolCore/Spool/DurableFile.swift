@@ -6,14 +6,18 @@ import Glibc
 public enum DurableFile {
     public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600, syncDirectory: Bool = true) throws {
         let temporary = SpoolLayout.temporary(for: path)
-        let fd = try Syscall.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: mode)
         do {
-            try Syscall.writeAll(fd, bytes, path: temporary)
-            try Syscall.fsync(fd, path: temporary)
-            Syscall.close(fd)
+            let file = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: mode)
+            try file.writeAll(bytes)
+            try file.fsync()
+            try file.close()
         } catch {
-            Syscall.close(fd)
-            try? Syscall.unlinkIfPresent(temporary)
+            do {
+                try Syscall.unlinkIfPresent(temporary)
+            } catch {
+                // The write's failure is what the caller must hear; a hidden temporary left
+                // behind is ignored by every reader and replaced by the next write.
+            }
             throw error
         }
         try Syscall.rename(temporary, path)
@@ -25,9 +29,9 @@ public enum DurableFile {
     /// task records). Readers still see the old content or the new, never a mix.
     public static func replace(_ bytes: [UInt8], at path: String, mode: mode_t = 0o600) throws {
         let temporary = SpoolLayout.temporary(for: path)
-        let fd = try Syscall.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: mode)
-        defer { Syscall.close(fd) }
-        try Syscall.writeAll(fd, bytes, path: temporary)
+        let file = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: mode)
+        try file.writeAll(bytes)
+        try file.close()
         try Syscall.rename(temporary, path)
     }
 

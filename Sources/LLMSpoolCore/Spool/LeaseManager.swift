@@ -368,10 +368,9 @@ public final class LeaseManager: Sendable {
     /// catches it half-written cannot parse it and treats it as held by someone (its
     /// mtime is fresh), which only ever refuses a claim.
     private func rewrite(_ path: String, _ bytes: [UInt8]) throws {
-        let fd = try Syscall.open(path, O_WRONLY | O_NOFOLLOW)
-        defer { Syscall.close(fd) }
-        try Syscall.writeAll(fd, bytes, path: path)
-        if ftruncate(fd, off_t(bytes.count)) != 0 { throw SystemError(errno: errno, call: "ftruncate", path: path) }
+        let lease = try FileDescriptor.open(path, O_WRONLY | O_NOFOLLOW)
+        try lease.writeAll(bytes)
+        try Syscall.ftruncate(lease.rawValue, length: bytes.count, path: path)
     }
 
     /// Renews every held lease a few times per lease period; calls `lost` for a lease that
@@ -476,11 +475,22 @@ public final class LeaseManager: Sendable {
         }
     }
 
+    /// The names in `state/leases`; none when it cannot be listed, which is logged: the
+    /// sweeps that list it are then skipped, and the operator must hear why.
+    private func leaseNames() -> [String] {
+        do {
+            return try Syscall.listDirectory(layout.leases)
+        } catch {
+            logger.warning("cannot list the leases; expired leases and leftovers stay until it can", ["reason": "\(error)"])
+            return []
+        }
+    }
+
     /// Removes any daemon's tombstone long expired (its owner stopped without removing it),
     /// through the takeover lock, like any other expired lease.
     func removeExpiredTombstones(until deadline: Double = .infinity) {
         let now = LeaseManager.now()
-        let names = ((try? Syscall.listDirectory(layout.leases)) ?? []).filter { $0.hasSuffix(".lease") }
+        let names = leaseNames().filter { $0.hasSuffix(".lease") }
         // Cut short by the deadline, the next round goes on where this one stopped.
         let start = names.isEmpty ? 0 : housekeepingCursor.load(ordering: .relaxed) % names.count
         for (step, name) in (names[start...] + names[..<start]).enumerated() {
@@ -511,7 +521,7 @@ public final class LeaseManager: Sendable {
     /// old one is a leftover.
     private func removeFuseHidden(olderThan age: Double) {
         let now = LeaseManager.now()
-        for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasSuffix(".takeover") {
+        for name in leaseNames() where name.hasSuffix(".takeover") {
             // A taker holds its lock for a moment; one left behind (its taker died, or an
             // exclusive create answered with an error after all) is ours to remove at a
             // stop (`age` 0), anyone's once it is as old as a taker would break.
@@ -519,7 +529,7 @@ public final class LeaseManager: Sendable {
             guard let lock = read(path) else { continue }
             if (age == 0 && lock.owner == owner) || lock.expiresAt + seconds < now { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) } }
         }
-        for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasPrefix(".fuse_hidden") {
+        for name in leaseNames() where name.hasPrefix(".fuse_hidden") {
             let path = "\(layout.leases)/\(name)"
             guard let info = try? Syscall.lstat(path) else { continue }
             if now - (Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9) >= age { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) } }
@@ -547,7 +557,7 @@ public final class LeaseManager: Sendable {
     /// ids taken back.
     public func reclaimDeadIncarnations() -> [String] {
         var reclaimed: [String] = []
-        for name in (try? Syscall.listDirectory(layout.leases)) ?? [] where name.hasSuffix(".lease") {
+        for name in leaseNames() where name.hasSuffix(".lease") {
             let path = "\(layout.leases)/\(name)"
             guard let lease = read(path) else { continue }
             if lease.ended, lease.host == hostID, let pid = lease.pid, pid != getpid(), !LeaseManager.isAlive(pid) {
@@ -576,17 +586,17 @@ public final class LeaseManager: Sendable {
     /// held while `remove` runs, so no daemon can take the id over meanwhile.
     public func removeLeftover(of id: String, _ remove: () -> Void) -> Bool {
         if lockMode.load(ordering: .relaxed) {
-            let fd: Int32
+            let lease: FileDescriptor
             do {
-                fd = try Syscall.open(layout.lease(id), O_RDWR | O_NOFOLLOW)
+                lease = try FileDescriptor.open(layout.lease(id), O_RDWR | O_NOFOLLOW)
             } catch let error as SystemError where RequestFile.isGone(error.errno) {
                 remove()
                 return true
             } catch {
                 return false
             }
-            defer { Syscall.close(fd) }
-            guard llms_ofd_lock(fd, llms_lock_write) == 0 else { return false }
+            // The lock lives as long as `lease`, which closes at the end of this scope.
+            guard llms_ofd_lock(lease.rawValue, llms_lock_write) == 0 else { return false }
             remove()
             return true
         }

@@ -29,9 +29,9 @@ public enum RequestFile {
             return .failure(RequestProblem(.unreadable, "cannot look at the request: \(error)"))
         }
         if let problem = problem(with: seen) { return .failure(problem) }
-        let fd: Int32
+        let file: FileDescriptor
         do {
-            fd = try Syscall.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+            file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
         } catch let error as SystemError {
             if isGone(error.errno) { return nil }
             if error.errno == ELOOP { return .failure(RequestProblem(.notRegularFile, "the request is a symbolic link; links are never followed")) }
@@ -40,9 +40,8 @@ public enum RequestFile {
         } catch {
             return .failure(RequestProblem(.unreadable, "cannot open the request: \(error)"))
         }
-        defer { Syscall.close(fd) }
         do {
-            let info = try Syscall.fstat(fd, path: path)
+            let info = try file.fstat()
             guard info.st_dev == seen.st_dev && info.st_ino == seen.st_ino else {
                 return .failure(RequestProblem(.notRegularFile, "the request was replaced while it was being opened"))
             }
@@ -52,13 +51,13 @@ public enum RequestFile {
             }
             var bytes: [UInt8] = []
             bytes.reserveCapacity(Int(info.st_size))
-            try FileReader.forEachChunk(fd: fd, path: path) { chunk in
+            try FileReader.forEachChunk(fd: file.rawValue, path: path) { chunk in
                 if bytes.count + chunk.count > limit {
                     throw RequestProblem(.tooLarge, "the request grew past the limit of \(limit) bytes (max_request_bytes)")
                 }
                 bytes.append(contentsOf: chunk)
             }
-            let identity = FileIdentity(info).with(bornNanoseconds: FileIdentity.birthTime(fd: fd)).with(contentHash: Fingerprint.hash(bytes))
+            let identity = FileIdentity(info).with(bornNanoseconds: FileIdentity.birthTime(fd: file.rawValue)).with(contentHash: Fingerprint.hash(bytes))
             return .success(Loaded(bytes: bytes, identity: identity))
         } catch let problem as RequestProblem {
             return .failure(problem)

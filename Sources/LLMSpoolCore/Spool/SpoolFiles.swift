@@ -8,15 +8,24 @@ public struct SpoolFiles: PublicationFiles, Sendable {
     public typealias Failure = any Error
 
     public let layout: SpoolLayout
+    /// Descriptors the caller holds open on files a plan syncs, by path; not owned here.
+    public let heldOpen: [String: Int32]
 
-    public init(layout: SpoolLayout) {
+    public init(layout: SpoolLayout, heldOpen: [String: Int32] = [:]) {
         self.layout = layout
+        self.heldOpen = heldOpen
     }
 
+    /// Through the descriptor that wrote the file when one is held: no second open (a
+    /// network round trip on a shared spool), and the fsync reaches the file written even
+    /// if its name was taken meanwhile. A transfer past its descriptor budget holds none
+    /// (it opens its `.partial` for each write), so the file is opened by name.
     public func syncFile(_ path: String) throws {
-        let fd = try Syscall.open(path, O_RDONLY | O_NOFOLLOW)
-        defer { Syscall.close(fd) }
-        try Syscall.fsync(fd, path: path)
+        if let held = heldOpen[path] {
+            try Syscall.fsync(held, path: path)
+            return
+        }
+        try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW).fsync()
     }
 
     public func inode(of path: String) throws -> UInt64 {

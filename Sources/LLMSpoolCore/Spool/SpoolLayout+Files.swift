@@ -35,8 +35,7 @@ extension SpoolLayout {
         for directory in publicationFolders {
             let probe = directory + "/.llmspool-probe"
             do {
-                let fd = try Syscall.open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: fileMode)
-                Syscall.close(fd)
+                try FileDescriptor.open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: fileMode).close()
                 try Syscall.unlinkIfPresent(probe)
             } catch let error as SystemError {
                 return error

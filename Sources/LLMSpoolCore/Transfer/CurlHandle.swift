@@ -1,24 +1,5 @@
 import CCurl
 
-/// A libcurl call that did not succeed: which call, and libcurl's own words for its code.
-struct CurlError: Error, CustomStringConvertible {
-    let call: String
-    let code: Int32
-    let text: String
-
-    var description: String { "\(call) failed: \(text) (code \(code))" }
-
-    static func check(_ code: CURLcode, _ call: @autoclosure () -> String) throws {
-        guard code != CURLE_OK else { return }
-        throw CurlError(call: call(), code: Int32(code.rawValue), text: String(cString: curl_easy_strerror(code)))
-    }
-
-    static func check(_ code: CURLMcode, _ call: @autoclosure () -> String) throws {
-        guard code != CURLM_OK else { return }
-        throw CurlError(call: call(), code: code.rawValue, text: String(cString: curl_multi_strerror(code)))
-    }
-}
-
 /// Typed setters over the shim's wrappers for libcurl's variadic calls; each checks its
 /// CURLcode, since an option libcurl refuses (an old build, a bad value) would otherwise
 /// send a request other than the one meant.

@@ -959,9 +959,11 @@ public final class TransferEngine: @unchecked Sendable {
             transfer.closeBody()
             transfer.discardSpill()
             if transfer.partialFD >= 0 { Syscall.close(transfer.partialFD) }
-            try? Syscall.unlinkIfPresent(transfer.partialPath)
+            logger.bestEffort("removing a stopped transfer's partial", id: transfer.task.id) { try Syscall.unlinkIfPresent(transfer.partialPath) }
             transfer.closeText()
-            if let text = transfer.textPath { try? Syscall.unlinkIfPresent(text) }
+            if let text = transfer.textPath {
+                logger.bestEffort("removing a stopped transfer's partial", id: transfer.task.id) { try Syscall.unlinkIfPresent(text) }
+            }
             leases?.release(transfer.task.id, ended: false)
             logger.info("transfer stopped by shutdown; it will restart on the next run", id: transfer.task.id)
         }

@@ -388,7 +388,7 @@ public final class Watcher: @unchecked Sendable {
             case .failure(let problem)?:
                 delegate.found(.invalid(id: id, requestPath: path, problem: problem))
             case .success(let loaded)?:
-                guard let intake = Watcher.intake(id: id, path: path, loaded: loaded, layout: layout, formats: settings.formats) else {
+                guard let intake = Watcher.intake(id: id, path: path, loaded: loaded, layout: layout, formats: settings.formats, logger: logger) else {
                     settling[name] = nil
                     if drafts[name] != loaded.identity {
                         drafts[name] = loaded.identity
@@ -421,7 +421,7 @@ public final class Watcher: @unchecked Sendable {
     /// What a readable request amounts to: a task (new, or resumed from its record), a
     /// task that already ended before a restart, or an invalid request; nil for a draft,
     /// which is left alone.
-    static func intake(id: String, path: String, loaded: RequestFile.Loaded, layout: SpoolLayout, formats: FormatContext) -> Intake? {
+    static func intake(id: String, path: String, loaded: RequestFile.Loaded, layout: SpoolLayout, formats: FormatContext, logger: Logger) -> Intake? {
         guard let format = RequestName.format(of: String(path.split(separator: "/").last ?? ""))?.format else {
             return .invalid(id: id, requestPath: path, problem: RequestProblem(.unusableName, "no request format takes this name"))
         }
@@ -430,7 +430,16 @@ public final class Watcher: @unchecked Sendable {
         let record = TaskRecord.load(layout, id: id)
         var history = TaskHistory(firstSeen: Date())
         if let record {
-            let result = (try? Syscall.lstat(layout.result(id))).map { FileIdentity($0) }
+            let result: FileIdentity?
+            do {
+                result = FileIdentity(try Syscall.lstat(layout.result(id)))
+            } catch let error as SystemError where error.errno == ENOENT {
+                result = nil
+            } catch {
+                // Decided as if there were no result, as before; the operator hears why.
+                logger.warning("cannot look at the result for the restart decision", id: id, ["reason": "\(error)"])
+                result = nil
+            }
             switch Recovery.decide(record: record, identity: loaded.identity, resultInode: result?.inode,
                                    resultModifiedNanoseconds: result?.modifiedNanoseconds) {
             case .alreadyEnded:

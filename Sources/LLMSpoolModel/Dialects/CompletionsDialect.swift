@@ -16,14 +16,9 @@ public struct CompletionsDialect: Dialect {
     public var usageMember: [UInt8] { Array(#""stream_options":{"include_usage":true},"#.utf8) }
 
     public func summarise(_ request: RawJSON.Value, in bytes: [UInt8]) -> Result<RequestSummary, RequestProblem> {
-        let model: String
-        switch DialectFields.model(request, in: bytes) {
-        case .success(let value): model = value
-        case .failure(let problem): return .failure(problem)
-        }
-        let prompt: RawJSON.Value
-        switch DialectFields.required("prompt", request) {
-        case .success(let value): prompt = value
+        let model: String, prompt: RawJSON.Value
+        switch DialectFields.prologue(request, input: "prompt", in: bytes) {
+        case .success(let fields): (model, prompt) = (fields.model, fields.input)
         case .failure(let problem): return .failure(problem)
         }
         switch prompt {
@@ -31,14 +26,9 @@ public struct CompletionsDialect: Dialect {
         default:
             return .failure(DialectFields.problem(.wrongType, "\"prompt\" must be a string or an array, not \(DialectFields.describe(prompt))", at: prompt, in: bytes))
         }
-        let stream: Bool
-        switch DialectFields.stream(request, in: bytes) {
-        case .success(let value): stream = value
-        case .failure(let problem): return .failure(problem)
-        }
-        let budget: Int?
-        switch DialectFields.count("max_tokens", request, in: bytes) {
-        case .success(let value): budget = value
+        let stream: Bool, budget: Int?
+        switch DialectFields.streamAndBudget(request, budget: "max_tokens", in: bytes) {
+        case .success(let fields): (stream, budget) = (fields.stream, fields.budget)
         case .failure(let problem): return .failure(problem)
         }
         // A stream that did not ask for its usage gets the member right after the brace.

@@ -21,6 +21,40 @@ public enum DialectFields {
         return .success(model)
     }
 
+    /// What the dialects that take a model and one input member (Responses' `input`,
+    /// completions' `prompt`, embeddings' `input`) open with.
+    struct Prologue {
+        var model: String
+        var input: RawJSON.Value
+    }
+
+    /// `model`, then the member `input`, both required.
+    static func prologue(_ request: RawJSON.Value, input name: String, in bytes: [UInt8]) -> Result<Prologue, RequestProblem> {
+        let model: String
+        switch self.model(request, in: bytes) {
+        case .success(let value): model = value
+        case .failure(let problem): return .failure(problem)
+        }
+        switch required(name, request) {
+        case .success(let input): return .success(Prologue(model: model, input: input))
+        case .failure(let problem): return .failure(problem)
+        }
+    }
+
+    /// `stream`, then the token budget named `budget`: what a generating dialect reads
+    /// after its input.
+    static func streamAndBudget(_ request: RawJSON.Value, budget name: String, in bytes: [UInt8]) -> Result<(stream: Bool, budget: Int?), RequestProblem> {
+        let stream: Bool
+        switch self.stream(request, in: bytes) {
+        case .success(let value): stream = value
+        case .failure(let problem): return .failure(problem)
+        }
+        switch count(name, request, in: bytes) {
+        case .success(let budget): return .success((stream, budget))
+        case .failure(let problem): return .failure(problem)
+        }
+    }
+
     /// The member `name`, which must be present and not null.
     static func required(_ name: String, _ request: RawJSON.Value) -> Result<RawJSON.Value, RequestProblem> {
         guard let value = request[name], !value.isNull else {

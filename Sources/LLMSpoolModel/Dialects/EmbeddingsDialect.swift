@@ -17,14 +17,9 @@ public struct EmbeddingsDialect: Dialect {
     public var usageMember: [UInt8] { [] }
 
     public func summarise(_ request: RawJSON.Value, in bytes: [UInt8]) -> Result<RequestSummary, RequestProblem> {
-        let model: String
-        switch DialectFields.model(request, in: bytes) {
-        case .success(let value): model = value
-        case .failure(let problem): return .failure(problem)
-        }
-        let input: RawJSON.Value
-        switch DialectFields.required("input", request) {
-        case .success(let value): input = value
+        let model: String, input: RawJSON.Value
+        switch DialectFields.prologue(request, input: "input", in: bytes) {
+        case .success(let fields): (model, input) = (fields.model, fields.input)
         case .failure(let problem): return .failure(problem)
         }
         switch input {

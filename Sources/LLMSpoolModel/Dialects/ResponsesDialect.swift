@@ -17,14 +17,9 @@ public struct ResponsesDialect: Dialect {
     public var usageMember: [UInt8] { [] }
 
     public func summarise(_ request: RawJSON.Value, in bytes: [UInt8]) -> Result<RequestSummary, RequestProblem> {
-        let model: String
-        switch DialectFields.model(request, in: bytes) {
-        case .success(let value): model = value
-        case .failure(let problem): return .failure(problem)
-        }
-        let input: RawJSON.Value
-        switch DialectFields.required("input", request) {
-        case .success(let value): input = value
+        let model: String, input: RawJSON.Value
+        switch DialectFields.prologue(request, input: "input", in: bytes) {
+        case .success(let fields): (model, input) = (fields.model, fields.input)
         case .failure(let problem): return .failure(problem)
         }
         switch input {
@@ -32,14 +27,9 @@ public struct ResponsesDialect: Dialect {
         default:
             return .failure(DialectFields.problem(.wrongType, "\"input\" must be a string or an array of items, not \(DialectFields.describe(input))", at: input, in: bytes))
         }
-        let stream: Bool
-        switch DialectFields.stream(request, in: bytes) {
-        case .success(let value): stream = value
-        case .failure(let problem): return .failure(problem)
-        }
-        let budget: Int?
-        switch DialectFields.count("max_output_tokens", request, in: bytes) {
-        case .success(let value): budget = value
+        let stream: Bool, budget: Int?
+        switch DialectFields.streamAndBudget(request, budget: "max_output_tokens", in: bytes) {
+        case .success(let fields): (stream, budget) = (fields.stream, fields.budget)
         case .failure(let problem): return .failure(problem)
         }
         var characters = DialectFields.characters(in: input)

@@ -15,15 +15,9 @@ public struct CompletionsAssembler: StreamAssembling {
         var finishReason: [UInt8]?
     }
 
-    public private(set) var sawDone = false
-    public private(set) var eventCount = 0
-    private var providerError: (message: String, body: [UInt8])?
-    private var malformed: String?
-    private var id: [UInt8]?
-    private var model: [UInt8]?
-    private var created: [UInt8]?
-    private var systemFingerprint: [UInt8]?
-    private var usage: [UInt8]?
+    private var stream = ChunkStream()
+    public var sawDone: Bool { stream.sawDone }
+    public var eventCount: Int { stream.eventCount }
     private var choices: [Int: Choice] = [:]
     private var contentTaken = 0
 
@@ -39,38 +33,7 @@ public struct CompletionsAssembler: StreamAssembling {
     }
 
     public mutating func consume(_ event: SSEParser.RawEvent) {
-        guard case .data(let payload) = event else { return }
-        guard !sawDone, providerError == nil, malformed == nil else { return }
-        eventCount += 1
-        if StreamAssembler.isDone(payload) {
-            sawDone = true
-            return
-        }
-        let object: RawJSON.Value
-        do {
-            object = try RawJSON.parse(payload)
-        } catch {
-            malformed = "event \(eventCount) is not JSON (\(error)): \(String(decoding: payload.prefix(200), as: UTF8.self))"
-            return
-        }
-        guard case .object = object else {
-            malformed = "event \(eventCount) is not a JSON object: \(String(decoding: payload.prefix(200), as: UTF8.self))"
-            return
-        }
-        if let error = object["error"], !error.isNull {
-            let body = Array(payload)
-            providerError = (ProviderError.message(inBody: body) ?? "the stream carried an error", body)
-            return
-        }
-        func raw(_ value: RawJSON.Value?) -> [UInt8]? {
-            guard let value, !value.isNull else { return nil }
-            return Array(payload[value.range])
-        }
-        if id == nil { id = raw(object["id"]) }
-        if model == nil { model = raw(object["model"]) }
-        if created == nil { created = raw(object["created"]) }
-        if systemFingerprint == nil { systemFingerprint = raw(object["system_fingerprint"]) }
-        if let value = raw(object["usage"]) { usage = value }
+        guard case .data(let payload) = event, let object = stream.chunk(payload) else { return }
         guard case .array(let list, _)? = object["choices"] else { return }
         for choice in list {
             guard case .object = choice else { continue }
@@ -88,20 +51,12 @@ public struct CompletionsAssembler: StreamAssembling {
     }
 
     public func verdict() -> StreamVerdict {
-        if let providerError { return .providerError(message: providerError.message, body: providerError.body) }
-        if let malformed { return .malformed(malformed) }
         let finished = !choices.isEmpty && choices.values.allSatisfy { $0.finishReason != nil }
-        guard sawDone || finished else {
-            return .incomplete("the stream ended without [DONE] or a finish_reason after \(eventCount) events")
-        }
-        if choices.isEmpty {
-            return .malformed("the stream ended with [DONE] but carried no choice (\(eventCount) events)")
-        }
-        return .complete(assembled())
+        return stream.verdict(finished: finished, hasChoices: !choices.isEmpty) { assembled() }
     }
 
     private func assembled() -> AssembledCompletion {
-        var result = AssembledCompletion(head: [], content: [], tail: [], usage: usage.flatMap(StreamAssembler.usageCounts))
+        var result = AssembledCompletion(head: [], content: [], tail: [], usage: stream.usage.flatMap(StreamAssembler.usageCounts))
         // The first choice's text sits between head and tail, taken or held.
         let first = choices[0]
         let streamed = first?.text != nil
@@ -136,13 +91,7 @@ public struct CompletionsAssembler: StreamAssembling {
             rest(of: choice)
         }
         tail.append(UInt8(ascii: "]"))
-        member("created", created)
-        member("id", id)
-        member("model", model)
-        tail += Array(#","object":"text_completion""#.utf8)
-        member("system_fingerprint", systemFingerprint, null: false)
-        member("usage", usage, null: false)
-        tail.append(UInt8(ascii: "}"))
+        tail += stream.closing(object: "text_completion")
         result.tail = tail
         return result
     }

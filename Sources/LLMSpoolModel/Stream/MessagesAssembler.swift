@@ -83,14 +83,10 @@ public struct MessagesAssembler: StreamAssembling {
         guard !sawStop, providerError == nil, malformed == nil else { return }
         eventCount += 1
         let object: RawJSON.Value
-        do {
-            object = try RawJSON.parse(payload)
-        } catch {
-            malformed = "event \(eventCount) is not JSON (\(error)): \(Self.shown(payload))"
-            return
-        }
-        guard case .object = object else {
-            malformed = "event \(eventCount) is not a JSON object: \(Self.shown(payload))"
+        switch ChunkStream.object(payload, event: eventCount) {
+        case .success(let value): object = value
+        case .failure(let problem):
+            malformed = problem.message
             return
         }
         let type = Self.escaped(object["type"], payload).map { String(decoding: $0, as: UTF8.self) }
@@ -392,10 +388,6 @@ public struct MessagesAssembler: StreamAssembling {
 
     static func escaped(_ value: RawJSON.Value?, _ payload: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
         StreamAssembler.escaped(value, payload)
-    }
-
-    static func shown(_ payload: UnsafeRawBufferPointer) -> String {
-        String(decoding: payload.prefix(200), as: UTF8.self)
     }
 
     /// A value's offsets moved back by `offset`, to index a copy that starts there.

@@ -36,14 +36,10 @@ public struct ResponsesAssembler: StreamAssembling {
         guard terminal == nil, providerError == nil, malformed == nil else { return }
         eventCount += 1
         let object: RawJSON.Value
-        do {
-            object = try RawJSON.parse(payload)
-        } catch {
-            malformed = "event \(eventCount) is not JSON (\(error)): \(String(decoding: payload.prefix(200), as: UTF8.self))"
-            return
-        }
-        guard case .object = object else {
-            malformed = "event \(eventCount) is not a JSON object: \(String(decoding: payload.prefix(200), as: UTF8.self))"
+        switch ChunkStream.object(payload, event: eventCount) {
+        case .success(let value): object = value
+        case .failure(let problem):
+            malformed = problem.message
             return
         }
         if let sequence = StreamAssembler.integer(object["sequence_number"], payload) { lastSequence = sequence }

@@ -59,15 +59,9 @@ public struct StreamAssembler {
         var finishReason: [UInt8]?
     }
 
-    public private(set) var sawDone = false
-    public private(set) var eventCount = 0
-    private var providerError: (message: String, body: [UInt8])?
-    private var malformed: String?
-    private var id: [UInt8]?
-    private var model: [UInt8]?
-    private var created: [UInt8]?
-    private var systemFingerprint: [UInt8]?
-    private var usage: [UInt8]?
+    private var stream = ChunkStream()
+    public var sawDone: Bool { stream.sawDone }
+    public var eventCount: Int { stream.eventCount }
     private var choices: [Int: Choice] = [:]
     /// Bytes of the first choice's text handed out by `takeContent()`.
     public private(set) var contentTaken = 0
@@ -97,47 +91,10 @@ public struct StreamAssembler {
     }
 
     public mutating func consume(_ event: SSEParser.RawEvent) {
-        guard case .data(let payload) = event else { return }
-        guard !sawDone, providerError == nil, malformed == nil else { return }
-        eventCount += 1
-        if Self.isDone(payload) {
-            sawDone = true
-            return
-        }
-        let object: RawJSON.Value
-        do {
-            object = try RawJSON.parse(payload)
-        } catch {
-            malformed = "event \(eventCount) is not JSON (\(error)): \(String(decoding: payload.prefix(200), as: UTF8.self))"
-            return
-        }
-        guard case .object = object else {
-            malformed = "event \(eventCount) is not a JSON object: \(String(decoding: payload.prefix(200), as: UTF8.self))"
-            return
-        }
-        if let error = object["error"], !error.isNull {
-            let body = Array(payload)
-            providerError = (ProviderError.message(inBody: body) ?? "the stream carried an error", body)
-            return
-        }
-        func raw(_ value: RawJSON.Value?) -> [UInt8]? {
-            guard let value, !value.isNull else { return nil }
-            return Array(payload[value.range])
-        }
-        if id == nil { id = raw(object["id"]) }
-        if model == nil { model = raw(object["model"]) }
-        if created == nil { created = raw(object["created"]) }
-        if systemFingerprint == nil { systemFingerprint = raw(object["system_fingerprint"]) }
-        if let value = raw(object["usage"]) { usage = value }
+        guard case .data(let payload) = event, let object = stream.chunk(payload) else { return }
         if case .array(let list, _)? = object["choices"] {
             for choice in list { merge(choice, payload) }
         }
-    }
-
-    static func isDone(_ payload: UnsafeRawBufferPointer) -> Bool {
-        guard payload.count < 64 else { return false }
-        let text = String(decoding: payload, as: UTF8.self)
-        return TextEscaping.trimmed(text) == "[DONE]"
     }
 
     static func integer(_ value: RawJSON.Value?, _ payload: UnsafeRawBufferPointer) -> Int? {
@@ -191,22 +148,12 @@ public struct StreamAssembler {
 
     /// The verdict once the stream has ended.
     public func verdict() -> StreamVerdict {
-        if let providerError { return .providerError(message: providerError.message, body: providerError.body) }
-        if let malformed { return .malformed(malformed) }
         let finished = !choices.isEmpty && choices.values.allSatisfy { $0.finishReason != nil }
-        guard sawDone || finished else {
-            return .incomplete("the stream ended without [DONE] or a finish_reason after \(eventCount) events")
-        }
-        // `[DONE]` after no choice at all is no answer: publishing `choices: []` as a success
-        // would hand the consumer nothing while claiming the task done.
-        if choices.isEmpty {
-            return .malformed("the stream ended with [DONE] but carried no choice (\(eventCount) events)")
-        }
-        return .complete(assembled())
+        return stream.verdict(finished: finished, hasChoices: !choices.isEmpty) { assembled() }
     }
 
     private func assembled() -> AssembledCompletion {
-        var result = AssembledCompletion(head: [], content: [], tail: [], usage: usage.flatMap(Self.usageCounts))
+        var result = AssembledCompletion(head: [], content: [], tail: [], usage: stream.usage.flatMap(Self.usageCounts))
         let first = choices[0]
         // The first choice's text sits between head and tail, streamed or held.
         let streamed = first?.content != nil
@@ -265,13 +212,7 @@ public struct StreamAssembler {
             rest(of: choice, index: index)
         }
         tail.append(UInt8(ascii: "]"))
-        member("created", created)
-        member("id", id)
-        member("model", model)
-        tail += Array(#","object":"chat.completion""#.utf8)
-        member("system_fingerprint", systemFingerprint, null: false)
-        member("usage", usage, null: false)
-        tail.append(UInt8(ascii: "}"))
+        tail += stream.closing(object: "chat.completion")
         result.tail = tail
         return result
     }

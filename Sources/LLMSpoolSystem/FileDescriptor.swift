@@ -1,0 +1,61 @@
+import Glibc
+
+/// An open descriptor with exactly one owner, closed exactly once: by `close()`, which
+/// reports what close said, or else when its owner's scope ends.
+///
+/// Noncopyable, so the compiler refuses a second close or a use after close; a number
+/// that must leave this discipline (a struct that crosses threads, a C library that takes
+/// the descriptor over) leaves it explicitly with `release()`.
+public struct FileDescriptor: ~Copyable {
+    /// The descriptor's number; -1 once closed or released, which only `deinit` sees.
+    public private(set) var rawValue: Int32
+    /// The file it was opened on, for error messages.
+    public let path: String?
+
+    /// Takes over `rawValue`, which must be open and owned by nobody else.
+    public init(owning rawValue: Int32, path: String? = nil) {
+        self.rawValue = rawValue
+        self.path = path
+    }
+
+    /// Opens through `Syscall.open` (close-on-exec, exact mode for a created file).
+    public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws -> FileDescriptor {
+        FileDescriptor(owning: try Syscall.open(path, flags, mode: mode), path: path)
+    }
+
+    /// Closes now and reports a failure (EIO or ENOSPC from a network filesystem mean
+    /// written data may be lost); the descriptor is gone either way.
+    public consuming func close() throws {
+        let fd = rawValue
+        rawValue = -1
+        try Syscall.closeChecked(fd, path: path)
+    }
+
+    /// Gives up ownership without closing: the caller closes the number by convention.
+    public consuming func release() -> Int32 {
+        let fd = rawValue
+        rawValue = -1
+        return fd
+    }
+
+    deinit {
+        // A close that fails here has no caller to tell; owners that must know call close().
+        if rawValue >= 0 { Syscall.close(rawValue) }
+    }
+
+    public func writeAll(_ bytes: [UInt8]) throws {
+        try Syscall.writeAll(rawValue, bytes, path: path)
+    }
+
+    public func writeAll(_ bytes: UnsafeRawBufferPointer) throws {
+        try Syscall.writeAll(rawValue, bytes, path: path)
+    }
+
+    public func fsync() throws {
+        try Syscall.fsync(rawValue, path: path)
+    }
+
+    public func fstat() throws -> stat {
+        try Syscall.fstat(rawValue, path: path)
+    }
+}

@@ -1,0 +1,29 @@
+import Glibc
+import Testing
+@testable import LLMSpoolCore
+
+/// The publication's file operations as the daemon runs them.
+@Suite struct SpoolFilesTests {
+    let path = "/tmp/llmspool-sync-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).partial"
+
+    /// The fsync goes through the descriptor that wrote the file: no open by name, so it
+    /// works even when the name no longer leads to the file.
+    @Test func aHeldFileIsSyncedThroughItsDescriptor() throws {
+        let file = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL)
+        try file.writeAll(Array("answer".utf8))
+        try Syscall.unlink(path)
+        let files = SpoolFiles(layout: SpoolLayout(root: "/tmp"), heldOpen: [path: file.rawValue])
+        try files.syncFile(path)
+    }
+
+    @Test func aFileNobodyHoldsIsOpenedByName() throws {
+        let file = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL)
+        try file.writeAll(Array("answer".utf8))
+        let files = SpoolFiles(layout: SpoolLayout(root: "/tmp"))
+        try files.syncFile(path)
+        try Syscall.unlink(path)
+        let error = #expect(throws: SystemError.self) { try files.syncFile(path) }
+        #expect(error?.errno == ENOENT)
+        #expect(error?.path == path)
+    }
+}
