@@ -76,6 +76,8 @@ enum SetupCommand {
             if let model = endpoint.model { line += "  model -> \(model)" }
             if endpoint.requestsPerMinute > 0 { line += "  \(Int(endpoint.requestsPerMinute)) requests/min" }
             if endpoint.tokensPerMinute > 0 { line += "  \(Int(endpoint.tokensPerMinute)) tokens/min" }
+            line += "  http \(endpoint.httpVersion.rawValue)"
+            if let ca = endpoint.caFile, endpoint.isHTTPS, ca != config.caFile { line += "  ca_file \(ca)" }
             lines.append(line)
         }
         let values: [(String, String)] = [
@@ -91,7 +93,7 @@ enum SetupCommand {
             ("settle_seconds", "\(config.settleSeconds)"), ("min_free_bytes", "\(config.minFreeBytes)"),
             ("shutdown_grace_seconds", "\(config.shutdownGraceSeconds)"),
             ("on_complete", config.hooks.onComplete.map { "\($0)" } ?? "none"), ("on_failure", config.hooks.onFailure.map { "\($0)" } ?? "none"),
-            ("ca_file", config.caFile ?? "the system's"), ("ca_directory (SSL_CERT_DIR)", config.caDirectory ?? "the system's"),
+            ("http_version", config.httpVersion.rawValue), ("ca_file", config.caFile ?? "the system's"), ("ca_directory (SSL_CERT_DIR)", config.caDirectory ?? "the system's"),
             ("metrics", config.metricsAddress ?? "none"), ("log_level", config.logLevel.name), ("log_format", config.logFormat.rawValue),
         ]
         lines += values.map { "\($0.0) = \($0.1)" }
