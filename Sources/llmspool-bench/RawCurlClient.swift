@@ -6,59 +6,103 @@ import Foundation
 struct ClientRun {
     var seconds: Double
     var failed: Int
+    /// The first libcurl call that failed, in libcurl's words; nil when none did.
+    var error: String? = nil
 }
 
 /// The limit: a bare libcurl multi client with the daemon's concurrency, writing no files.
 enum RawCurlClient {
+    /// HTTPS settings: the CA to trust and whether to speak HTTP/2 (multiplexed, new
+    /// streams waiting for the connection being set up, as the daemon does).
+    struct TLS {
+        var caFile: String
+        var http2: Bool
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func check(_ code: CURLcode, _ call: String) throws {
+        guard code != CURLE_OK else { return }
+        throw Failure(description: "\(call): \(String(cString: curl_easy_strerror(code)))")
+    }
+
+    static func check(_ code: CURLMcode, _ call: String) throws {
+        guard code != CURLM_OK else { return }
+        throw Failure(description: "\(call): \(String(cString: curl_multi_strerror(code)))")
+    }
+
     /// Sends every body to `url`, `concurrency` at a time, once each.
-    static func run(url: String, bodies: [[UInt8]], concurrency: Int) -> ClientRun {
-        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
-        guard let multi = curl_multi_init() else { return ClientRun(seconds: .nan, failed: bodies.count) }
+    static func run(url: String, bodies: [[UInt8]], concurrency: Int, tls: TLS? = nil) -> ClientRun {
+        do {
+            return try send(url: url, bodies: bodies, concurrency: concurrency, tls: tls)
+        } catch {
+            return ClientRun(seconds: .nan, failed: bodies.count, error: "\(error)")
+        }
+    }
+
+    private static func send(url: String, bodies: [[UInt8]], concurrency: Int, tls: TLS?) throws -> ClientRun {
+        try check(curl_global_init(Int(CURL_GLOBAL_DEFAULT)), "curl_global_init")
+        guard let multi = curl_multi_init() else { throw Failure(description: "curl_multi_init returned nothing") }
         defer { curl_multi_cleanup(multi) }
         // Keep as many connections warm as run at once, as the daemon does.
-        _ = llms_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, concurrency)
+        try check(llms_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, concurrency), "curl_multi_setopt(MAXCONNECTS)")
+        if tls?.http2 == true {
+            try check(llms_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)), "curl_multi_setopt(PIPELINING)")
+            try check(llms_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 1_000), "curl_multi_setopt(MAX_CONCURRENT_STREAMS)")
+        }
         var next = 0
         var running = 0
         var failed = 0
-        var handles: [UnsafeMutableRawPointer: (UnsafeMutablePointer<curl_slist>?, [CChar])] = [:]
+        var handles: [UnsafeMutableRawPointer: UnsafeMutablePointer<curl_slist>?] = [:]
         let discard: llms_curl_data_callback = { _, size, count, _ in size * count }
         let started = Date()
-        func add() {
-            guard next < bodies.count, let handle = curl_easy_init() else { return }
+        func add() throws {
+            guard next < bodies.count else { return }
+            guard let handle = curl_easy_init() else { throw Failure(description: "curl_easy_init returned nothing") }
             let body = bodies[next].map { CChar(bitPattern: $0) }
             next += 1
             var list: UnsafeMutablePointer<curl_slist>? = curl_slist_append(nil, "Content-Type: application/json")
             list = curl_slist_append(list, "Expect:")
-            _ = url.withCString { llms_easy_setopt_string(handle, CURLOPT_URL, $0) }
-            _ = llms_easy_setopt_long(handle, CURLOPT_POST, 1)
-            _ = llms_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
-            _ = llms_easy_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
-            _ = llms_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, list)
-            _ = llms_easy_setopt_callback(handle, CURLOPT_WRITEFUNCTION, discard)
-            handles[handle] = (list, body)
+            guard list != nil else { throw Failure(description: "curl_slist_append: out of memory") }
+            handles[handle] = list
+            try check(url.withCString { llms_easy_setopt_string(handle, CURLOPT_URL, $0) }, "curl_easy_setopt(URL)")
+            try check(llms_easy_setopt_long(handle, CURLOPT_POST, 1), "curl_easy_setopt(POST)")
+            try check(llms_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1), "curl_easy_setopt(NOSIGNAL)")
+            try check(llms_easy_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)), "curl_easy_setopt(POSTFIELDSIZE_LARGE)")
+            try check(llms_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, list), "curl_easy_setopt(HTTPHEADER)")
+            try check(llms_easy_setopt_callback(handle, CURLOPT_WRITEFUNCTION, discard), "curl_easy_setopt(WRITEFUNCTION)")
+            if let tls {
+                try check(tls.caFile.withCString { llms_easy_setopt_string(handle, CURLOPT_CAINFO, $0) }, "curl_easy_setopt(CAINFO)")
+                let version = tls.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1
+                try check(llms_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(version)), "curl_easy_setopt(HTTP_VERSION)")
+                if tls.http2 { try check(llms_easy_setopt_long(handle, CURLOPT_PIPEWAIT, 1), "curl_easy_setopt(PIPEWAIT)") }
+            }
             // COPYPOSTFIELDS copies the body, so the array need not outlive this call.
-            _ = body.withUnsafeBufferPointer { llms_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0.baseAddress)) }
-            curl_multi_add_handle(multi, handle)
+            try check(body.withUnsafeBufferPointer { llms_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0.baseAddress)) },
+                      "curl_easy_setopt(COPYPOSTFIELDS)")
+            try check(curl_multi_add_handle(multi, handle), "curl_multi_add_handle")
             running += 1
         }
-        for _ in 0..<concurrency { add() }
+        for _ in 0..<concurrency { try add() }
         while running > 0 {
             var still: Int32 = 0
-            curl_multi_perform(multi, &still)
+            try check(curl_multi_perform(multi, &still), "curl_multi_perform")
             var remaining: Int32 = 0
             while let message = curl_multi_info_read(multi, &remaining) {
                 guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle else { continue }
                 var status = 0
-                _ = llms_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-                if llms_curlmsg_result(message) != CURLE_OK || status != 200 { failed += 1 }
-                curl_multi_remove_handle(multi, handle)
-                curl_slist_free_all(handles[handle]?.0)
+                let answered = llms_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK
+                if llms_curlmsg_result(message) != CURLE_OK || !answered || status != 200 { failed += 1 }
+                try check(curl_multi_remove_handle(multi, handle), "curl_multi_remove_handle")
+                curl_slist_free_all(handles[handle] ?? nil)
                 handles[handle] = nil
                 curl_easy_cleanup(handle)
                 running -= 1
-                add()
+                try add()
             }
-            curl_multi_poll(multi, nil, 0, 100, nil)
+            try check(curl_multi_poll(multi, nil, 0, 100, nil), "curl_multi_poll")
         }
         return ClientRun(seconds: Date().timeIntervalSince(started), failed: failed)
     }
