@@ -50,7 +50,7 @@ enum RawCurlClient {
         try check(llms_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, concurrency), "curl_multi_setopt(MAXCONNECTS)")
         if tls?.http2 == true {
             try check(llms_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)), "curl_multi_setopt(PIPELINING)")
-            try check(llms_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 1_000), "curl_multi_setopt(MAX_CONCURRENT_STREAMS)")
+            try check(llms_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 100), "curl_multi_setopt(MAX_CONCURRENT_STREAMS)")
         }
         var next = 0
         var running = 0
