@@ -1,108 +1,109 @@
 import CCurl
 import Foundation
-import LLMSpoolCore
 
 /// What a reference client did: its wall time, and how many requests did not get a 200
 /// answer (a client that does not retry finishes early when requests fail).
 struct ClientRun {
     var seconds: Double
     var failed: Int
+    /// The first libcurl call that failed, in libcurl's words; nil when none did.
+    var error: String? = nil
 }
 
 /// The limit: a bare libcurl multi client with the daemon's concurrency, writing no files.
-///
-/// Every CURLcode and CURLMcode is checked, as in the daemon: a transfer's own result
-/// counts the request as failed; any other refusal throws its `CurlError`, since a figure
-/// taken past a refused option or a broken multi handle would not be this client's.
 enum RawCurlClient {
+    /// HTTPS settings: the CA to trust and whether to speak HTTP/2 (multiplexed, new
+    /// streams waiting for the connection being set up, as the daemon does).
+    struct TLS {
+        var caFile: String
+        var http2: Bool
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func check(_ code: CURLcode, _ call: String) throws {
+        guard code != CURLE_OK else { return }
+        throw Failure(description: "\(call): \(String(cString: curl_easy_strerror(code)))")
+    }
+
+    static func check(_ code: CURLMcode, _ call: String) throws {
+        guard code != CURLM_OK else { return }
+        throw Failure(description: "\(call): \(String(cString: curl_multi_strerror(code)))")
+    }
+
     /// Sends every body to `url`, `concurrency` at a time, once each.
-    static func run(url: String, bodies: [[UInt8]], concurrency: Int) throws -> ClientRun {
-        try CurlError.check(curl_global_init(Int(CURL_GLOBAL_DEFAULT)), "curl_global_init")
-        guard let multi = curl_multi_init() else {
-            throw CurlError(call: "curl_multi_init", code: Int32(CURLM_OUT_OF_MEMORY.rawValue), text: "out of memory")
+    static func run(url: String, bodies: [[UInt8]], concurrency: Int, tls: TLS? = nil) -> ClientRun {
+        do {
+            return try send(url: url, bodies: bodies, concurrency: concurrency, tls: tls)
+        } catch {
+            return ClientRun(seconds: .nan, failed: bodies.count, error: "\(error)")
         }
-        var handles: [UnsafeMutableRawPointer: UnsafeMutablePointer<curl_slist>] = [:]
-        defer {
-            // Only after a failure are handles left; the error already thrown is the one to hear.
-            for (handle, list) in handles { release(handle, list, from: multi) }
-            warnUnless(curl_multi_cleanup(multi), "curl_multi_cleanup")
-        }
+    }
+
+    private static func send(url: String, bodies: [[UInt8]], concurrency: Int, tls: TLS?) throws -> ClientRun {
+        try check(curl_global_init(Int(CURL_GLOBAL_DEFAULT)), "curl_global_init")
+        guard let multi = curl_multi_init() else { throw Failure(description: "curl_multi_init returned nothing") }
+        defer { curl_multi_cleanup(multi) }
         // Keep as many connections warm as run at once, as the daemon does.
-        try CurlError.check(llms_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, concurrency), "curl_multi_setopt(MAXCONNECTS)")
+        try check(llms_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, concurrency), "curl_multi_setopt(MAXCONNECTS)")
+        if tls?.http2 == true {
+            try check(llms_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)), "curl_multi_setopt(PIPELINING)")
+            try check(llms_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 100), "curl_multi_setopt(MAX_CONCURRENT_STREAMS)")
+        }
         var next = 0
+        var running = 0
         var failed = 0
+        var handles: [UnsafeMutableRawPointer: UnsafeMutablePointer<curl_slist>?] = [:]
         let discard: llms_curl_data_callback = { _, size, count, _ in size * count }
         let started = Date()
         func add() throws {
             guard next < bodies.count else { return }
-            guard let handle = curl_easy_init() else {
-                throw CurlError(call: "curl_easy_init", code: Int32(CURLE_OUT_OF_MEMORY.rawValue), text: "out of memory")
-            }
-            guard let list = curl_slist_append(nil, "Content-Type: application/json") else {
-                curl_easy_cleanup(handle)
-                throw CurlError(call: "curl_slist_append", code: Int32(CURLE_OUT_OF_MEMORY.rawValue), text: "out of memory")
-            }
-            do {
-                guard curl_slist_append(list, "Expect:") != nil else {
-                    throw CurlError(call: "curl_slist_append", code: Int32(CURLE_OUT_OF_MEMORY.rawValue), text: "out of memory")
-                }
-                let body = bodies[next].map { CChar(bitPattern: $0) }
-                try CurlError.check(url.withCString { llms_easy_setopt_string(handle, CURLOPT_URL, $0) }, "curl_easy_setopt(URL)")
-                try CurlError.check(llms_easy_setopt_long(handle, CURLOPT_POST, 1), "curl_easy_setopt(POST)")
-                try CurlError.check(llms_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1), "curl_easy_setopt(NOSIGNAL)")
-                try CurlError.check(llms_easy_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)),
-                                    "curl_easy_setopt(POSTFIELDSIZE_LARGE)")
-                try CurlError.check(llms_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, list), "curl_easy_setopt(HTTPHEADER)")
-                try CurlError.check(llms_easy_setopt_callback(handle, CURLOPT_WRITEFUNCTION, discard), "curl_easy_setopt(WRITEFUNCTION)")
-                // COPYPOSTFIELDS copies the body, so the array need not outlive this call.
-                try CurlError.check(body.withUnsafeBufferPointer {
-                    llms_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0.baseAddress))
-                }, "curl_easy_setopt(COPYPOSTFIELDS)")
-                try CurlError.check(curl_multi_add_handle(multi, handle), "curl_multi_add_handle")
-            } catch {
-                curl_easy_cleanup(handle)
-                curl_slist_free_all(list)
-                throw error
-            }
-            handles[handle] = list
+            guard let handle = curl_easy_init() else { throw Failure(description: "curl_easy_init returned nothing") }
+            let body = bodies[next].map { CChar(bitPattern: $0) }
             next += 1
+            var list: UnsafeMutablePointer<curl_slist>? = curl_slist_append(nil, "Content-Type: application/json")
+            list = curl_slist_append(list, "Expect:")
+            guard list != nil else { throw Failure(description: "curl_slist_append: out of memory") }
+            handles[handle] = list
+            try check(url.withCString { llms_easy_setopt_string(handle, CURLOPT_URL, $0) }, "curl_easy_setopt(URL)")
+            try check(llms_easy_setopt_long(handle, CURLOPT_POST, 1), "curl_easy_setopt(POST)")
+            try check(llms_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1), "curl_easy_setopt(NOSIGNAL)")
+            try check(llms_easy_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)), "curl_easy_setopt(POSTFIELDSIZE_LARGE)")
+            try check(llms_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, list), "curl_easy_setopt(HTTPHEADER)")
+            try check(llms_easy_setopt_callback(handle, CURLOPT_WRITEFUNCTION, discard), "curl_easy_setopt(WRITEFUNCTION)")
+            if let tls {
+                try check(tls.caFile.withCString { llms_easy_setopt_string(handle, CURLOPT_CAINFO, $0) }, "curl_easy_setopt(CAINFO)")
+                let version = tls.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1
+                try check(llms_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(version)), "curl_easy_setopt(HTTP_VERSION)")
+                if tls.http2 { try check(llms_easy_setopt_long(handle, CURLOPT_PIPEWAIT, 1), "curl_easy_setopt(PIPEWAIT)") }
+            }
+            // COPYPOSTFIELDS copies the body, so the array need not outlive this call.
+            try check(body.withUnsafeBufferPointer { llms_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0.baseAddress)) },
+                      "curl_easy_setopt(COPYPOSTFIELDS)")
+            try check(curl_multi_add_handle(multi, handle), "curl_multi_add_handle")
+            running += 1
         }
         for _ in 0..<concurrency { try add() }
-        while !handles.isEmpty {
+        while running > 0 {
             var still: Int32 = 0
-            try CurlError.check(curl_multi_perform(multi, &still), "curl_multi_perform")
+            try check(curl_multi_perform(multi, &still), "curl_multi_perform")
             var remaining: Int32 = 0
             while let message = curl_multi_info_read(multi, &remaining) {
-                guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
-                      let list = handles.removeValue(forKey: handle) else { continue }
+                guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle else { continue }
                 var status = 0
-                let result = llms_curlmsg_result(message)
-                if result == CURLE_OK {
-                    try CurlError.check(llms_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status), "curl_easy_getinfo(RESPONSE_CODE)")
-                }
-                if result != CURLE_OK || status != 200 { failed += 1 }
-                try CurlError.check(curl_multi_remove_handle(multi, handle), "curl_multi_remove_handle")
+                let answered = llms_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK
+                if llms_curlmsg_result(message) != CURLE_OK || !answered || status != 200 { failed += 1 }
+                try check(curl_multi_remove_handle(multi, handle), "curl_multi_remove_handle")
+                curl_slist_free_all(handles[handle] ?? nil)
+                handles[handle] = nil
                 curl_easy_cleanup(handle)
-                curl_slist_free_all(list)
+                running -= 1
                 try add()
             }
-            try CurlError.check(curl_multi_poll(multi, nil, 0, 100, nil), "curl_multi_poll")
+            try check(curl_multi_poll(multi, nil, 0, 100, nil), "curl_multi_poll")
         }
         return ClientRun(seconds: Date().timeIntervalSince(started), failed: failed)
-    }
-
-    private static func release(_ handle: UnsafeMutableRawPointer, _ list: UnsafeMutablePointer<curl_slist>, from multi: UnsafeMutableRawPointer) {
-        warnUnless(curl_multi_remove_handle(multi, handle), "curl_multi_remove_handle")
-        curl_easy_cleanup(handle)
-        curl_slist_free_all(list)
-    }
-
-    /// For the clean-up, which has no caller left to throw to.
-    private static func warnUnless(_ code: CURLMcode, _ call: String) {
-        do {
-            try CurlError.check(code, call)
-        } catch {
-            FileHandle.standardError.write(Data("llmspool-bench: \(error)\n".utf8))
-        }
     }
 }

@@ -26,9 +26,16 @@ struct Sizes {
     var b2Lines = 1_000_000
     var b3Lines = 20_000
     var concurrency = 64
+    var p6Streams = 5_000
+    var p6HoldSeconds = 20
+    /// nghttpx's own default for streams on one HTTP/2 connection.
+    var p6MaxStreams = 100
+    var curveStreams = [100, 1_000, 10_000]
+    var curveBacklog = [1_000, 10_000, 100_000]
 
     static let smoke = Sizes(p1Requests: 200, p2Streams: 50, p2HoldSeconds: 2, p3Probes: 20, p3InFlight: 50, p4Bytes: 8 << 20, p5Backlog: 2_000,
-                             b1Lines: 2_000, b2Lines: 5_000, b3Lines: 300)
+                             b1Lines: 2_000, b2Lines: 5_000, b3Lines: 300, p6Streams: 40, p6HoldSeconds: 2,
+                             curveStreams: [10, 20], curveBacklog: [100, 200])
 }
 
 enum Scenarios {

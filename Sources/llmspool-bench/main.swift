@@ -8,7 +8,7 @@ import LLMSpoolCore
 
 let usage = """
 Usage: llmspool-bench [--smoke] [--runs N] [--scenarios P1,P2,P3,P4,P5] [--json FILE] [--scale F]
-                      [--cookbook-script PATH] [--cookbook-python PATH]
+                      [--cookbook-script PATH] [--cookbook-python PATH] [--p6 STREAMSxSECONDS] [--curves FOLDER]
 
 Build it in release mode: swift build -c release && .build/release/llmspool-bench
 --smoke runs tiny sizes once (seconds), to keep the harness working in CI.
@@ -20,6 +20,11 @@ api_request_parallel_processor.py, against one stub) runs only when named, and n
 script's path (--cookbook-script; it is in the openai/openai-cookbook repository, examples/)
 and the venv bench/cookbook-venv makes (--cookbook-python, default
 $LLMSPOOL_BENCH_VENV/bin/python, /opt/llmspool-bench/bin/python).
+P6 (streams over HTTPS with HTTP/2 through nghttpx, Debian nghttp2-proxy) runs when named;
+--p6 5000x20 sets its streams and their seconds (the default).
+--curves FOLDER measures streams (100, 1,000, 10,000; --scale applies) and a backlog (1,000,
+10,000, 100,000) once each, writes FOLDER/streams.csv and FOLDER/backlog.csv and runs
+FOLDER/curves.gp with gnuplot (Debian gnuplot-nox) for the PNGs; no other scenario runs.
 """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -28,6 +33,7 @@ var runs = 3
 var selected = ["P1", "P2", "P3", "P4", "P5"]
 var jsonPath: String?
 var scale = 1.0
+var curvesFolder: String?
 while let argument = arguments.first {
     arguments.removeFirst()
     switch argument {
@@ -40,6 +46,14 @@ while let argument = arguments.first {
     case "--scale": scale = Double(arguments.removeFirst()) ?? 1
     case "--cookbook-script": Scenarios.cookbook.script = arguments.removeFirst()
     case "--cookbook-python": Scenarios.cookbook.python = arguments.removeFirst()
+    case "--curves": curvesFolder = arguments.removeFirst()
+    case "--p6":
+        let parts = arguments.removeFirst().lowercased().split(separator: "x").compactMap { Int($0) }
+        guard parts.count == 2, parts.allSatisfy({ $0 > 0 && $0 < 1_000_000 }) else {
+            FileHandle.standardError.write(Data("llmspool-bench: --p6 takes STREAMSxSECONDS, such as 5000x20\n".utf8))
+            exit(2)
+        }
+        (sizes.p6Streams, sizes.p6HoldSeconds) = (parts[0], parts[1])
     case "-h", "--help":
         print(usage)
         exit(0)
@@ -57,6 +71,8 @@ if scale != 1 {
     sizes.b1Lines = max(10, Int(Double(sizes.b1Lines) * scale))
     sizes.b2Lines = max(10, Int(Double(sizes.b2Lines) * scale))
     sizes.b3Lines = max(10, Int(Double(sizes.b3Lines) * scale))
+    sizes.curveStreams = sizes.curveStreams.map { max(10, Int(Double($0) * scale)) }
+    sizes.curveBacklog = sizes.curveBacklog.map { max(10, Int(Double($0) * scale)) }
 }
 
 // Thousands of streams need thousands of descriptors, here as in the daemon.
@@ -67,9 +83,19 @@ if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
 }
 
 let scenarios: [(String, (Sizes) throws -> [Figure])] = [("P1", Scenarios.p1), ("P2", Scenarios.p2), ("P3", Scenarios.p3), ("P4", Scenarios.p4), ("P5", Scenarios.p5),
-                                                           ("B1", Scenarios.b1), ("B2", Scenarios.b2), ("B3", Scenarios.b3)]
+                                                           ("P6", Scenarios.p6), ("B1", Scenarios.b1), ("B2", Scenarios.b2), ("B3", Scenarios.b3)]
 var figures: [Figure] = []
 var failed = false
+if let curvesFolder {
+    selected = []
+    do {
+        figures = try Curves.run(folder: curvesFolder, streamSizes: sizes.curveStreams, backlogSizes: sizes.curveBacklog,
+                                 hold: sizes.p2HoldSeconds, concurrency: sizes.concurrency)
+    } catch {
+        FileHandle.standardError.write(Data("llmspool-bench: curves failed: \(error)\n".utf8))
+        failed = true
+    }
+}
 
 func cell(_ value: Double?) -> String {
     guard let value else { return "-" }

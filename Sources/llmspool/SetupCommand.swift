@@ -77,6 +77,8 @@ enum SetupCommand {
             if endpoint.batch { line += "  batch: \(endpoint.baseURL)/files + /batches" }
             if endpoint.requestsPerMinute > 0 { line += "  \(Int(endpoint.requestsPerMinute)) requests/min" }
             if endpoint.tokensPerMinute > 0 { line += "  \(Int(endpoint.tokensPerMinute)) tokens/min" }
+            line += "  http \(endpoint.httpVersion.rawValue)"
+            if let ca = endpoint.caFile, endpoint.isHTTPS, ca != config.caFile { line += "  ca_file \(ca)" }
             lines.append(line)
         }
         let values: [(String, String)] = [
@@ -96,7 +98,7 @@ enum SetupCommand {
             ("batch_linger_seconds", "\(config.batchLimits.lingerSeconds)"), ("batch_poll_seconds", "\(config.batchPollSeconds)"),
             ("batch_poll_max_seconds", "\(config.batchPollMaxSeconds)"),
             ("on_complete", config.hooks.onComplete.map { "\($0)" } ?? "none"), ("on_failure", config.hooks.onFailure.map { "\($0)" } ?? "none"),
-            ("ca_file", config.caFile ?? "the system's"), ("ca_directory (SSL_CERT_DIR)", config.caDirectory ?? "the system's"),
+            ("http_version", config.httpVersion.rawValue), ("ca_file", config.caFile ?? "the system's"), ("ca_directory (SSL_CERT_DIR)", config.caDirectory ?? "the system's"),
             ("metrics", config.metricsAddress ?? "none"), ("log_level", config.logLevel.name), ("log_format", config.logFormat.rawValue),
         ]
         lines += values.map { "\($0.0) = \($0.1)" }

@@ -57,6 +57,8 @@ public struct Config: Sendable, Equatable {
     public var caFile: String?
     /// A folder of hashed CA certificates (SSL_CERT_DIR); the system's when nil.
     public var caDirectory: String?
+    /// Per endpoint, unless an endpoint sets its own.
+    public var httpVersion = HTTPVersion.auto
     /// HOST:PORT for /metrics and /healthz; none by default.
     public var metricsAddress: String?
     /// The model of a prompt file whose front matter names none.
@@ -86,7 +88,7 @@ public struct Config: Sendable, Equatable {
         ("base_url", "the endpoint's base URL including /v1 (default https://api.openai.com/v1; OPENAI_BASE_URL overrides)"),
         ("api_key_env", "name of the environment variable holding the API key (default OPENAI_API_KEY)"),
         ("api_key_file", "path of a file holding the API key, mode 0600 (default none)"),
-        ("endpoints", "ordered fallback list of endpoints, each with name, base_url, api (openai or anthropic), api_key_env, api_key_file, anthropic_version, model, concurrency, requests_per_minute, tokens_per_minute, batch (true: it serves the background lane through OpenAI's Batch API) (default: from the settings above and the environment: OPENAI_BASE_URL/OPENAI_API_KEY, and ANTHROPIC_BASE_URL/ANTHROPIC_API_KEY for an Anthropic one)"),
+        ("endpoints", "ordered fallback list of endpoints, each with name, base_url, api (openai or anthropic), api_key_env, api_key_file, anthropic_version, model, concurrency, requests_per_minute, tokens_per_minute, batch (true: it serves the background lane through OpenAI's Batch API), http_version, ca_file (default: from the settings above and the environment: OPENAI_BASE_URL/OPENAI_API_KEY, and ANTHROPIC_BASE_URL/ANTHROPIC_API_KEY for an Anthropic one)"),
         ("concurrency", "transfers at once (default 64)"),
         ("connect_timeout_seconds", "connect timeout per attempt (default 10)"),
         ("idle_timeout_seconds", "an attempt fails after this long without content (default 300)"),
@@ -128,6 +130,7 @@ public struct Config: Sendable, Equatable {
         ("lease_seconds", "a claim not renewed for this long is taken over (default 30)"),
         ("host_id", "this daemon's name in claims (default: the host name)"),
         ("ca_file", "a PEM file of CA certificates for https endpoints, for a private CA (default: CURL_CA_BUNDLE, else SSL_CERT_FILE, else the system's; SSL_CERT_DIR names a folder)"),
+        ("http_version", "auto, 1.1 or 2, per endpoint unless it sets its own (default auto: HTTP/2 over TLS when the server offers it by ALPN, many requests on one connection; HTTP/1.1 otherwise; 2 over plain http is h2c with prior knowledge)"),
         ("metrics", "HOST:PORT serving Prometheus /metrics and /healthz (default none)"),
         ("log_level", "debug, info, warning or error (default info)"),
         ("log_format", "text or json (default text)"),
@@ -247,7 +250,8 @@ public struct Config: Sendable, Equatable {
             guard !value.isEmpty else { throw ConfigError("\(source): \"default_model\" must be a model's name, not empty") }
             config.defaultModel = value
         }
-        if let value = try reader.string("ca_file") { config.caFile = value }
+        if let value = try reader.string("ca_file") { config.caFile = try SettingsReader.caFile(value, source: source) }
+        if let value = try reader.httpVersion("http_version") { config.httpVersion = value }
         if let value = try reader.bool("leases") { config.leases = value }
         if let value = try reader.number("lease_seconds", minimum: 1) { config.leaseSeconds = value }
         if let value = try reader.string("host_id") {
@@ -326,8 +330,13 @@ public struct EndpointSettings: Sendable, Equatable {
     /// `"batch": true`: it serves the background lane through its Batch API.
     public var batch = false
 
+    /// nil: the top-level `http_version`.
+    public var httpVersion: HTTPVersion?
+    /// nil: the top-level `ca_file` (or the environment's).
+    public var caFile: String?
+
     public static let keys = ["name", "base_url", "api", "api_key_env", "api_key_file", "anthropic_version", "model", "concurrency",
-                              "requests_per_minute", "tokens_per_minute", "batch"]
+                              "requests_per_minute", "tokens_per_minute", "batch", "http_version", "ca_file"]
 
     public init(name: String, baseURL: String, apiKeyEnv: String = "OPENAI_API_KEY", apiKeyFile: String? = nil, model: String? = nil,
                 concurrency: Int? = nil, requestsPerMinute: Double? = nil, tokensPerMinute: Double? = nil,
@@ -381,6 +390,8 @@ public struct EndpointSettings: Sendable, Equatable {
             }
             self.batch = true
         }
+        httpVersion = try reader.httpVersion("http_version")
+        caFile = try reader.string("ca_file").map { try SettingsReader.caFile($0, source: source) }
     }
 
     func resolve(environment: [String: String], defaults: Config) throws -> Endpoint {
@@ -398,12 +409,21 @@ public struct EndpointSettings: Sendable, Equatable {
         if let value = key?.value, value.contains(where: { $0 == "\n" || $0 == "\r" }) {
             throw ConfigError("endpoint \(name): the API key contains a line break")
         }
+        let ca = caFile ?? defaults.caFile
+        if let ca, baseURL.lowercased().hasPrefix("https://") {
+            // Checked here rather than left to libcurl, which would fail every request
+            // (curl code 77) with no word of which setting named the file.
+            do { Syscall.close(try Syscall.open(ca, O_RDONLY)) } catch {
+                let origin = caFile != nil ? "its ca_file" : "ca_file (or CURL_CA_BUNDLE / SSL_CERT_FILE)"
+                throw ConfigError("endpoint \(name): \(origin) \(ca) cannot be read: \(error)")
+            }
+        }
         return Endpoint(name: name, baseURL: baseURL, apiKey: key, model: model,
                         concurrency: concurrency ?? defaults.concurrency,
                         requestsPerMinute: requestsPerMinute ?? defaults.requestsPerMinute,
                         tokensPerMinute: tokensPerMinute ?? defaults.tokensPerMinute,
                         api: api, anthropicVersion: anthropicVersion ?? MessagesDialect.defaultVersion, apiKeyOrigin: keyOrigin,
-                        batch: batch)
+                        batch: batch, httpVersion: httpVersion ?? defaults.httpVersion, caFile: ca)
     }
 
     static func readKeyFile(_ path: String) throws -> Secret {
@@ -437,11 +457,18 @@ public struct Endpoint: Sendable, Equatable {
     /// It serves the background lane through its Batch API.
     public let batch: Bool
 
+    public let httpVersion: HTTPVersion
+    /// The PEM file its TLS server's certificate is checked against; nil: the system's.
+    public let caFile: String?
+
     public init(name: String = "default", baseURL: String, apiKey: Secret?, model: String? = nil, concurrency: Int = 64,
                 requestsPerMinute: Double = 0, tokensPerMinute: Double = 0, api: EndpointAPI = .openai,
-                anthropicVersion: String = MessagesDialect.defaultVersion, apiKeyOrigin: String = "$OPENAI_API_KEY", batch: Bool = false) {
+                anthropicVersion: String = MessagesDialect.defaultVersion, apiKeyOrigin: String = "$OPENAI_API_KEY", batch: Bool = false,
+                httpVersion: HTTPVersion = .auto, caFile: String? = nil) {
         self.batch = batch
         let trimmed = Endpoint.normalisedBaseURL(baseURL, api: api)
+        self.httpVersion = httpVersion
+        self.caFile = caFile
         self.api = api
         self.anthropicVersion = anthropicVersion
         self.apiKeyOrigin = apiKeyOrigin
@@ -476,6 +503,8 @@ public struct Endpoint: Sendable, Equatable {
 
     /// Where requests of a dialect go on this endpoint.
     public func url(for dialect: any Dialect) -> String { baseURL + dialect.path }
+
+    public var isHTTPS: Bool { baseURL.lowercased().hasPrefix("https://") }
 }
 
 /// Typed reads from a JSON settings object, with errors that name the source and key.
@@ -500,6 +529,23 @@ struct SettingsReader {
             throw ConfigError("\(source): \"\(key)\" must be a string")
         }
         return text
+    }
+
+    func httpVersion(_ key: String) throws -> HTTPVersion? {
+        guard let value = settings[key], !(value is NSNull) else { return nil }
+        // A bare number (2, 1.1) is what people type; it is refused with the spelling that works.
+        guard let text = value as? String, !JSONKind.isBool(value), let version = HTTPVersion(setting: text) else {
+            let shown = JSONKind.isBool(value) ? "\((value as? Bool) == true)" : (value as? String).map { "\"\(Logger.escape($0))\"" } ?? "\(value)"
+            throw ConfigError("\(source): \"\(key)\" must be one of the strings \(HTTPVersion.settingValues) (\"auto\" by default), not \(shown)")
+        }
+        return version
+    }
+
+    /// A CA file must name something: an empty path would make libcurl trust nothing and
+    /// report every server's certificate as unknown, far from the cause.
+    static func caFile(_ path: String, source: String) throws -> String {
+        guard !path.isEmpty, !path.contains("\u{0}") else { throw ConfigError("\(source): \"ca_file\" must be the path of a PEM file, not empty") }
+        return path
     }
 
     func bool(_ key: String) throws -> Bool? {

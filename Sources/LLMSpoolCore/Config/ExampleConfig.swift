@@ -62,6 +62,8 @@ public enum ExampleConfig {
   "_leases": "leases (default: on when polling), lease_seconds, host_id (default: the host name): for several daemons sharing one spool.",
   "lease_seconds": 30,
   "_ca_file": "ca_file: a PEM file of CA certificates for an https endpoint behind a private CA; without it, CURL_CA_BUNDLE or SSL_CERT_FILE (a file) and SSL_CERT_DIR (a folder) in the environment, else the system's.",
+  "http_version": "auto",
+  "_http_version": "http_version: auto (HTTP/2 over TLS when the server offers it, many requests on one connection), 1.1 or 2 (h2c over plain http); each endpoint may set its own, and its own ca_file.",
   "_metrics": "metrics: HOST:PORT to serve Prometheus /metrics and /healthz, e.g. \"127.0.0.1:9464\" (or --metrics); none by default.",
   "log_level": "info",
   "log_format": "text"

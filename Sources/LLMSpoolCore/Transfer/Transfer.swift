@@ -32,6 +32,8 @@ final class Transfer {
     var requestSource: [UInt8]?
     let endpointIndex: Int
     let endpointName: String
+    /// The CA file its certificate check used, for the hint when the check fails.
+    var caFile: String?
     let handle: UnsafeMutableRawPointer
     var body: Body
     /// The `.partial`, held open; -1 before the first response byte, and for good when
