@@ -242,11 +242,11 @@ func mapping(_ pairs: [(String, YAMLNode)], _ line: Int = 1, _ column: Int = 1) 
         #expect(made.url == "/v1/responses")
         #expect(String(decoding: made.body.encoded(), as: UTF8.self)
             == #"{"model":"m","instructions":"S","input":[{"role":"user","content":"Hi"}],"stream":true,"max_output_tokens":9}"#)
-        let messages = mapping([("model", scalar("claude")), ("api", scalar("messages")), ("system", scalar("S")), ("stream", scalar("false"))])
+        let messages = mapping([("model", scalar("messages-model")), ("api", scalar("messages")), ("system", scalar("S")), ("stream", scalar("false"))])
         let anthropic = try PromptBody.make(try file("---\nx\n---\n## system\nAlso this.\n## user\nHi\n", messages), defaultModel: nil).get()
         #expect(anthropic.url == "/v1/messages")
         #expect(String(decoding: anthropic.body.encoded(), as: UTF8.self)
-            == #"{"model":"claude","system":"S\n\nAlso this.","messages":[{"role":"user","content":"Hi"}],"stream":false,"max_tokens":4096}"#)
+            == #"{"model":"messages-model","system":"S\n\nAlso this.","messages":[{"role":"user","content":"Hi"}],"stream":false,"max_tokens":4096}"#)
     }
 }
 
