@@ -9,10 +9,6 @@ public struct CompletionsDialect: Dialect {
 
     public var path: String { "/completions" }
 
-    public var url: String { "/v1/completions" }
-
-    public var api: EndpointAPI { .openai }
-
     public var usageMember: [UInt8] { Array(#""stream_options":{"include_usage":true},"#.utf8) }
 
     public func summarise(_ request: RawJSON.Value, in bytes: [UInt8]) -> Result<RequestSummary, RequestProblem> {

@@ -86,6 +86,11 @@ extension StreamAssembling {
 }
 
 extension Dialect {
+    /// An OpenAI dialect's envelope `url` is its path under `/v1`, as OpenAI's Batch lines name it.
+    public var url: String { "/v1" + path }
+
+    /// OpenAI's, unless the dialect says otherwise.
+    public var api: EndpointAPI { .openai }
     public func headers(apiKey: String?, anthropicVersion: String) -> [String] {
         headers(apiKey: apiKey)
     }

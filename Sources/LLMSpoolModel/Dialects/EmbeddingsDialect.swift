@@ -9,10 +9,6 @@ public struct EmbeddingsDialect: Dialect {
 
     public var path: String { "/embeddings" }
 
-    public var url: String { "/v1/embeddings" }
-
-    public var api: EndpointAPI { .openai }
-
     /// Empty: an embedding is never streamed, so nothing is spliced.
     public var usageMember: [UInt8] { [] }
 

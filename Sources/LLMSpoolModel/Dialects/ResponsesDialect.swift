@@ -9,10 +9,6 @@ public struct ResponsesDialect: Dialect {
 
     public var path: String { "/responses" }
 
-    public var url: String { "/v1/responses" }
-
-    public var api: EndpointAPI { .openai }
-
     /// Empty: the terminal event carries the usage without being asked.
     public var usageMember: [UInt8] { [] }
 
