@@ -25,6 +25,11 @@ enum CurlHandle {
         try CurlError.check(llms_easy_setopt_callback(handle, option, callback), "curl_easy_setopt(option \(option.rawValue))")
     }
 
+    /// `CURLOPT_PREREQFUNCTION`: called once the transfer has a connection, before its request goes.
+    static func setPrerequest(_ handle: UnsafeMutableRawPointer, _ callback: curl_prereq_callback) throws {
+        try CurlError.check(llms_easy_setopt_prereq(handle, callback), "curl_easy_setopt(PREREQFUNCTION)")
+    }
+
     static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, list: UnsafeMutablePointer<curl_slist>?) throws {
         try CurlError.check(llms_easy_setopt_slist(handle, option, list), "curl_easy_setopt(option \(option.rawValue))")
     }

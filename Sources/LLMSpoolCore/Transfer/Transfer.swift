@@ -49,6 +49,9 @@ final class Transfer {
     var clock: AttemptClock
     /// When the first response byte (of the status line) arrived, on the monotonic clock.
     var firstByteAt: Double?
+    /// Told the local port of the connection libcurl placed this transfer on (multiplexing
+    /// endpoints only; see `ConnectionPacing`).
+    var placed: ((Int) -> Void)?
     var headerList: UnsafeMutablePointer<curl_slist>?
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     var headers: [String: String] = [:]

@@ -141,6 +141,8 @@ public final class TransferEngine: @unchecked Sendable {
     private var watchedSockets: Set<Int32> = []
     /// When libcurl wants `curl_multi_socket_action` called for its timeouts (monotonic).
     private var curlTimerDeadline: Double?
+    /// Transfers libcurl placed on a connection during the last call, for the scheduler.
+    private var placements: [(id: String, connection: Int)] = []
     private let inbox = Mutex<[Message]>([])
     private let snapshotBox = Mutex(Snapshot())
     private let finished = DispatchSemaphore(value: 0)
@@ -252,7 +254,9 @@ public final class TransferEngine: @unchecked Sendable {
             EndpointGate(concurrency: min(endpoint.concurrency, settings.concurrency), requestsPerMinute: endpoint.requestsPerMinute,
                          tokensPerMinute: endpoint.tokensPerMinute, cooldownAfterFailures: settings.cooldownAfterFailures,
                          cooldownSeconds: settings.cooldownSeconds, maxPauseSeconds: settings.maxPauseSeconds,
-                         active: active[index] ?? 0, name: endpoint.name, api: endpoint.api, now: now)
+                         active: active[index] ?? 0, name: endpoint.name, api: endpoint.api,
+                         streamsPerConnection: endpoint.httpVersion.waitsForMultiplexing(https: endpoint.isHTTPS) ? maxStreamsPerConnection : nil,
+                         now: now)
         }
     }
 
@@ -840,7 +844,18 @@ public final class TransferEngine: @unchecked Sendable {
         if let file = endpoint.caFile { try CurlHandle.set(handle, CURLOPT_CAINFO, string: file) }
         let https = endpoint.isHTTPS
         try CurlHandle.set(handle, CURLOPT_HTTP_VERSION, TransferEngine.curlVersion(endpoint.httpVersion.wire(https: https)))
-        if endpoint.httpVersion.waitsForMultiplexing(https: https) { try CurlHandle.set(handle, CURLOPT_PIPEWAIT, 1) }
+        if endpoint.httpVersion.waitsForMultiplexing(https: https) {
+            try CurlHandle.set(handle, CURLOPT_PIPEWAIT, 1)
+            // Which connection each stream is on paces the starts (ConnectionPacing): reported
+            // to the scheduler after libcurl returns, never from inside its callback.
+            let id = transfer.task.id
+            transfer.placed = { [unowned self] port in placements.append((id, port)) }
+            try CurlHandle.set(handle, CURLOPT_PREREQDATA, pointer: me)
+            try CurlHandle.setPrerequest(handle) { context, _, _, _, localPort in
+                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().placed?(Int(localPort))
+                return CURL_PREREQFUNC_OK
+            }
+        }
         if let folder = settings.caDirectory { try CurlHandle.set(handle, CURLOPT_CAPATH, string: folder) }
         try CurlHandle.set(handle, CURLOPT_READDATA, pointer: me)
         try CurlHandle.set(handle, CURLOPT_READFUNCTION, callback: { buffer, size, count, context in
@@ -869,6 +884,12 @@ public final class TransferEngine: @unchecked Sendable {
     }
 
     private func collectCompleted() {
+        if !placements.isEmpty {
+            let now = Date().timeIntervalSince1970
+            let placed = placements
+            placements.removeAll(keepingCapacity: true)
+            for (id, connection) in placed { apply(scheduler.handle(.connected(id: id, connection: connection), now: now)) }
+        }
         var remaining: Int32 = 0
         while let message = curl_multi_info_read(multi, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,

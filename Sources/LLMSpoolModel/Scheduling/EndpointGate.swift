@@ -22,6 +22,9 @@ public struct EndpointGate: Sendable, Equatable {
     /// The longest pause a provider may impose on the whole endpoint (`max_retry_after_seconds`):
     /// one answer asking for a day must not stop every request for a day.
     public let maxPauseSeconds: Double
+    /// Streams one connection carries when the endpoint multiplexes (HTTP/2); nil when each
+    /// transfer has a connection of its own. See `ConnectionPacing`.
+    public let streamsPerConnection: Int?
     public private(set) var active = 0
     public private(set) var pausedUntil = 0.0
     public private(set) var coolingUntil = 0.0
@@ -34,8 +37,9 @@ public struct EndpointGate: Sendable, Equatable {
 
     public init(concurrency: Int, requestsPerMinute: Double? = nil, tokensPerMinute: Double? = nil,
                 cooldownAfterFailures: Int = 3, cooldownSeconds: Double = 30, maxPauseSeconds: Double = 3600, active: Int = 0,
-                name: String = "default", api: EndpointAPI = .openai, now: Double) {
+                name: String = "default", api: EndpointAPI = .openai, streamsPerConnection: Int? = nil, now: Double) {
         self.name = name
+        self.streamsPerConnection = streamsPerConnection.map { max(1, $0) }
         self.api = api
         self.maxPauseSeconds = maxPauseSeconds.isFinite ? max(0, maxPauseSeconds) : 3600
         self.concurrency = max(1, concurrency)

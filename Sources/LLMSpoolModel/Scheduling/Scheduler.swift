@@ -34,6 +34,9 @@ public struct Scheduler: Sendable {
         /// A person asked for a task waiting for its retry (or, with nil, every one) to go
         /// now (`llmspool retry ID`, `retry --all`); an endpoint's own pause still holds it.
         case sendNow(id: String?)
+        /// The transfer of `id` was placed on a connection of a multiplexing endpoint
+        /// (`connection`: the engine's key for it). See `ConnectionPacing`.
+        case connected(id: String, connection: Int)
         /// Stop starting transfers.
         case drain
         /// The lane has the outcome of a laned task and is writing it (then `.retry` or
@@ -89,6 +92,10 @@ public struct Scheduler: Sendable {
     private var timers = MinHeap<Timer>(by: { $0.due < $1.due })
     private var rateWake: Double?
     private var draining = false
+    /// Multiplexing endpoints' connections, by endpoint index, and the connection each of
+    /// their transfers was placed on.
+    private var pacing: [Int: ConnectionPacing] = [:]
+    private var connectionOf: [String: Int] = [:]
     /// Where requests that may wait go; by default nowhere, so every request is live.
     public var laneRouting = LaneRouting()
 
@@ -101,6 +108,7 @@ public struct Scheduler: Sendable {
         precondition(concurrency > 0 && !gates.isEmpty, "a scheduler needs a positive concurrency and an endpoint")
         self.concurrency = concurrency
         self.gates = gates
+        rebuildPacing()
     }
 
     public var isIdle: Bool { entries.isEmpty }
@@ -157,6 +165,8 @@ public struct Scheduler: Sendable {
         case .transferEnded(let id, let feedback):
             guard case .transferring(let endpoint)? = entries[id]?.state else { return [] }
             if endpoint < gates.count { gates[endpoint].release(feedback, now: now) }
+            let connection = connectionOf.removeValue(forKey: id)
+            pacing[endpoint]?.ended(on: connection)
             entries[id]?.task = nil
             set(id, Entry(state: .finishing, task: nil))
             return fill(now)
@@ -197,6 +207,15 @@ public struct Scheduler: Sendable {
                 queue.append(id)
             }
             return releaseDue(now) + fill(now)
+        case .connected(let id, let connection):
+            guard case .transferring(let endpoint)? = entries[id]?.state, pacing[endpoint] != nil else { return [] }
+            if let old = connectionOf[id] {
+                pacing[endpoint]?.moved(from: old, to: connection)
+            } else {
+                pacing[endpoint]?.placed(on: connection)
+            }
+            connectionOf[id] = connection
+            return fill(now)
         case .drain:
             draining = true
             return []
@@ -218,6 +237,7 @@ public struct Scheduler: Sendable {
         precondition(concurrency > 0 && !gates.isEmpty, "a scheduler needs a positive concurrency and an endpoint")
         self.concurrency = concurrency
         self.gates = gates
+        rebuildPacing()
         // Waiting tasks whose dialect no endpoint speaks any more fail now, not when a slot
         // frees; queue and timer entries stay and are skipped when reached.
         var actions: [Action] = []
@@ -237,6 +257,23 @@ public struct Scheduler: Sendable {
     /// Why each endpoint (by index) takes no request now; nil where it could.
     public func endpointWaits(now: Double) -> [EndpointWait?] {
         gates.map { $0.wait(now: now) }
+    }
+
+    /// The pacing of each multiplexing endpoint, counted again from the transfers running
+    /// (at start, and when a reload may have changed which endpoints multiplex).
+    private mutating func rebuildPacing() {
+        pacing = [:]
+        for (index, gate) in gates.enumerated() {
+            if let streams = gate.streamsPerConnection { pacing[index] = ConnectionPacing(streamsPerConnection: streams) }
+        }
+        for (id, entry) in entries {
+            guard case .transferring(let endpoint) = entry.state, pacing[endpoint] != nil else {
+                connectionOf[id] = nil
+                continue
+            }
+            pacing[endpoint]?.started()
+            if let connection = connectionOf[id] { pacing[endpoint]?.placed(on: connection) }
+        }
     }
 
     /// How many transfers run on each endpoint now.
@@ -290,6 +327,7 @@ public struct Scheduler: Sendable {
             guard let endpoint = chooseEndpoint(for: task, now: now) else { break }
             if front.first == id { front.removeFirst() } else { queueHead += 1 }
             gates[endpoint].admit(estimatedTokens: task.summary.estimatedTokens, now: now)
+            pacing[endpoint]?.started()
             set(id, Entry(state: .transferring(endpoint: endpoint), task: task))
             actions.append(.start(task, endpoint: endpoint))
         }
@@ -312,6 +350,8 @@ public struct Scheduler: Sendable {
             guard gates[index].api == api else { continue }
             switch gates[index].readiness(estimatedTokens: task.summary.estimatedTokens, now: now) {
             case .ready:
+                // Like a full endpoint: the connection being set up frees room when it is up.
+                if let pacing = pacing[index], !pacing.mayStart { return nil }
                 return index
             case .full:
                 return nil
