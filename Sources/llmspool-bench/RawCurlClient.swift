@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import LLMSpoolModel
 
 /// What a reference client did: its wall time, and how many requests did not get a 200
 /// answer (a client that does not retry finishes early when requests fail).
@@ -17,6 +18,23 @@ enum RawCurlClient {
     struct TLS {
         var caFile: String
         var http2: Bool
+    }
+
+    /// Where libcurl placed each HTTP/2 stream, told by CURLOPT_PREREQFUNCTION, so that the
+    /// reference client paces its starts as the daemon does (`ConnectionPacing`): without it
+    /// libcurl 7.88 opens a connection per stream past the first connection's hundred.
+    final class Placements {
+        var placed: [(handle: UnsafeMutableRawPointer, port: Int)] = []
+    }
+
+    /// One handle's context for the callback: the handle, and where to report it.
+    final class Slot {
+        unowned let placements: Placements
+        let handle: UnsafeMutableRawPointer
+        init(_ placements: Placements, _ handle: UnsafeMutableRawPointer) {
+            self.placements = placements
+            self.handle = handle
+        }
     }
 
     struct Failure: Error, CustomStringConvertible {
@@ -57,6 +75,10 @@ enum RawCurlClient {
         var failed = 0
         var handles: [UnsafeMutableRawPointer: UnsafeMutablePointer<curl_slist>?] = [:]
         let discard: llms_curl_data_callback = { _, size, count, _ in size * count }
+        var pacing = tls?.http2 == true ? ConnectionPacing(streamsPerConnection: 100) : nil
+        let placements = Placements()
+        var slots: [UnsafeMutableRawPointer: Slot] = [:]
+        var portOf: [UnsafeMutableRawPointer: Int] = [:]
         let started = Date()
         func add() throws {
             guard next < bodies.count else { return }
@@ -77,7 +99,19 @@ enum RawCurlClient {
                 try check(tls.caFile.withCString { llms_easy_setopt_string(handle, CURLOPT_CAINFO, $0) }, "curl_easy_setopt(CAINFO)")
                 let version = tls.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1
                 try check(llms_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(version)), "curl_easy_setopt(HTTP_VERSION)")
-                if tls.http2 { try check(llms_easy_setopt_long(handle, CURLOPT_PIPEWAIT, 1), "curl_easy_setopt(PIPEWAIT)") }
+                if tls.http2 {
+                    try check(llms_easy_setopt_long(handle, CURLOPT_PIPEWAIT, 1), "curl_easy_setopt(PIPEWAIT)")
+                    let slot = Slot(placements, handle)
+                    slots[handle] = slot
+                    try check(llms_easy_setopt_pointer(handle, CURLOPT_PREREQDATA, Unmanaged.passUnretained(slot).toOpaque()),
+                              "curl_easy_setopt(PREREQDATA)")
+                    try check(llms_easy_setopt_prereq(handle) { context, _, _, _, port in
+                        let slot = Unmanaged<Slot>.fromOpaque(context!).takeUnretainedValue()
+                        slot.placements.placed.append((slot.handle, Int(port)))
+                        return CURL_PREREQFUNC_OK
+                    }, "curl_easy_setopt(PREREQFUNCTION)")
+                    pacing?.started()
+                }
             }
             // COPYPOSTFIELDS copies the body, so the array need not outlive this call.
             try check(body.withUnsafeBufferPointer { llms_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0.baseAddress)) },
@@ -85,10 +119,18 @@ enum RawCurlClient {
             try check(curl_multi_add_handle(multi, handle), "curl_multi_add_handle")
             running += 1
         }
-        for _ in 0..<concurrency { try add() }
+        func fill() throws {
+            while running < concurrency, next < bodies.count, pacing?.mayStart ?? true { try add() }
+        }
+        try fill()
         while running > 0 {
             var still: Int32 = 0
             try check(curl_multi_perform(multi, &still), "curl_multi_perform")
+            for (handle, port) in placements.placed {
+                if let old = portOf[handle] { pacing?.moved(from: old, to: port) } else { pacing?.placed(on: port) }
+                portOf[handle] = port
+            }
+            placements.placed.removeAll(keepingCapacity: true)
             var remaining: Int32 = 0
             while let message = curl_multi_info_read(multi, &remaining) {
                 guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle else { continue }
@@ -99,9 +141,11 @@ enum RawCurlClient {
                 curl_slist_free_all(handles[handle] ?? nil)
                 handles[handle] = nil
                 curl_easy_cleanup(handle)
+                pacing?.ended(on: portOf.removeValue(forKey: handle))
+                slots[handle] = nil
                 running -= 1
-                try add()
             }
+            try fill()
             try check(curl_multi_poll(multi, nil, 0, 100, nil), "curl_multi_poll")
         }
         return ClientRun(seconds: Date().timeIntervalSince(started), failed: failed)
