@@ -30,7 +30,10 @@ import Testing
     /// lane's records are gone.
     func waitForOutcomes(_ harness: Harness, _ ids: [String], timeout: TimeInterval = 60) throws {
         try waitUntil("every request has its outcome and the lane is done", timeout: timeout) {
-            let done = ids.allSatisfy { Syscall.isPresent(harness.layout.result($0)) || Syscall.isPresent(harness.layout.errorRecord($0)) }
+            // The request leaves outgoing just after its outcome appears: wait for both.
+            let done = ids.allSatisfy {
+                (Syscall.isPresent(harness.layout.result($0)) || Syscall.isPresent(harness.layout.errorRecord($0))) && !Syscall.isPresent(harness.layout.request($0))
+            }
             let records = harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }
             return done && records.isEmpty
         }
@@ -181,6 +184,52 @@ import Testing
         #expect(try harness.record("late")["status"] as? String == "cancelled")
         let made = try creations(harness)
         #expect(made.values.reduce(0, +) == 1, "the first group was never sent: \(made)")
+    }
+
+    /// A batch that ends `expired`: the line that ran is published from the batch; the
+    /// lines that expired (listed or not) go live at once, and a line that failed is
+    /// retried through the live lane by the usual rules.
+    @Test func anExpiredBatchSendsItsUnansweredMembersLive() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "1", "--batch-ending", "expired"])
+        try harness.startDaemon(config: config(harness, ["max_attempts": 1]))
+        try harness.drop("ran", Self.deferrable("ran", "Expiry ran"))
+        try harness.drop("listed", Self.deferrable("listed", "Expiry listed", stub: ["batch_line": "expire"]))
+        try harness.drop("unlisted", Self.deferrable("unlisted", "Expiry unlisted", stub: ["batch_line": "omit"]))
+        let ids = ["ran", "listed", "unlisted"]
+        try waitForOutcomes(harness, ids)
+        try SDKJudge.expectParses("ChatCompletion", ids.map { harness.layout.result($0) })
+        #expect(try harness.arrivals(of: "Expiry ran").isEmpty, "its answer came from the batch")
+        for id in ["listed", "unlisted"] {
+            #expect(try harness.arrivals(of: "Expiry \(id)").count == 1, "\(id) went live once")
+            let attempts = try #require(try harness.record(id)["attempts"] as? [[String: Any]])
+            #expect(attempts.map { $0["outcome"] as? String } == ["expired", "ok"], "\(id): \(attempts)")
+            #expect((attempts.first?["remote_batch"] as? String)?.hasPrefix("batch_") == true)
+            #expect(attempts.last?["remote_batch"] == nil, "the second attempt was live")
+        }
+        #expect(try creations(harness).values.reduce(0, +) == 1)
+    }
+
+    @Test func withDeferredExpiredFailAnExpiredMemberFailsAsExpiredAndAFailedLineIsRetriedLive() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "1"])
+        try harness.startDaemon(config: config(harness, ["deferred_expired": "fail"]))
+        try harness.drop("late", Self.deferrable("late", "Too late", stub: ["batch_line": "expire"]))
+        try harness.drop("flaky", Self.deferrable("flaky", "Line failed", stub: ["batch_line": "fail"]))
+        try harness.drop("fine", Self.deferrable("fine", "Line fine"))
+        try waitForOutcomes(harness, ["late", "flaky", "fine"])
+        let record = try harness.json(harness.layout.errorRecord("late"))
+        #expect(record["kind"] as? String == "expired", "\(record)")
+        #expect((record["message"] as? String)?.contains("expired before this request ran") == true, "\(record)")
+        #expect(Syscall.isPresent(harness.layout.failed + "/late.json"))
+        #expect(try harness.arrivals(of: "Too late").isEmpty, "deferred_expired fail: never sent live")
+        try SDKJudge.expectParses("ChatCompletion", [harness.layout.result("flaky"), harness.layout.result("fine")])
+        #expect(try harness.arrivals(of: "Line failed").count == 1, "the failed line was retried live")
+        let attempts = try #require(try harness.record("flaky")["attempts"] as? [[String: Any]])
+        #expect(attempts.map { $0["outcome"] as? String } == ["transport", "ok"], "\(attempts)")
+        #expect(try harness.arrivals(of: "Line fine").isEmpty)
     }
 
     @Test func checkConfigShowsTheLaneAndNamesABadSetting() throws {

@@ -110,6 +110,16 @@ import Testing
         #expect(actions.last == .abandon(message: "the remote batch batch_1 ended failed without an output or error file"))
     }
 
+    @Test func anExpiredOrCancelledBatchWithoutFilesStillEndsEachMembersWait() {
+        for status in ["expired", "cancelled"] {
+            var machine = RemoteBatchMachine(intent: intent(.polling, batch: "batch_1"))
+            _ = machine.handle(.start)
+            let actions = machine.handle(.polled(.init(status: status, total: 2)))
+            #expect(recorded(actions)?.state == .ended && recorded(actions)?.remoteStatus == status)
+            #expect(actions.last == .perform(.download(outputFileID: nil, errorFileID: nil)), "\(status): nothing to download, every member to judge")
+        }
+    }
+
     @Test func anExpiredBatchDownloadsWhatItHas() {
         var machine = RemoteBatchMachine(intent: intent(.polling, batch: "batch_1"))
         _ = machine.handle(.start)

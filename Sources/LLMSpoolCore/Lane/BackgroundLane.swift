@@ -509,23 +509,16 @@ public final class BackgroundLane: @unchecked Sendable {
         var body: [UInt8] = []
         var headers: [String: String] = [:]
         do {
-            if let line = try group.index?.line(of: task.id) {
-                switch try LaneOutputLine.read(line).result {
-                case .succeeded(let status, let requestID, let answer):
-                    ending = .response(status: status)
-                    body = answer
-                    if let requestID { headers["x-request-id"] = requestID }
-                case .failed(let code, let message, let status?, let answer?):
-                    _ = (code, message)
-                    ending = .response(status: status)
-                    body = answer
-                case .failed(let code, let message, _, _):
-                    ending = .transportError(code: 0, message: "the remote batch \(batch) reported \(code): \(message)")
-                case .cancelled, .expired:
-                    ending = .transportError(code: 0, message: "the remote batch \(batch) ended before this request")
-                }
-            } else {
-                ending = .transportError(code: 0, message: "the remote batch \(batch) has no line for this request")
+            let line = try group.index?.line(of: task.id).map { try LaneOutputLine.read($0).result }
+            switch LaneMemberVerdict.decide(line: line, batchStatus: group.machine.intent.remoteStatus, batch: batch) {
+            case .response(let status, let requestID, let answer):
+                ending = .response(status: status)
+                body = answer
+                if let requestID { headers["x-request-id"] = requestID }
+            case .failed(let message):
+                ending = .transportError(code: 0, message: message)
+            case .expired(let message):
+                ending = .expired(message)
             }
         } catch {
             ending = .transportError(code: 0, message: "the remote batch \(batch)'s line for this request cannot be read: \(error)")

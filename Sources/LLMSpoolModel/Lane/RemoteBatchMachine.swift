@@ -95,7 +95,9 @@ public struct RemoteBatchMachine: Sendable {
             guard pending == .poll else { return [] }
             intent.remoteStatus = status.status
             if status.hasEnded {
-                guard status.outputFileID != nil || status.errorFileID != nil else {
+                // An expired or cancelled batch that ran nothing still ends each member's
+                // wait (`LaneMemberVerdict`); one that failed ran nothing and goes live.
+                guard status.outputFileID != nil || status.errorFileID != nil || status.status == "expired" || status.status == "cancelled" else {
                     return [.record(intent), .abandon(message: "the remote batch \(intent.batchID ?? "?") ended \(status.status) without an output or error file")]
                 }
                 intent.outputFileID = status.outputFileID
