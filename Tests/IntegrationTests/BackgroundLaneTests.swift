@@ -21,9 +21,17 @@ import Testing
     }
 
     func creations(_ harness: Harness) throws -> [String: Int] {
+        try stubBatches(harness)["creations"] as? [String: Int] ?? [:]
+    }
+
+    /// The groups whose remote batch the stub saw cancelled.
+    func cancelledGroups(_ harness: Harness) throws -> [String] {
+        try stubBatches(harness)["cancelled"] as? [String] ?? []
+    }
+
+    func stubBatches(_ harness: Harness) throws -> [String: Any] {
         let port = try #require(UInt16(harness.stubURL.split(separator: ":").last?.split(separator: "/").first ?? ""))
-        let counts = try JSONSerialization.jsonObject(with: LoopbackGet.body(port: port, path: "/stub/batches")) as? [String: Any]
-        return counts?["creations"] as? [String: Int] ?? [:]
+        return try JSONSerialization.jsonObject(with: LoopbackGet.body(port: port, path: "/stub/batches")) as? [String: Any] ?? [:]
     }
 
     /// Waits until every id has exactly one outcome, in incoming or failed, and the
@@ -167,8 +175,10 @@ import Testing
     @Test func deletingARequestBeforeItsGroupIsSentOrAfterDiscardsItsAnswer() throws {
         let harness = try Harness()
         defer { harness.stop() }
+        let hooked = harness.root + "/hooked.log"
+        let hook = ["/bin/sh", "-c", "echo \"$LLMSPOOL_STATUS $LLMSPOOL_ID\" >> \(hooked)"]
         try harness.startStub(["--batch-seconds", "3"])
-        try harness.startDaemon(config: config(harness, ["batch_linger_seconds": 4]))
+        try harness.startDaemon(config: config(harness, ["batch_linger_seconds": 4, "on_complete": hook, "on_failure": hook]))
         try harness.drop("early", Self.deferrable("early", "Deleted early"))
         try waitUntil("the request is deferred", timeout: 20) { harness.log.contains("deferred to the background lane id=early") }
         try Syscall.unlink(harness.layout.request("early"))
@@ -182,6 +192,9 @@ import Testing
         #expect(!Syscall.isPresent(harness.layout.result("late")), "a deleted member's answer is discarded")
         #expect(!Syscall.isPresent(harness.layout.result("early")))
         #expect(try harness.record("late")["status"] as? String == "cancelled")
+        try waitUntil("the kept member's hook ran", timeout: 20) { (try? String(contentsOfFile: hooked, encoding: .utf8))?.contains("done kept") == true }
+        let hooks = try String(contentsOfFile: hooked, encoding: .utf8)
+        #expect(!hooks.contains("late") && !hooks.contains("early"), "no hook for a discarded answer: \(hooks)")
         let made = try creations(harness)
         #expect(made.values.reduce(0, +) == 1, "the first group was never sent: \(made)")
     }
@@ -230,6 +243,50 @@ import Testing
         let attempts = try #require(try harness.record("flaky")["attempts"] as? [[String: Any]])
         #expect(attempts.map { $0["outcome"] as? String } == ["transport", "ok"], "\(attempts)")
         #expect(try harness.arrivals(of: "Line fine").isEmpty)
+    }
+
+    /// Every member of a sent group deleted: the remote batch is cancelled once, nothing is
+    /// published, no hook runs; with a daemon stopped meanwhile, the next one cancels it.
+    @Test func deletingEveryMemberOfASentGroupCancelsItsRemoteBatch() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let hooked = harness.root + "/hooked.log"
+        let hook = ["/bin/sh", "-c", "echo \"$LLMSPOOL_STATUS $LLMSPOOL_ID\" >> \(hooked)"]
+        try harness.startStub(["--batch-seconds", "3600"])
+        try harness.startDaemon(config: config(harness, ["on_complete": hook, "on_failure": hook]))
+        for id in ["x1", "x2"] { try harness.drop(id, Self.deferrable(id, "Cancel \(id)")) }
+        try waitUntil("the remote batch is created", timeout: 30) { harness.log.contains("remote batch created") }
+        let group = try #require(try creations(harness).keys.first)
+        try Syscall.unlink(harness.layout.request("x1"))
+        try waitUntil("the first deletion is seen", timeout: 20) { harness.log.contains("a member of a sent group was deleted id=x1") }
+        #expect(try cancelledGroups(harness).isEmpty, "one member is left: the batch runs on")
+        try Syscall.unlink(harness.layout.request("x2"))
+        try waitUntil("the batch is cancelled and the group ends", timeout: 30) {
+            (try? self.cancelledGroups(harness)) == [group] && harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.isEmpty
+        }
+        for id in ["x1", "x2"] {
+            #expect(!Syscall.isPresent(harness.layout.result(id)) && !Syscall.isPresent(harness.layout.errorRecord(id)))
+            #expect(try harness.record(id)["status"] as? String == "cancelled")
+        }
+        #expect(!Syscall.isPresent(hooked), "no hook for a discarded answer")
+        #expect(try creations(harness) == [group: 1])
+
+        // Deleted while no daemon runs: the next start cancels the batch.
+        for id in ["y1", "y2"] { try harness.drop(id, Self.deferrable(id, "Cancel \(id)")) }
+        try waitUntil("the second batch is created", timeout: 30) { (try? self.creations(harness).count) == 2 }
+        try waitUntil("its id is recorded", timeout: 20) {
+            harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.contains { name in
+                ((try? harness.json(harness.layout.remote + "/" + name))?["batch_id"] as? String) != nil
+            }
+        }
+        harness.killDaemon()
+        for id in ["y1", "y2"] { try Syscall.unlink(harness.layout.request(id)) }
+        try harness.startDaemon(config: config(harness, ["on_complete": hook, "on_failure": hook]))
+        try waitUntil("the recovered batch is cancelled and the group ends", timeout: 30) {
+            (try? self.cancelledGroups(harness).count) == 2 && harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.isEmpty
+        }
+        #expect(!Syscall.isPresent(hooked))
+        #expect(try creations(harness).values.allSatisfy { $0 == 1 })
     }
 
     @Test func checkConfigShowsTheLaneAndNamesABadSetting() throws {

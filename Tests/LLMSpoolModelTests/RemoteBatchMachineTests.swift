@@ -110,6 +110,55 @@ import Testing
         #expect(actions.last == .abandon(message: "the remote batch batch_1 ended failed without an output or error file"))
     }
 
+    @Test func aGroupWhoseMembersAreAllDeletedIsCancelledOnceAndPolledToItsEnd() {
+        var machine = RemoteBatchMachine(intent: intent(.polling, batch: "batch_1"))
+        #expect(machine.handle(.start) == [.perform(.poll)])
+        #expect(machine.handle(.withdrawn) == [.perform(.cancel)])
+        #expect(machine.isWithdrawn)
+        #expect(machine.handle(.withdrawn) == [], "one cancel")
+        #expect(machine.handle(.polled(.init(status: "in_progress"))) == [], "a poll answer is not what the machine waits for now")
+        #expect(machine.handle(.failed(retryable: true, retryAfter: 7, message: "503")) == [.wait(seconds: 7, then: .cancel)])
+        #expect(machine.handle(.cancelRequested) == [.perform(.poll)])
+        #expect(machine.handle(.polled(.init(status: "cancelling"))).last == .wait(seconds: 30, then: .poll))
+        #expect(machine.handle(.polled(.init(status: "cancelled"))).last == .perform(.download(outputFileID: nil, errorFileID: nil)))
+    }
+
+    @Test func aRefusedCancelFallsBackToPolling() {
+        var machine = RemoteBatchMachine(intent: intent(.created, batch: "batch_1"))
+        _ = machine.handle(.start)
+        #expect(machine.handle(.withdrawn) == [.perform(.cancel)])
+        #expect(machine.handle(.failed(retryable: false, retryAfter: nil, message: "400 already completed")) == [.perform(.poll)])
+        #expect(machine.handle(.polled(.init(status: "completed", outputFileID: "o"))).last == .perform(.download(outputFileID: "o", errorFileID: nil)))
+    }
+
+    @Test func aWithdrawalBeforeTheBatchIdIsKnownCancelsItOnceLearnt() {
+        var created = RemoteBatchMachine(intent: intent(.uploaded))
+        #expect(created.handle(.start) == [.perform(.list(after: nil))])
+        #expect(created.handle(.withdrawn) == [], "a create may be committed: wait for its id")
+        let adopted = created.handle(.listed(.init(entries: [.init(id: "batch_9", group: "g1", createdAt: 10_000)], hasMore: false)))
+        #expect(recorded(adopted)?.batchID == "batch_9" && adopted.last == .perform(.cancel))
+
+        var fresh = RemoteBatchMachine(intent: intent(.intent))
+        _ = fresh.handle(.start)
+        _ = fresh.handle(.uploaded(fileID: "f"))
+        #expect(fresh.handle(.withdrawn) == [])
+        let made = fresh.handle(.created(batchID: "batch_2"))
+        #expect(recorded(made)?.state == .created && made.last == .perform(.cancel))
+    }
+
+    @Test func aWithdrawalWithNothingRemoteEndsTheGroupAndOneAfterTheEndChangesNothing() {
+        var early = RemoteBatchMachine(intent: intent(.intent))
+        _ = early.handle(.start)
+        #expect(early.handle(.withdrawn) == [.abandon(message: "every request of the group was deleted before anything remote existed")])
+        #expect(early.handle(.uploaded(fileID: "f")) == [], "nothing pending after it")
+        for state in [RemoteBatchState.ended, .downloaded, .split] {
+            var late = RemoteBatchMachine(intent: intent(state, batch: "b", output: "o"))
+            let first = late.handle(.start)
+            #expect(late.handle(.withdrawn) == [], "\(state): over remotely, the answers are discarded as they are published")
+            #expect(first.count == 1)
+        }
+    }
+
     @Test func anExpiredOrCancelledBatchWithoutFilesStillEndsEachMembersWait() {
         for status in ["expired", "cancelled"] {
             var machine = RemoteBatchMachine(intent: intent(.polling, batch: "batch_1"))
