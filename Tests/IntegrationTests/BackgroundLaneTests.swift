@@ -134,6 +134,50 @@ import Testing
         #expect(harness.log.contains("remote batch found by its group id"))
     }
 
+    /// A kill -9 at each remaining step of a group's life (`LLMSPOOL_TEST_LANE_PAUSE` holds
+    /// the lane there): mid-upload, while polling, mid-download, mid-split. Every request
+    /// ends with one outcome (one result, one hook), and the stub counts one creation.
+    @Test(arguments: ["uploading", "polled", "downloading", "split"])
+    func aKillAtAStepEndsWithOneOutcomeEachAndOneBatch(point: String) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let hooked = harness.root + "/hooked.log"
+        let hook = ["/bin/sh", "-c", "echo \"$LLMSPOOL_STATUS $LLMSPOOL_ID\" >> \(hooked)"]
+        try harness.startStub(["--batch-seconds", point == "polled" ? "3" : "1"])
+        let settings = config(harness, ["on_complete": hook, "on_failure": hook])
+        try harness.startDaemon(config: settings, environment: ["LLMSPOOL_TEST_LANE_PAUSE": point])
+        let ids = ["s1", "s2", "s3"]
+        for id in ids { try harness.drop(id, Self.deferrable(id, "Step \(point) \(id)")) }
+        try waitUntil("the lane pauses at \(point)", timeout: 30) { harness.log.contains("lane test pause point=\(point)") }
+        let record = try #require(harness.files(in: harness.layout.remote).first { $0.hasSuffix(".json") })
+        let state = try harness.json(harness.layout.remote + "/" + record)["state"] as? String
+        let expected = ["uploading": "intent", "polled": "created", "downloading": "ended", "split": "split"][point]
+        #expect(state == expected, "\(point): the record at the kill")
+        if point == "downloading" {
+            let output = harness.layout.remote + "/" + record.replacingOccurrences(of: ".json", with: ".output.jsonl")
+            let cut = try Data(contentsOf: URL(fileURLWithPath: output))
+            #expect(!cut.isEmpty && cut.last != 0x0A, "a download cut short is on disk at the kill")
+        }
+        let publishedBefore = ids.filter { Syscall.isPresent(harness.layout.result($0)) }
+        #expect(publishedBefore.count == (point == "split" ? 1 : 0), "\(publishedBefore)")
+        harness.killDaemon()
+        try harness.startDaemon(config: settings)
+        try waitForOutcomes(harness, ids)
+        try SDKJudge.expectParses("ChatCompletion", ids.map { harness.layout.result($0) })
+        try waitUntil("every hook ran", timeout: 20) {
+            ((try? String(contentsOfFile: hooked, encoding: .utf8)) ?? "").split(separator: "\n").count >= ids.count
+        }
+        let lines = try String(contentsOfFile: hooked, encoding: .utf8).split(separator: "\n").map(String.init).sorted()
+        #expect(lines == ids.map { "done \($0)" }, "one outcome each: \(lines)")
+        for id in ids {
+            #expect(try harness.arrivals(of: "Step \(point) \(id)").isEmpty, "\(id) was answered by the batch")
+            let attempts = try #require(try harness.record(id)["attempts"] as? [[String: Any]])
+            #expect(attempts.count == 1, "\(id): \(attempts)")
+        }
+        let made = try creations(harness)
+        #expect(made.count == 1 && made.values.first == 1, "\(point): one group, created once: \(made)")
+    }
+
     @Test func uploadAndCreateFaultsAndALostCreateEndWithOneBatch() throws {
         let harness = try Harness()
         defer { harness.stop() }

@@ -395,6 +395,7 @@ public final class BackgroundLane: @unchecked Sendable {
             guard let source = LaneUploadSource(group: id, url: intent.url, lines: lines) else {
                 return .failed(retryable: false, retryAfter: nil, message: "the group's input is too large to describe")
             }
+            if LaneTestPause.isSet("uploading") { source.afterFirstLine = { [logger] in LaneTestPause.at("uploading", group: id, logger: logger) } }
             let event = client.upload(group: id, source: source)
             if case .uploaded(let file) = event { logger.info("input uploaded", ["group": LogValue(id), "file": LogValue(file), "bytes": "\(source.size)"]) }
             return event
@@ -417,6 +418,7 @@ public final class BackgroundLane: @unchecked Sendable {
         case .poll:
             guard let batch = intent.batchID else { return .failed(retryable: false, retryAfter: nil, message: "no batch id is recorded") }
             let event = client.poll(batchID: batch)
+            if case .polled(let status) = event, !status.hasEnded { LaneTestPause.at("polled", group: id, logger: logger) }
             if case .polled(let status) = event {
                 logger.debug("remote batch polled", ["group": LogValue(id), "batch": LogValue(batch), "status": LogValue(status.status),
                                                      "completed": "\(status.completed)", "failed": "\(status.failed)", "total": "\(status.total)"])
@@ -431,6 +433,8 @@ public final class BackgroundLane: @unchecked Sendable {
                 do {
                     let fd = try Syscall.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: layout.fileMode)
                     defer { Syscall.close(fd) }
+                    if LaneTestPause.isSet("downloading") { http.midFile = { [logger] in LaneTestPause.at("downloading", group: id, logger: logger) } }
+                    defer { http.midFile = nil }
                     if let failure = client.download(fileID: fileID, to: fd, path: path) { return failure }
                     try Syscall.fsync(fd, path: path)
                 } catch {
@@ -531,6 +535,11 @@ public final class BackgroundLane: @unchecked Sendable {
                 post(event)
             case .success(let success):
                 prepared.append(success)
+                if LaneTestPause.isSet("split") {
+                    for event in finisher.commit(prepared) { post(event) }
+                    prepared.removeAll(keepingCapacity: true)
+                    LaneTestPause.at("split", group: id, logger: logger)
+                }
                 if prepared.count >= Self.commitBatch {
                     for event in finisher.commit(prepared) { post(event) }
                     prepared.removeAll(keepingCapacity: true)
