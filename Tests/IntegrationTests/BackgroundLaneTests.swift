@@ -80,7 +80,10 @@ import Testing
             #expect(attempts.count == 1)
             #expect(attempts.first?["lane"] as? String == "batch")
             #expect((attempts.first?["remote_batch"] as? String)?.hasPrefix("batch_") == true)
+            #expect((attempts.first?["request_id"] as? String)?.hasPrefix("req_") == true, "the batch line's request_id: \(attempts)")
         }
+        let live = try #require(try harness.record("live")["attempts"] as? [[String: Any]])
+        #expect(live.first?["request_id"] as? String == "req_stub_1" && live.first?["lane"] == nil, "\(live)")
         let refusal = try harness.json(harness.layout.errorRecord("refused"))
         #expect(refusal["kind"] as? String == "http")
         #expect(refusal["http_status"] as? Int == 400)

@@ -131,6 +131,7 @@ public final class Finisher: Sendable {
                                  outcome: "ok", bytesSent: outcome.bytesSent, bytesReceived: outcome.bytesReceived)
         if case .response(let status) = outcome.ending { entry.httpStatus = status }
         entry.remoteBatch = outcome.remoteBatch
+        entry.providerRequestID = ProviderRequestID.from(headers: outcome.headers)
         switch verdict {
         case .cancelled:
             closePartial(outcome.partialFD)
