@@ -55,7 +55,7 @@ import Testing
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub(["--batch-seconds", "4"])
-        try harness.startDaemon(config: config(harness))
+        try harness.startDaemon(config: config(harness), arguments: ["--metrics", "127.0.0.1:0"])
         let ids = ["d1", "d2", "d3"]
         for id in ids { try harness.drop(id, Self.deferrable(id, "Deferred \(id)")) }
         try harness.drop("refused", Self.deferrable("refused", "Refused one", stub: ["status": 400]))
@@ -95,6 +95,30 @@ import Testing
         let made = try creations(harness)
         #expect(made.count == 1 && made.values.allSatisfy { $0 == 1 }, "one group, created once: \(made)")
         #expect(harness.filesContainingSecret().isEmpty)
+
+        // Tokens per lane: the three deferred answers' usage apart from the live one's,
+        // in status (from the daemon's counts, and from the records alone) and the metrics.
+        let usage = try ids.map { try #require(try harness.json(harness.layout.result($0))["usage"] as? [String: Any]) }
+        let batchPrompt = usage.reduce(0) { $0 + ($1["prompt_tokens"] as? Int ?? 0) }
+        let livePrompt = try #require(try harness.json(harness.layout.result("live"))["usage"] as? [String: Any])["prompt_tokens"] as? Int ?? 0
+        #expect(batchPrompt > 0 && livePrompt > 0)
+        let portText = try #require(harness.log.range(of: #"serving metrics address=127\.0\.0\.1:0 port=\d+"#, options: .regularExpression)
+            .map { String(harness.log[$0].split(separator: "=").last!) })
+        let port = try #require(UInt16(portText))
+        var metrics = ""
+        try waitUntil("the lanes' tokens are counted", timeout: 10) {
+            metrics = String(decoding: try LoopbackGet.body(port: port, path: "/metrics"), as: UTF8.self)
+            return metrics.contains("llmspool_lane_tokens_total{lane=\"batch\",kind=\"prompt\"} \(batchPrompt)\n")
+        }
+        #expect(metrics.contains("llmspool_lane_tokens_total{lane=\"live\",kind=\"prompt\"} \(livePrompt)\n"), "\(metrics)")
+        func batchTokens() throws -> [String: Int] {
+            let shown = try harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout
+            return try #require(JSONSerialization.jsonObject(with: Data(shown.utf8)) as? [String: Any])["batch_tokens"] as? [String: Int] ?? [:]
+        }
+        try waitUntil("status counts the batch lane's tokens", timeout: 10) { (try? batchTokens())?["prompt_tokens"] == batchPrompt }
+        harness.stopDaemon()
+        #expect(try batchTokens()["prompt_tokens"] == batchPrompt, "from the records alone")
+        #expect(try harness.cli(["status", "--spool", harness.layout.root]).stdout.contains("of which through the background lane (batch rate):"))
     }
 
     @Test func aKillAfterTheIntentIsRecordedEndsWithOneOutcomeEachAndOneBatch() throws {
