@@ -138,12 +138,28 @@ import Testing
         let adopted = created.handle(.listed(.init(entries: [.init(id: "batch_9", group: "g1", createdAt: 10_000)], hasMore: false)))
         #expect(recorded(adopted)?.batchID == "batch_9" && adopted.last == .perform(.cancel))
 
-        var fresh = RemoteBatchMachine(intent: intent(.intent))
-        _ = fresh.handle(.start)
-        _ = fresh.handle(.uploaded(fileID: "f"))
-        #expect(fresh.handle(.withdrawn) == [])
-        let made = fresh.handle(.created(batchID: "batch_2"))
-        #expect(recorded(made)?.state == .created && made.last == .perform(.cancel))
+        var uncertain = RemoteBatchMachine(intent: intent(.intent))
+        _ = uncertain.handle(.start)
+        _ = uncertain.handle(.uploaded(fileID: "f"))
+        #expect(uncertain.handle(.createUncertain) == [.perform(.list(after: nil))])
+        #expect(uncertain.handle(.withdrawn) == [])
+        let found = uncertain.handle(.listed(.init(entries: [.init(id: "batch_2", group: "g1", createdAt: 10_000)], hasMore: false)))
+        #expect(recorded(found)?.state == .created && found.last == .perform(.cancel))
+
+        var none = RemoteBatchMachine(intent: intent(.uploaded))
+        _ = none.handle(.start)
+        _ = none.handle(.withdrawn)
+        #expect(none.handle(.listed(.init(entries: [.init(id: "other", group: "g2", createdAt: 10_000)], hasMore: false)))
+                == [.abandon(message: "every request of the group was deleted and no batch of it exists")], "nothing is created for nobody")
+    }
+
+    @Test func aWithdrawalWhileACreateWaitsMakesNoBatch() {
+        var machine = RemoteBatchMachine(intent: intent(.intent))
+        _ = machine.handle(.start)
+        _ = machine.handle(.uploaded(fileID: "f"))
+        #expect(machine.handle(.failed(retryable: true, retryAfter: 5, message: "429")) == [.wait(seconds: 5, then: .create)])
+        #expect(machine.handle(.withdrawn) == [.abandon(message: "every request of the group was deleted before its batch was created")])
+        #expect(machine.handle(.created(batchID: "late")) == [], "nothing pending")
     }
 
     @Test func aWithdrawalWithNothingRemoteEndsTheGroupAndOneAfterTheEndChangesNothing() {

@@ -103,6 +103,10 @@ public struct RemoteBatchMachine: Sendable {
             if page.hasMore, let last = page.entries.last, last.createdAt >= horizon {
                 return perform(.list(after: last.id))
             }
+            if isWithdrawn {
+                pending = nil
+                return [.abandon(message: "every request of the group was deleted and no batch of it exists")]
+            }
             return perform(.create)
         case .polled(let status):
             guard pending == .poll else { return [] }
@@ -140,8 +144,13 @@ public struct RemoteBatchMachine: Sendable {
                 // Nothing remote exists: the group simply ends.
                 pending = nil
                 return [.abandon(message: "every request of the group was deleted before anything remote existed")]
+            case .uploaded where pending == .create:
+                // The next step is a create: no batch exists (a create that may have committed
+                // is followed by a list, never by a create), so none is made.
+                pending = nil
+                return [.abandon(message: "every request of the group was deleted before its batch was created")]
             case .uploaded:
-                // A create may be under way or committed: it is cancelled once its id is known.
+                // A create may have committed: the list says, and a batch found is cancelled.
                 return []
             case .created, .polling:
                 guard intent.batchID != nil else { return [] }
