@@ -13,9 +13,16 @@ public struct StubBatchOptions: Sendable, Equatable {
     public var seconds: Double
     public var uploadFaults: [Fault]
     public var createFaults: [Fault]
+    /// How every batch ends when its time comes: `completed`, or `expired` (the provider's
+    /// window passed: only the lines not directed otherwise ran).
+    public var ending: String
 
-    public init(seconds: Double = 0, uploadFaults: [Fault] = [], createFaults: [Fault] = []) {
+    /// The endings `--batch-ending` takes.
+    public static let endings = ["completed", "expired"]
+
+    public init(seconds: Double = 0, uploadFaults: [Fault] = [], createFaults: [Fault] = [], ending: String = "completed") {
         self.seconds = seconds
+        self.ending = ending
         self.uploadFaults = uploadFaults
         self.createFaults = createFaults
     }

@@ -7,8 +7,10 @@ import Synchronization
 /// `GET /v1/batches/{id}`, `GET /v1/batches?limit=&after=`, `POST /v1/batches/{id}/cancel`.
 /// A batch ends `StubBatchOptions.seconds` after its creation; then each input line is
 /// answered as the live stub answers it, 2xx answers into the output file and others into
-/// the error file. It counts creations per `metadata.llmspool_group`
-/// (`GET /stub/batches`), so tests can prove that no group was created twice. Files are
+/// the error file, unless the line's `"stub"` object says `"batch_line"`: `expire` (an
+/// error line with OpenAI's `batch_expired`), `fail` (an error line without a response) or
+/// `omit` (no line). With `StubBatchOptions.ending` `expired`, batches end `expired`. It counts creations per `metadata.llmspool_group`
+/// and lists the groups whose batch was cancelled (`GET /stub/batches`), so tests can prove that no group was created twice. Files are
 /// kept in memory: it is for tests, not for 200 MB inputs.
 final class StubBatches: Sendable {
     struct File {
@@ -29,6 +31,7 @@ final class StubBatches: Sendable {
         var endsAt: Double
         var cancelledAt: Int?
         var completedAt: Int?
+        var expiredAt: Int?
         var outputFileID: String?
         var errorFileID: String?
         var total = 0
@@ -65,8 +68,10 @@ final class StubBatches: Sendable {
     func respond(method: String, path: String, query: [String: String], body: [UInt8]) -> StubResponder.Response? {
         let parts = path.split(separator: "/").map(String.init)
         if method == "GET" && path == "/stub/batches" {
-            let creations = state.withLock { $0.creations }
-            return Self.ok(["creations": creations, "batches": creations.values.reduce(0, +)])
+            let (creations, cancelled) = state.withLock { state in
+                (state.creations, state.batches.filter { $0.cancelledAt != nil }.compactMap { $0.metadata[RemoteBatchListing.groupKey] })
+            }
+            return Self.ok(["creations": creations, "batches": creations.values.reduce(0, +), "cancelled": cancelled])
         }
         guard parts.count >= 2, parts[0] == "v1", parts[1] == "files" || parts[1] == "batches" else { return nil }
         switch (method, parts[1], parts.count) {
@@ -168,7 +173,7 @@ final class StubBatches: Sendable {
     private func cancel(_ id: String) -> StubResponder.Response {
         let batch = state.withLock { state -> Batch? in
             guard let index = state.batches.firstIndex(where: { $0.id == id }) else { return nil }
-            if state.batches[index].completedAt == nil && state.batches[index].cancelledAt == nil {
+            if state.batches[index].completedAt == nil && state.batches[index].expiredAt == nil && state.batches[index].cancelledAt == nil {
                 state.batches[index].cancelledAt = Self.now()
             }
             return state.batches[index]
@@ -183,12 +188,12 @@ final class StubBatches: Sendable {
         state.withLock { state -> Batch? in
             guard let index = state.batches.firstIndex(where: { $0.id == id }) else { return nil }
             var batch = state.batches[index]
-            guard batch.completedAt == nil, batch.cancelledAt == nil, Date().timeIntervalSince1970 >= batch.endsAt else { return batch }
+            guard batch.completedAt == nil, batch.expiredAt == nil, batch.cancelledAt == nil, Date().timeIntervalSince1970 >= batch.endsAt else { return batch }
             var output: [UInt8] = []
             var errors: [UInt8] = []
             let input = state.files[batch.inputFileID]?.bytes ?? []
             for line in input.split(separator: 0x0A) where !line.allSatisfy({ $0 == 0x20 || $0 == 0x0D }) {
-                let entry = answer(Array(line), requestID: state.id("req_"), lineID: state.id("batch_req_"))
+                guard let entry = answer(Array(line), requestID: state.id("req_"), lineID: state.id("batch_req_")) else { continue }
                 if entry.succeeded {
                     output += entry.line + [0x0A]
                     batch.completed += 1
@@ -208,18 +213,31 @@ final class StubBatches: Sendable {
                 state.files[file.id] = file
                 batch.errorFileID = file.id
             }
-            batch.completedAt = now
+            if options.ending == "expired" { batch.expiredAt = now } else { batch.completedAt = now }
             state.batches[index] = batch
             return batch
         }
     }
 
-    /// One input line answered as the live stub answers its body.
-    private func answer(_ line: [UInt8], requestID: String, lineID: String) -> (line: [UInt8], succeeded: Bool) {
+    /// One input line answered as the live stub answers its body, or as its `batch_line`
+    /// directive says; nil for a line to leave out.
+    private func answer(_ line: [UInt8], requestID: String, lineID: String) -> (line: [UInt8], succeeded: Bool)? {
         guard let object = JSONObject.parse(line), let customID = object["custom_id"] as? String,
               let url = object["url"] as? String, let body = object["body"] else {
             return (Self.json(["id": lineID, "custom_id": NSNull(), "response": NSNull(),
                                "error": ["code": "invalid_request", "message": "the line is not a batch request"]]), false)
+        }
+        switch ((body as? [String: Any])?["stub"] as? [String: Any])?["batch_line"] as? String {
+        case "omit"?:
+            return nil
+        case "expire"?:
+            return (Self.json(["id": lineID, "custom_id": customID, "response": NSNull(),
+                               "error": ["code": "batch_expired", "message": "This request could not be executed before the completion window expired."]]), false)
+        case "fail"?:
+            return (Self.json(["id": lineID, "custom_id": customID, "response": NSNull(),
+                               "error": ["code": "server_error", "message": "the stub failed this line as asked"]]), false)
+        default:
+            break
         }
         let response = responder.respond(method: "POST", path: url, body: JSONObject.encode(body))
         let answer: Any = JSONObject.parse(response.body) ?? String(decoding: response.body, as: UTF8.self)
@@ -234,14 +252,14 @@ final class StubBatches: Sendable {
     }
 
     private static func object(_ batch: Batch) -> [String: Any] {
-        let status = batch.cancelledAt != nil ? "cancelled" : batch.completedAt != nil ? "completed" : "in_progress"
+        let status = batch.cancelledAt != nil ? "cancelled" : batch.completedAt != nil ? "completed" : batch.expiredAt != nil ? "expired" : "in_progress"
         func time(_ value: Int?) -> Any { value ?? NSNull() }
         return ["id": batch.id, "object": "batch", "endpoint": batch.endpoint, "errors": NSNull(), "input_file_id": batch.inputFileID,
                 "completion_window": batch.window, "status": status,
                 "output_file_id": batch.outputFileID ?? NSNull(), "error_file_id": batch.errorFileID ?? NSNull(),
                 "created_at": batch.createdAt, "in_progress_at": batch.createdAt, "expires_at": batch.createdAt + 86_400,
                 "finalizing_at": time(batch.completedAt), "completed_at": time(batch.completedAt), "failed_at": NSNull(),
-                "expired_at": NSNull(), "cancelling_at": time(batch.cancelledAt), "cancelled_at": time(batch.cancelledAt),
+                "expired_at": time(batch.expiredAt), "cancelling_at": time(batch.cancelledAt), "cancelled_at": time(batch.cancelledAt),
                 "request_counts": ["total": batch.total, "completed": batch.completed, "failed": batch.failed],
                 "metadata": batch.metadata.isEmpty ? NSNull() : batch.metadata]
     }

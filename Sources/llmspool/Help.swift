@@ -82,6 +82,8 @@ enum Help {
     It also serves OpenAI's Files and Batches API (/v1/files, /v1/batches): a batch ends
     --batch-seconds after its creation (or its metadata's "stub_seconds"), its lines
     answered as above; GET /stub/batches counts the creations per metadata llmspool_group.
+    A line's "stub" object may say "batch_line": "expire" (its line in the error file says
+    batch_expired), "fail" (server_error, no response) or "omit" (no line at all).
 
     Options:
       --port N             port to listen on (default 8088; 0 picks a free one)
@@ -92,6 +94,7 @@ enum Help {
       --batch-faults LIST  faults met in order by uploads and creates, such as
                            upload:500,create:429,create:lost (lost: the create commits and
                            its answer is cut off)
+      --batch-ending E     completed (default) or expired: how every batch ends
       -h, --help           show this help
     """
 

@@ -94,6 +94,7 @@ enum SetupCommand {
             ("settle_seconds", "\(config.settleSeconds)"), ("min_free_bytes", "\(config.minFreeBytes)"),
             ("shutdown_grace_seconds", "\(config.shutdownGraceSeconds)"),
             ("default_completion_window", config.defaultCompletionWindow ?? "none"), ("deferred_fallback", config.deferredFallback.rawValue),
+            ("deferred_expired", config.retry.deferredExpired.rawValue),
             ("batch_max_requests", "\(config.batchLimits.maxRequests)"), ("batch_max_bytes", "\(config.batchLimits.maxBytes)"),
             ("batch_linger_seconds", "\(config.batchLimits.lingerSeconds)"), ("batch_poll_seconds", "\(config.batchPollSeconds)"),
             ("batch_poll_max_seconds", "\(config.batchPollMaxSeconds)"),

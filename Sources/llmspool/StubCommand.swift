@@ -6,7 +6,7 @@ import LLMSpoolStub
 enum StubCommand {
     static func main(_ argv: [String]) throws -> Int32 {
         let args = try Arguments(argv, valued: ["--port", "--tokens", "--latency-ms", "--token-delay-ms",
-                                                   "--batch-seconds", "--batch-faults"], switches: ["--help"])
+                                                   "--batch-seconds", "--batch-faults", "--batch-ending"], switches: ["--help"])
         if args.has("--help") {
             print(Help.stub)
             return 0
@@ -24,6 +24,12 @@ enum StubCommand {
             case .failure(let error):
                 throw Arguments.UsageError(description: error.description)
             }
+        }
+        if let ending = args["--batch-ending"] {
+            guard StubBatchOptions.endings.contains(ending) else {
+                throw Arguments.UsageError(description: "--batch-ending must be completed or expired, not \"\(Logger.escape(ending))\"")
+            }
+            batchOptions.ending = ending
         }
         let port = try args.integer("--port", default: 8088, range: 0...65535)
         let signals = Signals()

@@ -21,16 +21,27 @@ import Testing
     }
 
     func creations(_ harness: Harness) throws -> [String: Int] {
+        try stubBatches(harness)["creations"] as? [String: Int] ?? [:]
+    }
+
+    /// The groups whose remote batch the stub saw cancelled.
+    func cancelledGroups(_ harness: Harness) throws -> [String] {
+        try stubBatches(harness)["cancelled"] as? [String] ?? []
+    }
+
+    func stubBatches(_ harness: Harness) throws -> [String: Any] {
         let port = try #require(UInt16(harness.stubURL.split(separator: ":").last?.split(separator: "/").first ?? ""))
-        let counts = try JSONSerialization.jsonObject(with: LoopbackGet.body(port: port, path: "/stub/batches")) as? [String: Any]
-        return counts?["creations"] as? [String: Int] ?? [:]
+        return try JSONSerialization.jsonObject(with: LoopbackGet.body(port: port, path: "/stub/batches")) as? [String: Any] ?? [:]
     }
 
     /// Waits until every id has exactly one outcome, in incoming or failed, and the
     /// lane's records are gone.
     func waitForOutcomes(_ harness: Harness, _ ids: [String], timeout: TimeInterval = 60) throws {
         try waitUntil("every request has its outcome and the lane is done", timeout: timeout) {
-            let done = ids.allSatisfy { Syscall.isPresent(harness.layout.result($0)) || Syscall.isPresent(harness.layout.errorRecord($0)) }
+            // The request leaves outgoing just after its outcome appears: wait for both.
+            let done = ids.allSatisfy {
+                (Syscall.isPresent(harness.layout.result($0)) || Syscall.isPresent(harness.layout.errorRecord($0))) && !Syscall.isPresent(harness.layout.request($0))
+            }
             let records = harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }
             return done && records.isEmpty
         }
@@ -44,7 +55,7 @@ import Testing
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub(["--batch-seconds", "4"])
-        try harness.startDaemon(config: config(harness))
+        try harness.startDaemon(config: config(harness), arguments: ["--metrics", "127.0.0.1:0"])
         let ids = ["d1", "d2", "d3"]
         for id in ids { try harness.drop(id, Self.deferrable(id, "Deferred \(id)")) }
         try harness.drop("refused", Self.deferrable("refused", "Refused one", stub: ["status": 400]))
@@ -69,7 +80,10 @@ import Testing
             #expect(attempts.count == 1)
             #expect(attempts.first?["lane"] as? String == "batch")
             #expect((attempts.first?["remote_batch"] as? String)?.hasPrefix("batch_") == true)
+            #expect((attempts.first?["request_id"] as? String)?.hasPrefix("req_") == true, "the batch line's request_id: \(attempts)")
         }
+        let live = try #require(try harness.record("live")["attempts"] as? [[String: Any]])
+        #expect(live.first?["request_id"] as? String == "req_stub_1" && live.first?["lane"] == nil, "\(live)")
         let refusal = try harness.json(harness.layout.errorRecord("refused"))
         #expect(refusal["kind"] as? String == "http")
         #expect(refusal["http_status"] as? Int == 400)
@@ -81,6 +95,30 @@ import Testing
         let made = try creations(harness)
         #expect(made.count == 1 && made.values.allSatisfy { $0 == 1 }, "one group, created once: \(made)")
         #expect(harness.filesContainingSecret().isEmpty)
+
+        // Tokens per lane: the three deferred answers' usage apart from the live one's,
+        // in status (from the daemon's counts, and from the records alone) and the metrics.
+        let usage = try ids.map { try #require(try harness.json(harness.layout.result($0))["usage"] as? [String: Any]) }
+        let batchPrompt = usage.reduce(0) { $0 + ($1["prompt_tokens"] as? Int ?? 0) }
+        let livePrompt = try #require(try harness.json(harness.layout.result("live"))["usage"] as? [String: Any])["prompt_tokens"] as? Int ?? 0
+        #expect(batchPrompt > 0 && livePrompt > 0)
+        let portText = try #require(harness.log.range(of: #"serving metrics address=127\.0\.0\.1:0 port=\d+"#, options: .regularExpression)
+            .map { String(harness.log[$0].split(separator: "=").last!) })
+        let port = try #require(UInt16(portText))
+        var metrics = ""
+        try waitUntil("the lanes' tokens are counted", timeout: 10) {
+            metrics = String(decoding: try LoopbackGet.body(port: port, path: "/metrics"), as: UTF8.self)
+            return metrics.contains("llmspool_lane_tokens_total{lane=\"batch\",kind=\"prompt\"} \(batchPrompt)\n")
+        }
+        #expect(metrics.contains("llmspool_lane_tokens_total{lane=\"live\",kind=\"prompt\"} \(livePrompt)\n"), "\(metrics)")
+        func batchTokens() throws -> [String: Int] {
+            let shown = try harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout
+            return try #require(JSONSerialization.jsonObject(with: Data(shown.utf8)) as? [String: Any])["batch_tokens"] as? [String: Int] ?? [:]
+        }
+        try waitUntil("status counts the batch lane's tokens", timeout: 10) { (try? batchTokens())?["prompt_tokens"] == batchPrompt }
+        harness.stopDaemon()
+        #expect(try batchTokens()["prompt_tokens"] == batchPrompt, "from the records alone")
+        #expect(try harness.cli(["status", "--spool", harness.layout.root]).stdout.contains("of which through the background lane (batch rate):"))
     }
 
     @Test func aKillAfterTheIntentIsRecordedEndsWithOneOutcomeEachAndOneBatch() throws {
@@ -121,6 +159,50 @@ import Testing
         try SDKJudge.expectParses("ChatCompletion", ids.map { harness.layout.result($0) })
         #expect(try creations(harness) == [group: 1], "the batch was found by its group id, not created again")
         #expect(harness.log.contains("remote batch found by its group id"))
+    }
+
+    /// A kill -9 at each remaining step of a group's life (`LLMSPOOL_TEST_LANE_PAUSE` holds
+    /// the lane there): mid-upload, while polling, mid-download, mid-split. Every request
+    /// ends with one outcome (one result, one hook), and the stub counts one creation.
+    @Test(arguments: ["uploading", "polled", "downloading", "split"])
+    func aKillAtAStepEndsWithOneOutcomeEachAndOneBatch(point: String) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let hooked = harness.root + "/hooked.log"
+        let hook = ["/bin/sh", "-c", "echo \"$LLMSPOOL_STATUS $LLMSPOOL_ID\" >> \(hooked)"]
+        try harness.startStub(["--batch-seconds", point == "polled" ? "3" : "1"])
+        let settings = config(harness, ["on_complete": hook, "on_failure": hook])
+        try harness.startDaemon(config: settings, environment: ["LLMSPOOL_TEST_LANE_PAUSE": point])
+        let ids = ["s1", "s2", "s3"]
+        for id in ids { try harness.drop(id, Self.deferrable(id, "Step \(point) \(id)")) }
+        try waitUntil("the lane pauses at \(point)", timeout: 30) { harness.log.contains("lane test pause point=\(point)") }
+        let record = try #require(harness.files(in: harness.layout.remote).first { $0.hasSuffix(".json") })
+        let state = try harness.json(harness.layout.remote + "/" + record)["state"] as? String
+        let expected = ["uploading": "intent", "polled": "created", "downloading": "ended", "split": "split"][point]
+        #expect(state == expected, "\(point): the record at the kill")
+        if point == "downloading" {
+            let output = harness.layout.remote + "/" + record.replacingOccurrences(of: ".json", with: ".output.jsonl")
+            let cut = try Data(contentsOf: URL(fileURLWithPath: output))
+            #expect(!cut.isEmpty && cut.last != 0x0A, "a download cut short is on disk at the kill")
+        }
+        let publishedBefore = ids.filter { Syscall.isPresent(harness.layout.result($0)) }
+        #expect(publishedBefore.count == (point == "split" ? 1 : 0), "\(publishedBefore)")
+        harness.killDaemon()
+        try harness.startDaemon(config: settings)
+        try waitForOutcomes(harness, ids)
+        try SDKJudge.expectParses("ChatCompletion", ids.map { harness.layout.result($0) })
+        try waitUntil("every hook ran", timeout: 20) {
+            ((try? String(contentsOfFile: hooked, encoding: .utf8)) ?? "").split(separator: "\n").count >= ids.count
+        }
+        let lines = try String(contentsOfFile: hooked, encoding: .utf8).split(separator: "\n").map(String.init).sorted()
+        #expect(lines == ids.map { "done \($0)" }, "one outcome each: \(lines)")
+        for id in ids {
+            #expect(try harness.arrivals(of: "Step \(point) \(id)").isEmpty, "\(id) was answered by the batch")
+            let attempts = try #require(try harness.record(id)["attempts"] as? [[String: Any]])
+            #expect(attempts.count == 1, "\(id): \(attempts)")
+        }
+        let made = try creations(harness)
+        #expect(made.count == 1 && made.values.first == 1, "\(point): one group, created once: \(made)")
     }
 
     @Test func uploadAndCreateFaultsAndALostCreateEndWithOneBatch() throws {
@@ -164,8 +246,10 @@ import Testing
     @Test func deletingARequestBeforeItsGroupIsSentOrAfterDiscardsItsAnswer() throws {
         let harness = try Harness()
         defer { harness.stop() }
+        let hooked = harness.root + "/hooked.log"
+        let hook = ["/bin/sh", "-c", "echo \"$LLMSPOOL_STATUS $LLMSPOOL_ID\" >> \(hooked)"]
         try harness.startStub(["--batch-seconds", "3"])
-        try harness.startDaemon(config: config(harness, ["batch_linger_seconds": 4]))
+        try harness.startDaemon(config: config(harness, ["batch_linger_seconds": 4, "on_complete": hook, "on_failure": hook]))
         try harness.drop("early", Self.deferrable("early", "Deleted early"))
         try waitUntil("the request is deferred", timeout: 20) { harness.log.contains("deferred to the background lane id=early") }
         try Syscall.unlink(harness.layout.request("early"))
@@ -179,8 +263,101 @@ import Testing
         #expect(!Syscall.isPresent(harness.layout.result("late")), "a deleted member's answer is discarded")
         #expect(!Syscall.isPresent(harness.layout.result("early")))
         #expect(try harness.record("late")["status"] as? String == "cancelled")
+        try waitUntil("the kept member's hook ran", timeout: 20) { (try? String(contentsOfFile: hooked, encoding: .utf8))?.contains("done kept") == true }
+        let hooks = try String(contentsOfFile: hooked, encoding: .utf8)
+        #expect(!hooks.contains("late") && !hooks.contains("early"), "no hook for a discarded answer: \(hooks)")
         let made = try creations(harness)
         #expect(made.values.reduce(0, +) == 1, "the first group was never sent: \(made)")
+    }
+
+    /// A batch that ends `expired`: the line that ran is published from the batch; the
+    /// lines that expired (listed or not) go live at once, and a line that failed is
+    /// retried through the live lane by the usual rules.
+    @Test func anExpiredBatchSendsItsUnansweredMembersLive() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "1", "--batch-ending", "expired"])
+        try harness.startDaemon(config: config(harness, ["max_attempts": 1]))
+        try harness.drop("ran", Self.deferrable("ran", "Expiry ran"))
+        try harness.drop("listed", Self.deferrable("listed", "Expiry listed", stub: ["batch_line": "expire"]))
+        try harness.drop("unlisted", Self.deferrable("unlisted", "Expiry unlisted", stub: ["batch_line": "omit"]))
+        let ids = ["ran", "listed", "unlisted"]
+        try waitForOutcomes(harness, ids)
+        try SDKJudge.expectParses("ChatCompletion", ids.map { harness.layout.result($0) })
+        #expect(try harness.arrivals(of: "Expiry ran").isEmpty, "its answer came from the batch")
+        for id in ["listed", "unlisted"] {
+            #expect(try harness.arrivals(of: "Expiry \(id)").count == 1, "\(id) went live once")
+            let attempts = try #require(try harness.record(id)["attempts"] as? [[String: Any]])
+            #expect(attempts.map { $0["outcome"] as? String } == ["expired", "ok"], "\(id): \(attempts)")
+            #expect((attempts.first?["remote_batch"] as? String)?.hasPrefix("batch_") == true)
+            #expect(attempts.last?["remote_batch"] == nil, "the second attempt was live")
+        }
+        #expect(try creations(harness).values.reduce(0, +) == 1)
+    }
+
+    @Test func withDeferredExpiredFailAnExpiredMemberFailsAsExpiredAndAFailedLineIsRetriedLive() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "1"])
+        try harness.startDaemon(config: config(harness, ["deferred_expired": "fail"]))
+        try harness.drop("late", Self.deferrable("late", "Too late", stub: ["batch_line": "expire"]))
+        try harness.drop("flaky", Self.deferrable("flaky", "Line failed", stub: ["batch_line": "fail"]))
+        try harness.drop("fine", Self.deferrable("fine", "Line fine"))
+        try waitForOutcomes(harness, ["late", "flaky", "fine"])
+        let record = try harness.json(harness.layout.errorRecord("late"))
+        #expect(record["kind"] as? String == "expired", "\(record)")
+        #expect((record["message"] as? String)?.contains("expired before this request ran") == true, "\(record)")
+        #expect(Syscall.isPresent(harness.layout.failed + "/late.json"))
+        #expect(try harness.arrivals(of: "Too late").isEmpty, "deferred_expired fail: never sent live")
+        try SDKJudge.expectParses("ChatCompletion", [harness.layout.result("flaky"), harness.layout.result("fine")])
+        #expect(try harness.arrivals(of: "Line failed").count == 1, "the failed line was retried live")
+        let attempts = try #require(try harness.record("flaky")["attempts"] as? [[String: Any]])
+        #expect(attempts.map { $0["outcome"] as? String } == ["transport", "ok"], "\(attempts)")
+        #expect(try harness.arrivals(of: "Line fine").isEmpty)
+    }
+
+    /// Every member of a sent group deleted: the remote batch is cancelled once, nothing is
+    /// published, no hook runs; with a daemon stopped meanwhile, the next one cancels it.
+    @Test func deletingEveryMemberOfASentGroupCancelsItsRemoteBatch() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let hooked = harness.root + "/hooked.log"
+        let hook = ["/bin/sh", "-c", "echo \"$LLMSPOOL_STATUS $LLMSPOOL_ID\" >> \(hooked)"]
+        try harness.startStub(["--batch-seconds", "3600"])
+        try harness.startDaemon(config: config(harness, ["on_complete": hook, "on_failure": hook]))
+        for id in ["x1", "x2"] { try harness.drop(id, Self.deferrable(id, "Cancel \(id)")) }
+        try waitUntil("the remote batch is created", timeout: 30) { harness.log.contains("remote batch created") }
+        let group = try #require(try creations(harness).keys.first)
+        try Syscall.unlink(harness.layout.request("x1"))
+        try waitUntil("the first deletion is seen", timeout: 20) { harness.log.contains("a member of a sent group was deleted id=x1") }
+        #expect(try cancelledGroups(harness).isEmpty, "one member is left: the batch runs on")
+        try Syscall.unlink(harness.layout.request("x2"))
+        try waitUntil("the batch is cancelled and the group ends", timeout: 30) {
+            (try? self.cancelledGroups(harness)) == [group] && harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.isEmpty
+        }
+        for id in ["x1", "x2"] {
+            #expect(!Syscall.isPresent(harness.layout.result(id)) && !Syscall.isPresent(harness.layout.errorRecord(id)))
+            #expect(try harness.record(id)["status"] as? String == "cancelled")
+        }
+        #expect(!Syscall.isPresent(hooked), "no hook for a discarded answer")
+        #expect(try creations(harness) == [group: 1])
+
+        // Deleted while no daemon runs: the next start cancels the batch.
+        for id in ["y1", "y2"] { try harness.drop(id, Self.deferrable(id, "Cancel \(id)")) }
+        try waitUntil("the second batch is created", timeout: 30) { (try? self.creations(harness).count) == 2 }
+        try waitUntil("its id is recorded", timeout: 20) {
+            harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.contains { name in
+                ((try? harness.json(harness.layout.remote + "/" + name))?["batch_id"] as? String) != nil
+            }
+        }
+        harness.killDaemon()
+        for id in ["y1", "y2"] { try Syscall.unlink(harness.layout.request(id)) }
+        try harness.startDaemon(config: config(harness, ["on_complete": hook, "on_failure": hook]))
+        try waitUntil("the recovered batch is cancelled and the group ends", timeout: 30) {
+            (try? self.cancelledGroups(harness).count) == 2 && harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.isEmpty
+        }
+        #expect(!Syscall.isPresent(hooked))
+        #expect(try creations(harness).values.allSatisfy { $0 == 1 })
     }
 
     @Test func checkConfigShowsTheLaneAndNamesABadSetting() throws {

@@ -30,11 +30,35 @@ import Testing
         #expect(try LaneOutputLine.read(refused).result
                 == .failed(code: "http", message: "the endpoint answered HTTP 400 in the batch", status: 400, body: Array(#"{"error":{"message":"no"}}"#.utf8)))
         let expired = Array(#"{"id":"x","custom_id":"c","response":null,"error":{"code":"batch_expired","message":"This request could not be executed before the completion window expired."}}"#.utf8)
-        #expect(try LaneOutputLine.read(expired).result
-                == .failed(code: "batch_expired", message: "This request could not be executed before the completion window expired.", status: nil, body: nil))
+        #expect(try LaneOutputLine.read(expired).result == .expired, "OpenAI's word for a line its window passed")
+        let cancelled = Array(#"{"id":"x","custom_id":"c","response":null,"error":{"code":"batch_cancelled","message":"cancelled"}}"#.utf8)
+        #expect(try LaneOutputLine.read(cancelled).result == .cancelled)
+        let failed = Array(#"{"id":"x","custom_id":"c","response":null,"error":{"code":"server_error","message":"boom"}}"#.utf8)
+        #expect(try LaneOutputLine.read(failed).result == .failed(code: "server_error", message: "boom", status: nil, body: nil))
         let notObject = Array(#"{"custom_id":"d","response":{"status_code":200,"body":"text"}}"#.utf8)
         #expect(try LaneOutputLine.read(notObject).result
                 == .failed(code: "invalid-answer", message: "the batch's answer is not a JSON object", status: 200, body: Array(#""text""#.utf8)))
+    }
+
+    @Test func eachMembersVerdictFollowsItsLineAndTheBatchsStatus() {
+        let body = Array(#"{"id":"c"}"#.utf8)
+        #expect(LaneMemberVerdict.decide(line: .succeeded(status: 200, requestID: "r", body: body), batchStatus: "expired", batch: "b")
+                == .response(status: 200, requestID: "r", body: body), "an answer is an answer, whatever the batch's end")
+        #expect(LaneMemberVerdict.decide(line: .failed(code: "http", message: "m", status: 429, body: body), batchStatus: "completed", batch: "b")
+                == .response(status: 429, requestID: nil, body: body), "an HTTP failure is judged by the usual rules")
+        #expect(LaneMemberVerdict.decide(line: .failed(code: "server_error", message: "boom", status: nil, body: nil), batchStatus: "completed", batch: "b")
+                == .failed(message: "the remote batch b reported server_error: boom"))
+        #expect(LaneMemberVerdict.decide(line: .failed(code: "http", message: "m", status: 500, body: nil), batchStatus: "completed", batch: "b")
+                == .failed(message: "the remote batch b reported http: m"), "a status without a body is no answer to publish")
+        let expired = LaneMemberVerdict.expired(message: "the remote batch b expired before this request ran (the provider's 24h window passed)")
+        #expect(LaneMemberVerdict.decide(line: .expired, batchStatus: "completed", batch: "b") == expired)
+        #expect(LaneMemberVerdict.decide(line: nil, batchStatus: "expired", batch: "b") == expired, "an expired batch may list only what ran")
+        #expect(LaneMemberVerdict.decide(line: .cancelled, batchStatus: "cancelled", batch: "b")
+                == .failed(message: "the remote batch b was cancelled before this request ran"))
+        #expect(LaneMemberVerdict.decide(line: nil, batchStatus: "completed", batch: "b")
+                == .failed(message: "the remote batch b ended completed with no line for this request"))
+        #expect(LaneMemberVerdict.decide(line: nil, batchStatus: nil, batch: "b")
+                == .failed(message: "the remote batch b ended without a status with no line for this request"))
     }
 
     @Test func unreadableLinesAreProblemsNamed() {

@@ -110,6 +110,81 @@ import Testing
         #expect(actions.last == .abandon(message: "the remote batch batch_1 ended failed without an output or error file"))
     }
 
+    @Test func aGroupWhoseMembersAreAllDeletedIsCancelledOnceAndPolledToItsEnd() {
+        var machine = RemoteBatchMachine(intent: intent(.polling, batch: "batch_1"))
+        #expect(machine.handle(.start) == [.perform(.poll)])
+        #expect(machine.handle(.withdrawn) == [.perform(.cancel)])
+        #expect(machine.isWithdrawn)
+        #expect(machine.handle(.withdrawn) == [], "one cancel")
+        #expect(machine.handle(.polled(.init(status: "in_progress"))) == [], "a poll answer is not what the machine waits for now")
+        #expect(machine.handle(.failed(retryable: true, retryAfter: 7, message: "503")) == [.wait(seconds: 7, then: .cancel)])
+        #expect(machine.handle(.cancelRequested) == [.perform(.poll)])
+        #expect(machine.handle(.polled(.init(status: "cancelling"))).last == .wait(seconds: 30, then: .poll))
+        #expect(machine.handle(.polled(.init(status: "cancelled"))).last == .perform(.download(outputFileID: nil, errorFileID: nil)))
+    }
+
+    @Test func aRefusedCancelFallsBackToPolling() {
+        var machine = RemoteBatchMachine(intent: intent(.created, batch: "batch_1"))
+        _ = machine.handle(.start)
+        #expect(machine.handle(.withdrawn) == [.perform(.cancel)])
+        #expect(machine.handle(.failed(retryable: false, retryAfter: nil, message: "400 already completed")) == [.perform(.poll)])
+        #expect(machine.handle(.polled(.init(status: "completed", outputFileID: "o"))).last == .perform(.download(outputFileID: "o", errorFileID: nil)))
+    }
+
+    @Test func aWithdrawalBeforeTheBatchIdIsKnownCancelsItOnceLearnt() {
+        var created = RemoteBatchMachine(intent: intent(.uploaded))
+        #expect(created.handle(.start) == [.perform(.list(after: nil))])
+        #expect(created.handle(.withdrawn) == [], "a create may be committed: wait for its id")
+        let adopted = created.handle(.listed(.init(entries: [.init(id: "batch_9", group: "g1", createdAt: 10_000)], hasMore: false)))
+        #expect(recorded(adopted)?.batchID == "batch_9" && adopted.last == .perform(.cancel))
+
+        var uncertain = RemoteBatchMachine(intent: intent(.intent))
+        _ = uncertain.handle(.start)
+        _ = uncertain.handle(.uploaded(fileID: "f"))
+        #expect(uncertain.handle(.createUncertain) == [.perform(.list(after: nil))])
+        #expect(uncertain.handle(.withdrawn) == [])
+        let found = uncertain.handle(.listed(.init(entries: [.init(id: "batch_2", group: "g1", createdAt: 10_000)], hasMore: false)))
+        #expect(recorded(found)?.state == .created && found.last == .perform(.cancel))
+
+        var none = RemoteBatchMachine(intent: intent(.uploaded))
+        _ = none.handle(.start)
+        _ = none.handle(.withdrawn)
+        #expect(none.handle(.listed(.init(entries: [.init(id: "other", group: "g2", createdAt: 10_000)], hasMore: false)))
+                == [.abandon(message: "every request of the group was deleted and no batch of it exists")], "nothing is created for nobody")
+    }
+
+    @Test func aWithdrawalWhileACreateWaitsMakesNoBatch() {
+        var machine = RemoteBatchMachine(intent: intent(.intent))
+        _ = machine.handle(.start)
+        _ = machine.handle(.uploaded(fileID: "f"))
+        #expect(machine.handle(.failed(retryable: true, retryAfter: 5, message: "429")) == [.wait(seconds: 5, then: .create)])
+        #expect(machine.handle(.withdrawn) == [.abandon(message: "every request of the group was deleted before its batch was created")])
+        #expect(machine.handle(.created(batchID: "late")) == [], "nothing pending")
+    }
+
+    @Test func aWithdrawalWithNothingRemoteEndsTheGroupAndOneAfterTheEndChangesNothing() {
+        var early = RemoteBatchMachine(intent: intent(.intent))
+        _ = early.handle(.start)
+        #expect(early.handle(.withdrawn) == [.abandon(message: "every request of the group was deleted before anything remote existed")])
+        #expect(early.handle(.uploaded(fileID: "f")) == [], "nothing pending after it")
+        for state in [RemoteBatchState.ended, .downloaded, .split] {
+            var late = RemoteBatchMachine(intent: intent(state, batch: "b", output: "o"))
+            let first = late.handle(.start)
+            #expect(late.handle(.withdrawn) == [], "\(state): over remotely, the answers are discarded as they are published")
+            #expect(first.count == 1)
+        }
+    }
+
+    @Test func anExpiredOrCancelledBatchWithoutFilesStillEndsEachMembersWait() {
+        for status in ["expired", "cancelled"] {
+            var machine = RemoteBatchMachine(intent: intent(.polling, batch: "batch_1"))
+            _ = machine.handle(.start)
+            let actions = machine.handle(.polled(.init(status: status, total: 2)))
+            #expect(recorded(actions)?.state == .ended && recorded(actions)?.remoteStatus == status)
+            #expect(actions.last == .perform(.download(outputFileID: nil, errorFileID: nil)), "\(status): nothing to download, every member to judge")
+        }
+    }
+
     @Test func anExpiredBatchDownloadsWhatItHas() {
         var machine = RemoteBatchMachine(intent: intent(.polling, batch: "batch_1"))
         _ = machine.handle(.start)

@@ -25,6 +25,25 @@ import Testing
         #expect(reason == .disk)
     }
 
+    @Test func anExpiredDeferralGoesLiveAtOnceOrFailsAsConfigured() {
+        var settings = RetrySettings()
+        settings.maxAttempts = 1
+        let expired = AttemptFailure(.expired, "the remote batch b expired")
+        let old = history(["expired"], firstSeen: now.addingTimeInterval(-90_000))
+        #expect(RetryPolicy.plan(expired, headers: [:], history: old, endpointIndex: 1, endpointCount: 2, now: now, settings: settings, random: 0.5)
+                == .retry(afterSeconds: 0, endpoint: 1, reason: .expired), "past the lifetime and max_attempts: the expiry was no attempt")
+        #expect(RetryPolicy.plan(expired, headers: ["x-should-retry": "false"], history: old, endpointIndex: 0, endpointCount: 1, now: now,
+                                 settings: settings, random: 0) == .retry(afterSeconds: 0, endpoint: 0, reason: .expired))
+        settings.deferredExpired = .fail
+        #expect(RetryPolicy.plan(expired, headers: ["x-should-retry": "true"], history: old, endpointIndex: 0, endpointCount: 1, now: now,
+                                 settings: settings, random: 0) == .giveUp(.expiredNotLive))
+        #expect(RetryPolicy.GiveUp.expiredNotLive.description == "deferred_expired is fail")
+        #expect(RetryPolicy.countedAttempts(history(["expired", "transport", "disk"])) == 1)
+        #expect(!RetryPolicy.isRetryable(expired, headers: ["x-should-retry": "true"]))
+        #expect(AttemptJudge.judgeEnding(.expired("gone"), bodyPrefix: { [] }) == .failure(AttemptFailure(.expired, "gone")))
+        #expect(AttemptEnding.expired("gone").metricsLabel == "expired")
+    }
+
     @Test func aFullDiskPastTheLifetimeGivesUp() {
         let plan = RetryPolicy.plan(AttemptFailure(.disk, "ENOSPC"), headers: [:], history: history(["disk"], firstSeen: now.addingTimeInterval(-86_400)),
                                     endpointIndex: 0, endpointCount: 1, now: now, settings: RetrySettings(), random: 0)

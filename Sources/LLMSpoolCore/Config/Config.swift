@@ -110,6 +110,7 @@ public struct Config: Sendable, Equatable {
         ("default_model", "the model of a prompt file (.md, .txt) that names none (default none: such a file fails)"),
         ("default_completion_window", "the completion_window of a request that names none: \"24h\" sends it through the background lane (default none)"),
         ("deferred_fallback", "a request that may wait when no endpoint has \"batch\": true: live or fail (default live)"),
+        ("deferred_expired", "a request whose remote batch expired before it ran: live (sent at once through the live lane) or fail (fails as expired) (default live)"),
         ("batch_max_requests", "most requests in one remote batch (default 50000)"),
         ("batch_max_bytes", "largest input file of one remote batch (default 209715200)"),
         ("batch_linger_seconds", "a group is sent when its oldest request has waited this long (default 60)"),
@@ -220,6 +221,12 @@ public struct Config: Sendable, Equatable {
                 throw ConfigError("\(source): \"deferred_fallback\" must be live or fail, not \"\(Logger.escape(value))\"")
             }
             config.deferredFallback = fallback
+        }
+        if let value = try reader.string("deferred_expired") {
+            guard let expiry = DeferredExpiry(rawValue: value) else {
+                throw ConfigError("\(source): \"deferred_expired\" must be live or fail, not \"\(Logger.escape(value))\"")
+            }
+            config.retry.deferredExpired = expiry
         }
         var limits = config.batchLimits
         if let value = try reader.integer("batch_max_requests", minimum: 1, maximum: 50_000) { limits.maxRequests = value }

@@ -50,6 +50,7 @@ public enum ExampleConfig {
   "shutdown_grace_seconds": 10,
   "_background_lane": "Requests whose envelope says \"completion_window\": \"24h\" (or all that name no window, with default_completion_window: \"24h\") go through OpenAI's Batch API on the first endpoint with \"batch\": true, at the provider's batch price; without one they go live, or fail as no-endpoint with deferred_fallback: \"fail\".",
   "deferred_fallback": "live",
+  "deferred_expired": "live",
   "batch_max_requests": 50000,
   "batch_max_bytes": 209715200,
   "batch_linger_seconds": 60,

@@ -131,6 +131,7 @@ public final class Finisher: Sendable {
                                  outcome: "ok", bytesSent: outcome.bytesSent, bytesReceived: outcome.bytesReceived)
         if case .response(let status) = outcome.ending { entry.httpStatus = status }
         entry.remoteBatch = outcome.remoteBatch
+        entry.providerRequestID = ProviderRequestID.from(headers: outcome.headers)
         switch verdict {
         case .cancelled:
             closePartial(outcome.partialFD)
@@ -403,7 +404,7 @@ public final class Finisher: Sendable {
                 leases?.release(id, ended: false)
                 return postpone(prepared.task, because: "publishing the result failed: \(reason)")
             }
-            if let usage = prepared.usage { metrics.usage(usage) }
+            if let usage = prepared.usage { metrics.usage(usage, lane: prepared.outcome.remoteBatch == nil ? .live : .batch) }
             let outcome = prepared.outcome
             let seconds = (outcome.endedAt.timeIntervalSince(outcome.startedAt) * 1000).rounded() / 1000
             logger.info("done", id: id, ["result": LogValue(layout.result(id)), "endpoint": LogValue(outcome.endpointName),

@@ -71,6 +71,12 @@ public struct LiveStatus: Sendable, Equatable {
                 JSONText.appendQuoted(key, to: &member)
                 return member + ":\(totals.tokens[key]!)"
             }.joined(separator: ",")
+            text += "},\"batch_tokens\":{"
+            text += totals.batchTokens.keys.sorted().map { key in
+                var member = ""
+                JSONText.appendQuoted(key, to: &member)
+                return member + ":\(totals.batchTokens[key]!)"
+            }.joined(separator: ",")
             text += "}}"
         }
         if !batches.isEmpty {
@@ -105,7 +111,8 @@ public struct LiveStatus: Sendable, Equatable {
             return TransferEngine.NamedEndpointWait(endpoint: endpoint, wait: EndpointWait(cause: cause, until: until, failures: entry["failures"] as? Int))
         }
         if let totals = object["totals"] as? [String: Any], let done = totals["done"] as? Int, let failed = totals["failed"] as? Int {
-            status.totals = SpoolTotals(done: done, failed: failed, tokens: totals["tokens"] as? [String: Int] ?? [:])
+            status.totals = SpoolTotals(done: done, failed: failed, tokens: totals["tokens"] as? [String: Int] ?? [:],
+                                        batchTokens: totals["batch_tokens"] as? [String: Int] ?? [:])
         }
         status.batches = (object["batches"] as? [[String: Any]] ?? []).compactMap(BatchProgress.init(json:))
         return status

@@ -7,11 +7,14 @@ public struct SpoolTotals: Sendable, Equatable {
     public var done = 0
     public var failed = 0
     public var tokens: [String: Int] = [:]
+    /// The part of `tokens` answered through the background lane (billed at the batch rate).
+    public var batchTokens: [String: Int] = [:]
 
-    public init(done: Int = 0, failed: Int = 0, tokens: [String: Int] = [:]) {
+    public init(done: Int = 0, failed: Int = 0, tokens: [String: Int] = [:], batchTokens: [String: Int] = [:]) {
         self.done = done
         self.failed = failed
         self.tokens = tokens
+        self.batchTokens = batchTokens
     }
 
     /// `self` plus what happened between `before` and `after` (two readings of the daemon's counters).
@@ -21,6 +24,9 @@ public struct SpoolTotals: Sendable, Equatable {
         sum.failed = TokenCount.sum(failed, after.failed - before.failed)
         for (key, value) in after.tokens {
             sum.tokens[key] = TokenCount.sum(tokens[key, default: 0], TokenCount.sum(value, -(before.tokens[key] ?? 0)))
+        }
+        for (key, value) in after.batchTokens {
+            sum.batchTokens[key] = TokenCount.sum(batchTokens[key, default: 0], TokenCount.sum(value, -(before.batchTokens[key] ?? 0)))
         }
         return sum
     }

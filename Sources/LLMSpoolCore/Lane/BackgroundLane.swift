@@ -159,7 +159,9 @@ public final class BackgroundLane: @unchecked Sendable {
                 finisher.withdrawn(id: id)
                 post(.finalized(id: id))
             }
-            // A member of a sent group: its answer is discarded when it arrives (`publish`).
+            // A member of a sent group: its answer is discarded when it arrives (`publish`);
+            // when no member is left, the remote batch is cancelled.
+            if let group = groupOfMember[id] { memberDeleted(id, group: group) }
         case .reconfigure(let newEndpoints, let newSettings):
             endpoints = newEndpoints
             settings = newSettings
@@ -167,6 +169,20 @@ public final class BackgroundLane: @unchecked Sendable {
         case .stop:
             break
         }
+    }
+
+    private func memberDeleted(_ id: String, group groupID: String) {
+        guard var group = groups[groupID] else { return }
+        group.deleted.insert(id)
+        groups[groupID] = group
+        logger.debug("a member of a sent group was deleted", id: id, ["group": LogValue(groupID)])
+        let members = group.machine.intent.members
+        guard !group.machine.isWithdrawn, members.allSatisfy({ group.deleted.contains($0.id) || group.ended.contains($0.id) }) else { return }
+        logger.info("every request of a sent group was deleted", ["group": LogValue(groupID), "batch": LogValue(group.machine.intent.batchID ?? "not known yet")])
+        guard let actions = groups[groupID]?.machine.handle(.withdrawn), !actions.isEmpty else { return }
+        // The step that was due (a poll) gives way to what the withdrawal asks for.
+        groups[groupID]?.next = nil
+        drive(groupID, actions)
     }
 
     /// A deferrable request joins its recovered group (the same file, found again after a
@@ -272,10 +288,27 @@ public final class BackgroundLane: @unchecked Sendable {
                                       startedAt: Date(timeIntervalSince1970: Double(intent.createdAt)))
                 for member in intent.members { groupOfMember[member.id] = intent.group }
                 if case .perform(let step)? = group.machine.handle(.start).first { group.next = step }
+                if intent.state < .ended, intent.members.allSatisfy({ !isPresent($0) }) {
+                    // Every member was deleted while no daemon ran.
+                    group.deleted = Set(intent.members.map(\.id))
+                    if case .perform(let step)? = group.machine.handle(.withdrawn).first { group.next = step }
+                }
                 groups[intent.group] = group
                 logger.info("resuming a remote batch", ["group": LogValue(intent.group), "state": LogValue(intent.state.rawValue),
                                                         "batch": LogValue(intent.batchID ?? "unknown"), "requests": "\(intent.members.count)"])
             }
+        }
+    }
+
+    /// Whether a member's request is still the file recorded in its group; true when it
+    /// cannot be told (a member is never given up on a failed look).
+    private func isPresent(_ member: RemoteIntent.Member) -> Bool {
+        do {
+            guard let found = try SpoolFiles(layout: layout).identity(of: layout.request(member.id)) else { return false }
+            return LaneMembership.isSameRequest(recorded: member.request, found: found)
+        } catch {
+            logger.warning("cannot look at a member's request", id: member.id, ["reason": "\(error)"])
+            return true
         }
     }
 
@@ -362,6 +395,7 @@ public final class BackgroundLane: @unchecked Sendable {
             guard let source = LaneUploadSource(group: id, url: intent.url, lines: lines) else {
                 return .failed(retryable: false, retryAfter: nil, message: "the group's input is too large to describe")
             }
+            if LaneTestPause.isSet("uploading") { source.afterFirstLine = { [logger] in LaneTestPause.at("uploading", group: id, logger: logger) } }
             let event = client.upload(group: id, source: source)
             if case .uploaded(let file) = event { logger.info("input uploaded", ["group": LogValue(id), "file": LogValue(file), "bytes": "\(source.size)"]) }
             return event
@@ -384,6 +418,7 @@ public final class BackgroundLane: @unchecked Sendable {
         case .poll:
             guard let batch = intent.batchID else { return .failed(retryable: false, retryAfter: nil, message: "no batch id is recorded") }
             let event = client.poll(batchID: batch)
+            if case .polled(let status) = event, !status.hasEnded { LaneTestPause.at("polled", group: id, logger: logger) }
             if case .polled(let status) = event {
                 logger.debug("remote batch polled", ["group": LogValue(id), "batch": LogValue(batch), "status": LogValue(status.status),
                                                      "completed": "\(status.completed)", "failed": "\(status.failed)", "total": "\(status.total)"])
@@ -398,6 +433,8 @@ public final class BackgroundLane: @unchecked Sendable {
                 do {
                     let fd = try Syscall.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: layout.fileMode)
                     defer { Syscall.close(fd) }
+                    if LaneTestPause.isSet("downloading") { http.midFile = { [logger] in LaneTestPause.at("downloading", group: id, logger: logger) } }
+                    defer { http.midFile = nil }
                     if let failure = client.download(fileID: fileID, to: fd, path: path) { return failure }
                     try Syscall.fsync(fd, path: path)
                 } catch {
@@ -413,6 +450,13 @@ public final class BackgroundLane: @unchecked Sendable {
                 return .failed(retryable: true, retryAfter: nil, message: "reading the downloaded output failed: \(error)")
             }
             return .split
+        case .cancel:
+            guard let batch = intent.batchID else { return .failed(retryable: false, retryAfter: nil, message: "no batch id is recorded") }
+            let event = client.cancel(batchID: batch)
+            if event == .cancelRequested {
+                logger.info("remote batch cancelled: every request of its group was deleted", ["group": LogValue(id), "batch": LogValue(batch)])
+            }
+            return event
         case .publish:
             if groups[id]?.index == nil {
                 do {
@@ -491,6 +535,11 @@ public final class BackgroundLane: @unchecked Sendable {
                 post(event)
             case .success(let success):
                 prepared.append(success)
+                if LaneTestPause.isSet("split") {
+                    for event in finisher.commit(prepared) { post(event) }
+                    prepared.removeAll(keepingCapacity: true)
+                    LaneTestPause.at("split", group: id, logger: logger)
+                }
                 if prepared.count >= Self.commitBatch {
                     for event in finisher.commit(prepared) { post(event) }
                     prepared.removeAll(keepingCapacity: true)
@@ -509,23 +558,16 @@ public final class BackgroundLane: @unchecked Sendable {
         var body: [UInt8] = []
         var headers: [String: String] = [:]
         do {
-            if let line = try group.index?.line(of: task.id) {
-                switch try LaneOutputLine.read(line).result {
-                case .succeeded(let status, let requestID, let answer):
-                    ending = .response(status: status)
-                    body = answer
-                    if let requestID { headers["x-request-id"] = requestID }
-                case .failed(let code, let message, let status?, let answer?):
-                    _ = (code, message)
-                    ending = .response(status: status)
-                    body = answer
-                case .failed(let code, let message, _, _):
-                    ending = .transportError(code: 0, message: "the remote batch \(batch) reported \(code): \(message)")
-                case .cancelled, .expired:
-                    ending = .transportError(code: 0, message: "the remote batch \(batch) ended before this request")
-                }
-            } else {
-                ending = .transportError(code: 0, message: "the remote batch \(batch) has no line for this request")
+            let line = try group.index?.line(of: task.id).map { try LaneOutputLine.read($0).result }
+            switch LaneMemberVerdict.decide(line: line, batchStatus: group.machine.intent.remoteStatus, batch: batch) {
+            case .response(let status, let requestID, let answer):
+                ending = .response(status: status)
+                body = answer
+                if let requestID { headers["x-request-id"] = requestID }
+            case .failed(let message):
+                ending = .transportError(code: 0, message: message)
+            case .expired(let message):
+                ending = .expired(message)
             }
         } catch {
             ending = .transportError(code: 0, message: "the remote batch \(batch)'s line for this request cannot be read: \(error)")
@@ -563,7 +605,14 @@ public final class BackgroundLane: @unchecked Sendable {
         guard let group = groups[id] else { return }
         logger.warning("a group cannot go through the Batch API; its requests go live", ["group": LogValue(id), "reason": LogValue(message)])
         for member in group.machine.intent.members where !group.ended.contains(member.id) {
-            if let task = group.tasks[member.id] { post(.laneReturned(task)) }
+            guard let task = group.tasks[member.id] else { continue }
+            if group.deleted.contains(member.id) {
+                post(.laneEnded(id: member.id))
+                finisher.withdrawn(id: member.id)
+                post(.finalized(id: member.id))
+            } else {
+                post(.laneReturned(task))
+            }
         }
         groups[id]?.ended = Set(group.machine.intent.members.map(\.id))
         end(id)

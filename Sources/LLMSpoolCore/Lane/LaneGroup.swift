@@ -15,6 +15,8 @@ struct LaneGroup {
     var index: LaneOutputIndex?
     /// Members whose outcome is handed to the finisher (or found handed before a restart).
     var ended: Set<String> = []
+    /// Members whose request was deleted after the group was sent.
+    var deleted: Set<String> = []
     var startedAt: Date
 
     var id: String { machine.intent.group }

@@ -49,6 +49,9 @@ final class LaneHTTP {
     private var receivedBytes: Int64 = 0
     private var sinkFailure: String?
     private var retryAfter: Double?
+    /// Tests only (`LaneTestPause`): called once, halfway through the first bytes written
+    /// to a file sink, so that a kill leaves a download cut short on disk.
+    var midFile: (() -> Void)?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
     init(settings: Settings) {
@@ -139,6 +142,13 @@ final class LaneHTTP {
             received.append(contentsOf: UnsafeRawBufferPointer(start: buffer, count: count))
         case .file(let fd, let path):
             do {
+                if let pause = midFile {
+                    midFile = nil
+                    try Syscall.writeAll(fd, UnsafeRawBufferPointer(start: buffer, count: count / 2), path: path)
+                    pause()
+                    try Syscall.writeAll(fd, UnsafeRawBufferPointer(start: buffer + count / 2, count: count - count / 2), path: path)
+                    return count
+                }
                 try Syscall.writeAll(fd, UnsafeRawBufferPointer(start: buffer, count: count), path: path)
             } catch {
                 sinkFailure = "writing the download failed: \(error)"

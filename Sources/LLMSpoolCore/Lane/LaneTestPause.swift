@@ -4,9 +4,14 @@ import Glibc
 /// the point and waits there 30 seconds, so that a test can kill the daemon at a known
 /// step of a group's life instead of by luck. Points: `intent` (the intent is recorded,
 /// nothing remote exists), `created` (the provider answered the create, its id is not
-/// recorded yet).
+/// recorded yet), `uploading` (the first member's line of the upload is sent, the rest is
+/// not), `polled` (a poll said the batch runs on), `downloading` (half of the first bytes
+/// of the output are on disk), `split` (the first member's outcome is published, the
+/// others' are not).
 enum LaneTestPause {
     static let point: String? = getenv("LLMSPOOL_TEST_LANE_PAUSE").map { String(cString: $0) }
+
+    static func isSet(_ name: String) -> Bool { point == name }
 
     static func at(_ name: String, group: String, logger: Logger) {
         guard point == name else { return }

@@ -23,6 +23,8 @@ final class LaneUploadSource: LaneBodySource {
     private var chunk: [UInt8]
     private var offset = 0
     private var tailSent = false
+    /// Tests only (`LaneTestPause`): called once, after the first member's line is sent.
+    var afterFirstLine: (() -> Void)?
 
     /// nil when the sizes do not add up to a body libcurl can be told of.
     init?(group: String, url: String, lines: [Line]) {
@@ -52,6 +54,10 @@ final class LaneUploadSource: LaneBodySource {
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
         if failure != nil { return -1 }
         while offset == chunk.count {
+            if next == 1, let pause = afterFirstLine {
+                afterFirstLine = nil
+                pause()
+            }
             guard loadNext() else { return failure == nil ? 0 : -1 }
         }
         let count = min(buffer.count, chunk.count - offset)

@@ -83,6 +83,20 @@ struct OpenAIBatchClient {
         }
     }
 
+    /// `POST /batches/{id}/cancel`: a refusal other than 408, 429 or 5xx (the batch ended
+    /// meanwhile, say) is not retried.
+    func cancel(batchID: String) -> RemoteBatchMachine.Event {
+        let answer: LaneHTTP.Answer
+        do {
+            answer = try http.exchange(method: "POST", url: endpoint.baseURL + "/batches/" + LaneURL.escaped(batchID) + "/cancel",
+                                       headers: headers, body: LaneBytesBody([]), sink: .memory(limit: Self.answerLimit))
+        } catch {
+            return .failed(retryable: true, retryAfter: nil, message: "the cancel failed: \(error)")
+        }
+        guard (200..<300).contains(answer.status) else { return refusal("the cancel", answer) }
+        return .cancelRequested
+    }
+
     /// Streams a file's content to `fd`; nil when it all arrived, else the event to report.
     func download(fileID: String, to fd: Int32, path: String) -> RemoteBatchMachine.Event? {
         let answer: LaneHTTP.Answer

@@ -26,6 +26,10 @@ public final class Metrics: Sendable {
         var tokens: [String: Int] = [:]
         /// Every count of every `usage`, as `status` sums them.
         var usage: [String: Int] = [:]
+        /// The same, of the results answered through the background lane.
+        var batchUsage: [String: Int] = [:]
+        /// `llmspool_lane_tokens_total`: by lane (`live`, `batch`), then kind.
+        var laneTokens: [String: [String: Int]] = [:]
         var rescans: [String: Int] = [:]
         var overflows = 0
         var batchLines: [String: Int] = [:]
@@ -53,7 +57,7 @@ public final class Metrics: Sendable {
 
     /// Results, failures and tokens since the daemon started.
     public func finishedTotals() -> SpoolTotals {
-        state.withLock { SpoolTotals(done: $0.outcomes["done", default: 0], failed: $0.outcomes["failed", default: 0], tokens: $0.usage) }
+        state.withLock { SpoolTotals(done: $0.outcomes["done", default: 0], failed: $0.outcomes["failed", default: 0], tokens: $0.usage, batchTokens: $0.batchUsage) }
     }
     public func retry(_ reason: String, endpoint: String? = nil) {
         state.withLock {
@@ -73,10 +77,22 @@ public final class Metrics: Sendable {
     static let tokenKinds = ["prompt_tokens", "completion_tokens", UsageNames.input, UsageNames.output,
                              UsageNames.cachedInput, UsageNames.reasoning]
 
-    public func usage(_ counts: [String: Int]) {
+    /// The lanes a result comes through: the live one, and the providers' Batch APIs.
+    public enum Lane: String, Sendable, CaseIterable {
+        case live, batch
+    }
+
+    public func usage(_ counts: [String: Int], lane: Lane = .live) {
         state.withLock { state in
-            for key in Metrics.tokenKinds { if let value = counts[key] { state.tokens[key] = TokenCount.sum(state.tokens[key, default: 0], value) } }
+            for key in Metrics.tokenKinds {
+                guard let value = counts[key] else { continue }
+                state.tokens[key] = TokenCount.sum(state.tokens[key, default: 0], value)
+                state.laneTokens[lane.rawValue, default: [:]][key] = TokenCount.sum(state.laneTokens[lane.rawValue]?[key] ?? 0, value)
+            }
             for (key, value) in counts { state.usage[key] = TokenCount.sum(state.usage[key, default: 0], value) }
+            if lane == .batch {
+                for (key, value) in counts { state.batchUsage[key] = TokenCount.sum(state.batchUsage[key, default: 0], value) }
+            }
         }
     }
 
@@ -153,6 +169,15 @@ public final class Metrics: Sendable {
         family("llmspool_tokens_total", "counter", "Tokens the endpoints reported, by kind.")
         labelled("llmspool_tokens_total", "kind", current.tokens.reduce(into: [:]) { $0[$1.key.replacingOccurrences(of: "_tokens", with: "")] = $1.value },
                  known: ["prompt", "completion", UsageNames.input, UsageNames.output])
+        family("llmspool_lane_tokens_total", "counter", "Tokens the endpoints reported, by lane (live, or batch: the providers' Batch APIs, billed at their batch rate) and kind.")
+        for lane in Lane.allCases {
+            for kind in [UsageNames.input, UsageNames.output] + Metrics.tokenKinds.filter({ $0 != UsageNames.input && $0 != UsageNames.output }) {
+                let value = current.laneTokens[lane.rawValue]?[kind]
+                // The two common kinds are always shown, so that a lane starts at 0 rather than appear later.
+                guard value != nil || kind == UsageNames.input || kind == UsageNames.output else { continue }
+                out += "llmspool_lane_tokens_total{lane=\"\(lane.rawValue)\",kind=\"\(kind.replacingOccurrences(of: "_tokens", with: ""))\"} \(value ?? 0)\n"
+            }
+        }
         for (name, help, histogram) in [("llmspool_first_byte_seconds", "Time from the start of an attempt to its first response byte.", current.firstByte),
                                         ("llmspool_attempt_seconds", "Time an attempt took, start to end.", current.duration)] {
             family(name, "histogram", help)

@@ -36,6 +36,8 @@ public struct StatusSummary: Sendable {
     /// Names of the drafts in `outgoing`.
     public var drafts: [String] = []
     public var tokens: [String: Int] = [:]
+    /// The part of `tokens` answered through the background lane.
+    public var batchTokens: [String: Int] = [:]
     public var transfers: [TransferEngine.LiveTransfer] = []
     public var waiting: [Waiting] = []
     /// Endpoints that take no request now, and why (from the running daemon).
@@ -50,7 +52,7 @@ public struct StatusSummary: Sendable {
         var object: [String: Any] = [
             // "waiting" is the state's word; "deferred" stays for scripts written against it.
             "queued": queued, "in_flight": inFlight, "waiting": deferred, "deferred": deferred, "done": done, "failed": failed,
-            "held": held, "tokens": tokens, "drafts": drafts,
+            "held": held, "tokens": tokens, "batch_tokens": batchTokens, "drafts": drafts,
             "daemon": daemonPID.map { ["running": true, "pid": $0] as [String: Any] } ?? ["running": false],
         ]
         object["daemons"] = daemons.map {
@@ -101,6 +103,10 @@ public struct StatusSummary: Sendable {
                           (UsageNames.reasoning, "reasoning")]
             let raw = ["prompt_tokens", "completion_tokens", "total_tokens"].map { ($0, $0.replacingOccurrences(of: "_tokens", with: "")) }
             lines.append("tokens: " + (common + raw).compactMap { key, label in tokens[key].map { "\(label) \($0)" } }.joined(separator: "  "))
+            if !batchTokens.isEmpty {
+                lines.append("  of which through the background lane (batch rate): "
+                             + (common + raw).compactMap { key, label in batchTokens[key].map { "\(label) \($0)" } }.joined(separator: "  "))
+            }
         }
         if !transfers.isEmpty {
             lines.append("in-flight:")
@@ -223,6 +229,7 @@ public struct SpoolQuery: Sendable {
         summary.done = totals.done
         summary.failed = totals.failed
         summary.tokens = totals.tokens
+        summary.batchTokens = totals.batchTokens
         return summary
     }
 
@@ -247,15 +254,19 @@ public struct SpoolQuery: Sendable {
         for name in (try? Syscall.listDirectory(layout.state)) ?? [] {
             guard case .request(let id) = RequestName.classify(name),
                   let bytes = try? FileReader.prefix(path: layout.taskRecord(id), limit: 16 << 20),
-                  let usage = SpoolQuery.usageIfDone(bytes) else { continue }
+                  let (usage, batch) = SpoolQuery.usageIfDone(bytes) else { continue }
             for (key, value) in usage { totals.tokens[key] = TokenCount.sum(totals.tokens[key, default: 0], value) }
+            if batch {
+                for (key, value) in usage { totals.batchTokens[key] = TokenCount.sum(totals.batchTokens[key, default: 0], value) }
+            }
         }
         return totals
     }
 
     /// The usage of a done task record, read with RawJSON: a million records decoded
     /// through Foundation took minutes.
-    static func usageIfDone(_ bytes: [UInt8]) -> [String: Int]? {
+    /// `batch`: the answer came through the background lane (its last attempt names a remote batch).
+    static func usageIfDone(_ bytes: [UInt8]) -> (usage: [String: Int], batch: Bool)? {
         guard let record = try? RawJSON.parse(bytes), let status = record["status"].flatMap({ RawJSON.string($0, in: bytes) }),
               status == "done", case .object(let members, _)? = record["usage"] else { return nil }
         var usage: [String: Int] = [:]
@@ -263,7 +274,9 @@ public struct SpoolQuery: Sendable {
             guard case .number(let range) = member.value, let count = Int(String(decoding: bytes[range], as: UTF8.self)) else { continue }
             usage[member.key] = count
         }
-        return usage
+        var batch = false
+        if case .array(let attempts, _)? = record["attempts"], let last = attempts.last, let remote = last["remote_batch"], !remote.isNull { batch = true }
+        return (usage, batch)
     }
 
     /// The requests not finished yet, oldest first: what `llmspool queue` lists.

@@ -56,6 +56,7 @@ extension TaskRecord {
         if let status = attempt.httpStatus { members.append(("http_status", "\(status)")) }
         if let message = attempt.message { members.append(("message", JSONText.quoted(message))) }
         if let timer = attempt.timer { members.append(("timer", JSONText.quoted(timer))) }
+        if let requestID = attempt.providerRequestID { members.append(("request_id", JSONText.quoted(requestID))) }
         if let batch = attempt.remoteBatch {
             members.append(("lane", JSONText.quoted("batch")))
             members.append(("remote_batch", JSONText.quoted(batch)))
@@ -150,6 +151,7 @@ extension TaskRecord {
         if let message = attempt.message { entry["message"] = message }
         if let status = attempt.httpStatus { entry["http_status"] = status }
         if let timer = attempt.timer { entry["timer"] = timer }
+        if let requestID = attempt.providerRequestID { entry["request_id"] = requestID }
         if let batch = attempt.remoteBatch {
             entry["lane"] = "batch"
             entry["remote_batch"] = batch
@@ -167,6 +169,7 @@ extension TaskRecord {
                                    bytesSent: (entry["bytes_sent"] as? NSNumber)?.int64Value ?? 0,
                                    bytesReceived: (entry["bytes_received"] as? NSNumber)?.int64Value ?? 0)
         attempt.remoteBatch = entry["remote_batch"] as? String
+        attempt.providerRequestID = entry["request_id"] as? String
         return attempt
     }
 }

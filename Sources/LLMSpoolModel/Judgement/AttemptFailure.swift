@@ -14,6 +14,8 @@ public struct AttemptFailure: Sendable, Equatable {
         case crashLoop = "crash-loop"
         /// No configured endpoint speaks the request's dialect.
         case noEndpoint = "no-endpoint"
+        /// A request that waited in a remote batch whose window passed before it ran.
+        case expired
     }
 
     /// Which timer ended the attempt.

@@ -27,6 +27,8 @@ public enum AttemptJudge {
             return .failure(AttemptFailure(.responseTooLarge, "the answer grew past \(limit) bytes (max_response_bytes)"))
         case .crashLoop(let starts):
             return .failure(AttemptFailure(.crashLoop, "the daemon stopped without finishing this request \(starts) times in a row (it may be what crashes it); not sent again"))
+        case .expired(let message):
+            return .failure(AttemptFailure(.expired, message))
         case .headerTooLarge(let message):
             return .failure(AttemptFailure(.responseTooLarge, "a response header line passed libcurl's limit of 100 KiB: \(message)"))
         case .transportError(let code, let message):

@@ -8,6 +8,11 @@ public enum LaneOutputLine {
         public var description: String
     }
 
+    /// The error code of a line whose batch's window passed before it ran.
+    public static let expiredCode = "batch_expired"
+    /// The error code of a line whose batch was cancelled before it ran.
+    public static let cancelledCode = "batch_cancelled"
+
     public static func read(_ line: [UInt8]) throws(Problem) -> (customID: String, result: BatchLineResult) {
         let root: RawJSON.Value
         do {
@@ -27,6 +32,9 @@ public enum LaneOutputLine {
         if let error = root["error"], !error.isNull {
             let code = error["code"].flatMap { RawJSON.string($0, in: line) } ?? "batch_error"
             let message = error["message"].flatMap { RawJSON.string($0, in: line) } ?? "the provider's batch reported an error"
+            // OpenAI's words for a line its batch never ran: the window passed, or the batch was cancelled.
+            if code == Self.expiredCode && response == nil { return (customID, .expired) }
+            if code == Self.cancelledCode && response == nil { return (customID, .cancelled) }
             return (customID, .failed(code: code, message: message, status: status, body: body))
         }
         guard let status else { throw Problem(description: "\(customID): no response status_code and no error") }

@@ -8,6 +8,10 @@
 /// list was read to its end, or back past the intent's time, and showed no batch carrying the
 /// group id. A create whose outcome is unknown (the connection dropped, a timeout, a 5xx) is
 /// followed by a list, never by another create.
+///
+/// When every member is deleted (`.withdrawn`), a batch whose id is known is cancelled
+/// and polled to its end; one being created is cancelled once its id is learnt; a group
+/// with nothing remote ends.
 public struct RemoteBatchMachine: Sendable {
     public enum Event: Sendable, Equatable {
         /// Start or resume from the record as it is.
@@ -21,6 +25,10 @@ public struct RemoteBatchMachine: Sendable {
         case downloaded
         case split
         case published
+        /// Every member's request was deleted: nobody wants the answers.
+        case withdrawn
+        /// The provider took the cancel (the batch ends `cancelling`, then `cancelled`).
+        case cancelRequested
         /// The step asked for failed and did certainly not change anything remote.
         /// `retryable`: try it again after `retryAfter` or a backoff.
         case failed(retryable: Bool, retryAfter: Double?, message: String)
@@ -35,6 +43,8 @@ public struct RemoteBatchMachine: Sendable {
         case download(outputFileID: String?, errorFileID: String?)
         case split
         case publish
+        /// Cancel the remote batch (`POST …/cancel`): every member was deleted.
+        case cancel
     }
 
     public enum Action: Sendable, Equatable {
@@ -59,6 +69,8 @@ public struct RemoteBatchMachine: Sendable {
     public private(set) var schedule: PollSchedule
     private var pending: Step?
     private var failures = 0
+    /// Every member was deleted: the batch is cancelled as soon as its id is known.
+    public private(set) var isWithdrawn = false
 
     public init(intent: RemoteIntent, schedule: PollSchedule = PollSchedule()) {
         self.intent = intent
@@ -76,6 +88,7 @@ public struct RemoteBatchMachine: Sendable {
         case .created(let batchID):
             guard pending == .create else { return [] }
             intent.batchID = batchID
+            if isWithdrawn { return advance(to: .created, then: .cancel) }
             return advance(to: .created, then: .poll, wait: schedule.interval)
         case .createUncertain:
             guard pending == .create else { return [] }
@@ -84,18 +97,24 @@ public struct RemoteBatchMachine: Sendable {
             guard isListing else { return [] }
             if let mine = page.entries.first(where: { $0.group == intent.group }) {
                 intent.batchID = mine.id
-                return advance(to: .created, then: .poll)
+                return advance(to: .created, then: isWithdrawn ? .cancel : .poll)
             }
             let horizon = intent.createdAt - Self.listingSlackSeconds
             if page.hasMore, let last = page.entries.last, last.createdAt >= horizon {
                 return perform(.list(after: last.id))
+            }
+            if isWithdrawn {
+                pending = nil
+                return [.abandon(message: "every request of the group was deleted and no batch of it exists")]
             }
             return perform(.create)
         case .polled(let status):
             guard pending == .poll else { return [] }
             intent.remoteStatus = status.status
             if status.hasEnded {
-                guard status.outputFileID != nil || status.errorFileID != nil else {
+                // An expired or cancelled batch that ran nothing still ends each member's
+                // wait (`LaneMemberVerdict`); one that failed ran nothing and goes live.
+                guard status.outputFileID != nil || status.errorFileID != nil || status.status == "expired" || status.status == "cancelled" else {
                     return [.record(intent), .abandon(message: "the remote batch \(intent.batchID ?? "?") ended \(status.status) without an output or error file")]
                 }
                 intent.outputFileID = status.outputFileID
@@ -117,8 +136,43 @@ public struct RemoteBatchMachine: Sendable {
             intent.state = .published
             pending = nil
             return [.finish]
+        case .withdrawn:
+            guard !isWithdrawn else { return [] }
+            isWithdrawn = true
+            switch intent.state {
+            case .intent:
+                // Nothing remote exists: the group simply ends.
+                pending = nil
+                return [.abandon(message: "every request of the group was deleted before anything remote existed")]
+            case .uploaded where pending == .create:
+                // The next step is a create: no batch exists (a create that may have committed
+                // is followed by a list, never by a create), so none is made.
+                pending = nil
+                return [.abandon(message: "every request of the group was deleted before its batch was created")]
+            case .uploaded:
+                // A create may have committed: the list says, and a batch found is cancelled.
+                return []
+            case .created, .polling:
+                guard intent.batchID != nil else { return [] }
+                pending = .cancel
+                failures = 0
+                return [.perform(.cancel)]
+            case .ended, .downloaded, .split, .published:
+                // Over remotely: the answers are discarded as they are published.
+                return []
+            }
+        case .cancelRequested:
+            guard pending == .cancel else { return [] }
+            failures = 0
+            pending = .poll
+            return [.perform(.poll)]
         case .failed(let retryable, let retryAfter, let message):
             guard let step = pending else { return [] }
+            if step == .cancel && !retryable {
+                // Refused (it ended meanwhile, say): the batch is polled to its end as usual.
+                pending = .poll
+                return [.perform(.poll)]
+            }
             guard retryable else {
                 pending = nil
                 return [.abandon(message: message)]

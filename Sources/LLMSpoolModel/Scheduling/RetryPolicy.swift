@@ -12,6 +12,8 @@ public struct RetrySettings: Sendable, Equatable {
     public var maxRetryAfterSeconds = 3600.0
     /// After this long since the request was first seen, no new attempt starts.
     public var maxLifetimeSeconds = 86_400.0
+    /// A request whose remote batch expired before it ran: sent live, or failed (`deferred_expired`).
+    public var deferredExpired = DeferredExpiry.live
 
     public init() {}
 }
@@ -36,6 +38,8 @@ public enum RetryPolicy {
         case lifetimeExceeded(ageSeconds: Double, limitSeconds: Double)
         /// The spool's disk stayed unwritable past `max_lifetime_seconds`.
         case diskStayedFull
+        /// A remote batch expired before the request ran, and `deferred_expired` is `fail`.
+        case expiredNotLive
 
         public var description: String {
             switch self {
@@ -49,6 +53,8 @@ public enum RetryPolicy {
                 "the next attempt would start \(RetryPolicy.wholeSeconds(age)) s after the request was first seen, past max_lifetime_seconds (\(RetryPolicy.wholeSeconds(limit)))"
             case .diskStayedFull:
                 "the disk stayed full past max_lifetime_seconds"
+            case .expiredNotLive:
+                "deferred_expired is fail"
             }
         }
     }
@@ -74,6 +80,13 @@ public enum RetryPolicy {
             guard now.timeIntervalSince(history.firstSeen) + delay <= settings.maxLifetimeSeconds else { return .giveUp(.diskStayedFull) }
             return .retry(afterSeconds: delay, endpoint: endpointIndex, reason: .disk)
         }
+        if failure.kind == .expired {
+            // The request never reached the model: going live is its first real attempt, so
+            // neither max_attempts nor max_lifetime_seconds (which the 24h window may have
+            // used up) holds it back; the attempts after it follow the usual rules.
+            guard settings.deferredExpired == .live else { return .giveUp(.expiredNotLive) }
+            return .retry(afterSeconds: 0, endpoint: endpointIndex, reason: .expired)
+        }
         let counted = countedAttempts(history)
         switch decide(failure, headers: headers, attempts: counted, firstSeen: history.firstSeen, now: now, settings: settings, random: random) {
         case .retry(let delay, let reason):
@@ -86,14 +99,14 @@ public enum RetryPolicy {
 
     /// The attempts of a history that use up `max_attempts`: a full disk's do not.
     public static func countedAttempts(_ history: TaskHistory) -> Int {
-        history.attempts.filter { $0.outcome != AttemptFailure.Kind.disk.rawValue }.count
+        history.attempts.filter { $0.outcome != AttemptFailure.Kind.disk.rawValue && $0.outcome != AttemptFailure.Kind.expired.rawValue }.count
     }
 
     public static func isRetryable(_ failure: AttemptFailure, headers: [String: String]) -> Bool {
         // No retry brings a missing or refused key, whatever x-should-retry says.
         if isAuthenticationFailure(failure) { return false }
         // No header of the endpoint can make the daemon's own verdicts retryable.
-        if failure.kind == .invalidRequest || failure.kind == .crashLoop || failure.kind == .noEndpoint { return false }
+        if failure.kind == .invalidRequest || failure.kind == .crashLoop || failure.kind == .noEndpoint || failure.kind == .expired { return false }
         if let verdict = headers["x-should-retry"]?.lowercased() {
             if verdict == "true" { return true }
             if verdict == "false" { return false }
@@ -109,7 +122,7 @@ public enum RetryPolicy {
             return true
         case .incompleteStream, .malformedResponse, .disk:
             return true
-        case .invalidRequest, .responseTooLarge, .crashLoop, .noEndpoint:
+        case .invalidRequest, .responseTooLarge, .crashLoop, .noEndpoint, .expired:
             return false
         }
     }

@@ -14,6 +14,8 @@ public struct AttemptEntry: Sendable, Equatable {
     public var bytesReceived: Int64
     /// The provider's batch that carried the attempt, when it went through the background lane.
     public var remoteBatch: String?
+    /// The provider's id of the request (`ProviderRequestID`), when its answer named one.
+    public var providerRequestID: String?
 
     public init(startedAt: Date, endedAt: Date, endpoint: String, outcome: String, message: String? = nil,
                 httpStatus: Int? = nil, timer: String? = nil, bytesSent: Int64 = 0, bytesReceived: Int64 = 0) {

@@ -18,6 +18,8 @@ public enum AttemptEnding: Sendable, Equatable {
     case cancelled
     /// The daemon died while this request was in flight, `starts` times in a row.
     case crashLoop(starts: Int)
+    /// The request waited in a remote batch whose window passed before it ran.
+    case expired(String)
 }
 
 extension AttemptEnding {
@@ -34,6 +36,7 @@ extension AttemptEnding {
         case .leaseLost: "lease-lost"
         case .cancelled: "cancelled"
         case .crashLoop: "crash-loop"
+        case .expired: "expired"
         }
     }
 

@@ -1,0 +1,129 @@
+/// Anthropic's Message Batches API as the lane will read it (not wired to the daemon yet):
+/// the create's body framing, a `message_batch` object as a `RemoteBatchStatus`, and one
+/// line of the results JSONL as the outcome of the member its `custom_id` names. The
+/// custom_ids carry the group id (`<group>-<index>`), since a Message Batch has no
+/// metadata: reconciling after a crash can tell a batch is the group's only from its
+/// results. Numbers come from the network: each is read only when it fits. Pure.
+public enum AnthropicBatchAnswers {
+    /// Why an answer cannot be read, for the log and the group's retry.
+    public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
+        public var description: String
+    }
+
+    // MARK: custom ids
+
+    /// The custom_id of the member at `index` of `group`: Anthropic takes `[A-Za-z0-9_-]{1,64}`,
+    /// which a member's own id (a file name) need not be.
+    public static func customID(group: String, index: Int) -> String { "\(group)-\(index)" }
+
+    /// The member index a custom_id names when it is one of `group`'s; nil otherwise.
+    public static func memberIndex(customID: String, group: String) -> Int? {
+        let prefix = group + "-"
+        guard customID.hasPrefix(prefix) else { return nil }
+        let digits = customID.dropFirst(prefix.count)
+        guard !digits.isEmpty, digits.count <= 9, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+              !(digits.count > 1 && digits.first == "0") else { return nil }
+        return Int(digits)
+    }
+
+    // MARK: the create
+
+    /// The body of `POST /v1/messages/batches` starts with this…
+    public static let head: [UInt8] = Array(#"{"requests":["#.utf8)
+    /// …then each member as `memberPrefix` + its Messages body + `memberSuffix`, separated by commas…
+    public static func memberPrefix(customID: String, first: Bool) -> [UInt8] {
+        (first ? [] : [0x2C]) + Array(#"{"custom_id":"#.utf8) + JSONWriter.quoted(customID) + Array(#","params":"#.utf8)
+    }
+    public static let memberSuffix: [UInt8] = [0x7D]
+    /// …and ends with this.
+    public static let tail: [UInt8] = Array("]}".utf8)
+
+    // MARK: answers
+
+    /// A `message_batch` object: `processing_status` `in_progress`, `canceling` or `ended`,
+    /// read as the lane's status words (`ended` is `cancelled` when a cancel was initiated,
+    /// `expired` when requests expired, else `completed`); `results_url` stands for the
+    /// output file, the one thing to download.
+    public static func status(_ bytes: [UInt8]) throws(Problem) -> RemoteBatchStatus {
+        let root = try object(bytes)
+        guard let processing = root["processing_status"].flatMap({ RawJSON.string($0, in: bytes) }) else {
+            throw Problem(description: "the message batch has no processing_status")
+        }
+        let counts = root["request_counts"]
+        func count(_ key: String) -> Int { integer(counts?[key], bytes) ?? 0 }
+        let (succeeded, errored, canceled, expired) = (count("succeeded"), count("errored"), count("canceled"), count("expired"))
+        let unfinished = [errored, canceled, expired].reduce(0) { TokenCount.sum($0, $1) }
+        let total = [count("processing"), succeeded, unfinished].reduce(0) { TokenCount.sum($0, $1) }
+        let word: String
+        switch processing {
+        case "ended":
+            let cancelled = root["cancel_initiated_at"].map { !$0.isNull } ?? false
+            word = cancelled ? "cancelled" : expired > 0 ? "expired" : "completed"
+        case "canceling":
+            word = "cancelling"
+        default:
+            word = processing
+        }
+        return RemoteBatchStatus(status: word, total: total, completed: succeeded, failed: unfinished,
+                                 outputFileID: processing == "ended" ? root["results_url"].flatMap { RawJSON.string($0, in: bytes) } : nil)
+    }
+
+    /// The HTTP status a live call would have answered for an `errored` result's error
+    /// type, so that the usual retry rules judge it (an invalid request is not retried,
+    /// an overloaded API is).
+    public static func status(ofErrorType type: String) -> Int {
+        switch type {
+        case "invalid_request_error": 400
+        case "authentication_error": 401
+        case "billing_error": 402
+        case "permission_error": 403
+        case "not_found_error": 404
+        case "request_too_large": 413
+        case "rate_limit_error": 429
+        case "overloaded_error": 529
+        default: 500
+        }
+    }
+
+    /// One line of the results: `{"custom_id", "result": {"type": "succeeded", "message"}}`,
+    /// or `errored` with the error body, `canceled`, `expired`.
+    public static func resultLine(_ line: [UInt8]) throws(Problem) -> (customID: String, result: BatchLineResult) {
+        let root = try object(line)
+        guard let customID = root["custom_id"].flatMap({ RawJSON.string($0, in: line) }) else { throw Problem(description: "no custom_id") }
+        guard let result = root["result"], let type = result["type"].flatMap({ RawJSON.string($0, in: line) }) else {
+            throw Problem(description: "\(customID): no result type")
+        }
+        switch type {
+        case "succeeded":
+            guard let message = result["message"], case .object = message else { throw Problem(description: "\(customID): a success without a message") }
+            return (customID, .succeeded(status: 200, requestID: nil, body: Array(line[message.range])))
+        case "errored":
+            let error = result["error"]
+            let errorType = error?["error"]?["type"].flatMap { RawJSON.string($0, in: line) } ?? "api_error"
+            let message = error?["error"]?["message"].flatMap { RawJSON.string($0, in: line) } ?? "the message batch reported an error"
+            return (customID, .failed(code: errorType, message: message, status: status(ofErrorType: errorType), body: error.map { Array(line[$0.range]) }))
+        case "canceled":
+            return (customID, .cancelled)
+        case "expired":
+            return (customID, .expired)
+        default:
+            throw Problem(description: "\(customID): an unknown result type \"\(TextEscaping.trimmed(type.prefix(40)))\"")
+        }
+    }
+
+    private static func object(_ bytes: [UInt8]) throws(Problem) -> RawJSON.Value {
+        let root: RawJSON.Value
+        do {
+            root = try RawJSON.parse(bytes)
+        } catch {
+            throw Problem(description: "not JSON: \(error)")
+        }
+        guard case .object = root else { throw Problem(description: "not a JSON object") }
+        return root
+    }
+
+    private static func integer(_ value: RawJSON.Value?, _ bytes: [UInt8]) -> Int? {
+        guard case .number(let range)? = value else { return nil }
+        return Int(String(decoding: bytes[range], as: UTF8.self))
+    }
+}

@@ -1,0 +1,97 @@
+import Testing
+@testable import LLMSpoolModel
+
+/// Anthropic's Message Batches answers as the docs show them, and what the network may send instead.
+@Suite struct AnthropicBatchAnswersTests {
+    @Test func customIDsCarryTheGroupAndOnlyTheGroupsAreRead() {
+        let id = AnthropicBatchAnswers.customID(group: "g00000000000000ab", index: 17)
+        #expect(id == "g00000000000000ab-17")
+        #expect(id.utf8.count <= 64 && id.utf8.allSatisfy { $0 == 0x2D || $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) })
+        #expect(AnthropicBatchAnswers.memberIndex(customID: id, group: "g00000000000000ab") == 17)
+        #expect(AnthropicBatchAnswers.memberIndex(customID: "g00000000000000ab-0", group: "g00000000000000ab") == 0)
+        for other in ["g00000000000000ac-17", "g00000000000000ab-", "g00000000000000ab-017", "g00000000000000ab-1x",
+                      "g00000000000000ab-99999999999", "g00000000000000ab-+1", "g00000000000000ab17", "my-first-request"] {
+            #expect(AnthropicBatchAnswers.memberIndex(customID: other, group: "g00000000000000ab") == nil, "\(other)")
+        }
+    }
+
+    @Test func theCreateBodyFramesEachMessagesBodyInPlace() throws {
+        let bodies = [#"{"model":"m","max_tokens":5,"messages":[]}"#, #"{"model":"n","max_tokens":6,"messages":[]}"#]
+        var body = AnthropicBatchAnswers.head
+        for (index, text) in bodies.enumerated() {
+            body += AnthropicBatchAnswers.memberPrefix(customID: AnthropicBatchAnswers.customID(group: "g1", index: index), first: index == 0)
+                + Array(text.utf8) + AnthropicBatchAnswers.memberSuffix
+        }
+        body += AnthropicBatchAnswers.tail
+        let root = try RawJSON.parse(body)
+        guard case .array(let requests, _)? = root["requests"] else {
+            Issue.record("no requests array")
+            return
+        }
+        #expect(requests.count == 2)
+        #expect(requests[1]["custom_id"].flatMap { RawJSON.string($0, in: body) } == "g1-1")
+        #expect(requests[0]["params"].map { Array(body[$0.range]) } == Array(bodies[0].utf8))
+    }
+
+    @Test func aMessageBatchReadsAsTheLanesStatus() throws {
+        let running = Array(#"""
+            {"id":"msgbatch_013Zva2CMHLNnXjNJJKqJ2EF","type":"message_batch","processing_status":"in_progress",
+             "request_counts":{"processing":2,"succeeded":0,"errored":0,"canceled":0,"expired":0},"ended_at":null,
+             "created_at":"2024-09-24T18:37:24.100435Z","expires_at":"2024-09-25T18:37:24.100435Z","cancel_initiated_at":null,"results_url":null}
+            """#.utf8)
+        #expect(try AnthropicBatchAnswers.status(running) == RemoteBatchStatus(status: "in_progress", total: 2))
+        let ended = Array(#"""
+            {"id":"msgbatch_1","processing_status":"ended","request_counts":{"processing":0,"succeeded":50,"errored":30,"canceled":0,"expired":0},
+             "cancel_initiated_at":null,"results_url":"https://api.anthropic.com/v1/messages/batches/msgbatch_1/results"}
+            """#.utf8)
+        let status = try AnthropicBatchAnswers.status(ended)
+        #expect(status == RemoteBatchStatus(status: "completed", total: 80, completed: 50, failed: 30,
+                                            outputFileID: "https://api.anthropic.com/v1/messages/batches/msgbatch_1/results"))
+        #expect(status.hasEnded)
+        let expired = Array(#"{"processing_status":"ended","request_counts":{"succeeded":1,"expired":3},"results_url":"u"}"#.utf8)
+        #expect(try AnthropicBatchAnswers.status(expired).status == "expired")
+        let cancelled = Array(#"{"processing_status":"ended","request_counts":{"canceled":3,"expired":1},"cancel_initiated_at":"2024-08-20T18:37:24Z","results_url":"u"}"#.utf8)
+        #expect(try AnthropicBatchAnswers.status(cancelled).status == "cancelled")
+        let canceling = Array(#"{"processing_status":"canceling","request_counts":{"processing":3},"results_url":"early"}"#.utf8)
+        #expect(try AnthropicBatchAnswers.status(canceling) == RemoteBatchStatus(status: "cancelling", total: 3), "no results before the end")
+    }
+
+    @Test func hostileCountsAndShapesNeitherTrapNorPass() {
+        let huge = Array(#"{"processing_status":"in_progress","request_counts":{"processing":99999999999999999999999,"succeeded":9223372036854775807,"errored":9223372036854775807}}"#.utf8)
+        #expect((try? AnthropicBatchAnswers.status(huge))?.total == Int.max, "sums saturate, an unreadable count is none")
+        #expect(throws: AnthropicBatchAnswers.Problem(description: "the message batch has no processing_status")) {
+            try AnthropicBatchAnswers.status(Array(#"{"id":"x"}"#.utf8))
+        }
+        #expect(throws: AnthropicBatchAnswers.Problem(description: "not a JSON object")) { try AnthropicBatchAnswers.status(Array("[]".utf8)) }
+        #expect(throws: AnthropicBatchAnswers.Problem.self) { try AnthropicBatchAnswers.status(Array("{".utf8)) }
+    }
+
+    @Test func eachResultTypeBecomesTheMembersOutcome() throws {
+        let message = #"{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"Hi"}],"model":"m","stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":1}}"#
+        let succeeded = Array(#"{"custom_id":"g1-0","result":{"type":"succeeded","message":\#(message)}}"#.utf8)
+        #expect(try AnthropicBatchAnswers.resultLine(succeeded) == ("g1-0", .succeeded(status: 200, requestID: nil, body: Array(message.utf8))))
+        let error = #"{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: too large"}}"#
+        let errored = Array(#"{"custom_id":"g1-1","result":{"type":"errored","error":\#(error)}}"#.utf8)
+        #expect(try AnthropicBatchAnswers.resultLine(errored)
+                == ("g1-1", .failed(code: "invalid_request_error", message: "max_tokens: too large", status: 400, body: Array(error.utf8))))
+        let overloaded = Array(#"{"custom_id":"g1-2","result":{"type":"errored","error":{"type":"error","error":{"type":"overloaded_error","message":"busy"}}}}"#.utf8)
+        #expect(try AnthropicBatchAnswers.resultLine(overloaded).result.succeeded == false)
+        if case .failed(_, _, let status, _) = try AnthropicBatchAnswers.resultLine(overloaded).result { #expect(status == 529) }
+        #expect(try AnthropicBatchAnswers.resultLine(Array(#"{"custom_id":"g1-3","result":{"type":"canceled"}}"#.utf8)).result == .cancelled)
+        #expect(try AnthropicBatchAnswers.resultLine(Array(#"{"custom_id":"g1-4","result":{"type":"expired"}}"#.utf8)).result == .expired)
+        #expect(AnthropicBatchAnswers.status(ofErrorType: "rate_limit_error") == 429 && AnthropicBatchAnswers.status(ofErrorType: "new_kind") == 500)
+    }
+
+    @Test func unreadableResultLinesAreNamed() {
+        let cases: [(String, String)] = [
+            (#"{"result":{"type":"expired"}}"#, "no custom_id"),
+            (#"{"custom_id":"g1-0"}"#, "g1-0: no result type"),
+            (#"{"custom_id":"g1-0","result":{"type":"succeeded","message":"text"}}"#, "g1-0: a success without a message"),
+            (#"{"custom_id":"g1-0","result":{"type":"later"}}"#, #"g1-0: an unknown result type "later""#),
+            ("7", "not a JSON object"),
+        ]
+        for (text, problem) in cases {
+            #expect(throws: AnthropicBatchAnswers.Problem(description: problem)) { try AnthropicBatchAnswers.resultLine(Array(text.utf8)) }
+        }
+    }
+}
