@@ -61,6 +61,7 @@ public final class RequestFollower {
     private var printed = ""
     private var attemptText = ""
     private var firstTokenAt: Date?
+    private var lastTokenAt: Date?
     private var tokens = 0
     private var attempt = 1
     /// The request's dialect, learned by validating its file (or, once it is gone, from the
@@ -81,6 +82,15 @@ public final class RequestFollower {
 
     deinit {
         if partialFD >= 0 { Syscall.close(partialFD) }
+    }
+
+    /// Seconds since the follower started.
+    public var elapsed: Double { Date().timeIntervalSince(started) }
+
+    /// Text pieces a second between the first and the last seen; nil before two arrived.
+    public var tokensPerSecond: Double? {
+        guard tokens > 1, let firstTokenAt, let lastTokenAt, lastTokenAt > firstTokenAt else { return nil }
+        return Double(tokens - 1) / lastTokenAt.timeIntervalSince(firstTokenAt)
     }
 
     public func run(timeout: Double? = nil, pollInterval: Double = 0.05) -> Ending {
@@ -132,7 +142,10 @@ public final class RequestFollower {
     private func progress(state fileState: RequestState, query: SpoolQuery) -> Progress {
         let now = Date()
         let live = LiveStatus.read(layout, now: now)
-        let state = live == nil ? fileState : query.state(of: id, live: live, now: now)
+        var state = live == nil ? fileState : query.state(of: id, live: live, now: now)
+        // The live status is written once a second: an attempt shorter than that shows in
+        // its `.partial` only.
+        if state == .queued || state == .deferred, Syscall.isPresent(layout.partial(id)) { state = .inFlight }
         let record = TaskRecord.load(layout, id: id)
         var current = Progress(state: state, elapsed: now.timeIntervalSince(started), attempt: max(attempt, (record?.history.attempts.count ?? 0) + 1))
         if let transfer = live?.inFlight.first(where: { $0.id == id }) {
@@ -142,9 +155,10 @@ public final class RequestFollower {
             current.tokensPerSecond = Double(tokens) / max(now.timeIntervalSince(firstTokenAt), 0.001)
         }
         if state != .inFlight {
-            current.nextAttemptAt = SpoolQuery.nextAttempt(record?.history.notBefore, live?.endpointsFreeAt)
+            let verdict = query.waitVerdict(id, record: record, live: live, now: now)
+            current.nextAttemptAt = verdict.nextAttempt.map(Date.init(timeIntervalSince1970:))
             current.lastError = record?.history.attempts.last?.message
-            current.waitingFor = live?.queueWait
+            current.waitingFor = verdict.holdingReason
         }
         return current
     }
@@ -175,6 +189,7 @@ public final class RequestFollower {
                 if !text.isEmpty {
                     tokens += 1
                     if firstTokenAt == nil { firstTokenAt = Date() }
+                    lastTokenAt = Date()
                     append(text)
                 }
                 return
@@ -183,6 +198,7 @@ public final class RequestFollower {
                 guard case .data(let payload) = event, let delta = reader.textDelta(ofEvent: Array(payload.utf8)) else { return }
                 tokens += 1
                 if firstTokenAt == nil { firstTokenAt = Date() }
+                lastTokenAt = Date()
                 append(delta)
             }
         }
