@@ -29,7 +29,8 @@ enum ManageCommand {
         guard args.has("--all-failed") else {
             var asked = false
             let status = each(args.positionals, nil) { id in
-                if Syscall.isPresent(layout.failedRequest(id)) || !Syscall.isPresent(layout.request(id)) {
+                // A prompt file waits in outgoing under its own ending, not only .json.
+                if Syscall.isPresent(layout.failedRequest(id)) || SpoolQuery(layout: layout).requestPath(of: id) == nil {
                     try actions.retry(id)
                     print("requeued \(id)")
                 } else {
