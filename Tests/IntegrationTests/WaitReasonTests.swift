@@ -87,7 +87,7 @@ import Testing
         defer { harness.stop() }
         let port = try Self.refusedPort()
         try harness.startDaemon(config: ["endpoints": [["name": "openai", "base_url": "http://127.0.0.1:\(port)/v1"]],
-                                         "retry_initial_seconds": 0.1, "retry_max_seconds": 0.2,
+                                         "metrics": "127.0.0.1:0", "retry_initial_seconds": 0.1, "retry_max_seconds": 0.2,
                                          // The shipped defaults, which the harness turns off.
                                          "cooldown_after_failures": 3, "cooldown_seconds": 30])
         try harness.drop("held", Harness.request("held"))
@@ -124,6 +124,13 @@ import Testing
         #expect(lines.count == 1, "one line says the endpoint cools down: \(lines)")
         #expect(lines.first?.contains("until=") == true && lines.first?.contains("failures=3") == true, "\(lines)")
         #expect(!FileManager.default.fileExists(atPath: harness.layout.errorRecord("held")))
+
+        let portText = try #require(harness.log.range(of: #"serving metrics address=127\.0\.0\.1:0 port=\d+"#, options: .regularExpression)
+            .map { String(harness.log[$0].split(separator: "=").last!) })
+        let metrics = String(decoding: try LoopbackGet.body(port: try #require(UInt16(portText)), path: "/metrics"), as: UTF8.self)
+        #expect(metrics.contains("llmspool_endpoint_cooldowns_total{endpoint=\"openai\"} 1\n"), "\(metrics)")
+        #expect(metrics.contains("llmspool_endpoint_waiting{endpoint=\"openai\",cause=\"cooling-down\"} 1\n"), "\(metrics)")
+        #expect(metrics.contains("llmspool_endpoint_attempts_total{endpoint=\"openai\",result=\"transport-error\"} 3\n"), "\(metrics)")
     }
 
     @Test func aRetryAfterPauseHoldsUnrelatedRequestsAsWaitingWithThatReason() throws {
