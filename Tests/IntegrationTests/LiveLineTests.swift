@@ -62,4 +62,22 @@ import Testing
         #expect(finished.status == 2 && finished.stderr.contains("--progress applies to --wait only"), "\(finished.stderr)")
         #expect(harness.files(in: harness.layout.outgoing).isEmpty)
     }
+
+    @Test func withoutADaemonTheLineSaysWhyItIsQueued() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let finished = try harness.cli(["submit", "-", "--wait", "--progress", "--id", "alone", "--spool", harness.layout.root, "--timeout", "1"],
+                                       stdin: try requestText("nobody runs"))
+        #expect(finished.status == 124, "\(finished.stderr)")
+        #expect(lines(finished.stderr).contains { $0.hasPrefix("queued  ") && $0.hasSuffix("(no daemon running)") }, "\(finished.stderr)")
+    }
+
+    @Test func showOfAnUnknownIDSaysSoOnStderr() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let finished = try harness.cli(["show", "nope", "--spool", harness.layout.root])
+        #expect(finished.status == 1)
+        #expect(finished.stderr == "llmspool: show: no request nope in \(harness.layout.root) (not in outgoing, hold, incoming or failed)\n", "\(finished.stderr)")
+        #expect(JSONObject.parse(Array(finished.stdout.utf8))?["state"] as? String == "unknown", "scripts still get the object")
+    }
 }

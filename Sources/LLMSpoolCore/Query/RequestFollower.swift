@@ -141,15 +141,21 @@ public final class RequestFollower {
     /// in flight, its token rate, and when a waiting request tries again.
     private func progress(state fileState: RequestState, query: SpoolQuery) -> Progress {
         let now = Date()
-        let live = LiveStatus.read(layout, now: now)
-        var state = live == nil ? fileState : query.state(of: id, live: live, now: now)
-        // The live status is written once a second: an attempt shorter than that shows in
-        // its `.partial` only.
-        if state == .queued || state == .deferred, Syscall.isPresent(layout.partial(id)) { state = .inFlight }
         let record = TaskRecord.load(layout, id: id)
-        var current = Progress(state: state, elapsed: now.timeIntervalSince(started), attempt: max(attempt, (record?.history.attempts.count ?? 0) + 1))
+        let made = record?.history.attempts.count ?? 0
+        var live = LiveStatus.read(layout, now: now)
+        // The live status is written once a second: an entry for an attempt the record
+        // already counts as ended is stale, and an attempt shorter than a second shows in
+        // its `.partial` only.
+        if var fresh = live, let listed = fresh.inFlight.first(where: { $0.id == id }), listed.attempt <= made {
+            fresh.inFlight.removeAll { $0.id == id }
+            live = fresh
+        }
+        var state = live == nil ? fileState : query.state(of: id, live: live, now: now)
+        if state == .queued || state == .deferred, Syscall.isPresent(layout.partial(id)) { state = .inFlight }
+        var current = Progress(state: state, elapsed: now.timeIntervalSince(started), attempt: max(attempt, made + 1))
         if let transfer = live?.inFlight.first(where: { $0.id == id }) {
-            current.attempt = transfer.attempt
+            current.attempt = max(current.attempt, transfer.attempt)
             if transfer.events > 0 { current.tokensPerSecond = Double(transfer.events) / max(now.timeIntervalSince(transfer.startedAt), 0.001) }
         } else if let firstTokenAt {
             current.tokensPerSecond = Double(tokens) / max(now.timeIntervalSince(firstTokenAt), 0.001)
@@ -159,6 +165,8 @@ public final class RequestFollower {
             current.nextAttemptAt = verdict.nextAttempt.map(Date.init(timeIntervalSince1970:))
             current.lastError = record?.history.attempts.last?.message
             current.waitingFor = verdict.holdingReason
+            // As `queue` says it: nothing will send a queued request until a daemon runs.
+            if live == nil && state == .queued { current.waitingFor = "no daemon running" }
         }
         return current
     }
