@@ -175,7 +175,7 @@ enum SubmitCommand {
         interrupt.cancel()
         if mode == .terminal && !(textOnTerminal && textShown) { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         if isatty(1) == 1 && textShown && !lastText.hasSuffix("\n") { FileHandle.standardOutput.write(Data("\n".utf8)) }
-        if case .done = ending, mode != .none, let rate = lastProgress?.tokensPerSecond ?? follower.tokensPerSecond {
+        if case .done = ending, mode != .none, let rate = follower.tokensPerSecond {
             // How fast it came, which a streamed answer on the terminal had no room to show.
             FileHandle.standardError.write(Data(String(format: "done  %.1fs  attempt %d  %.0f tok/s\n", follower.elapsed, lastProgress?.attempt ?? 1, rate).utf8))
         }

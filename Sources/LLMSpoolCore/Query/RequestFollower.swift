@@ -156,10 +156,10 @@ public final class RequestFollower {
         var current = Progress(state: state, elapsed: now.timeIntervalSince(started), attempt: max(attempt, made + 1))
         if let transfer = live?.inFlight.first(where: { $0.id == id }) {
             current.attempt = max(current.attempt, transfer.attempt)
-            if transfer.events > 0 { current.tokensPerSecond = Double(transfer.events) / max(now.timeIntervalSince(transfer.startedAt), 0.001) }
-        } else if let firstTokenAt {
-            current.tokensPerSecond = Double(tokens) / max(now.timeIntervalSince(firstTokenAt), 0.001)
         }
+        // Counted here from the `.partial`, which is current; the live status's count is up
+        // to a second old and would understate the rate (or, just after the start, inflate it).
+        if state == .inFlight { current.tokensPerSecond = tokensPerSecond }
         if state != .inFlight {
             let verdict = query.waitVerdict(id, record: record, live: live, now: now)
             current.nextAttemptAt = verdict.nextAttempt.map(Date.init(timeIntervalSince1970:))
@@ -178,6 +178,10 @@ public final class RequestFollower {
             if partialFD >= 0 {
                 Syscall.close(partialFD)
                 attempt += 1
+                // The rate is the attempt's own.
+                tokens = 0
+                firstTokenAt = nil
+                lastTokenAt = nil
             }
             partialFD = (try? Syscall.open(layout.partial(id), O_RDONLY | O_NOFOLLOW | O_NONBLOCK)) ?? -1
             partialInode = UInt64(info.st_ino)
