@@ -73,7 +73,7 @@ enum ManageCommand {
             return 0
         }
         if !args.has("--yes") {
-            guard confirm("cancel all \(ids.count) requests in \(layout.outgoing)? [y/N] ") else {
+            guard confirm("cancel \(ids.count == 1 ? "the 1 request" : "all \(ids.count) requests") in \(layout.outgoing)? [y/N] ") else {
                 FileHandle.standardError.write(Data("llmspool: nothing cancelled\n".utf8))
                 return 1
             }
