@@ -112,7 +112,7 @@ enum Help {
     """
 
     static let submit = """
-    Usage: llmspool submit FILE|-|BATCH.jsonl [--id ID] [--wait] [--timeout SECONDS] [--spool DIR]
+    Usage: llmspool submit FILE|-|BATCH.jsonl [--id ID] [--wait [--timeout SECONDS] [--progress]] [--spool DIR]
 
     Validates the request, writes it to a hidden file in <spool>/outgoing, fsyncs it and
     renames it into place, then prints its id (a time-sorted random one unless --id).
@@ -120,9 +120,11 @@ enum Help {
     (standard input too) is a JSON request.
     With --wait it follows the request to its end: the answer's text goes to stdout as it
     streams, in any dialect (for embeddings, one line: how many and of how many
-    dimensions); on a terminal, stderr shows a live line (state, elapsed time, tokens per
-    second, attempt) until text arrives. Exit status: 0 done, 1 failed or cancelled (the
-    error on stderr), 124 --timeout passed (the request stays in the spool).
+    dimensions); on a terminal, stderr shows a live line (state, elapsed time, attempt,
+    tokens per second, when a waiting request tries again and why), and a closing line
+    with the rate. --progress prints that line when stderr is not a terminal, one line
+    each time it changes. Exit status: 0 done, 1 failed or cancelled (the error on
+    stderr), 124 --timeout passed (the request stays in the spool).
 
     A FILE ending in .jsonl is a batch: copied into outgoing as <name>.jsonl (the file's
     name, or --id), without holding it in memory. With --wait, stderr shows done/total,
@@ -131,7 +133,7 @@ enum Help {
     """
 
     static let ask = """
-    Usage: llmspool ask "QUESTION" [--model M] [--system S] [--id ID] [--wait] [--timeout SECONDS] [--spool DIR]
+    Usage: llmspool ask "QUESTION" [--model M] [--system S] [--id ID] [--wait [--timeout SECONDS] [--progress]] [--spool DIR]
 
     Writes a prompt file (<spool>/outgoing/<id>.md) holding the question, with the model
     and system prompt given in its front matter, and drops it as submit does. Without
@@ -142,9 +144,10 @@ enum Help {
     """
 
     static let wait = """
-    Usage: llmspool wait ID [--timeout SECONDS] [--spool DIR]
+    Usage: llmspool wait ID [--timeout SECONDS] [--progress] [--spool DIR]
 
-    Follows a request that is already in the spool, as submit --wait does. Works whether
+    Follows a request that is already in the spool, as submit --wait does (--progress
+    too). Works whether
     the daemon is running or starts later.
     """
 
@@ -152,7 +155,8 @@ enum Help {
     Usage: llmspool status [--json] [--watch [--interval SECONDS]] [--list] [--spool DIR | --config FILE]
 
     Queued, in flight (id, elapsed, bytes and tokens received, attempt, endpoint), waiting
-    to retry (next attempt, last error), done and failed counts, and token totals. Reads the
+    (next attempt, last error, and what it waits for: its back-off, an endpoint cooling
+    down or paused by Retry-After), the endpoints that wait, done and failed counts, and token totals. Reads the
     folders (and the daemon's state/.daemon.json when one runs); locks nothing. --json prints
     one object with counts under queued, in_flight, waiting (also as deferred), done, failed
     and held; with --watch, one object per line (NDJSON). --list is `llmspool queue`.
@@ -179,9 +183,10 @@ enum Help {
     Usage: llmspool retry ID... | --all | --all-failed [--spool DIR | --config FILE]
 
     A failed request goes back to outgoing, with a fresh attempt count. A request still in
-    outgoing that waits for its next attempt is sent now, like postqueue -i: the running
-    daemon takes the request within a second (an endpoint's own pause, such as a provider's
-    Retry-After, still holds). --all sends every waiting request now, like postqueue -f.
+    outgoing that waits is sent now, like postqueue -i: the running daemon takes it within
+    a second, past its own back-off and past an endpoint's cool-down (the daemon's own
+    caution, as Postfix's per-destination back-off), but a provider's pause (Retry-After,
+    a rate limit) still holds. --all sends every waiting request now, like postqueue -f.
     --all-failed requeues every failure but one that a later result of the same id
     replaced: that one moves (request and record) to failed/superseded/ instead.
     """

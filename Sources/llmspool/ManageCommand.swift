@@ -29,7 +29,8 @@ enum ManageCommand {
         guard args.has("--all-failed") else {
             var asked = false
             let status = each(args.positionals, nil) { id in
-                if Syscall.isPresent(layout.failedRequest(id)) || !Syscall.isPresent(layout.request(id)) {
+                // A prompt file waits in outgoing under its own ending, not only .json.
+                if Syscall.isPresent(layout.failedRequest(id)) || SpoolQuery(layout: layout).requestPath(of: id) == nil {
                     try actions.retry(id)
                     print("requeued \(id)")
                 } else {
@@ -72,7 +73,7 @@ enum ManageCommand {
             return 0
         }
         if !args.has("--yes") {
-            guard confirm("cancel all \(ids.count) requests in \(layout.outgoing)? [y/N] ") else {
+            guard confirm("cancel \(ids.count == 1 ? "the 1 request" : "all \(ids.count) requests") in \(layout.outgoing)? [y/N] ") else {
                 FileHandle.standardError.write(Data("llmspool: nothing cancelled\n".utf8))
                 return 1
             }

@@ -91,6 +91,11 @@ enum StatusCommand {
         let details = SpoolQuery(layout: layout).show(name)
         let data = try JSONSerialization.data(withJSONObject: details, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         FileHandle.standardOutput.write(data + Data("\n".utf8))
-        return details["state"] as? String == RequestState.unknown.rawValue ? 1 : 0
+        guard details["state"] as? String != RequestState.unknown.rawValue else {
+            // The object stays on stdout for scripts; a person is told what was not found.
+            FileHandle.standardError.write(Data("llmspool: show: no request \(Logger.escape(name)) in \(layout.root) (not in outgoing, hold, incoming or failed)\n".utf8))
+            return 1
+        }
+        return 0
     }
 }

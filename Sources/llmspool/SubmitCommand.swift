@@ -5,7 +5,7 @@ import LLMSpoolCore
 /// `llmspool submit` and `llmspool wait`: drop a request safely, and follow one to its end.
 enum SubmitCommand {
     static func submit(_ argv: [String]) throws -> Int32 {
-        let args = try Arguments(argv, valued: ClientSpool.valued.union(["--id", "--timeout"]), switches: ["--help", "--wait"])
+        let args = try Arguments(argv, valued: ClientSpool.valued.union(["--id", "--timeout"]), switches: ["--help", "--wait", "--progress"])
         if args.has("--help") {
             print(Help.submit)
             return 0
@@ -15,6 +15,9 @@ enum SubmitCommand {
         let waitTimeout = try timeout(args)
         if args["--timeout"] != nil && !args.has("--wait") {
             throw Arguments.UsageError(description: "--timeout applies to --wait only")
+        }
+        if args.has("--progress") && !args.has("--wait") {
+            throw Arguments.UsageError(description: "--progress applies to --wait only")
         }
         if args.positionals[0].hasSuffix(SpoolLayout.batchSuffix) {
             return try BatchCommand.submit(args.positionals[0], name: args["--id"], wait: args.has("--wait"), timeout: waitTimeout,
@@ -37,11 +40,12 @@ enum SubmitCommand {
         // A prompt file keeps its ending, which is its format; anything else is a JSON request.
         let suffix = RequestName.format(of: source).map(\.suffix) ?? SpoolLayout.requestSuffix
         return try drop(bytes, id: id, suffix: suffix, source: source == "-" ? "standard input" : source, layout: layout,
-                        wait: args.has("--wait"), timeout: waitTimeout)
+                        wait: args.has("--wait"), timeout: waitTimeout, progress: ProgressMode(forced: args.has("--progress")))
     }
 
     /// Drops a checked request and prints its id, or follows it with `wait`.
-    static func drop(_ bytes: [UInt8], id: String, suffix: String, source: String, layout: SpoolLayout, wait: Bool, timeout waitTimeout: Double?) throws -> Int32 {
+    static func drop(_ bytes: [UInt8], id: String, suffix: String, source: String, layout: SpoolLayout, wait: Bool, timeout waitTimeout: Double?,
+                     progress: ProgressMode) throws -> Int32 {
         if let existing = SpoolQuery(layout: layout).requestPath(of: id) { throw ConfigError("a request with id \(id) is already queued (\(existing))") }
         do {
             try Submitter.submit(bytes, id: id, layout: layout, mode: requestMode(layout), suffix: suffix)
@@ -54,14 +58,14 @@ enum SubmitCommand {
             return 0
         }
         // Ready for Ctrl-C before the id is out: whoever reads the id may interrupt at once.
-        let interrupt = interruptMessage(id, clearLine: isatty(1) == 1 && isatty(2) == 1)
+        let interrupt = interruptMessage(id, clearLine: progress == .terminal)
         FileHandle.standardError.write(Data("\(id)\n".utf8))
-        return follow(id, layout: layout, timeout: waitTimeout, interrupt: interrupt)
+        return follow(id, layout: layout, timeout: waitTimeout, progress: progress, interrupt: interrupt)
     }
 
     /// `llmspool ask "question"`: writes a prompt file for the question and drops it.
     static func ask(_ argv: [String]) throws -> Int32 {
-        let args = try Arguments(argv, valued: ClientSpool.valued.union(["--id", "--timeout", "--model", "--system"]), switches: ["--help", "--wait"])
+        let args = try Arguments(argv, valued: ClientSpool.valued.union(["--id", "--timeout", "--model", "--system"]), switches: ["--help", "--wait", "--progress"])
         if args.has("--help") {
             print(Help.ask)
             return 0
@@ -84,7 +88,11 @@ enum SubmitCommand {
         }
         let layout = try ClientSpool.existing(args)
         let text = AskPrompt.text(question: question, model: args["--model"], system: args["--system"])
-        return try drop(Array(text.utf8), id: id, suffix: ".md", source: "the question", layout: layout, wait: args.has("--wait"), timeout: waitTimeout)
+        if args.has("--progress") && !args.has("--wait") {
+            throw Arguments.UsageError(description: "--progress applies to --wait only")
+        }
+        return try drop(Array(text.utf8), id: id, suffix: ".md", source: "the question", layout: layout, wait: args.has("--wait"), timeout: waitTimeout,
+                        progress: ProgressMode(forced: args.has("--progress")))
     }
 
     /// A request dropped into a folder the group shares must be readable by the daemon's
@@ -95,7 +103,7 @@ enum SubmitCommand {
     }
 
     static func wait(_ argv: [String]) throws -> Int32 {
-        let args = try Arguments(argv, valued: ClientSpool.valued.union(["--timeout"]), switches: ["--help"])
+        let args = try Arguments(argv, valued: ClientSpool.valued.union(["--timeout"]), switches: ["--help", "--progress"])
         if args.has("--help") {
             print(Help.wait)
             return 0
@@ -107,7 +115,7 @@ enum SubmitCommand {
         if SpoolQuery(layout: layout).state(of: id) == .unknown {
             throw ConfigError("no request \(id) in \(layout.root)")
         }
-        return follow(id, layout: layout, timeout: waitTimeout)
+        return follow(id, layout: layout, timeout: waitTimeout, progress: ProgressMode(forced: args.has("--progress")))
     }
 
     static func timeout(_ args: Arguments) throws -> Double? {
@@ -142,25 +150,35 @@ enum SubmitCommand {
         return "\(formatter.string(from: Date()))-\(suffix)"
     }
 
-    /// Streams the answer's text to stdout; on a terminal, a live line on stderr.
-    static func follow(_ id: String, layout: SpoolLayout, timeout: Double?, interrupt installed: (any DispatchSourceSignal)? = nil) -> Int32 {
-        let live = isatty(1) == 1 && isatty(2) == 1
+    /// Streams the answer's text to stdout, and the live line to stderr (see `ProgressMode`).
+    static func follow(_ id: String, layout: SpoolLayout, timeout: Double?, progress mode: ProgressMode,
+                       interrupt installed: (any DispatchSourceSignal)? = nil) -> Int32 {
+        // Text streaming to the same terminal takes the screen: the line stops when text
+        // starts and its last state is printed once the answer is complete.
+        let textOnTerminal = isatty(1) == 1 && mode == .terminal
         var textShown = false
         var lastText = ""
+        var lastProgress: RequestFollower.Progress?
+        var printer = ProgressPrinter(mode: mode)
         let follower = RequestFollower(layout: layout, id: id, onText: { text in
-            if live && !textShown { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            if textOnTerminal && !textShown { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
             textShown = true
             lastText = text
             FileHandle.standardOutput.write(Data(text.utf8))
         }, onProgress: { progress in
-            guard live && !textShown else { return }
-            FileHandle.standardError.write(Data("\r\u{1B}[K\(progress.line())".utf8))
+            lastProgress = progress
+            guard !(textOnTerminal && textShown) else { return }
+            if let output = printer.output(for: progress) { FileHandle.standardError.write(Data(output.utf8)) }
         })
-        let interrupt = installed ?? interruptMessage(id, clearLine: live)
+        let interrupt = installed ?? interruptMessage(id, clearLine: mode == .terminal)
         let ending = follower.run(timeout: timeout)
         interrupt.cancel()
-        if live && !textShown { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        if mode == .terminal && !(textOnTerminal && textShown) { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         if isatty(1) == 1 && textShown && !lastText.hasSuffix("\n") { FileHandle.standardOutput.write(Data("\n".utf8)) }
+        if case .done = ending, mode != .none, let rate = follower.tokensPerSecond {
+            // How fast it came, which a streamed answer on the terminal had no room to show.
+            FileHandle.standardError.write(Data(String(format: "done  %.1fs  attempt %d  %.0f tok/s\n", follower.elapsed, lastProgress?.attempt ?? 1, rate).utf8))
+        }
         switch ending {
         case .done:
             return 0

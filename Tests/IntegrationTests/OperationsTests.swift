@@ -126,7 +126,38 @@ import Testing
         #expect(samples["llmspool_endpoint_received_bytes_total{\(label)}"] == samples["llmspool_received_bytes_total"])
         #expect(samples["llmspool_endpoint_in_flight{\(label)}"] == 0)
         #expect(samples["llmspool_endpoint_waiting{\(label),cause=\"cooling-down\"}"] == 0)
+        #expect(samples["llmspool_endpoint_tokens_total{\(label),kind=\"completion\"}"] == samples["llmspool_tokens_total{kind=\"completion\"}"])
+        #expect(samples["llmspool_endpoint_cooldowns_total{\(label)}"] == 0)
+        try expectPrometheusNaming(String(decoding: try LoopbackGet.body(port: port, path: "/metrics"), as: UTF8.self))
         #expect(String(decoding: try LoopbackGet.body(port: port, path: "/healthz"), as: UTF8.self) == "ok\n")
+    }
+
+    /// The exposition's own conventions: every family has HELP and TYPE, names are
+    /// snake_case under llmspool_, counters and only counters end in _total, units are
+    /// base units (seconds, bytes) named before _total, and every sample belongs to a family.
+    func expectPrometheusNaming(_ text: String) throws {
+        var types: [String: String] = [:]
+        var helped: Set<String> = []
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ", maxSplits: 3).map(String.init)
+            if parts.first == "#", parts.count >= 4, parts[1] == "TYPE" { types[parts[2]] = parts[3] }
+            if parts.first == "#", parts.count >= 3, parts[1] == "HELP" { helped.insert(parts[2]) }
+        }
+        #expect(!types.isEmpty)
+        for (name, type) in types {
+            #expect(name.range(of: #"^llmspool_[a-z][a-z0-9_]*$"#, options: .regularExpression) != nil, "\(name)")
+            #expect(helped.contains(name), "\(name) has no HELP")
+            #expect((type == "counter") == name.hasSuffix("_total"), "\(name) is a \(type)")
+            #expect(!name.contains("_ms") && !name.contains("_milliseconds") && !name.contains("_kb"), "\(name): base units only")
+            if name.hasSuffix("_total") { #expect(!name.hasSuffix("_seconds_total_total")) }
+        }
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            let name = String(line.prefix { $0 != "{" && $0 != " " })
+            let family = ["_bucket", "_sum", "_count"].reduce(name) { name, suffix in
+                types[name] == nil && name.hasSuffix(suffix) && types[String(name.dropLast(suffix.count))] == "histogram" ? String(name.dropLast(suffix.count)) : name
+            }
+            #expect(types[family] != nil, "a sample of no family: \(line)")
+        }
     }
 
     @Test func logLinesFitTheirReader() throws {

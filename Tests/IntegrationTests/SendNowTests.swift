@@ -70,4 +70,32 @@ import Testing
         #expect(asked.stderr.contains("no daemon is running"), "\(asked.stderr)")
         #expect(harness.files(in: harness.layout.control) == ["send-now.later"])
     }
+
+    /// Like `postqueue -i`, which ignores the destination's back-off for that message: a
+    /// request held only by its endpoint's cool-down goes when asked for; the others keep
+    /// waiting for the cool-down to end.
+    @Test func retryOfARequestHeldByACoolDownSendsItNow() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["endpoints": [["name": "stub", "base_url": harness.stubURL]],
+                                         "retry_initial_seconds": 0.05, "retry_max_seconds": 0.05,
+                                         "cooldown_after_failures": 3, "cooldown_seconds": 600])
+        let fault: [String: Any] = ["status": 503]
+        try harness.drop("sick", Harness.request("p-sick", stub: ["faults": [fault, fault, fault]]))
+        try waitUntil("the endpoint cools down", timeout: 30) {
+            let status = (try? harness.cli(["status", "--json", "--config", harness.configPath]).stdout).flatMap { JSONObject.parse(Array($0.utf8)) }
+            return (status?["endpoint_waits"] as? [[String: Any]])?.first?["cause"] as? String == "cooling-down"
+        }
+        try harness.drop("bystander", Harness.request("p-bystander"))
+        let asked = try harness.cli(["retry", "sick", "--config", harness.configPath])
+        #expect(asked.status == 0, "\(asked.stderr)")
+        try waitUntil("sick is answered during the cool-down", timeout: 20) {
+            FileManager.default.fileExists(atPath: harness.layout.result("sick"))
+        }
+        #expect(try harness.arrivals(of: "p-sick").count == 4)
+        #expect(try harness.arrivals(of: "p-bystander").isEmpty, "the cool-down still holds the others")
+        let show = try #require(JSONObject.parse(Array(try harness.cli(["show", "bystander", "--config", harness.configPath]).stdout.utf8)))
+        #expect(show["state"] as? String == "waiting", "\(show)")
+    }
 }

@@ -30,3 +30,46 @@ import Testing
         #expect(!progress.line(now: now).contains("cooling"), "in flight, a wait is over")
     }
 }
+
+/// `--progress` without a terminal: one line per change, and the rate once a second.
+@Suite struct ProgressPrinterTests {
+    let now = Date(timeIntervalSince1970: 1_000_000)
+
+    @Test func linesComeOnlyWhenSomethingChanges() {
+        var printer = ProgressPrinter(mode: .lines)
+        let queued = RequestFollower.Progress(state: .queued, elapsed: 0.1, attempt: 1)
+        #expect(printer.output(for: queued, now: now) == "queued  0.1s  attempt 1\n")
+        var later = queued
+        later.elapsed = 0.3
+        #expect(printer.output(for: later, now: now) == nil, "only the time moved")
+        let flying = RequestFollower.Progress(state: .inFlight, elapsed: 0.5, tokensPerSecond: 20, attempt: 1)
+        #expect(printer.output(for: flying, now: now) == "in-flight  0.5s  attempt 1  20 tok/s\n")
+        var faster = flying
+        faster.elapsed = 0.9
+        #expect(printer.output(for: faster, now: now) == nil, "the rate at most once a second")
+        faster.elapsed = 1.6
+        faster.tokensPerSecond = 30
+        #expect(printer.output(for: faster, now: now) == "in-flight  1.6s  attempt 1  30 tok/s\n")
+        var retry = RequestFollower.Progress(state: .deferred, elapsed: 2, attempt: 2, nextAttemptAt: now.addingTimeInterval(3), lastError: "refused")
+        #expect(printer.output(for: retry, now: now) == "waiting  2.0s  attempt 2  next attempt in 3s  after: refused\n")
+        retry.waitingFor = "endpoint a cooling down until 08:00:00 (3 failures in a row)"
+        #expect(printer.output(for: retry, now: now)?.hasSuffix("(endpoint a cooling down until 08:00:00 (3 failures in a row))\n") == true,
+                "a new reason is news")
+    }
+
+    @Test func theTerminalLineIsRewrittenEveryTimeAndNoneSaysNothing() {
+        var terminal = ProgressPrinter(mode: .terminal)
+        let queued = RequestFollower.Progress(state: .queued, elapsed: 0.1, attempt: 1)
+        #expect(terminal.output(for: queued, now: now) == "\r\u{1B}[Kqueued  0.1s  attempt 1")
+        #expect(terminal.output(for: queued, now: now) == "\r\u{1B}[Kqueued  0.1s  attempt 1")
+        var none = ProgressPrinter(mode: .none)
+        #expect(none.output(for: queued, now: now) == nil)
+    }
+
+    @Test func theModeFollowsTheTerminalAndTheSwitch() {
+        #expect(ProgressMode(forced: false, stderrIsTerminal: true) == .terminal)
+        #expect(ProgressMode(forced: true, stderrIsTerminal: true) == .terminal)
+        #expect(ProgressMode(forced: true, stderrIsTerminal: false) == .lines)
+        #expect(ProgressMode(forced: false, stderrIsTerminal: false) == .none)
+    }
+}

@@ -61,4 +61,47 @@ import Testing
         #expect(s.handle(.retry(task("a", notBefore: 500), at: 500), now: 1).isEmpty)
         #expect(started(s.handle(.sendNow(id: "a"), now: 2)) == ["a"])
     }
+
+    /// Two retryable failures cool the endpoint down (cooldown_after_failures 2) for 30 s.
+    func cooled() -> Scheduler {
+        var s = Scheduler(concurrency: 4, gates: [EndpointGate(concurrency: 4, cooldownAfterFailures: 2, cooldownSeconds: 30, now: 0)])
+        for id in ["f1", "f2"] {
+            _ = s.handle(.arrived(.valid(task(id))), now: 0)
+            _ = s.handle(.transferEnded(id: id, feedback: EndpointFeedback(.retryableFailure)), now: 0)
+            _ = s.handle(.finalized(id: id), now: 0)
+        }
+        return s
+    }
+
+    @Test func sendNowPassesAnEndpointsCoolDownLikePostqueueI() {
+        var s = cooled()
+        #expect(s.handle(.arrived(.valid(task("held"))), now: 1).isEmpty, "the cool-down holds it")
+        #expect(s.handle(.arrived(.valid(task("other"))), now: 1).isEmpty)
+        #expect(s.handle(.arrived(.valid(task("later", notBefore: 5))), now: 1).isEmpty)
+        #expect(started(s.handle(.sendNow(id: "held"), now: 2)) == ["held"], "asked for, it passes the cool-down")
+        #expect(s.state(of: "other") == .queued, "the others still wait for the cool-down")
+        #expect(started(s.handle(.sendNow(id: "later"), now: 3)) == ["later"], "a waiting one passes its back-off and the cool-down")
+        #expect(started(s.handle(.tick, now: 10)).isEmpty, "the ask is spent; the cool-down still holds the rest")
+        #expect(started(s.handle(.tick, now: 31)) == ["other"], "the cool-down ends")
+    }
+
+    @Test func sendNowSpentByAFailureDoesNotPassTheNextCoolDown() {
+        var s = cooled()
+        _ = s.handle(.arrived(.valid(task("held"))), now: 1)
+        #expect(started(s.handle(.sendNow(id: "held"), now: 2)) == ["held"])
+        _ = s.handle(.transferEnded(id: "held", feedback: EndpointFeedback(.retryableFailure)), now: 2)
+        _ = s.handle(.retry(task("held", notBefore: 3), at: 3), now: 2)
+        #expect(started(s.handle(.tick, now: 4)).isEmpty, "asked once, it went once")
+    }
+
+    @Test func sendNowDoesNotPassAProvidersPause() throws {
+        var s = Scheduler(concurrency: 4, gates: [EndpointGate(concurrency: 4, cooldownAfterFailures: 10, now: 0)])
+        _ = s.handle(.arrived(.valid(task("asks"))), now: 0)
+        var feedback = EndpointFeedback(.retryableFailure)
+        feedback.pauseSeconds = 40
+        _ = s.handle(.transferEnded(id: "asks", feedback: feedback), now: 0)
+        #expect(s.handle(.arrived(.valid(task("held"))), now: 1).isEmpty)
+        #expect(started(s.handle(.sendNow(id: "held"), now: 2)).isEmpty, "the provider asked for 40 s")
+        #expect(started(s.handle(.tick, now: 41)) == ["held"])
+    }
 }

@@ -404,8 +404,8 @@ public final class Finisher: Sendable {
                 leases?.release(id, ended: false)
                 return postpone(prepared.task, because: "publishing the result failed: \(reason)")
             }
-            if let usage = prepared.usage { metrics.usage(usage, lane: prepared.outcome.remoteBatch == nil ? .live : .batch) }
             let outcome = prepared.outcome
+            if let usage = prepared.usage { metrics.usage(usage, lane: outcome.remoteBatch == nil ? .live : .batch, endpoint: outcome.endpointName) }
             let seconds = (outcome.endedAt.timeIntervalSince(outcome.startedAt) * 1000).rounded() / 1000
             logger.info("done", id: id, ["result": LogValue(layout.result(id)), "endpoint": LogValue(outcome.endpointName),
                                          "attempts": "\(prepared.task.history.attempts.count)", "bytes": "\(outcome.bytesReceived)",

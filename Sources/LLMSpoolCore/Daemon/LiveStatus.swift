@@ -15,6 +15,10 @@ public struct LiveStatus: Sendable, Equatable {
     /// Endpoints that take no request now, and why; `endpointCount` says how many it has.
     public var endpointWaits: [TransferEngine.NamedEndpointWait] = []
     public var endpointCount = 0
+    /// Every endpoint in fallback order with its slots and wait, and the daemon's own limit:
+    /// what `RequestWaitJudge` needs to say which requests wait and why.
+    public var endpoints: [RequestWaitJudge.EndpointView] = []
+    public var concurrency = 0
 
     /// Why a request that could go now does not: every endpoint waits (nil when one could
     /// take it, and the request waits only for a free slot).
@@ -63,6 +67,18 @@ public struct LiveStatus: Sendable, Equatable {
             JSONText.appendQuoted(named.message, to: &text)
             text += "}"
         }
+        text += "],\"concurrency\":\(concurrency),\"endpoint_list\":["
+        for (index, view) in endpoints.enumerated() {
+            if index > 0 { text += "," }
+            text += "{\"name\":"
+            JSONText.appendQuoted(view.name, to: &text)
+            text += ",\"api\":\"\(view.api.rawValue)\",\"concurrency\":\(view.concurrency),\"in_flight\":\(view.inFlight)"
+            if let wait = view.wait {
+                text += ",\"cause\":\"\(wait.cause.rawValue)\",\"until\":\(wait.until)"
+                if let failures = wait.failures { text += ",\"failures\":\(failures)" }
+            }
+            text += "}"
+        }
         text += "]"
         if let totals {
             text += ",\"totals\":{\"done\":\(totals.done),\"failed\":\(totals.failed),\"tokens\":{"
@@ -109,6 +125,17 @@ public struct LiveStatus: Sendable, Equatable {
             guard let endpoint = entry["endpoint"] as? String, let cause = (entry["cause"] as? String).flatMap(EndpointWait.Cause.init(rawValue:)),
                   let until = (entry["until"] as? NSNumber)?.doubleValue, until.isFinite else { return nil }
             return TransferEngine.NamedEndpointWait(endpoint: endpoint, wait: EndpointWait(cause: cause, until: until, failures: entry["failures"] as? Int))
+        }
+        status.concurrency = object["concurrency"] as? Int ?? 0
+        status.endpoints = (object["endpoint_list"] as? [[String: Any]] ?? []).compactMap { entry in
+            guard let name = entry["name"] as? String, let api = (entry["api"] as? String).flatMap(EndpointAPI.init(rawValue:)) else { return nil }
+            var view = RequestWaitJudge.EndpointView(name: name, api: api, concurrency: entry["concurrency"] as? Int ?? 1,
+                                                     inFlight: entry["in_flight"] as? Int ?? 0)
+            if let cause = (entry["cause"] as? String).flatMap(EndpointWait.Cause.init(rawValue:)),
+               let until = (entry["until"] as? NSNumber)?.doubleValue, until.isFinite {
+                view.wait = EndpointWait(cause: cause, until: until, failures: entry["failures"] as? Int)
+            }
+            return view
         }
         if let totals = object["totals"] as? [String: Any], let done = totals["done"] as? Int, let failed = totals["failed"] as? Int {
             status.totals = SpoolTotals(done: done, failed: failed, tokens: totals["tokens"] as? [String: Int] ?? [:],

@@ -172,6 +172,8 @@ public final class SpoolDaemon: Sendable {
                                         inFlight: snapshot.inFlight.filter { BatchLineRef(id: $0.id) == nil })
                 status.endpointWaits = snapshot.endpointWaits
                 status.endpointCount = snapshot.endpointCount
+                status.endpoints = snapshot.endpoints
+                status.concurrency = snapshot.concurrency
                 status.totals = totals.current(metrics)
                 // In flight means transferring, as for requests; the rest of a batch's window is queued.
                 var transferring: [String: Int] = [:]

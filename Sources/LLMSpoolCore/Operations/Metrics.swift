@@ -41,6 +41,9 @@ public final class Metrics: Sendable {
         var endpointRetries: [String: [String: Int]] = [:]
         var endpointBytesIn: [String: Int64] = [:]
         var endpointBytesOut: [String: Int64] = [:]
+        /// By endpoint name: tokens its answers reported, by kind; cool-downs it entered.
+        var endpointTokens: [String: [String: Int]] = [:]
+        var endpointCooldowns: [String: Int] = [:]
     }
 
     private let state = Mutex(State())
@@ -82,12 +85,22 @@ public final class Metrics: Sendable {
         case live, batch
     }
 
-    public func usage(_ counts: [String: Int], lane: Lane = .live) {
+    /// An endpoint began a cool-down after failures in a row.
+    public func cooldown(endpoint: String) { state.withLock { $0.endpointCooldowns[endpoint, default: 0] += 1 } }
+
+    public func usage(_ counts: [String: Int], lane: Lane = .live, endpoint: String? = nil) {
         state.withLock { state in
             for key in Metrics.tokenKinds {
                 guard let value = counts[key] else { continue }
                 state.tokens[key] = TokenCount.sum(state.tokens[key, default: 0], value)
                 state.laneTokens[lane.rawValue, default: [:]][key] = TokenCount.sum(state.laneTokens[lane.rawValue]?[key] ?? 0, value)
+            }
+            if let endpoint {
+                for key in Metrics.tokenKinds {
+                    guard let value = counts[key] else { continue }
+                    let kind = key.replacingOccurrences(of: "_tokens", with: "")
+                    state.endpointTokens[endpoint, default: [:]][kind] = TokenCount.sum(state.endpointTokens[endpoint]?[kind] ?? 0, value)
+                }
             }
             for (key, value) in counts { state.usage[key] = TokenCount.sum(state.usage[key, default: 0], value) }
             if lane == .batch {
@@ -202,6 +215,10 @@ public final class Metrics: Sendable {
             family(name, "counter", help)
             for host in names { out += "\(name){endpoint=\"\(Metrics.labelValue(host))\"} \(values[host] ?? 0)\n" }
         }
+        family("llmspool_endpoint_tokens_total", "counter", "Tokens the answers of an endpoint reported, by endpoint and kind.")
+        perEndpoint("llmspool_endpoint_tokens_total", current.endpointTokens, "kind")
+        family("llmspool_endpoint_cooldowns_total", "counter", "Cool-downs an endpoint entered after failures in a row, by endpoint.")
+        for host in names { out += "llmspool_endpoint_cooldowns_total{endpoint=\"\(Metrics.labelValue(host))\"} \(current.endpointCooldowns[host] ?? 0)\n" }
         family("llmspool_endpoint_in_flight", "gauge", "Transfers in flight, by endpoint.")
         for host in names { out += "llmspool_endpoint_in_flight{endpoint=\"\(Metrics.labelValue(host))\"} \(endpoint.inFlight[host] ?? 0)\n" }
         family("llmspool_endpoint_waiting", "gauge", "1 while an endpoint takes no request (cooling down, paused by the provider, at its own rate limit), by cause.")

@@ -61,6 +61,7 @@ public final class RequestFollower {
     private var printed = ""
     private var attemptText = ""
     private var firstTokenAt: Date?
+    private var lastTokenAt: Date?
     private var tokens = 0
     private var attempt = 1
     /// The request's dialect, learned by validating its file (or, once it is gone, from the
@@ -81,6 +82,15 @@ public final class RequestFollower {
 
     deinit {
         if partialFD >= 0 { Syscall.close(partialFD) }
+    }
+
+    /// Seconds since the follower started.
+    public var elapsed: Double { Date().timeIntervalSince(started) }
+
+    /// Text pieces a second between the first and the last seen; nil before two arrived.
+    public var tokensPerSecond: Double? {
+        guard tokens > 1, let firstTokenAt, let lastTokenAt, lastTokenAt > firstTokenAt else { return nil }
+        return Double(tokens - 1) / lastTokenAt.timeIntervalSince(firstTokenAt)
     }
 
     public func run(timeout: Double? = nil, pollInterval: Double = 0.05) -> Ending {
@@ -131,20 +141,32 @@ public final class RequestFollower {
     /// in flight, its token rate, and when a waiting request tries again.
     private func progress(state fileState: RequestState, query: SpoolQuery) -> Progress {
         let now = Date()
-        let live = LiveStatus.read(layout, now: now)
-        let state = live == nil ? fileState : query.state(of: id, live: live, now: now)
         let record = TaskRecord.load(layout, id: id)
-        var current = Progress(state: state, elapsed: now.timeIntervalSince(started), attempt: max(attempt, (record?.history.attempts.count ?? 0) + 1))
-        if let transfer = live?.inFlight.first(where: { $0.id == id }) {
-            current.attempt = transfer.attempt
-            if transfer.events > 0 { current.tokensPerSecond = Double(transfer.events) / max(now.timeIntervalSince(transfer.startedAt), 0.001) }
-        } else if let firstTokenAt {
-            current.tokensPerSecond = Double(tokens) / max(now.timeIntervalSince(firstTokenAt), 0.001)
+        let made = record?.history.attempts.count ?? 0
+        var live = LiveStatus.read(layout, now: now)
+        // The live status is written once a second: an entry for an attempt the record
+        // already counts as ended is stale, and an attempt shorter than a second shows in
+        // its `.partial` only.
+        if var fresh = live, let listed = fresh.inFlight.first(where: { $0.id == id }), listed.attempt <= made {
+            fresh.inFlight.removeAll { $0.id == id }
+            live = fresh
         }
+        var state = live == nil ? fileState : query.state(of: id, live: live, now: now)
+        if state == .queued || state == .deferred, Syscall.isPresent(layout.partial(id)) { state = .inFlight }
+        var current = Progress(state: state, elapsed: now.timeIntervalSince(started), attempt: max(attempt, made + 1))
+        if let transfer = live?.inFlight.first(where: { $0.id == id }) {
+            current.attempt = max(current.attempt, transfer.attempt)
+        }
+        // Counted here from the `.partial`, which is current; the live status's count is up
+        // to a second old and would understate the rate (or, just after the start, inflate it).
+        if state == .inFlight { current.tokensPerSecond = tokensPerSecond }
         if state != .inFlight {
-            current.nextAttemptAt = SpoolQuery.nextAttempt(record?.history.notBefore, live?.endpointsFreeAt)
+            let verdict = query.waitVerdict(id, record: record, live: live, now: now)
+            current.nextAttemptAt = verdict.nextAttempt.map(Date.init(timeIntervalSince1970:))
             current.lastError = record?.history.attempts.last?.message
-            current.waitingFor = live?.queueWait
+            current.waitingFor = verdict.holdingReason
+            // As `queue` says it: nothing will send a queued request until a daemon runs.
+            if live == nil && state == .queued { current.waitingFor = "no daemon running" }
         }
         return current
     }
@@ -156,6 +178,10 @@ public final class RequestFollower {
             if partialFD >= 0 {
                 Syscall.close(partialFD)
                 attempt += 1
+                // The rate is the attempt's own.
+                tokens = 0
+                firstTokenAt = nil
+                lastTokenAt = nil
             }
             partialFD = (try? Syscall.open(layout.partial(id), O_RDONLY | O_NOFOLLOW | O_NONBLOCK)) ?? -1
             partialInode = UInt64(info.st_ino)
@@ -175,6 +201,7 @@ public final class RequestFollower {
                 if !text.isEmpty {
                     tokens += 1
                     if firstTokenAt == nil { firstTokenAt = Date() }
+                    lastTokenAt = Date()
                     append(text)
                 }
                 return
@@ -183,6 +210,7 @@ public final class RequestFollower {
                 guard case .data(let payload) = event, let delta = reader.textDelta(ofEvent: Array(payload.utf8)) else { return }
                 tokens += 1
                 if firstTokenAt == nil { firstTokenAt = Date() }
+                lastTokenAt = Date()
                 append(delta)
             }
         }

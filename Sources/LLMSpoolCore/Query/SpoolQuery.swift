@@ -25,6 +25,8 @@ public struct StatusSummary: Sendable {
         public var nextAttemptAt: Date?
         public var attempts: Int
         public var lastError: String?
+        /// Why it waits: its back-off, an endpoint's cool-down or pause.
+        public var reason: String?
     }
 
     public var queued = 0
@@ -74,6 +76,7 @@ public struct StatusSummary: Sendable {
             var item: [String: Any] = ["id": entry.id, "attempts": entry.attempts]
             if let next = entry.nextAttemptAt { item["next_attempt_at"] = Timestamp.string(next) }
             if let error = entry.lastError { item["last_error"] = error }
+            if let reason = entry.reason { item["reason"] = reason }
             return item
         }
         return JSONObject.encode(object)
@@ -118,7 +121,9 @@ public struct StatusSummary: Sendable {
         }
         if !endpointWaits.isEmpty {
             lines.append("endpoints waiting:")
-            for named in endpointWaits { lines.append("  " + Logger.escape(named.message)) }
+            for named in endpointWaits {
+                lines.append("  " + Logger.escape(named.wait.describe(endpoint: named.endpoint) { Timestamp.clock(Date(timeIntervalSince1970: $0), now: now) }))
+            }
         }
         if !remoteBatches.isEmpty {
             lines.append("remote batches:")
@@ -129,6 +134,7 @@ public struct StatusSummary: Sendable {
             for entry in waiting.sorted(by: { ($0.nextAttemptAt ?? .distantPast) < ($1.nextAttemptAt ?? .distantPast) }) {
                 let next = entry.nextAttemptAt.map { String(format: "in %.1fs", max(0, $0.timeIntervalSince(now))) } ?? "soon"
                 lines.append("  \(Logger.escape(entry.id))  next attempt \(next)  after \(entry.attempts) attempts  last error: \(entry.lastError ?? "-")")
+                if let reason = entry.reason { lines.append("    waiting for: \(Logger.escape(reason))") }
             }
         }
         return lines.joined(separator: "\n")
@@ -181,8 +187,9 @@ public struct SpoolQuery: Sendable {
             } else if Syscall.isPresent(layout.partial(id)) {
                 return .inFlight
             }
-            if let record = TaskRecord.load(layout, id: id), record.status == .active,
-               let next = record.history.notBefore, next > now {
+            let record = TaskRecord.load(layout, id: id)
+            if record?.status == .active || record == nil,
+               waitVerdict(id, record: record, live: live, now: now).waiting {
                 return .deferred
             }
             return isDraft(path) ? .draft : .queued
@@ -205,7 +212,6 @@ public struct SpoolQuery: Sendable {
         let live = LiveStatus.read(layout, now: now)
         summary.daemonPID = live?.pid
         summary.endpointWaits = live?.endpointWaits ?? []
-        let endpointsFreeAt = live?.endpointsFreeAt
         summary.daemons = DaemonRoster.read(layout, now: now)
         let inFlightIDs = Set(live?.inFlight.map(\.id) ?? [])
         for id in outgoingIDs() {
@@ -215,8 +221,10 @@ public struct SpoolQuery: Sendable {
             case .deferred:
                 summary.deferred += 1
                 let record = TaskRecord.load(layout, id: id)
-                summary.waiting.append(.init(id: id, nextAttemptAt: Self.nextAttempt(record?.history.notBefore, endpointsFreeAt), attempts: record?.history.attempts.count ?? 0,
-                                             lastError: record?.history.attempts.last?.message))
+                let verdict = waitVerdict(id, record: record, live: live, now: now)
+                summary.waiting.append(.init(id: id, nextAttemptAt: verdict.nextAttempt.map(Date.init(timeIntervalSince1970:)),
+                                             attempts: record?.history.attempts.count ?? 0, lastError: record?.history.attempts.last?.message,
+                                             reason: verdict.reason))
             case .draft: summary.drafts += requestPath(of: id).map { [String($0.split(separator: "/").last ?? "")] } ?? []
             default: summary.queued += 1
             }
@@ -295,16 +303,12 @@ public struct SpoolQuery: Sendable {
                 entry.endpoint = transfer.endpoint
                 entry.attempts = max(entry.attempts, transfer.attempt)
             }
-            if state == .deferred, let next = Self.nextAttempt(record?.history.notBefore, live?.endpointsFreeAt) {
-                let error = record?.history.attempts.last?.message.map { " after: \($0)" } ?? ""
-                let endpoints = live?.queueWait.map { "; \($0)" } ?? ""
-                entry.reason = "next attempt at \(Timestamp.string(next))\(error)\(endpoints)"
-            } else if state == .queued, let group = lane[id] {
+            if state == .queued, let group = lane[id] {
                 entry.reason = group.description
             } else if state == .queued && live == nil {
                 entry.reason = "no daemon running"
-            } else if state == .queued, let wait = live?.queueWait {
-                entry.reason = wait
+            } else if state == .queued || state == .deferred {
+                entry.reason = waitVerdict(id, record: record, live: live, now: now).reason
             }
             entries.append(entry)
         }
@@ -335,13 +339,27 @@ public struct SpoolQuery: Sendable {
         return TaskRecord.load(layout, id: id)?.dialect.flatMap(DialectRegistry.dialect(id:))
     }
 
-    /// Everything known about one request, as a JSON object.
-    /// A waiting request's next attempt: its own time, unless every endpoint waits longer.
-    static func nextAttempt(_ own: Date?, _ endpointsFreeAt: Date?) -> Date? {
-        guard let own else { return nil }
-        guard let endpointsFreeAt else { return own }
-        return max(own, endpointsFreeAt)
+    /// Whether request `id` (in `outgoing`, not in flight) waits, until when and why: its own
+    /// back-off from its record, and the running daemon's endpoints that could carry it.
+    public func waitVerdict(_ id: String, record: TaskRecord?, live: LiveStatus?, now: Date) -> RequestWaitJudge.Verdict {
+        let endpoints = live?.endpoints ?? []
+        var need = RequestWaitJudge.Need(preferred: record?.history.preferredEndpoint ?? 0)
+        // Which endpoints may carry it matters only when one of them waits, or one of several
+        // is full; the request file is read (and validated) only then.
+        if endpoints.contains(where: { $0.wait != nil }) || (endpoints.count > 1 && endpoints.contains(where: { $0.inFlight >= $0.concurrency })),
+           let path = requestPath(of: id), case .success(let loaded)? = RequestFile.read(path: path, limit: 32 << 20),
+           case .success(let summary) = RequestValidator.validate(loaded.bytes) {
+            need.api = DialectRegistry.dialect(for: summary).api
+            need.pinned = summary.endpoint
+        }
+        let slots = live.map { RequestWaitJudge.Slots(concurrency: $0.concurrency, inFlight: $0.inFlight.count) }.flatMap { $0.concurrency > 0 ? $0 : nil }
+        return RequestWaitJudge.judge(ownNotBefore: record?.history.notBefore?.timeIntervalSince1970, lastError: record?.history.attempts.last?.message,
+                                      need: need, endpoints: endpoints, slots: slots, now: now.timeIntervalSince1970) {
+            Timestamp.clock(Date(timeIntervalSince1970: $0), now: now)
+        }
     }
+
+    /// Everything known about one request, as a JSON object.
 
     public func show(_ id: String, now: Date = Date()) -> [String: Any] {
         let live = LiveStatus.read(layout, now: now)
@@ -363,8 +381,9 @@ public struct SpoolQuery: Sendable {
         if let record = TaskRecord.load(layout, id: id) {
             object["first_seen"] = Timestamp.string(record.history.firstSeen)
             object["attempts"] = record.history.attempts.map(TaskRecord.encode)
-            if record.status == .active, let next = Self.nextAttempt(record.history.notBefore, live?.endpointsFreeAt) {
-                object["next_attempt_at"] = Timestamp.string(next)
+            if record.status == .active, record.history.notBefore != nil,
+               let next = waitVerdict(id, record: record, live: live, now: now).nextAttempt ?? record.history.notBefore?.timeIntervalSince1970 {
+                object["next_attempt_at"] = Timestamp.string(Date(timeIntervalSince1970: next))
             }
             if let endpoint = record.endpoint { object["endpoint"] = endpoint }
             if let usage = record.usage { object["usage"] = usage }
@@ -373,8 +392,10 @@ public struct SpoolQuery: Sendable {
             object["lane"] = "batch"
             object["remote_batch"] = group.json
             object["waiting_for"] = group.description
-        } else if ["queued", "waiting"].contains(object["state"] as? String), let wait = live?.queueWait {
-            object["waiting_for"] = wait
+        } else if ["queued", "waiting"].contains(object["state"] as? String) {
+            let verdict = waitVerdict(id, record: TaskRecord.load(layout, id: id), live: live, now: now)
+            if let reason = verdict.reason { object["waiting_for"] = reason }
+            if object["next_attempt_at"] == nil, let next = verdict.nextAttempt { object["next_attempt_at"] = Timestamp.string(Date(timeIntervalSince1970: next)) }
         }
         if object["state"] as? String != RequestState.failed.rawValue, Syscall.isPresent(layout.errorRecord(id)) {
             // A later outcome replaced this failure: it is history, not the request's error.

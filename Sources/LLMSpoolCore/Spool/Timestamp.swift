@@ -31,6 +31,16 @@ public enum Timestamp {
             + "\(digits(Int(parts.tm_hour), 2)):\(digits(Int(parts.tm_min), 2)):\(digits(Int(parts.tm_sec), 2)).\(digits(fraction, 3))Z"
     }
 
+    /// A time for people: `07:58:34` in local time when it is within the next or last 20
+    /// hours of `now`, else the full RFC 3339 form (a clock time alone would be ambiguous).
+    public static func clock(_ date: Date, now: Date = Date()) -> String {
+        guard abs(date.timeIntervalSince(now)) < 72_000 else { return string(date) }
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        guard localtime_r(&seconds, &parts) != nil else { return string(date) }
+        return String(format: "%02d:%02d:%02d", Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+    }
+
     public static func date(_ text: String) -> Date? {
         lock.lock()
         defer { lock.unlock() }

@@ -106,6 +106,10 @@ public final class TransferEngine: @unchecked Sendable {
         /// Endpoints that take no request now, and why; refreshed about once a second.
         public var endpointWaits: [NamedEndpointWait] = []
         public var endpointCount = 0
+        /// Every endpoint in fallback order, with its slots and wait: how `status` judges
+        /// which requests an endpoint's wait holds (`RequestWaitJudge`).
+        public var endpoints: [RequestWaitJudge.EndpointView] = []
+        public var concurrency = 0
     }
 
     /// An endpoint's wait, under the endpoint's name.
@@ -986,6 +990,7 @@ public final class TransferEngine: @unchecked Sendable {
                         totalSeconds: ended - transfer.clock.startedAt)
         let feedback = EndpointFeedback.from(ending, headers: transfer.headers, now: now)
         apply(scheduler.handle(.transferEnded(id: transfer.task.id, feedback: feedback), now: now.timeIntervalSince1970))
+        if feedback.outcome == .retryableFailure || feedback.pauseSeconds != nil { logNewEndpointWaits(now: now.timeIntervalSince1970) }
         delegate.attemptEnded(AttemptOutcome(
             task: transfer.task, ending: ending, partialFD: transfer.partialFD, headers: transfer.headers,
             bytesSent: transfer.bytesSent, bytesReceived: transfer.bytesReceived,
@@ -1016,6 +1021,29 @@ public final class TransferEngine: @unchecked Sendable {
         transfersByID.removeAll()
     }
 
+    /// Each endpoint's wait now; one log line for each that began since the last look, so
+    /// the cool-down after a failure is logged when it starts, not at the next status write.
+    @discardableResult
+    private func logNewEndpointWaits(now wall: Double) -> [NamedEndpointWait] {
+        let named = zip(endpoints, scheduler.endpointWaits(now: wall)).compactMap { endpoint, wait in
+            wait.map { NamedEndpointWait(endpoint: endpoint.name, wait: $0) }
+        }
+        for wait in named where !lastWaits.contains(wait) && wait.wait.cause != .ownRateLimit {
+            // The endpoint's own rate limit is the configuration at work, not news.
+            if wait.wait.cause == .coolingDown { metrics.cooldown(endpoint: wait.endpoint) }
+            let until = LogValue(Timestamp.string(Date(timeIntervalSince1970: wait.wait.until)))
+            if let failures = wait.wait.failures {
+                logger.warning("endpoint waiting", ["endpoint": LogValue(wait.endpoint), "cause": LogValue(wait.wait.cause.rawValue), "until": until,
+                                                    "failures": "\(failures)", "reason": LogValue(wait.message)])
+            } else {
+                logger.warning("endpoint waiting", ["endpoint": LogValue(wait.endpoint), "cause": LogValue(wait.wait.cause.rawValue), "until": until,
+                                                    "reason": LogValue(wait.message)])
+            }
+        }
+        lastWaits = named
+        return named
+    }
+
     private func publishSnapshot() {
         let counts = scheduler.counts
         metrics.setGauges(queued: counts.queued, inFlight: counts.transferring, deferred: counts.deferred)
@@ -1031,16 +1059,7 @@ public final class TransferEngine: @unchecked Sendable {
         var waits: [NamedEndpointWait]?
         if live != nil {
             let wall = Date().timeIntervalSince1970
-            let named = zip(endpoints, scheduler.endpointWaits(now: wall)).compactMap { endpoint, wait in
-                wait.map { NamedEndpointWait(endpoint: endpoint.name, wait: $0) }
-            }
-            for wait in named where !lastWaits.contains(wait) && wait.wait.cause != .ownRateLimit {
-                // The endpoint's own rate limit is the configuration at work, not news.
-                logger.warning("endpoint waiting", ["endpoint": LogValue(wait.endpoint), "cause": LogValue(wait.wait.cause.rawValue),
-                                                    "until": LogValue(Timestamp.string(Date(timeIntervalSince1970: wait.wait.until))),
-                                                    "reason": LogValue(wait.message)])
-            }
-            lastWaits = named
+            let named = logNewEndpointWaits(now: wall)
             waits = named
             var inFlight: [String: Int] = [:]
             for (index, count) in scheduler.activeByEndpoint where index < endpoints.count { inFlight[endpoints[index].name, default: 0] += count }
@@ -1048,6 +1067,16 @@ public final class TransferEngine: @unchecked Sendable {
                                       waits: Dictionary(named.map { ($0.endpoint, $0.wait.cause.rawValue) }) { first, _ in first })
         }
         let endpointCount = endpoints.count
+        var views: [RequestWaitJudge.EndpointView]?
+        if live != nil {
+            let wall = Date().timeIntervalSince1970
+            let active = scheduler.activeByEndpoint
+            views = scheduler.gates.enumerated().map { index, gate in
+                RequestWaitJudge.EndpointView(name: gate.name, api: gate.api, concurrency: gate.concurrency, inFlight: active[index] ?? 0,
+                                              wait: gate.wait(now: wall))
+            }
+        }
+        let concurrency = scheduler.concurrency
         snapshotBox.withLock {
             $0.queued = counts.queued
             $0.deferred = counts.deferred
@@ -1056,7 +1085,9 @@ public final class TransferEngine: @unchecked Sendable {
             $0.laned = counts.laned
             if let live { $0.inFlight = live }
             if let waits { $0.endpointWaits = waits }
+            if let views { $0.endpoints = views }
             $0.endpointCount = endpointCount
+            $0.concurrency = concurrency
         }
     }
 }

@@ -50,8 +50,10 @@ public struct EndpointGate: Sendable, Equatable {
         if let tokensPerMinute, tokensPerMinute > 0 { tokens = TokenBucket(perMinute: tokensPerMinute, now: now) }
     }
 
-    public mutating func readiness(estimatedTokens: Int, now: Double) -> Readiness {
-        if coolingUntil > now { return .coolingDown(until: coolingUntil) }
+    /// `ignoringCooldown`: for a task a person asked to send now, which passes the cool-down
+    /// (the daemon's own caution) but not the provider's pause or the endpoint's limits.
+    public mutating func readiness(estimatedTokens: Int, now: Double, ignoringCooldown: Bool = false) -> Readiness {
+        if coolingUntil > now && !ignoringCooldown { return .coolingDown(until: coolingUntil) }
         if pausedUntil > now { return .waitUntil(pausedUntil) }
         if active >= concurrency { return .full }
         var wait = 0.0

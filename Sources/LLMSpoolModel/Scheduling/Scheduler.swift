@@ -32,7 +32,9 @@ public struct Scheduler: Sendable {
         /// Time passed: start what became due.
         case tick
         /// A person asked for a task waiting for its retry (or, with nil, every one) to go
-        /// now (`llmspool retry ID`, `retry --all`); an endpoint's own pause still holds it.
+        /// now (`llmspool retry ID`, `retry --all`), like `postqueue -i`: its own back-off and
+        /// an endpoint's cool-down (the daemon's own judgement, as Postfix's per-destination
+        /// back-off) no longer hold it; a provider's pause or rate limit still does.
         case sendNow(id: String?)
         /// The transfer of `id` was placed on a connection of a multiplexing endpoint
         /// (`connection`: the engine's key for it). See `ConnectionPacing`.
@@ -87,7 +89,8 @@ public struct Scheduler: Sendable {
     private var entries: [String: Entry] = [:]
     private var queue: [String] = []
     private var queueHead = 0
-    /// Taken-over tasks, served before `queue`: another daemon had already started them.
+    /// Taken-over tasks (another daemon had already started them) and tasks a person asked to
+    /// send now, served before `queue`.
     private var front: [String] = []
     private var timers = MinHeap<Timer>(by: { $0.due < $1.due })
     private var rateWake: Double?
@@ -96,6 +99,8 @@ public struct Scheduler: Sendable {
     /// their transfers was placed on.
     private var pacing: [Int: ConnectionPacing] = [:]
     private var connectionOf: [String: Int] = [:]
+    /// Tasks a person asked to send now: their next start ignores endpoints' cool-downs.
+    private var sendingNow: Set<String> = []
     /// Where requests that may wait go; by default nowhere, so every request is live.
     public var laneRouting = LaneRouting()
 
@@ -197,14 +202,27 @@ public struct Scheduler: Sendable {
         case .tick:
             return releaseDue(now) + fill(now)
         case .sendNow(let id):
-            let ids = id.map { [$0] } ?? entries.compactMap { if case .deferred = $0.value.state { $0.key } else { nil } }.sorted()
+            let ids = id.map { [$0] } ?? entries.compactMap { entry -> String? in
+                switch entry.value.state {
+                case .deferred, .queued: entry.key
+                default: nil
+                }
+            }.sorted()
             for id in ids {
+                if entries[id]?.state == .queued {
+                    // Queued behind an endpoint's cool-down: it may now pass it, served first
+                    // (its place in the queue is skipped once it has started).
+                    sendingNow.insert(id)
+                    front.append(id)
+                    continue
+                }
                 guard let entry = entries[id], case .deferred = entry.state, var task = entry.task else { continue }
+                sendingNow.insert(id)
                 // Its timer stays in the heap and is skipped when reached: the state no
                 // longer says deferred until then.
                 task.history.notBefore = nil
                 set(id, Entry(state: .queued, task: task))
-                queue.append(id)
+                front.append(id)
             }
             return releaseDue(now) + fill(now)
         case .connected(let id, let connection):
@@ -287,6 +305,8 @@ public struct Scheduler: Sendable {
 
     private mutating func set(_ id: String, _ entry: Entry?) {
         if let old = entries[id]?.state { adjust(old, by: -1) }
+        // Asked to go now: once it starts or leaves, the ask is spent.
+        if !sendingNow.isEmpty, entry?.state != .queued { sendingNow.remove(id) }
         entries[id] = entry
         if let new = entry?.state { adjust(new, by: 1) }
     }
@@ -348,7 +368,7 @@ public struct Scheduler: Sendable {
             let index = ((start % count + count) % count + offset) % count
             // Fallback and cool-down stay among the endpoints that speak the dialect.
             guard gates[index].api == api else { continue }
-            switch gates[index].readiness(estimatedTokens: task.summary.estimatedTokens, now: now) {
+            switch gates[index].readiness(estimatedTokens: task.summary.estimatedTokens, now: now, ignoringCooldown: sendingNow.contains(task.id)) {
             case .ready:
                 // Like a full endpoint: the connection being set up frees room when it is up.
                 if let pacing = pacing[index], !pacing.mayStart { return nil }
