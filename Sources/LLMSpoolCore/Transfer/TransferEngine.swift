@@ -473,7 +473,7 @@ public final class TransferEngine: @unchecked Sendable {
     /// Ends a task that could not start; the outcome goes through the finisher like any other.
     private func endBeforeStart(_ task: TaskDescriptor, endpointIndex: Int, _ ending: AttemptOutcome.Ending) {
         apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: Date().timeIntervalSince1970))
-        delegate.attemptEnded(AttemptOutcome(task: task, ending: ending, partialFD: -1, startedAt: Date(), endedAt: Date(),
+        delegate.attemptEnded(AttemptOutcome(task: task, ending: ending, partial: nil, startedAt: Date(), endedAt: Date(),
                                              endpointIndex: endpointIndex, endpointName: endpoints[min(endpointIndex, endpoints.count - 1)].name))
     }
 
@@ -527,7 +527,8 @@ public final class TransferEngine: @unchecked Sendable {
         return .memory(Array(bytes[body.lowerBound...brace]) + usageMember + Array(bytes[(brace + 1)..<body.upperBound]), offset: 0)
     }
 
-    private func openBody(_ task: TaskDescriptor, endpoint: Endpoint) throws -> Transfer.Body? {
+    /// The body to send; for a body sent from the file, `file` receives the file, open.
+    private func openBody(_ task: TaskDescriptor, endpoint: Endpoint, file: inout FileDescriptor?) throws -> Transfer.Body? {
         let usageMember = DialectRegistry.dialect(for: task.summary).usageMember
         if let model = endpoint.model, model != task.summary.model {
             // A model rewrite needs the body parsed; it is held in memory for this attempt.
@@ -554,26 +555,17 @@ public final class TransferEngine: @unchecked Sendable {
             }
             return .memory(Array(try JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes])), offset: 0)
         }
-        let fd = try Syscall.open(task.requestPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        let opened = try FileDescriptor.open(task.requestPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
         // Opened by name again: it must still be the file intake validated.
-        let verdict: UploadCheck.Verdict
-        do {
-            let info = try Syscall.fstat(fd, path: task.requestPath)
-            verdict = UploadCheck.verify(validated: task.identity, current: FileIdentity(info),
+        let info = try opened.fstat()
+        let verdict = UploadCheck.verify(validated: task.identity, current: FileIdentity(info),
                                          isRegularFile: info.st_mode & S_IFMT == S_IFREG, links: UInt64(info.st_nlink))
-        } catch {
-            Syscall.close(fd)
-            throw error
-        }
-        guard verdict == .same else {
-            Syscall.close(fd)
-            throw UploadRefusal(verdict: verdict)
-        }
+        guard verdict == .same else { throw UploadRefusal(verdict: verdict) }
         let body = task.summary.body
-        if task.summary.size <= TransferEngine.smallBodyLimit, let bytes = try readWhole(fd, expected: task.summary.size, path: task.requestPath) {
-            // A small body is read at once and its file closed: ten thousand requests
-            // starting together would otherwise hold ten thousand files besides their sockets.
-            Syscall.close(fd)
+        if task.summary.size <= TransferEngine.smallBodyLimit, let bytes = try readWhole(opened, expected: task.summary.size, path: task.requestPath) {
+            // A small body is read at once and its file closed (when `opened` ends here): ten
+            // thousand requests starting together would otherwise hold ten thousand files
+            // besides their sockets.
             guard let brace = task.summary.usageSplice else {
                 return .memory(body == 0..<bytes.count ? bytes : Array(bytes[body]), offset: 0)
             }
@@ -587,30 +579,29 @@ public final class TransferEngine: @unchecked Sendable {
             start = brace + 1
             prefix = [UInt8(ascii: "{")] + usageMember
         } else if body == 0..<task.summary.size {
-            return .file(fd: fd)
+            file = consume opened
+            return .file
         } else {
             start = body.lowerBound
             prefix = []
         }
-        guard lseek(fd, off_t(start), SEEK_SET) == off_t(start) else {
-            let code = errno
-            Syscall.close(fd)
-            throw SystemError(errno: code, call: "lseek", path: task.requestPath)
+        guard lseek(opened.rawValue, off_t(start), SEEK_SET) == off_t(start) else {
+            throw SystemError(errno: errno, call: "lseek", path: task.requestPath)
         }
-        return .spliced(prefix: prefix, sent: 0, fd: fd, fileBytes: body.upperBound - start)
+        file = consume opened
+        return .spliced(prefix: prefix, sent: 0, fileBytes: body.upperBound - start)
     }
 
     /// A batch line's body, read from the batch file once it is checked to be the file
     /// intake validated.
     private func readLineBody(_ task: TaskDescriptor) throws -> [UInt8] {
-        let fd = try Syscall.open(task.requestPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
-        defer { Syscall.close(fd) }
-        let info = try Syscall.fstat(fd, path: task.requestPath)
+        let file = try FileDescriptor.open(task.requestPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        let info = try file.fstat()
         let verdict = UploadCheck.verify(validated: task.identity, current: FileIdentity(info),
                                          isRegularFile: info.st_mode & S_IFMT == S_IFREG, links: UInt64(info.st_nlink))
         guard verdict == .same else { throw UploadRefusal(verdict: verdict) }
         let body = task.summary.body
-        return try Syscall.preadAll(fd, count: body.count, at: body.lowerBound, path: task.requestPath)
+        return try Syscall.preadAll(file.rawValue, count: body.count, at: body.lowerBound, path: task.requestPath)
     }
 
     /// Bodies up to this size are sent from memory.
@@ -618,29 +609,22 @@ public final class TransferEngine: @unchecked Sendable {
 
     /// The whole file when it still has the size intake validated; nil (and the file
     /// rewound) otherwise, and the body is then streamed from the file as it is.
-    private func readWhole(_ fd: Int32, expected: Int, path: String) throws -> [UInt8]? {
+    private func readWhole(_ file: borrowing FileDescriptor, expected: Int, path: String) throws -> [UInt8]? {
         var bytes = [UInt8](repeating: 0, count: expected + 1)
         var total = 0
-        do {
-            while total < bytes.count {
-                let count = try bytes.withUnsafeMutableBytes { buffer in
-                    try Syscall.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...]), path: path)
-                }
-                if count == 0 { break }
-                total += count
+        while total < bytes.count {
+            let count = try bytes.withUnsafeMutableBytes { buffer in
+                try Syscall.read(file.rawValue, into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...]), path: path)
             }
-        } catch {
-            Syscall.close(fd)
-            throw error
+            if count == 0 { break }
+            total += count
         }
         if total == expected {
             bytes.removeLast()
             return bytes
         }
-        guard lseek(fd, 0, SEEK_SET) == 0 else {
-            let code = errno
-            Syscall.close(fd)
-            throw SystemError(errno: code, call: "lseek", path: path)
+        guard lseek(file.rawValue, 0, SEEK_SET) == 0 else {
+            throw SystemError(errno: errno, call: "lseek", path: path)
         }
         return nil
     }
@@ -733,11 +717,14 @@ public final class TransferEngine: @unchecked Sendable {
         }
         let body: Transfer.Body
         var source: [UInt8]?
+        // The request file a body sent from the file is read from; closed on every way out
+        // below that does not hand it to the transfer.
+        var bodyFile: FileDescriptor?
         do {
             if RequestFormatRegistry.format(id: task.summary.format).makesBody {
                 (body, source) = try madeBody(task, endpoint: endpoint)
             } else {
-                guard let opened = try openBody(task, endpoint: endpoint) else {
+                guard let opened = try openBody(task, endpoint: endpoint, file: &bodyFile) else {
                     endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
                     return
                 }
@@ -782,7 +769,6 @@ public final class TransferEngine: @unchecked Sendable {
             do {
                 try TaskRecord(id: task.id, status: .active, request: task.identity, history: task.history).write(layout, durable: false)
             } catch {
-                body.closeFile()
                 endBeforeStart(task, endpointIndex: endpointIndex, .diskError("recording the start of the attempt failed: \(error)"))
                 return
             }
@@ -791,11 +777,11 @@ public final class TransferEngine: @unchecked Sendable {
         let textPartial = RequestFormatRegistry.format(id: task.summary.format).textPartial
         let partialPath = textPartial ? layout.rawEvents(task.id) : layout.partial(task.id)
         guard let handle = curl_easy_init() else {
-            body.closeFile()
             endBeforeStart(task, endpointIndex: endpointIndex, .transportError(code: 27, message: "libcurl could not create a handle"))
             return
         }
         let transfer = Transfer(task: task, endpointIndex: endpointIndex, endpointName: endpoint.name, handle: handle, body: body,
+                                bodyFile: bodyFile,
                                 // Past the budget the `.partial` is opened for each write: a long
                                 // stream then costs one descriptor (its socket) instead of two.
                                 holdsPartial: transfers.count < descriptorBudget, partialPath: partialPath,
@@ -966,7 +952,7 @@ public final class TransferEngine: @unchecked Sendable {
         let feedback = EndpointFeedback.from(ending, headers: transfer.headers, now: now)
         apply(scheduler.handle(.transferEnded(id: transfer.task.id, feedback: feedback), now: now.timeIntervalSince1970))
         delegate.attemptEnded(AttemptOutcome(
-            task: transfer.task, ending: ending, partialFD: transfer.partialFD, headers: transfer.headers,
+            task: transfer.task, ending: ending, partial: transfer.handOffPartial(), headers: transfer.headers,
             bytesSent: transfer.bytesSent, bytesReceived: transfer.bytesReceived,
             startedAt: transfer.startedAt, endedAt: now, endpointIndex: transfer.endpointIndex, endpointName: transfer.endpointName,
             stream: stream, requestSource: transfer.requestSource, rawPath: transfer.textPath != nil ? transfer.partialPath : nil))
@@ -982,7 +968,7 @@ public final class TransferEngine: @unchecked Sendable {
             curl_slist_free_all(transfer.headerList)
             transfer.closeBody()
             transfer.discardSpill()
-            if transfer.partialFD >= 0 { Syscall.close(transfer.partialFD) }
+            transfer.closePartial()
             logger.bestEffort("removing a stopped transfer's partial", id: transfer.task.id) { try Syscall.unlinkIfPresent(transfer.partialPath) }
             transfer.closeText()
             if let text = transfer.textPath {
