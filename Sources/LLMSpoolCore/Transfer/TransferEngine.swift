@@ -90,6 +90,8 @@ public final class TransferEngine: @unchecked Sendable {
         /// A request file left `outgoing`: its id and the path it had.
         case removed(id: String, path: String)
         case reconfigure([Endpoint], Settings)
+        /// The lease claimer's answer for a start.
+        case claimed(LeaseClaimer.Request, LeaseManager.Claim)
         case shutdown
     }
 
@@ -173,6 +175,12 @@ public final class TransferEngine: @unchecked Sendable {
     private var heldFiles: [String: (path: String, identity: FileIdentity?)] = [:]
     /// Set before `start` when daemons share the spool.
     public var leases: LeaseManager?
+    /// Makes the claims of a shared spool; set by `start` when `leases` is.
+    private var claimer: LeaseClaimer?
+    /// Starts waiting for their claim, by id.
+    private var awaitingClaim: [String: TaskDescriptor] = [:]
+    /// Ids the scheduler cancelled while their claim was being made.
+    private var cancelledWhileClaiming: Set<String> = []
     /// Whether the daemon before this one crashed; otherwise starts recorded by it are
     /// not held against their requests (`CrashGuard`).
     public var previousRunCrashed = false
@@ -290,6 +298,11 @@ public final class TransferEngine: @unchecked Sendable {
     }
 
     public func start() {
+        if let leases {
+            let claimer = LeaseClaimer(leases: leases) { [weak self] request, claim in self?.enqueue(.claimed(request, claim)) }
+            self.claimer = claimer
+            claimer.start()
+        }
         NamedThread.start("transfer") { [self] in run() }
     }
 
@@ -327,7 +340,7 @@ public final class TransferEngine: @unchecked Sendable {
                 apply(scheduler.handle(.tick, now: now))
             }
             if let deadline = shutdownDeadline {
-                if transfers.isEmpty { break }
+                if transfers.isEmpty && awaitingClaim.isEmpty { break }
                 if TransferEngine.monotonic() >= deadline {
                     abortAll()
                     break
@@ -351,8 +364,25 @@ public final class TransferEngine: @unchecked Sendable {
             }
             collectCompleted()
         }
+        stopClaimer()
         publishSnapshot()
         finished.signal()
+    }
+
+    /// Stops the claimer once the loop has ended: a claim still answered (the grace period
+    /// ran out while it was made) is given back, as the shutdown gives back those of the
+    /// transfers it stops.
+    private func stopClaimer() {
+        guard let claimer else { return }
+        claimer.stop()
+        let late = inbox.withLock { inbox -> [Message] in
+            defer { inbox.removeAll() }
+            return inbox
+        }
+        for case .claimed(let request, .claimed) in late {
+            leases?.release(request.task.id, ended: false)
+            logger.info("transfer stopped by shutdown; it will restart on the next run", id: request.task.id)
+        }
     }
 
     /// Sleep no longer than until libcurl's next timeout, the next retry, or the next idle sweep.
@@ -387,8 +417,8 @@ public final class TransferEngine: @unchecked Sendable {
             // old one ends (its publication leaves the newer file in place), then queued.
             // Only in flight: a queued or finishing task's id seen again is a duplicate (a
             // network filesystem can show one file with another identity for a moment).
-            if case .arrived(.valid(let task)) = event, let running = transfersByID[task.id], running.task.requestPath == task.requestPath,
-               let old = running.task.identity, let newer = task.identity, !newer.isSameInstance(as: old) {
+            if case .arrived(.valid(let task)) = event, let running = transfersByID[task.id]?.task ?? awaitingClaim[task.id],
+               running.requestPath == task.requestPath, let old = running.identity, let newer = task.identity, !newer.isSameInstance(as: old) {
                 replacedInFlight[task.id] = .valid(task)
             }
             // Another file of an id the scheduler holds (`a.md` beside `a.json`): one file of
@@ -420,6 +450,8 @@ public final class TransferEngine: @unchecked Sendable {
             handle(.event(.requestRemoved(id: id)))
         case .leaseLost(let id):
             if let transfer = transfersByID[id] { end(transfer, as: .leaseLost) }
+        case .claimed(let request, let claim):
+            claimAnswered(request, claim)
         case .reconfigure(let newEndpoints, let newSettings):
             let now = Date().timeIntervalSince1970
             endpoints = newEndpoints
@@ -456,7 +488,11 @@ public final class TransferEngine: @unchecked Sendable {
             case .completeEnded(let id, let path):
                 delegate.alreadyEnded(id, path)
             case .cancelTransfer(let id):
-                if let transfer = transfersByID[id] { end(transfer, as: .cancelled) }
+                if let transfer = transfersByID[id] {
+                    end(transfer, as: .cancelled)
+                } else if awaitingClaim[id] != nil {
+                    cancelledWhileClaiming.insert(id)
+                }
             case .withdrawn(let id):
                 forget(id)
                 delegate.withdrawn(id)
@@ -640,22 +676,39 @@ public final class TransferEngine: @unchecked Sendable {
     private func begin(_ task: TaskDescriptor, endpointIndex: Int) {
         // A batch's line has no record and no lease of its own: its batch's journal is its
         // record, and exactly one daemon runs a batch.
-        let isBatchLine = BatchLineRef(id: task.id) != nil
-        if let leases, !isBatchLine {
-            // An exclusive create on the spool's filesystem: quick locally, one round trip on NFS.
-            switch leases.claim(task.id) {
-            case .claimed:
-                break
-            case .heldElsewhere:
-                logger.debug("another daemon holds this request", id: task.id)
-                skip(task)
-                return
-            case .failed(let reason):
-                logger.warning("cannot claim the request; will look again", id: task.id, ["reason": LogValue(reason)])
-                skip(task)
-                return
-            }
+        if let claimer, BatchLineRef(id: task.id) == nil {
+            // The claim is made off the loop; the start goes on when its answer comes back.
+            awaitingClaim[task.id] = task
+            claimer.submit(LeaseClaimer.Request(task: task, endpointIndex: endpointIndex))
+            return
         }
+        prepareStart(task, endpointIndex: endpointIndex)
+    }
+
+    /// A claim's answer, back on the loop. A start cancelled while it waited ends as a
+    /// transfer cancelled at once would have.
+    private func claimAnswered(_ request: LeaseClaimer.Request, _ claim: LeaseManager.Claim) {
+        let task = request.task
+        awaitingClaim[task.id] = nil
+        let cancelled = cancelledWhileClaiming.remove(task.id) != nil
+        switch claim {
+        case .claimed where cancelled:
+            endBeforeStart(task, endpointIndex: request.endpointIndex, .cancelled)
+        case .claimed:
+            prepareStart(task, endpointIndex: request.endpointIndex)
+        case .heldElsewhere:
+            logger.debug("another daemon holds this request", id: task.id)
+            skip(task)
+        case .failed(let reason):
+            logger.warning("cannot claim the request; will look again", id: task.id, ["reason": LogValue(reason)])
+            skip(task)
+        }
+    }
+
+    /// Everything of a start after its claim: the checks, the body, the record of the
+    /// start, the curl handle.
+    private func prepareStart(_ task: TaskDescriptor, endpointIndex: Int) {
+        let isBatchLine = BatchLineRef(id: task.id) != nil
         if let reason = diskHealth.holdReason(layout, logger: logger) {
             // The answer could not be kept: the request waits, unsent, like one on a full disk.
             endBeforeStart(task, endpointIndex: endpointIndex, .diskError(reason))
