@@ -6,7 +6,7 @@ import Glibc
 /// Noncopyable, so the compiler refuses a second close or a use after close; a number
 /// that must leave this discipline (a struct that crosses threads, a C library that takes
 /// the descriptor over) leaves it explicitly with `release()`.
-public struct FileDescriptor: ~Copyable {
+public struct FileDescriptor: ~Copyable, Sendable {
     /// The descriptor's number; -1 once closed or released, which only `deinit` sees.
     public private(set) var rawValue: Int32
     /// The file it was opened on, for error messages.

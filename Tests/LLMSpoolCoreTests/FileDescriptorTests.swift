@@ -80,4 +80,43 @@ import Testing
         }
         #expect(reported == SystemError(errno: EBADF, call: "close", path: "/the/file"))
     }
+
+    @Test func anOwnerGivesItsDescriptorOnceAndTheTakerClosesIt() throws {
+        defer { unlink(path) }
+        let owner = DescriptorOwner(FileDescriptor(owning: try openHigh(), path: path))
+        #expect(owner.isHeld)
+        #expect(owner.path == path)
+        let number: Int32
+        do {
+            guard let taken = owner.take() else {
+                Issue.record("the first take gets the descriptor")
+                return
+            }
+            number = taken.rawValue
+            #expect(owner.take()?.rawValue == nil, "a second take gets nothing")
+            #expect(!owner.isHeld)
+            #expect(target(number) == path, "taken, not closed")
+        }
+        #expect(target(number) == nil, "closed when the taker's scope ended")
+    }
+
+    @Test func anOwnerNobodyTookClosesWithItsLastReference() throws {
+        defer { unlink(path) }
+        let number = try openHigh()
+        var owner: DescriptorOwner? = DescriptorOwner(FileDescriptor(owning: number, path: path))
+        #expect(owner?.isHeld == true)
+        #expect(target(number) == path)
+        owner = nil
+        #expect(target(number) == nil)
+    }
+
+    @Test func discardClosesAtOnce() throws {
+        defer { unlink(path) }
+        let number = try openHigh()
+        let owner = DescriptorOwner(FileDescriptor(owning: number, path: path))
+        owner.discard()
+        #expect(target(number) == nil)
+        #expect(owner.take()?.rawValue == nil)
+        owner.discard()
+    }
 }

@@ -14,7 +14,7 @@ extension Finisher {
         var result: BatchLineResult
         var usage: [String: Int]?
         defer {
-            closePartial(outcome.partialFD)
+            outcome.partial?.discard()
             discardSpill(outcome)
             logger.bestEffort("removing a leftover", id: id) { try Syscall.unlinkIfPresent(partial) }
         }
@@ -30,7 +30,7 @@ extension Finisher {
                 var body: [UInt8]
                 if let assembled {
                     body = []
-                    if let stream = outcome.stream, stream.spillFD >= 0 {
+                    if let stream = outcome.stream, stream.spill?.isHeld == true {
                         body = try FileReader.prefix(path: stream.spillPath, limit: Finisher.plainAnswerLimit)
                     }
                     body += assembled.head + assembled.content + assembled.tail

@@ -112,9 +112,9 @@ public final class Finisher: Sendable {
         if let leases, outcome.ending == .leaseLost || !leases.stillMine(id) {
             // The request is another daemon's now: its partial, record and result are its
             // own. This attempt leaves nothing behind.
-            if outcome.partialFD >= 0 { Syscall.close(outcome.partialFD) }
+            outcome.partial?.discard()
             // Only closed: the path may be the other daemon's temporary by now.
-            if let spill = outcome.stream?.spillFD, spill >= 0 { Syscall.close(spill) }
+            outcome.stream?.spill?.discard()
             logger.info("attempt discarded: another daemon holds the request now", id: id)
             return .ended(.finalized(id: id))
         }
@@ -134,7 +134,7 @@ public final class Finisher: Sendable {
         entry.providerRequestID = ProviderRequestID.from(headers: outcome.headers)
         switch verdict {
         case .cancelled:
-            closePartial(outcome.partialFD)
+            outcome.partial?.discard()
             discardSpill(outcome)
             removePartials()
             entry.outcome = "cancelled"
@@ -155,7 +155,7 @@ public final class Finisher: Sendable {
                 return .ended(postpone(task, because: "publishing the result failed: \(error)"))
             }
         case .failure(let failure):
-            closePartial(outcome.partialFD)
+            outcome.partial?.discard()
             discardSpill(outcome)
             removePartials()
             if failure.kind == .disk { diskHealth.writeFailed() }
@@ -346,31 +346,51 @@ public final class Finisher: Sendable {
                               usage: [String: Int]?) throws -> PublicationPlan.Success {
         let id = outcome.task.id
         var source = outcome.rawPath ?? layout.partial(id)
-        // Open on `source` (-1 when none is held): the plan fsyncs through it.
-        var fd: Int32 = -1
-        defer { if fd >= 0 { Syscall.close(fd) } }
+        // Open on `source` (nil when none is held): the plan fsyncs through it, and it
+        // closes when this function returns, whichever way.
+        let held: FileDescriptor?
+        // Its number, which the plan borrows while `held` owns it; -1 when none is held.
+        var number: Int32 = -1
         if let assembled {
-            closePartial(outcome.partialFD)
+            outcome.partial?.discard()
             source = SpoolLayout.temporary(for: layout.result(id))
-            fd = outcome.stream?.spillFD ?? -1
-            if fd < 0 {
+            let file: FileDescriptor
+            if let spill = outcome.stream?.spill?.take() {
+                file = consume spill
+            } else {
                 try Syscall.unlinkIfPresent(source)
-                fd = try Syscall.open(source, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
+                file = try FileDescriptor.open(source, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
             }
-            try Syscall.writeAll(fd, assembled.head, path: source)
-            try Syscall.writeAll(fd, assembled.content, path: source)
-            try Syscall.writeAll(fd, assembled.tail, path: source)
+            try file.writeAll(assembled.head)
+            try file.writeAll(assembled.content)
+            try file.writeAll(assembled.tail)
+            number = file.rawValue
+            held = consume file
         } else {
-            if let spill = outcome.stream?.spillFD, spill >= 0 { Syscall.close(spill) }
-            fd = outcome.partialFD
+            outcome.stream?.spill?.discard()
+            if let partial = outcome.partial?.take() {
+                number = partial.rawValue
+                held = consume partial
+            } else {
+                held = nil
+            }
         }
         var record = TaskRecord(id: id, status: .done, request: task.identity, history: task.history, endpoint: outcome.endpointName,
                                 usage: usage)
         record.dialect = task.summary.dialect
         let success = PublicationPlan.Success(task: task, record: record, source: source, streamed: assembled != nil,
                                               transcript: transcript(outcome, result: source), rawEvents: outcome.rawPath)
-        let held = fd < 0 ? executor : PublicationExecutor(files: SpoolFiles(layout: layout, heldOpen: [source: fd]), beforeStep: executor.beforeStep)
-        if case .failed(_, _, let error) = held.run(PublicationPlan.prepare(success)) { throw error }
+        let plans = number < 0 ? executor
+            : PublicationExecutor(files: SpoolFiles(layout: layout, heldOpen: [source: number]), beforeStep: executor.beforeStep)
+        let result = plans.run(PublicationPlan.prepare(success))
+        if let held {
+            do {
+                try held.close()
+            } catch {
+                logger.warning("closing the result written failed; carrying on", id: id, ["reason": "\(error)"])
+            }
+        }
+        if case .failed(_, _, let error) = result { throw error }
         return success
     }
 
@@ -458,12 +478,8 @@ public final class Finisher: Sendable {
 
     /// Closes and removes the result's temporary of an attempt that produced no result.
     func discardSpill(_ outcome: AttemptOutcome) {
-        guard let stream = outcome.stream, stream.spillFD >= 0 else { return }
-        Syscall.close(stream.spillFD)
+        guard let stream = outcome.stream, let spill = stream.spill?.take() else { return }
+        _ = consume spill
         logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(stream.spillPath) }
-    }
-
-    func closePartial(_ fd: Int32) {
-        if fd >= 0 { Syscall.close(fd) }
     }
 }

@@ -24,6 +24,8 @@ public final class SpoolDaemon: Sendable {
     /// The `flock` that keeps a second daemon without leases off this spool.
     private let spoolLock = Mutex<Int32>(-1)
     private let statusStopped = DispatchSemaphore(value: 0)
+    /// What `start` started, stopped in reverse by `stop`.
+    private let services = Mutex(ServiceGroup([]))
 
     /// `onReport` is called on a worker thread each time a task ends (or is postponed).
     public init(config: Config, endpoints: [Endpoint], logger: Logger, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
@@ -135,19 +137,50 @@ public final class SpoolDaemon: Sendable {
         if let leases {
             watcher.leases = leases
             engine.leases = leases
-            leases.startKeeper(lost: { [engine] id in engine.leaseLost(id) })
             logger.info("claiming requests with leases", ["owner": LogValue(leases.owner), "lease_seconds": "\(leases.seconds)"])
         }
-        // Before the watcher: a member found again must find its group.
-        lane.start()
-        try watcher.start()
-        engine.start()
-        batches.start()
-        control.start()
-        totals.start(query: SpoolQuery(layout: layout), metrics: metrics)
-        startStatusWriter()
+        let group = makeServices()
+        do {
+            try services.withLock { $0 = group; try $0.start() }
+        } catch {
+            let service = services.withLock { $0.failedToStart } ?? "a service"
+            logger.error("cannot start; what had started is stopped", ["service": LogValue(service), "reason": "\(error)"])
+            throw error
+        }
         notifier.send("READY=1")
         logger.info("watching", ["outgoing": LogValue(layout.outgoing)])
+    }
+
+    /// The daemon's parts in the order they start; they stop in the reverse order, so each
+    /// one stops while what it hands work to still runs: intake first (the watcher, then
+    /// the control files and the background lane, which feed the engine), then the engine,
+    /// which drains its transfers into the finisher's pool and the group committer, then
+    /// the batches those commit into, the hooks their reports start, and last the lease
+    /// keeper (claims stay fresh until every outcome is written) and the status writer.
+    /// The lane starts before the watcher: a member found again must find its group.
+    private func makeServices() -> ServiceGroup {
+        var services: [any Service] = [
+            StartStopService("totals", start: { [self] in totals.start(query: SpoolQuery(layout: layout), metrics: metrics) }),
+            StartStopService("status", start: { [self] in startStatusWriter() }, stop: { [self] in
+                statusStop.store(true, ordering: .relaxed)
+                statusStopped.wait()
+            }),
+        ]
+        if let leases {
+            services.append(StartStopService("lease keeper", start: { [engine] in leases.startKeeper(lost: { id in engine.leaseLost(id) }) },
+                                             stop: { leases.stopKeeper() }))
+        }
+        services += [
+            StartStopService("hooks", stop: { [hooks] in hooks.finish() }),
+            StartStopService("batches", start: { [batches] in batches.start() }, stop: { [batches] in batches.finish() }),
+            StartStopService("group committer", stop: { [committer] in committer.finish() }),
+            StartStopService("finisher", stop: { [pool] in pool.finish() }),
+            StartStopService("transfer engine", start: { [engine] in engine.start() }, stop: { [engine] in engine.shutdown() }),
+            StartStopService("background lane", start: { [lane] in lane.start() }, stop: { [lane] in lane.finish() }),
+            StartStopService("control", start: { [control] in control.start() }, stop: { [control] in control.stop() }),
+            StartStopService("watcher", start: { [watcher] in try watcher.start() }, stop: { [watcher] in watcher.stop() }),
+        ]
+        return ServiceGroup(services)
     }
 
     /// Rewrites `state/.daemon.json` once a second, on a thread of its own.
@@ -200,17 +233,11 @@ public final class SpoolDaemon: Sendable {
     /// Stops intake, drains transfers for the grace period, writes every pending outcome.
     public func stop() {
         notifier.send("STOPPING=1")
-        watcher.stop()
-        control.stop()
-        lane.finish()
-        engine.shutdown()
-        pool.finish()
-        committer.finish()
-        batches.finish()
-        hooks.finish()
-        leases?.stopKeeper()
-        statusStop.store(true, ordering: .relaxed)
-        statusStopped.wait()
+        // The group is dropped once stopped: its services' closures hold the daemon.
+        services.withLock {
+            $0.stop()
+            $0 = ServiceGroup([])
+        }
         logger.info("stopped")
     }
 

@@ -572,19 +572,18 @@ public final class BackgroundLane: @unchecked Sendable {
         } catch {
             ending = .transportError(code: 0, message: "the remote batch \(batch)'s line for this request cannot be read: \(error)")
         }
-        var fd: Int32 = -1
+        var written: DescriptorOwner?
         if case .response = ending {
             let partial = layout.partial(task.id)
             do {
-                fd = try Syscall.open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: layout.fileMode)
-                try Syscall.writeAll(fd, body, path: partial)
+                let file = try FileDescriptor.open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: layout.fileMode)
+                try file.writeAll(body)
+                written = DescriptorOwner(file)
             } catch {
-                if fd >= 0 { Syscall.close(fd) }
-                fd = -1
                 ending = .diskError("writing \(partial) failed: \(error)")
             }
         }
-        var outcome = AttemptOutcome(task: task, ending: ending, partialFD: fd, headers: headers, bytesReceived: Int64(body.count),
+        var outcome = AttemptOutcome(task: task, ending: ending, partial: written, headers: headers, bytesReceived: Int64(body.count),
                                      startedAt: group.startedAt, endedAt: Date(), endpointIndex: endpointIndex, endpointName: endpoint.name)
         outcome.remoteBatch = group.machine.intent.batchID
         return outcome

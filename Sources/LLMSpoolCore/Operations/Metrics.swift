@@ -32,6 +32,7 @@ public final class Metrics: Sendable {
         var laneTokens: [String: [String: Int]] = [:]
         var rescans: [String: Int] = [:]
         var overflows = 0
+        var intakeReads = 0
         var batchLines: [String: Int] = [:]
         var batches: [String: Int] = [:]
         var firstByte = Histogram()
@@ -74,6 +75,8 @@ public final class Metrics: Sendable {
     public func batch(_ status: String) { state.withLock { $0.batches[status, default: 0] += 1 } }
     public func rescan(_ reason: String) { state.withLock { $0.rescans[reason, default: 0] += 1 } }
     public func overflow() { state.withLock { $0.overflows += 1 } }
+    /// Intake read a request file (to validate it).
+    public func intakeRead() { state.withLock { $0.intakeReads += 1 } }
 
     /// The counts `llmspool_tokens_total` has by kind: chat's own, and the common names every
     /// dialect's usage is read under (`UsageNames`).
@@ -231,6 +234,8 @@ public final class Metrics: Sendable {
         labelled("llmspool_watcher_rescans_total", "reason", current.rescans, known: ["start", "periodic", "overflow"])
         family("llmspool_watcher_overflows_total", "counter", "inotify queue overflows.")
         out += "llmspool_watcher_overflows_total \(current.overflows)\n"
+        family("llmspool_watcher_reads_total", "counter", "Request files read and validated by intake.")
+        out += "llmspool_watcher_reads_total \(current.intakeReads)\n"
         return out
     }
 }

@@ -46,7 +46,7 @@ public final class LeaseManager: Sendable {
         /// Our tombstones, with when they were written.
         var tombstones: [String: Double] = [:]
         /// With locks: the locked descriptor of each claim and tombstone of ours.
-        var fds: [String: Int32] = [:]
+        var fds: [String: DescriptorOwner] = [:]
         /// With locks: when another daemon's claim was last probed, per id.
         var probedAt: [String: Double] = [:]
     }
@@ -159,9 +159,16 @@ public final class LeaseManager: Sendable {
             state.probedAt[id] = now
             return true
         }
-        guard due, let fd = try? Syscall.open(layout.lease(id), O_RDWR | O_NOFOLLOW) else { return false }
-        defer { Syscall.close(fd) }  // closing the description drops a lock taken here
-        return llms_ofd_lock(fd, llms_lock_write) == 0
+        guard due else { return false }
+        let probe: FileDescriptor
+        do {
+            probe = try FileDescriptor.open(layout.lease(id), O_RDWR | O_NOFOLLOW)
+        } catch {
+            // Gone or unreadable: no proof its holder is gone, so not taken over.
+            return false
+        }
+        // Closing the description (when `probe` ends here) drops a lock taken here.
+        return llms_ofd_lock(probe.rawValue, llms_lock_write) == 0
     }
 
     /// Whether this daemon holds `id` now (in memory: no file is read).
@@ -177,8 +184,8 @@ public final class LeaseManager: Sendable {
     public func claim(_ id: String) -> Claim {
         let path = layout.lease(id)
         switch createExclusive(path, bytes: encode(expiresAt: LeaseManager.now() + seconds), lock: lockMode.load(ordering: .relaxed)) {
-        case .created(let fd):
-            hold(id, fd: fd)
+        case .created(let lock):
+            hold(id, lock: lock)
             checkSkew(path)
             return .claimed
         case .exists:
@@ -224,8 +231,8 @@ public final class LeaseManager: Sendable {
             logger.warning("took over an expired lease", id: id, ["previous_owner": LogValue(expired.owner)])
         }
         switch createExclusive(layout.lease(id), bytes: encode(expiresAt: LeaseManager.now() + seconds), lock: lockMode.load(ordering: .relaxed)) {
-        case .created(let fd):
-            hold(id, fd: fd)
+        case .created(let lock):
+            hold(id, lock: lock)
             return .claimed
         case .exists:
             guard read(layout.lease(id)).map({ $0.owner == owner && !$0.ended }) == true else { return .heldElsewhere }
@@ -236,15 +243,16 @@ public final class LeaseManager: Sendable {
         }
     }
 
-    private func hold(_ id: String, fd: Int32 = -1) {
-        let previous = held.withLock { state -> Int32? in
+    private func hold(_ id: String, lock: DescriptorOwner? = nil) {
+        let previous = held.withLock { state -> DescriptorOwner? in
             state.ids.insert(id)
             state.tombstones[id] = nil
             let previous = state.fds[id]
-            if fd >= 0 { state.fds[id] = fd } else { state.fds[id] = nil }
+            state.fds[id] = lock
             return previous
         }
-        if let previous, previous != fd { Syscall.close(previous) }
+        // Closed outside the lock: a close on a network filesystem can take a round trip.
+        if let previous, previous !== lock { previous.discard() }
     }
 
     /// With locks: a claim whose lock is free belongs to a daemon that is gone (killed,
@@ -255,27 +263,27 @@ public final class LeaseManager: Sendable {
     /// write (a SIGKILL there left an empty lease that barred its id for ever).
     private func takeOverUnlocked(_ id: String) -> Claim {
         let path = layout.lease(id)
-        guard let fd = try? Syscall.open(path, O_RDWR | O_NOFOLLOW) else { return .heldElsewhere }
-        guard llms_ofd_lock(fd, llms_lock_write) == 0 else {
-            Syscall.close(fd)
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(path, O_RDWR | O_NOFOLLOW)
+        } catch {
+            // Gone (ended or taken meanwhile) or unreadable: not ours to take; looked at again later.
             return .heldElsewhere
         }
+        guard llms_ofd_lock(file.rawValue, llms_lock_write) == 0 else { return .heldElsewhere }
         // The lock must be on the file the name holds now, not one removed meanwhile.
-        guard let opened = try? Syscall.fstat(fd, path: path), let named = try? Syscall.lstat(path), opened.st_ino == named.st_ino,
-              let lease = read(path), lease.isWritten || state(lease) == .expired, state(lease) != .ended else {
-            Syscall.close(fd)
+        guard sameFile(file, path), let lease = read(path), lease.isWritten || state(lease) == .expired, state(lease) != .ended else {
             return .heldElsewhere
         }
         do {
             let bytes = encode(expiresAt: LeaseManager.now() + seconds)
-            try Syscall.writeAll(fd, bytes, path: path)  // the descriptor is at offset 0
-            if ftruncate(fd, off_t(bytes.count)) != 0 { throw SystemError(errno: errno, call: "ftruncate", path: path) }
+            try file.writeAll(bytes)  // the descriptor is at offset 0
+            try Syscall.ftruncate(file.rawValue, length: bytes.count, path: path)
         } catch {
-            Syscall.close(fd)
             return .failed("\(error)")
         }
         logger.warning("took over the claim of a daemon that is gone (its lock was free)", id: id, ["previous_owner": LogValue(lease.owner)])
-        hold(id, fd: fd)
+        hold(id, lock: DescriptorOwner(file))
         return .claimed
     }
 
@@ -300,17 +308,27 @@ public final class LeaseManager: Sendable {
     func probeLocks() -> ClaimMethod.Probe {
         let path = "\(layout.leases)/.probe-\(owner.replacingOccurrences(of: ":", with: "-"))"
         defer { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) } }
-        guard let first = try? Syscall.open(path, O_RDWR | O_CREAT | O_NOFOLLOW, mode: layout.fileMode) else { return .failed(errno: errno) }
-        defer { Syscall.close(first) }
-        guard let second = try? Syscall.open(path, O_RDWR | O_NOFOLLOW) else { return .failed(errno: errno) }
-        defer { Syscall.close(second) }
-        guard llms_ofd_lock(first, llms_lock_write) == 0 else { return .failed(errno: errno) }
-        if llms_ofd_lock(second, llms_lock_write) == 0 { return .noConflict }
+        // A probe that cannot open its file fails with the errno: the caller logs the method
+        // it chose and why.
+        let first: FileDescriptor
+        do {
+            first = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_NOFOLLOW, mode: layout.fileMode)
+        } catch {
+            return .failed(errno: (error as? SystemError)?.errno ?? EIO)
+        }
+        let second: FileDescriptor
+        do {
+            second = try FileDescriptor.open(path, O_RDWR | O_NOFOLLOW)
+        } catch {
+            return .failed(errno: (error as? SystemError)?.errno ?? EIO)
+        }
+        guard llms_ofd_lock(first.rawValue, llms_lock_write) == 0 else { return .failed(errno: errno) }
+        if llms_ofd_lock(second.rawValue, llms_lock_write) == 0 { return .noConflict }
         guard errno == EAGAIN || errno == EACCES else { return .failed(errno: errno) }
-        guard llms_ofd_lock(first, llms_lock_unlock) == 0 else { return .failed(errno: errno) }
+        guard llms_ofd_lock(first.rawValue, llms_lock_unlock) == 0 else { return .failed(errno: errno) }
         // A network lock manager may take a moment to hand the lock on.
         for _ in 0..<50 {
-            if llms_ofd_lock(second, llms_lock_write) == 0 { return .works }
+            if llms_ofd_lock(second.rawValue, llms_lock_write) == 0 { return .works }
             usleep(10_000)
         }
         return .neverReleased
@@ -341,10 +359,10 @@ public final class LeaseManager: Sendable {
             guard wasHeld else { return }
             break
         }
-        let fd = held.withLock { $0.fds.removeValue(forKey: id) } ?? -1
+        let lock = held.withLock { $0.fds.removeValue(forKey: id) }
         let path = layout.lease(id)
         guard let lease = read(path), lease.owner == owner, !lease.ended else {
-            if fd >= 0 { Syscall.close(fd) }
+            lock?.discard()
             return
         }
         if ended {
@@ -353,7 +371,7 @@ public final class LeaseManager: Sendable {
                 // With locks the tombstone stays locked: the lock says its owner lives.
                 held.withLock {
                     $0.tombstones[id] = LeaseManager.now()
-                    if fd >= 0 { $0.fds[id] = fd }
+                    if let lock { $0.fds[id] = lock }
                 }
                 return
             } catch {
@@ -361,7 +379,7 @@ public final class LeaseManager: Sendable {
             }
         }
         logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) }
-        if fd >= 0 { Syscall.close(fd) }
+        lock?.discard()
     }
 
     /// Rewrites a lease in place (see the type's notes on `.fuse_hidden`). A reader that
@@ -436,11 +454,11 @@ public final class LeaseManager: Sendable {
                 }
                 held.withLock { $0.renewing = nil }
             } else {
-                let (wasHeld, fd) = held.withLock { state -> (Bool, Int32?) in
+                let (wasHeld, lock) = held.withLock { state -> (Bool, DescriptorOwner?) in
                     state.renewing = nil
                     return (state.ids.remove(id) != nil, state.fds.removeValue(forKey: id))
                 }
-                if let fd { Syscall.close(fd) }
+                lock?.discard()
                 if wasHeld {
                     logger.warning("lease lost to another daemon; discarding this attempt", id: id)
                     lost(id)
@@ -462,16 +480,16 @@ public final class LeaseManager: Sendable {
     /// Removes our tombstones written more than `age` seconds ago (all of them with 0).
     private func removeOldTombstones(olderThan age: Double) {
         let now = LeaseManager.now()
-        let due = held.withLock { state -> [(String, Int32)] in
+        let due = held.withLock { state -> [(String, DescriptorOwner?)] in
             let due = state.tombstones.filter { now - $0.value >= age }.map(\.key)
             for id in due { state.tombstones[id] = nil }
             state.probedAt = state.probedAt.filter { now - $0.value < 60 }
-            return due.map { ($0, state.fds.removeValue(forKey: $0) ?? -1) }
+            return due.map { ($0, state.fds.removeValue(forKey: $0)) }
         }
-        for (id, fd) in due {
+        for (id, lock) in due {
             let path = layout.lease(id)
             if let lease = read(path), lease.ended, lease.host == hostID { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) } }
-            if fd >= 0 { Syscall.close(fd) }
+            lock?.discard()
         }
     }
 
@@ -502,10 +520,15 @@ public final class LeaseManager: Sendable {
             guard let lease = read(layout.lease(id)), lease.ended, lease.expiresAt + margin < now else { continue }
             if lockMode.load(ordering: .relaxed) {
                 // Its owner holds it locked until it removes it itself; a free lock means the owner is gone.
-                guard let fd = try? Syscall.open(layout.lease(id), O_RDWR | O_NOFOLLOW) else { continue }
-                defer { Syscall.close(fd) }
-                guard llms_ofd_lock(fd, llms_lock_write) == 0, let opened = try? Syscall.fstat(fd, path: layout.lease(id)),
-                      let named = try? Syscall.lstat(layout.lease(id)), opened.st_ino == named.st_ino, read(layout.lease(id)) == lease else { continue }
+                let probe: FileDescriptor
+                do {
+                    probe = try FileDescriptor.open(layout.lease(id), O_RDWR | O_NOFOLLOW)
+                } catch {
+                    // Gone already, or unreadable this round: the next round looks again.
+                    continue
+                }
+                guard llms_ofd_lock(probe.rawValue, llms_lock_write) == 0, sameFile(probe, layout.lease(id)),
+                      read(layout.lease(id)) == lease else { continue }
                 logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(layout.lease(id)) }
                 continue
             }
@@ -606,9 +629,19 @@ public final class LeaseManager: Sendable {
         return true
     }
 
+    /// Whether `file` is still the file `path` names: a lock on a file removed meanwhile
+    /// guards nothing. An error (the name gone, or unreadable) counts as no.
+    private func sameFile(_ file: borrowing FileDescriptor, _ path: String) -> Bool {
+        do {
+            return try file.fstat().st_ino == Syscall.lstat(path).st_ino
+        } catch {
+            return false
+        }
+    }
+
     enum Created {
-        /// With the locked descriptor, kept open, when `lock` was asked; -1 otherwise.
-        case created(Int32)
+        /// With the locked descriptor, kept open, when `lock` was asked; nil otherwise.
+        case created(DescriptorOwner?)
         case exists
         case failed(String)
     }
@@ -617,28 +650,26 @@ public final class LeaseManager: Sendable {
     /// content is always locked while its owner lives.
     private func createExclusive(_ path: String, bytes: [UInt8], lock: Bool) -> Created {
         do {
-            let fd = try Syscall.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
-            var keep = false
-            defer { if !keep { Syscall.close(fd) } }
+            let file = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
             if lock {
                 // Another daemon's probe may hold the lock for a moment.
-                var locked = llms_ofd_lock(fd, llms_lock_write) == 0
+                var locked = llms_ofd_lock(file.rawValue, llms_lock_write) == 0
                 for _ in 0..<50 where !locked {
                     usleep(2_000)
-                    locked = llms_ofd_lock(fd, llms_lock_write) == 0
+                    locked = llms_ofd_lock(file.rawValue, llms_lock_write) == 0
                 }
                 guard locked else {
                     let code = errno
                     // Ours by the exclusive create: removed unless the name holds another file by now.
-                    if let opened = try? Syscall.fstat(fd, path: path), let named = try? Syscall.lstat(path), opened.st_ino == named.st_ino {
+                    if sameFile(file, path) {
                         logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) }
                     }
                     return .failed("cannot lock \(path): errno \(code)")
                 }
             }
-            try Syscall.writeAll(fd, bytes, path: path)
-            keep = lock
-            return .created(lock ? fd : -1)
+            try file.writeAll(bytes)
+            // Without a lock the lease is its content alone: the file closes here.
+            return .created(lock ? DescriptorOwner(file) : nil)
         } catch let error as SystemError where LeaseRules.createFailure(errno: error.errno, fileExists: { Syscall.isPresent(path) }) == .exists {
             return .exists
         } catch {

@@ -3,25 +3,27 @@ import Foundation
 /// What the event loop made of a streamed answer while it arrived.
 public struct StreamResult: Sendable {
     public var verdict: StreamVerdict
-    /// The result's temporary holding the text so far, or -1 when all of it is in the verdict.
-    public var spillFD: Int32
+    /// The result's temporary holding the text so far, open; nil when all of it is in the verdict.
+    public var spill: DescriptorOwner?
     public var spillPath: String
 
-    public init(verdict: StreamVerdict, spillFD: Int32 = -1, spillPath: String = "") {
+    public init(verdict: StreamVerdict, spill: DescriptorOwner? = nil, spillPath: String = "") {
         self.verdict = verdict
-        self.spillFD = spillFD
+        self.spill = spill
         self.spillPath = spillPath
     }
 }
 
 /// Everything one HTTP attempt produced, handed from the event loop to the finisher.
-/// The `.partial` descriptor travels with it: the finisher fsyncs and closes it.
+/// The `.partial`'s descriptor travels with it, when the engine held one open: the
+/// finisher takes it, fsyncs through it and closes it; if nobody does, it closes with
+/// the outcome's last copy.
 public struct AttemptOutcome: Sendable {
     public typealias Ending = AttemptEnding
 
     public let task: TaskDescriptor
     public let ending: Ending
-    public let partialFD: Int32
+    public let partial: DescriptorOwner?
     /// Response headers with lower-case names (the final response's only).
     public let headers: [String: String]
     public let bytesSent: Int64
@@ -41,7 +43,7 @@ public struct AttemptOutcome: Sendable {
     /// The provider's batch that answered, for an outcome of the background lane.
     public var remoteBatch: String?
 
-    public init(task: TaskDescriptor, ending: Ending, partialFD: Int32, headers: [String: String] = [:], bytesSent: Int64 = 0,
+    public init(task: TaskDescriptor, ending: Ending, partial: DescriptorOwner?, headers: [String: String] = [:], bytesSent: Int64 = 0,
                 bytesReceived: Int64 = 0, startedAt: Date, endedAt: Date, endpointIndex: Int, endpointName: String,
                 stream: StreamResult? = nil, requestSource: [UInt8]? = nil, rawPath: String? = nil) {
         self.rawPath = rawPath
@@ -49,7 +51,7 @@ public struct AttemptOutcome: Sendable {
         self.stream = stream
         self.task = task
         self.ending = ending
-        self.partialFD = partialFD
+        self.partial = partial
         self.headers = headers
         self.bytesSent = bytesSent
         self.bytesReceived = bytesReceived

@@ -6,25 +6,13 @@ import Glibc
 /// arrived and when content last arrived. Owned by the engine's thread; libcurl calls back
 /// into it on that thread only.
 final class Transfer {
-    /// Where the request body comes from: the file itself, or a rewritten copy in memory
-    /// (an endpoint that replaces `model`).
+    /// Where the request body comes from: the file itself (`bodyFile`), or a rewritten
+    /// copy in memory (an endpoint that replaces `model`).
     enum Body {
-        case file(fd: Int32)
+        case file
         case memory([UInt8], offset: Int)
         /// `prefix` first, then the file from its current offset.
-        case spliced(prefix: [UInt8], sent: Int, fd: Int32, fileBytes: Int)
-
-        /// Closes the body's file, if it has one; returns whether it had.
-        @discardableResult
-        func closeFile() -> Bool {
-            switch self {
-            case .file(let fd), .spliced(_, _, let fd, _):
-                Syscall.close(fd)
-                return true
-            case .memory:
-                return false
-            }
-        }
+        case spliced(prefix: [UInt8], sent: Int, fileBytes: Int)
     }
 
     let task: TaskDescriptor
@@ -36,10 +24,12 @@ final class Transfer {
     var caFile: String?
     let handle: UnsafeMutableRawPointer
     var body: Body
-    /// The `.partial`, held open; -1 before the first response byte, and for good when
+    /// The request file a `.file` or `.spliced` body is read from, until it is all sent.
+    private var bodyFile: FileDescriptor?
+    /// The `.partial`, held open; nil before the first response byte, and for good when
     /// the engine is short of descriptors (then it is opened for each write, see
     /// `TransferEngine.descriptorBudget`).
-    private(set) var partialFD: Int32 = -1
+    private var partial: FileDescriptor?
     /// Whether the `.partial` stays open between writes.
     let holdsPartial: Bool
     /// The `.partial`'s inode once created: a file reopened by name must still be this one.
@@ -71,7 +61,7 @@ final class Transfer {
     /// temporary of the result, so that a long answer is never held in memory.
     let spillPath: String
     let fileMode: mode_t
-    private(set) var spillFD: Int32 = -1
+    private var spillFile: FileDescriptor?
     private var unflushedSpillBytes = 0
 
     /// Tests only: a response header of this name (from `LLMSPOOL_TEST_CRASH_HEADER`) makes
@@ -88,12 +78,12 @@ final class Transfer {
     /// A prompt file's `.partial`, which shows the answer's plain text while `partialPath`
     /// takes the raw events; nil for other requests.
     let textPath: String?
-    private var textFD: Int32 = -1
+    private var text: FileDescriptor?
     private var textInode: UInt64?
     private let dialect: any Dialect
 
     init(task: TaskDescriptor, endpointIndex: Int, endpointName: String, handle: UnsafeMutableRawPointer, body: Body,
-         holdsPartial: Bool, partialPath: String, textPath: String? = nil, spillPath: String, fileMode: mode_t,
+         bodyFile: consuming FileDescriptor?, holdsPartial: Bool, partialPath: String, textPath: String? = nil, spillPath: String, fileMode: mode_t,
          responseLimit: Int64, now: Double) {
         self.textPath = textPath
         self.dialect = DialectRegistry.dialect(for: task.summary)
@@ -106,6 +96,7 @@ final class Transfer {
         self.endpointName = endpointName
         self.handle = handle
         self.body = body
+        self.bodyFile = bodyFile
         self.partialPath = partialPath
         self.clock = AttemptClock(startedAt: now)
         if task.summary.stream {
@@ -121,8 +112,18 @@ final class Transfer {
     }
 
     func closeText() {
-        if textFD >= 0 { Syscall.close(textFD) }
-        textFD = -1
+        text = nil
+    }
+
+    /// Closes the `.partial` held open, if one is: for an attempt whose answer is not kept.
+    func closePartial() {
+        partial = nil
+    }
+
+    /// The `.partial` held open, for the finisher; nil when none is held.
+    func handOffPartial() -> DescriptorOwner? {
+        guard let file = partial.take() else { return nil }
+        return DescriptorOwner(file)
     }
 
     /// Appends the answer's text to the text `.partial`: a new file at the first piece (as
@@ -132,44 +133,41 @@ final class Transfer {
         let bytes = Array(text.utf8)
         if textInode == nil {
             try Syscall.unlinkIfPresent(textPath)
-            let fd = try Syscall.open(textPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: fileMode)
-            do {
-                textInode = UInt64(try Syscall.fstat(fd, path: textPath).st_ino)
-            } catch {
-                Syscall.close(fd)
-                throw error
-            }
-            if holdsPartial { textFD = fd } else { Syscall.close(fd) }
+            let file = try FileDescriptor.open(textPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: fileMode)
+            textInode = UInt64(try file.fstat().st_ino)
+            if holdsPartial { self.text = consume file }
         }
-        if textFD >= 0 {
-            try bytes.withUnsafeBytes { try Syscall.writeAll(textFD, $0, path: textPath) }
+        if let number = self.text?.rawValue {
+            try Syscall.writeAll(number, bytes, path: textPath)
             return
         }
-        let fd = try Syscall.open(textPath, O_WRONLY | O_APPEND | O_NOFOLLOW)
-        defer { Syscall.close(fd) }
-        guard UInt64(try Syscall.fstat(fd, path: textPath).st_ino) == textInode else {
+        let file = try FileDescriptor.open(textPath, O_WRONLY | O_APPEND | O_NOFOLLOW)
+        guard UInt64(try file.fstat().st_ino) == textInode else {
             throw SystemError(errno: ESTALE, call: "open", path: textPath)
         }
-        try bytes.withUnsafeBytes { try Syscall.writeAll(fd, $0, path: textPath) }
+        try file.writeAll(bytes)
     }
 
     var bodySize: Int {
         switch body {
         case .file: task.summary.size
         case .memory(let bytes, _): bytes.count
-        case .spliced(let prefix, _, _, let fileBytes): prefix.count + fileBytes
+        case .spliced(let prefix, _, let fileBytes): prefix.count + fileBytes
         }
     }
 
     /// Closes the body file, if the body is one and it is still open.
     func closeBody() {
-        if body.closeFile() { body = .memory([], offset: 0) }
+        guard bodyFile?.rawValue != nil else { return }
+        bodyFile = nil
+        body = .memory([], offset: 0)
     }
 
-    private func readFile(_ fd: Int32, into buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
+    private func readFile(into buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
         do {
             // Never more than the Content-Length sent, whatever the file has become.
             let room = max(0, min(capacity, bodySize - Int(bytesSent)))
+            guard let fd = bodyFile?.rawValue else { throw SystemError(errno: EBADF, call: "read (the body's file is closed)", path: task.requestPath) }
             let count = room == 0 ? 0 : try Syscall.read(fd, into: UnsafeMutableRawBufferPointer(start: buffer, count: room), path: task.requestPath)
             if count == 0 && Int(bytesSent) < bodySize {
                 // The file shrank during the upload: stop now rather than leave the server
@@ -190,18 +188,18 @@ final class Transfer {
     /// libcurl asks for the next piece of the body.
     func readBody(into buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
         switch body {
-        case .file(let fd):
-            let count = readFile(fd, into: buffer, capacity: capacity)
+        case .file:
+            let count = readFile(into: buffer, capacity: capacity)
             // The whole body is sent: a long stream keeps a socket and its .partial only.
             if count == 0 { closeBody() }
             return count
-        case .spliced(let prefix, let sent, let fd, let fileBytes):
-            guard sent < prefix.count else { return readFile(fd, into: buffer, capacity: capacity) }
+        case .spliced(let prefix, let sent, let fileBytes):
+            guard sent < prefix.count else { return readFile(into: buffer, capacity: capacity) }
             let count = min(capacity, prefix.count - sent)
             prefix.withUnsafeBytes { source in
                 UnsafeMutableRawPointer(buffer).copyMemory(from: source.baseAddress! + sent, byteCount: count)
             }
-            body = .spliced(prefix: prefix, sent: sent + count, fd: fd, fileBytes: fileBytes)
+            body = .spliced(prefix: prefix, sent: sent + count, fileBytes: fileBytes)
             bytesSent += Int64(count)
             return count
         case .memory(let bytes, let offset):
@@ -224,8 +222,8 @@ final class Transfer {
         }
         do {
             if partialInode == nil { try createPartial() }
-            if partialFD >= 0 {
-                try Syscall.writeAll(partialFD, bytes, path: partialPath)
+            if let number = partial?.rawValue {
+                try Syscall.writeAll(number, bytes, path: partialPath)
             } else {
                 try appendToPartial(bytes)
             }
@@ -281,41 +279,37 @@ final class Transfer {
     /// a daemon that lost this request may still be writing to the old one.
     private func createPartial() throws {
         try Syscall.unlinkIfPresent(partialPath)
-        let fd = try Syscall.open(partialPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: fileMode)
-        do {
-            partialInode = UInt64(try Syscall.fstat(fd, path: partialPath).st_ino)
-        } catch {
-            Syscall.close(fd)
-            throw error
-        }
-        if holdsPartial { partialFD = fd } else { Syscall.close(fd) }
+        let file = try FileDescriptor.open(partialPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: fileMode)
+        partialInode = UInt64(try file.fstat().st_ino)
+        if holdsPartial { partial = consume file }
     }
 
     /// Opens the `.partial` by name for one write. A file of that name that is not ours
     /// (replaced by a daemon that took the request over) is not written to.
     private func appendToPartial(_ bytes: UnsafeRawBufferPointer) throws {
-        let fd = try Syscall.open(partialPath, O_WRONLY | O_APPEND | O_NOFOLLOW)
-        defer { Syscall.close(fd) }
-        guard UInt64(try Syscall.fstat(fd, path: partialPath).st_ino) == partialInode else {
+        let file = try FileDescriptor.open(partialPath, O_WRONLY | O_APPEND | O_NOFOLLOW)
+        guard UInt64(try file.fstat().st_ino) == partialInode else {
             throw SystemError(errno: ESTALE, call: "open", path: partialPath)
         }
-        try Syscall.writeAll(fd, bytes, path: partialPath)
+        try file.writeAll(bytes)
     }
 
     /// Moves the text held so far to the result's temporary.
     private func spill() throws {
-        if spillFD < 0 {
+        if spillFile?.rawValue == nil {
             // A new file, never an old one truncated: as for the `.partial`.
             try Syscall.unlinkIfPresent(spillPath)
-            spillFD = try Syscall.open(spillPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: fileMode)
-            try Syscall.writeAll(spillFD, assembler!.contentHead, path: spillPath)
+            let file = try FileDescriptor.open(spillPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: fileMode)
+            try file.writeAll(assembler!.contentHead)
+            spillFile = consume file
         }
+        guard let number = spillFile?.rawValue else { return }
         let text = assembler!.takeContent()
-        try Syscall.writeAll(spillFD, text, path: spillPath)
+        try Syscall.writeAll(number, text, path: spillPath)
         unflushedSpillBytes += text.count
         if unflushedSpillBytes >= Transfer.writebackInterval {
             unflushedSpillBytes = 0
-            Syscall.startWriteback(spillFD)
+            Syscall.startWriteback(number)
         }
     }
 
@@ -325,17 +319,17 @@ final class Transfer {
         guard sse != nil, assembler != nil else { return nil }
         sse!.finishRaw { assembler!.consume($0) }
         closeText()
-        let result = StreamResult(verdict: assembler!.verdict(), spillFD: spillFD, spillPath: spillPath)
-        spillFD = -1
+        var handoff: DescriptorOwner?
+        if let file = spillFile.take() { handoff = DescriptorOwner(file) }
+        let result = StreamResult(verdict: assembler!.verdict(), spill: handoff, spillPath: spillPath)
         assembler = nil
         return result
     }
 
     /// Closes and removes the result's temporary of an attempt that will not be finished.
     func discardSpill() {
-        guard spillFD >= 0 else { return }
-        Syscall.close(spillFD)
-        spillFD = -1
+        guard spillFile?.rawValue != nil else { return }
+        spillFile = nil
         do {
             try Syscall.unlinkIfPresent(spillPath)
         } catch {

@@ -90,6 +90,8 @@ public final class TransferEngine: @unchecked Sendable {
         /// A request file left `outgoing`: its id and the path it had.
         case removed(id: String, path: String)
         case reconfigure([Endpoint], Settings)
+        /// The lease claimer's answer for a start.
+        case claimed(LeaseClaimer.Request, LeaseManager.Claim)
         case shutdown
     }
 
@@ -179,6 +181,12 @@ public final class TransferEngine: @unchecked Sendable {
     private var heldFiles: [String: (path: String, identity: FileIdentity?)] = [:]
     /// Set before `start` when daemons share the spool.
     public var leases: LeaseManager?
+    /// Makes the claims of a shared spool; set by `start` when `leases` is.
+    private var claimer: LeaseClaimer?
+    /// Starts waiting for their claim, by id.
+    private var awaitingClaim: [String: TaskDescriptor] = [:]
+    /// Ids the scheduler cancelled while their claim was being made.
+    private var cancelledWhileClaiming: Set<String> = []
     /// Whether the daemon before this one crashed; otherwise starts recorded by it are
     /// not held against their requests (`CrashGuard`).
     public var previousRunCrashed = false
@@ -298,6 +306,11 @@ public final class TransferEngine: @unchecked Sendable {
     }
 
     public func start() {
+        if let leases {
+            let claimer = LeaseClaimer(leases: leases) { [weak self] request, claim in self?.enqueue(.claimed(request, claim)) }
+            self.claimer = claimer
+            claimer.start()
+        }
         NamedThread.start("transfer") { [self] in run() }
     }
 
@@ -335,7 +348,7 @@ public final class TransferEngine: @unchecked Sendable {
                 apply(scheduler.handle(.tick, now: now))
             }
             if let deadline = shutdownDeadline {
-                if transfers.isEmpty { break }
+                if transfers.isEmpty && awaitingClaim.isEmpty { break }
                 if TransferEngine.monotonic() >= deadline {
                     abortAll()
                     break
@@ -359,8 +372,25 @@ public final class TransferEngine: @unchecked Sendable {
             }
             collectCompleted()
         }
+        stopClaimer()
         publishSnapshot()
         finished.signal()
+    }
+
+    /// Stops the claimer once the loop has ended: a claim still answered (the grace period
+    /// ran out while it was made) is given back, as the shutdown gives back those of the
+    /// transfers it stops.
+    private func stopClaimer() {
+        guard let claimer else { return }
+        claimer.stop()
+        let late = inbox.withLock { inbox -> [Message] in
+            defer { inbox.removeAll() }
+            return inbox
+        }
+        for case .claimed(let request, .claimed) in late {
+            leases?.release(request.task.id, ended: false)
+            logger.info("transfer stopped by shutdown; it will restart on the next run", id: request.task.id)
+        }
     }
 
     /// Sleep no longer than until libcurl's next timeout, the next retry, or the next idle sweep.
@@ -395,8 +425,8 @@ public final class TransferEngine: @unchecked Sendable {
             // old one ends (its publication leaves the newer file in place), then queued.
             // Only in flight: a queued or finishing task's id seen again is a duplicate (a
             // network filesystem can show one file with another identity for a moment).
-            if case .arrived(.valid(let task)) = event, let running = transfersByID[task.id], running.task.requestPath == task.requestPath,
-               let old = running.task.identity, let newer = task.identity, !newer.isSameInstance(as: old) {
+            if case .arrived(.valid(let task)) = event, let running = transfersByID[task.id]?.task ?? awaitingClaim[task.id],
+               running.requestPath == task.requestPath, let old = running.identity, let newer = task.identity, !newer.isSameInstance(as: old) {
                 replacedInFlight[task.id] = .valid(task)
             }
             // Another file of an id the scheduler holds (`a.md` beside `a.json`): one file of
@@ -428,6 +458,8 @@ public final class TransferEngine: @unchecked Sendable {
             handle(.event(.requestRemoved(id: id)))
         case .leaseLost(let id):
             if let transfer = transfersByID[id] { end(transfer, as: .leaseLost) }
+        case .claimed(let request, let claim):
+            claimAnswered(request, claim)
         case .reconfigure(let newEndpoints, let newSettings):
             let now = Date().timeIntervalSince1970
             endpoints = newEndpoints
@@ -464,7 +496,11 @@ public final class TransferEngine: @unchecked Sendable {
             case .completeEnded(let id, let path):
                 delegate.alreadyEnded(id, path)
             case .cancelTransfer(let id):
-                if let transfer = transfersByID[id] { end(transfer, as: .cancelled) }
+                if let transfer = transfersByID[id] {
+                    end(transfer, as: .cancelled)
+                } else if awaitingClaim[id] != nil {
+                    cancelledWhileClaiming.insert(id)
+                }
             case .withdrawn(let id):
                 forget(id)
                 delegate.withdrawn(id)
@@ -481,7 +517,7 @@ public final class TransferEngine: @unchecked Sendable {
     /// Ends a task that could not start; the outcome goes through the finisher like any other.
     private func endBeforeStart(_ task: TaskDescriptor, endpointIndex: Int, _ ending: AttemptOutcome.Ending) {
         apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: Date().timeIntervalSince1970))
-        delegate.attemptEnded(AttemptOutcome(task: task, ending: ending, partialFD: -1, startedAt: Date(), endedAt: Date(),
+        delegate.attemptEnded(AttemptOutcome(task: task, ending: ending, partial: nil, startedAt: Date(), endedAt: Date(),
                                              endpointIndex: endpointIndex, endpointName: endpoints[min(endpointIndex, endpoints.count - 1)].name))
     }
 
@@ -535,7 +571,8 @@ public final class TransferEngine: @unchecked Sendable {
         return .memory(Array(bytes[body.lowerBound...brace]) + usageMember + Array(bytes[(brace + 1)..<body.upperBound]), offset: 0)
     }
 
-    private func openBody(_ task: TaskDescriptor, endpoint: Endpoint) throws -> Transfer.Body? {
+    /// The body to send; for a body sent from the file, `file` receives the file, open.
+    private func openBody(_ task: TaskDescriptor, endpoint: Endpoint, file: inout FileDescriptor?) throws -> Transfer.Body? {
         let usageMember = DialectRegistry.dialect(for: task.summary).usageMember
         if let model = endpoint.model, model != task.summary.model {
             // A model rewrite needs the body parsed; it is held in memory for this attempt.
@@ -562,26 +599,17 @@ public final class TransferEngine: @unchecked Sendable {
             }
             return .memory(Array(try JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes])), offset: 0)
         }
-        let fd = try Syscall.open(task.requestPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        let opened = try FileDescriptor.open(task.requestPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
         // Opened by name again: it must still be the file intake validated.
-        let verdict: UploadCheck.Verdict
-        do {
-            let info = try Syscall.fstat(fd, path: task.requestPath)
-            verdict = UploadCheck.verify(validated: task.identity, current: FileIdentity(info),
+        let info = try opened.fstat()
+        let verdict = UploadCheck.verify(validated: task.identity, current: FileIdentity(info),
                                          isRegularFile: info.st_mode & S_IFMT == S_IFREG, links: UInt64(info.st_nlink))
-        } catch {
-            Syscall.close(fd)
-            throw error
-        }
-        guard verdict == .same else {
-            Syscall.close(fd)
-            throw UploadRefusal(verdict: verdict)
-        }
+        guard verdict == .same else { throw UploadRefusal(verdict: verdict) }
         let body = task.summary.body
-        if task.summary.size <= TransferEngine.smallBodyLimit, let bytes = try readWhole(fd, expected: task.summary.size, path: task.requestPath) {
-            // A small body is read at once and its file closed: ten thousand requests
-            // starting together would otherwise hold ten thousand files besides their sockets.
-            Syscall.close(fd)
+        if task.summary.size <= TransferEngine.smallBodyLimit, let bytes = try readWhole(opened, expected: task.summary.size, path: task.requestPath) {
+            // A small body is read at once and its file closed (when `opened` ends here): ten
+            // thousand requests starting together would otherwise hold ten thousand files
+            // besides their sockets.
             guard let brace = task.summary.usageSplice else {
                 return .memory(body == 0..<bytes.count ? bytes : Array(bytes[body]), offset: 0)
             }
@@ -595,30 +623,29 @@ public final class TransferEngine: @unchecked Sendable {
             start = brace + 1
             prefix = [UInt8(ascii: "{")] + usageMember
         } else if body == 0..<task.summary.size {
-            return .file(fd: fd)
+            file = consume opened
+            return .file
         } else {
             start = body.lowerBound
             prefix = []
         }
-        guard lseek(fd, off_t(start), SEEK_SET) == off_t(start) else {
-            let code = errno
-            Syscall.close(fd)
-            throw SystemError(errno: code, call: "lseek", path: task.requestPath)
+        guard lseek(opened.rawValue, off_t(start), SEEK_SET) == off_t(start) else {
+            throw SystemError(errno: errno, call: "lseek", path: task.requestPath)
         }
-        return .spliced(prefix: prefix, sent: 0, fd: fd, fileBytes: body.upperBound - start)
+        file = consume opened
+        return .spliced(prefix: prefix, sent: 0, fileBytes: body.upperBound - start)
     }
 
     /// A batch line's body, read from the batch file once it is checked to be the file
     /// intake validated.
     private func readLineBody(_ task: TaskDescriptor) throws -> [UInt8] {
-        let fd = try Syscall.open(task.requestPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
-        defer { Syscall.close(fd) }
-        let info = try Syscall.fstat(fd, path: task.requestPath)
+        let file = try FileDescriptor.open(task.requestPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        let info = try file.fstat()
         let verdict = UploadCheck.verify(validated: task.identity, current: FileIdentity(info),
                                          isRegularFile: info.st_mode & S_IFMT == S_IFREG, links: UInt64(info.st_nlink))
         guard verdict == .same else { throw UploadRefusal(verdict: verdict) }
         let body = task.summary.body
-        return try Syscall.preadAll(fd, count: body.count, at: body.lowerBound, path: task.requestPath)
+        return try Syscall.preadAll(file.rawValue, count: body.count, at: body.lowerBound, path: task.requestPath)
     }
 
     /// Bodies up to this size are sent from memory.
@@ -626,29 +653,22 @@ public final class TransferEngine: @unchecked Sendable {
 
     /// The whole file when it still has the size intake validated; nil (and the file
     /// rewound) otherwise, and the body is then streamed from the file as it is.
-    private func readWhole(_ fd: Int32, expected: Int, path: String) throws -> [UInt8]? {
+    private func readWhole(_ file: borrowing FileDescriptor, expected: Int, path: String) throws -> [UInt8]? {
         var bytes = [UInt8](repeating: 0, count: expected + 1)
         var total = 0
-        do {
-            while total < bytes.count {
-                let count = try bytes.withUnsafeMutableBytes { buffer in
-                    try Syscall.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...]), path: path)
-                }
-                if count == 0 { break }
-                total += count
+        while total < bytes.count {
+            let count = try bytes.withUnsafeMutableBytes { buffer in
+                try Syscall.read(file.rawValue, into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...]), path: path)
             }
-        } catch {
-            Syscall.close(fd)
-            throw error
+            if count == 0 { break }
+            total += count
         }
         if total == expected {
             bytes.removeLast()
             return bytes
         }
-        guard lseek(fd, 0, SEEK_SET) == 0 else {
-            let code = errno
-            Syscall.close(fd)
-            throw SystemError(errno: code, call: "lseek", path: path)
+        guard lseek(file.rawValue, 0, SEEK_SET) == 0 else {
+            throw SystemError(errno: errno, call: "lseek", path: path)
         }
         return nil
     }
@@ -664,22 +684,39 @@ public final class TransferEngine: @unchecked Sendable {
     private func begin(_ task: TaskDescriptor, endpointIndex: Int) {
         // A batch's line has no record and no lease of its own: its batch's journal is its
         // record, and exactly one daemon runs a batch.
-        let isBatchLine = BatchLineRef(id: task.id) != nil
-        if let leases, !isBatchLine {
-            // An exclusive create on the spool's filesystem: quick locally, one round trip on NFS.
-            switch leases.claim(task.id) {
-            case .claimed:
-                break
-            case .heldElsewhere:
-                logger.debug("another daemon holds this request", id: task.id)
-                skip(task)
-                return
-            case .failed(let reason):
-                logger.warning("cannot claim the request; will look again", id: task.id, ["reason": LogValue(reason)])
-                skip(task)
-                return
-            }
+        if let claimer, BatchLineRef(id: task.id) == nil {
+            // The claim is made off the loop; the start goes on when its answer comes back.
+            awaitingClaim[task.id] = task
+            claimer.submit(LeaseClaimer.Request(task: task, endpointIndex: endpointIndex))
+            return
         }
+        prepareStart(task, endpointIndex: endpointIndex)
+    }
+
+    /// A claim's answer, back on the loop. A start cancelled while it waited ends as a
+    /// transfer cancelled at once would have.
+    private func claimAnswered(_ request: LeaseClaimer.Request, _ claim: LeaseManager.Claim) {
+        let task = request.task
+        awaitingClaim[task.id] = nil
+        let cancelled = cancelledWhileClaiming.remove(task.id) != nil
+        switch claim {
+        case .claimed where cancelled:
+            endBeforeStart(task, endpointIndex: request.endpointIndex, .cancelled)
+        case .claimed:
+            prepareStart(task, endpointIndex: request.endpointIndex)
+        case .heldElsewhere:
+            logger.debug("another daemon holds this request", id: task.id)
+            skip(task)
+        case .failed(let reason):
+            logger.warning("cannot claim the request; will look again", id: task.id, ["reason": LogValue(reason)])
+            skip(task)
+        }
+    }
+
+    /// Everything of a start after its claim: the checks, the body, the record of the
+    /// start, the curl handle.
+    private func prepareStart(_ task: TaskDescriptor, endpointIndex: Int) {
+        let isBatchLine = BatchLineRef(id: task.id) != nil
         if let reason = diskHealth.holdReason(layout, logger: logger) {
             // The answer could not be kept: the request waits, unsent, like one on a full disk.
             endBeforeStart(task, endpointIndex: endpointIndex, .diskError(reason))
@@ -741,11 +778,14 @@ public final class TransferEngine: @unchecked Sendable {
         }
         let body: Transfer.Body
         var source: [UInt8]?
+        // The request file a body sent from the file is read from; closed on every way out
+        // below that does not hand it to the transfer.
+        var bodyFile: FileDescriptor?
         do {
             if RequestFormatRegistry.format(id: task.summary.format).makesBody {
                 (body, source) = try madeBody(task, endpoint: endpoint)
             } else {
-                guard let opened = try openBody(task, endpoint: endpoint) else {
+                guard let opened = try openBody(task, endpoint: endpoint, file: &bodyFile) else {
                     endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
                     return
                 }
@@ -790,7 +830,6 @@ public final class TransferEngine: @unchecked Sendable {
             do {
                 try TaskRecord(id: task.id, status: .active, request: task.identity, history: task.history).write(layout, durable: false)
             } catch {
-                body.closeFile()
                 endBeforeStart(task, endpointIndex: endpointIndex, .diskError("recording the start of the attempt failed: \(error)"))
                 return
             }
@@ -799,11 +838,11 @@ public final class TransferEngine: @unchecked Sendable {
         let textPartial = RequestFormatRegistry.format(id: task.summary.format).textPartial
         let partialPath = textPartial ? layout.rawEvents(task.id) : layout.partial(task.id)
         guard let handle = curl_easy_init() else {
-            body.closeFile()
             endBeforeStart(task, endpointIndex: endpointIndex, .transportError(code: 27, message: "libcurl could not create a handle"))
             return
         }
         let transfer = Transfer(task: task, endpointIndex: endpointIndex, endpointName: endpoint.name, handle: handle, body: body,
+                                bodyFile: bodyFile,
                                 // Past the budget the `.partial` is opened for each write: a long
                                 // stream then costs one descriptor (its socket) instead of two.
                                 holdsPartial: transfers.count < descriptorBudget, partialPath: partialPath,
@@ -992,7 +1031,7 @@ public final class TransferEngine: @unchecked Sendable {
         apply(scheduler.handle(.transferEnded(id: transfer.task.id, feedback: feedback), now: now.timeIntervalSince1970))
         if feedback.outcome == .retryableFailure || feedback.pauseSeconds != nil { logNewEndpointWaits(now: now.timeIntervalSince1970) }
         delegate.attemptEnded(AttemptOutcome(
-            task: transfer.task, ending: ending, partialFD: transfer.partialFD, headers: transfer.headers,
+            task: transfer.task, ending: ending, partial: transfer.handOffPartial(), headers: transfer.headers,
             bytesSent: transfer.bytesSent, bytesReceived: transfer.bytesReceived,
             startedAt: transfer.startedAt, endedAt: now, endpointIndex: transfer.endpointIndex, endpointName: transfer.endpointName,
             stream: stream, requestSource: transfer.requestSource, rawPath: transfer.textPath != nil ? transfer.partialPath : nil))
@@ -1008,7 +1047,7 @@ public final class TransferEngine: @unchecked Sendable {
             curl_slist_free_all(transfer.headerList)
             transfer.closeBody()
             transfer.discardSpill()
-            if transfer.partialFD >= 0 { Syscall.close(transfer.partialFD) }
+            transfer.closePartial()
             logger.bestEffort("removing a stopped transfer's partial", id: transfer.task.id) { try Syscall.unlinkIfPresent(transfer.partialPath) }
             transfer.closeText()
             if let text = transfer.textPath {

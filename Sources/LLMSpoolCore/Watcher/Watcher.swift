@@ -84,6 +84,9 @@ public final class Watcher: @unchecked Sendable {
     private var settling: [String: Double] = [:]
     /// Drafts already logged, by name, with the identity they had: logged once per save.
     private var drafts: [String: FileIdentity] = [:]
+    /// What `lstat` said of each request file when it was last read, by name: a file of a
+    /// held id is read again only if this changed (`IntakeRereadRule`).
+    private var lastRead: [String: IntakeRereadRule.Snapshot] = [:]
     /// Names seen by the last poll, to notice removals without inotify.
     private var polledNames = Set<String>()
     private var intakePaused = false
@@ -204,6 +207,7 @@ public final class Watcher: @unchecked Sendable {
         if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
             settling[name] = nil
             drafts[name] = nil
+            lastRead[name] = nil
             switch RequestName.classify(name) {
             case .request(let id): left(name, id: id)
             case .batch(let batch): delegate.removedBatch(batch)
@@ -249,6 +253,7 @@ public final class Watcher: @unchecked Sendable {
             let current = Set(names)
             for gone in polledNames.subtracting(current) {
                 drafts[gone] = nil
+                lastRead[gone] = nil
                 switch RequestName.classify(gone) {
                 case .request(let id): left(gone, id: id)
                 case .batch(let batch): delegate.removedBatch(batch)
@@ -267,6 +272,9 @@ public final class Watcher: @unchecked Sendable {
     private func left(_ name: String, id: String) {
         delegate.removed(id, "\(layout.outgoing)/\(name)")
         for suffix in RequestFormatRegistry.suffixes where id + suffix != name {
+            // Read again even if unchanged: the engine keeps one waiting file per id, so
+            // another one delivered later may have taken this one's place.
+            lastRead[id + suffix] = nil
             if Syscall.isPresent("\(layout.outgoing)/\(id)\(suffix)") { consider(id + suffix, force: true) }
         }
     }
@@ -367,7 +375,11 @@ public final class Watcher: @unchecked Sendable {
         case .request(let id):
             // A file of a known id under another name (`a.md` while `a.json` runs) waits:
             // it is looked at when the other one leaves `outgoing` (`left`).
-            if !force && known.contains(id) { return }
+            let isKnown = known.contains(id)
+            if !force && isKnown { return }
+            let path = "\(layout.outgoing)/\(name)"
+            let snapshot = Watcher.snapshot(path)
+            guard IntakeRereadRule.mustRead(known: isKnown, lastRead: lastRead[name], current: snapshot) else { return }
             var abandoned = false
             if let leases {
                 switch leases.look(id) {
@@ -377,7 +389,11 @@ public final class Watcher: @unchecked Sendable {
                 }
             }
             guard hasFreeSpace() else { return }
-            let path = "\(layout.outgoing)/\(name)"
+            metrics.intakeRead()
+            // Kept only for what is delivered (a draft or a file still settling is looked at
+            // again whatever lstat says); taken before the read, so that a change during it
+            // shows as a difference next time.
+            lastRead[name] = nil
             switch RequestFile.read(path: path, limit: settings.maxRequestBytes) {
             case nil:
                 return  // gone already
@@ -386,6 +402,7 @@ public final class Watcher: @unchecked Sendable {
                 logger.warning("request not read this time; it stays in outgoing", id: id, ["reason": LogValue(problem.message)])
                 lastScan = min(lastScan, Watcher.now() - settings.rescanInterval + 1)
             case .failure(let problem)?:
+                lastRead[name] = snapshot
                 delegate.found(.invalid(id: id, requestPath: path, problem: problem))
             case .success(let loaded)?:
                 guard let intake = Watcher.intake(id: id, path: path, loaded: loaded, layout: layout, formats: settings.formats, logger: logger) else {
@@ -407,6 +424,7 @@ public final class Watcher: @unchecked Sendable {
                     }
                 }
                 settling[name] = nil
+                lastRead[name] = snapshot
                 if case .valid = intake { logger.debug("validated", id: id, ["bytes": "\(loaded.bytes.count)"]) }
                 if abandoned, case .valid(var task) = intake {
                     task.takenOver = true
@@ -415,6 +433,20 @@ public final class Watcher: @unchecked Sendable {
                     delegate.found(intake)
                 }
             }
+        }
+    }
+
+    /// What `lstat` says of `path` for `IntakeRereadRule`; nil when it says nothing (the
+    /// read that follows reports why).
+    static func snapshot(_ path: String) -> IntakeRereadRule.Snapshot? {
+        do {
+            let info = try Syscall.lstat(path)
+            return IntakeRereadRule.Snapshot(
+                device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int64(info.st_size),
+                modifiedNanoseconds: Int64(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_mtim.tv_nsec),
+                changedNanoseconds: Int64(info.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_ctim.tv_nsec))
+        } catch {
+            return nil
         }
     }
 
