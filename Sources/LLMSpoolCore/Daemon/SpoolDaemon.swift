@@ -77,8 +77,7 @@ public final class SpoolDaemon: Sendable {
             diskHealth: diskHealth, delegate: engineDelegate, logger: logger)
         engineBox.withLock { $0 = engine }
         self.lane = lane
-        var batchSettings = BatchRunner.Settings(config)
-        batchSettings.sharedSpool = leases != nil
+        let batchSettings = BatchRunner.Settings(config)
         let batches = BatchRunner(layout: layout, settings: batchSettings, logger: logger, metrics: metrics, post: post,
                                   onEnd: { report in
                                       hooks.handleBatch(report)
@@ -135,7 +134,10 @@ public final class SpoolDaemon: Sendable {
         if let leases {
             watcher.leases = leases
             engine.leases = leases
-            leases.startKeeper(lost: { [engine] id in engine.leaseLost(id) })
+            batches.leases = leases
+            leases.startKeeper(lost: { [engine, batches] id in
+                if let name = BatchClaimRules.batchName(ofClaim: id) { batches.leaseLost(name) } else { engine.leaseLost(id) }
+            })
             logger.info("claiming requests with leases", ["owner": LogValue(leases.owner), "lease_seconds": "\(leases.seconds)"])
         }
         // Before the watcher: a member found again must find its group.
@@ -216,8 +218,7 @@ public final class SpoolDaemon: Sendable {
     /// spool, the watcher's settings and logging keep their values until a restart.
     public func reload(config: Config, endpoints: [Endpoint]) {
         finisher.reconfigure(retry: config.retry, endpointCount: endpoints.count)
-        var batchSettings = BatchRunner.Settings(config)
-        batchSettings.sharedSpool = leases != nil
+        let batchSettings = BatchRunner.Settings(config)
         batches.reconfigure(batchSettings)
         lane.reconfigure(endpoints: endpoints, settings: BackgroundLane.Settings(config))
         engine.reconfigure(endpoints: endpoints, settings: TransferEngine.Settings(config))
