@@ -193,4 +193,25 @@ import Testing
         #expect(checked.stdout.contains("endpoint[1] anthropic (anthropic) = \(root)/v1/messages"), "\(checked.stdout)")
         #expect(!checked.stdout.contains(Harness.secret) && !checked.stderr.contains(Harness.secret))
     }
+
+    /// `submit --wait` prints a streamed Messages answer's text deltas and nothing else;
+    /// `wait` on the finished request reads the message's text blocks; `show` names the dialect.
+    @Test func submitWaitPrintsTheMessagesTextAndShowNamesTheDialect() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["endpoints": [anthropic(harness)]], environment: ["ANTHROPIC_API_KEY": Harness.secret])
+        let prompt = "print messages"
+        let envelope = Self.messages(prompt, stream: true, stub: ["tokens": 10, "token_delay_ms": 20])
+        let input = String(decoding: try JSONSerialization.data(withJSONObject: envelope), as: UTF8.self)
+        let finished = try harness.cli(["submit", "-", "--wait", "--id", "live", "--spool", harness.layout.root, "--timeout", "60"], stdin: input)
+        #expect(finished.status == 0, "\(finished.stderr)")
+        let expected = StubAnswer.content(prompt: prompt, tokens: 10)
+        #expect(finished.stdout == expected, "stdout carries the answer's text and nothing else")
+        let again = try harness.cli(["wait", "live", "--spool", harness.layout.root, "--timeout", "30"])
+        #expect(again.stdout == expected, "a finished request is read as a message from its record")
+        let shown = try harness.cli(["show", "live", "--spool", harness.layout.root])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any], "\(shown.stdout)")
+        #expect(object["dialect"] as? String == MessagesDialect.id)
+    }
 }

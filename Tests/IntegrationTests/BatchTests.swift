@@ -376,3 +376,63 @@ import Testing
         #expect(counts["failed"] as? Int == 1 && counts["completed"] as? Int == 3)
     }
 }
+
+/// A batch on a spool two daemons share with leases (as on a network share, here on a local
+/// folder): one daemon claims and runs it; killed mid-batch, the other takes the claim
+/// over and resumes from the journal, and the output holds exactly one line per custom_id.
+@Suite(.serialized) struct SharedBatchTests {
+    static func config(_ host: String) -> [String: Any] {
+        ["watch_mode": "poll", "poll_interval_seconds": 0.2, "leases": true, "lease_seconds": 3, "host_id": host, "concurrency": 8]
+    }
+
+    /// Log lines saying a daemon runs the batch.
+    static func runs(_ log: String) -> Int {
+        log.components(separatedBy: "batch accepted").count - 1 + log.components(separatedBy: "batch resumed").count - 1
+    }
+
+    @Test func theOwnerKilledMidBatchTheOtherFinishesItFromTheJournal() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let daemons = ["d1": try harness.startExtraDaemon("d1", config: Self.config("d1")),
+                       "d2": try harness.startExtraDaemon("d2", config: Self.config("d2"))]
+        let count = 600
+        let lines = (0..<count).map { BatchTests.line("s-\($0)", stub: ["latency_ms": 60]) }
+        try BatchTests.dropBatch(harness, "shared", lines)
+        // Killed once a part of the output is committed, well before its end.
+        try waitUntil("the output grows", timeout: 60) {
+            let length = ((try? FileManager.default.attributesOfItem(atPath: harness.layout.batchPartial("shared")))?[.size] as? Int) ?? 0
+            return length > 40_000
+        }
+        let owners = daemons.keys.filter { Self.runs(harness.extraLog($0)) > 0 }
+        #expect(owners.count == 1, "one daemon runs the batch at a time: \(owners)")
+        let owner = try #require(owners.first)
+        let other = owner == "d1" ? "d2" : "d1"
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.batchSummary("shared")), "killed before the batch ended")
+        let victim = try #require(daemons[owner])
+        kill(victim.processIdentifier, SIGKILL)
+        victim.waitUntilExit()
+        let arrivalsAtKill = try harness.stubArrivals().count
+        let summary = try BatchTests.waitForSummary(harness, "shared", timeout: 120)
+        #expect(harness.extraLog(other).contains("batch resumed"), "the other daemon resumed from the journal: \(harness.extraLog(other).suffix(3000))")
+        #expect(summary["status"] as? String == "completed")
+        let output = try BatchTests.outputLines(harness.layout.batchOutput("shared"))
+        #expect(output.count == count, "one output line per input line, none lost, none repeated")
+        let found = BatchTests.byID(output)
+        #expect(found.count == count)
+        for index in 0..<count {
+            let content = Harness.content(of: (found["s-\(index)"]?["response"] as? [String: Any])?["body"] as? [String: Any] ?? [:])
+            #expect(content?.hasPrefix("Echo: prompt of s-\(index)") == true, "s-\(index): \(String(describing: found["s-\(index)"]))")
+        }
+        // Sent twice only what the killed daemon had in flight (its concurrency, 8), never
+        // lines sent by both daemons at once.
+        let arrivals = try harness.stubArrivals().map(\.prompt)
+        let repeated = arrivals.count - Set(arrivals).count
+        print("shared batch of \(count) lines: owner \(owner) killed after \(arrivalsAtKill) arrivals; \(repeated) lines sent again")
+        #expect(Set(arrivals).count == count)
+        #expect(repeated <= 8, "only lines in flight at the kill were sent again (\(repeated))")
+        #expect(harness.files(in: harness.layout.outgoing).isEmpty)
+        #expect(harness.files(in: harness.layout.incoming).sorted() == ["shared.batch.json", "shared.jsonl"])
+        try BatchTests.judgeBodies(output, in: harness.root)
+    }
+}

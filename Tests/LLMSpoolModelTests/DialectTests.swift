@@ -170,6 +170,14 @@ private struct InputDialect: Dialect {
         #expect(dialect.usage(ofPlainAnswer: try RawJSON.parse(none), in: none) == nil)
     }
 
+    /// A count from the network that no token count can be (negative, fractional, past
+    /// Int) is not read: a negative one would make the totals and the metrics' counters go down.
+    @Test func aCountNoTokenCountCanBeIsNotRead() throws {
+        let body = Array(#"{"choices":[],"usage":{"prompt_tokens":-5,"completion_tokens":2.5,"total_tokens":99999999999999999999999,"cached":7,"details":{"reasoning_tokens":-1,"cached_tokens":4}}}"#.utf8)
+        let answer = try RawJSON.parse(body)
+        #expect(dialect.usage(ofPlainAnswer: answer, in: body) == ["cached": 7, "details.cached_tokens": 4])
+    }
+
     @Test func inStreamErrorIsAProviderErrorWithItsEmbeddedCode() throws {
         let body = Array(#"{"error":{"message":"overloaded","code":503}}"#.utf8)
         let failure = dialect.streamFailure(message: "overloaded", body: body, status: 200)

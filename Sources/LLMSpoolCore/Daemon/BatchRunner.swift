@@ -21,10 +21,9 @@ public final class BatchRunner: @unchecked Sendable {
         /// `max_attempts`: a restarted line's history is never made longer.
         public var maxAttempts: Int
         public var settleSeconds: Double
-        /// Several daemons share the spool (leases): batches are left alone, since one
-        /// batch's journal and output must have one writer, and claims per batch are not
-        /// there yet.
-        public var sharedSpool = false
+        /// The lease time of a shared spool's claims: how often a batch another daemon
+        /// holds is looked at again.
+        public var leaseSeconds = 30.0
 
         public init(_ config: Config) {
             limits = BatchValidator.Limits(maxLines: config.maxBatchLines, maxBytes: config.maxBatchBytes,
@@ -33,6 +32,7 @@ public final class BatchRunner: @unchecked Sendable {
             maxLifetimeSeconds = config.retry.maxLifetimeSeconds
             maxAttempts = config.retry.maxAttempts
             settleSeconds = config.settleSeconds
+            leaseSeconds = config.leaseSeconds
         }
     }
 
@@ -69,6 +69,8 @@ public final class BatchRunner: @unchecked Sendable {
         case removed(String)
         case ended(batch: String, Ended)
         case attempted(batch: String, Attempted)
+        /// Another daemon holds the batch's claim now.
+        case lost(String)
         case stop
     }
 
@@ -98,6 +100,8 @@ public final class BatchRunner: @unchecked Sendable {
         var cancelled = false
         /// `max_lifetime_seconds` passed: stopped like a cancellation, its lines end `expired`.
         var expiring = false
+        /// Its claim was lost to another daemon: nothing more of it is written or sent here.
+        var abandoned = false
 
         init(name: String, inputPath: String, fd: Int32, identity: FileIdentity, index: BatchIndex, journal: BatchJournal,
              journalFD: Int32, outputFD: Int32) {
@@ -130,7 +134,9 @@ public final class BatchRunner: @unchecked Sendable {
     private var draining = false
     /// Names of batches being cancelled, for the finisher threads: their lines are not retried.
     private let stopping = Mutex<Set<String>>([])
-    private var warnedShared = Set<String>()
+    /// The claims of a spool several daemons share; nil when this daemon has it alone.
+    /// Set before `start`.
+    public var leases: LeaseManager?
 
     public init(layout: SpoolLayout, settings: Settings, logger: Logger, metrics: Metrics = Metrics(),
                 post: @escaping @Sendable (Scheduler.Event) -> Void, onEnd: @escaping @Sendable (EndReport) -> Void = { _ in }) {
@@ -182,6 +188,9 @@ public final class BatchRunner: @unchecked Sendable {
         stopped.wait()
     }
 
+    /// The keeper found the batch's claim held by another daemon: the batch is dropped here.
+    public func leaseLost(_ name: String) { send(.lost(name)) }
+
     /// The running batches' counts, for the live status.
     public var progress: [BatchProgress] { live.withLock { Array($0.values) }.sorted { $0.name < $1.name } }
 
@@ -210,6 +219,7 @@ public final class BatchRunner: @unchecked Sendable {
                 switch message {
                 case .found(let name): consider(name)
                 case .removed(let name): cancel(name, because: "the input was removed from outgoing")
+                case .lost(let name): if let batch = batches[name] { abandon(batch) }
                 case .ended(let name, let ended): batches[name]?.ended.append(ended)
                 case .attempted(let name, let attempted):
                     if let batch = batches[name], batch.cancelled {
@@ -238,6 +248,8 @@ public final class BatchRunner: @unchecked Sendable {
                 for batch in batches.values {
                     for attempted in batch.attempted { answer(attempted, durable: false) }
                     close(batch)
+                    // Unfinished: free at once for another daemon to resume.
+                    leases?.release(BatchClaimRules.claimID(batch: batch.name), ended: BatchClaimRules.releaseEnds(batchEnded: false))
                 }
                 batches.removeAll()
                 publishProgress()
@@ -261,13 +273,37 @@ public final class BatchRunner: @unchecked Sendable {
     }
 
     private func consider(_ name: String) {
-        let path = layout.batchRequest(name)
-        if settings.withLock({ $0.sharedSpool }) {
-            if warnedShared.insert(name).inserted {
-                logger.warning("batch files are not run on a spool several daemons share (leases); it stays in outgoing", id: name)
+        let claimID = BatchClaimRules.claimID(batch: name)
+        let claim = leases.map { leases -> BatchClaimRules.Claim in
+            switch leases.claimIfNeeded(claimID) {
+            case .claimed: .claimed
+            case .heldElsewhere: .heldElsewhere
+            case .failed(let reason): .failed(reason)
             }
+        }
+        switch BatchClaimRules.intake(claim: claim, leaseSeconds: settings.withLock { $0.leaseSeconds }) {
+        case .run:
+            break
+        case .leave(let wait):
+            settling[name] = Date().timeIntervalSince1970 + wait
+            logger.debug("batch run by another daemon; looked at again later", id: name)
+            return
+        case .retry(let wait, let reason):
+            settling[name] = Date().timeIntervalSince1970 + wait
+            logger.warning("cannot claim the batch; looked at again later", id: name, ["reason": LogValue(reason)])
             return
         }
+        considerClaimed(name)
+        // Claimed but not run here (gone, not valid yet, not readable this time): let go, so
+        // that any daemon may take it. A batch that ended here has left its tombstone.
+        if let leases, batches[name] == nil {
+            leases.release(claimID, ended: BatchClaimRules.releaseEnds(batchEnded: false))
+        }
+    }
+
+    /// The batch's claim is this daemon's (or the spool is not shared): read it and run it.
+    private func considerClaimed(_ name: String) {
+        let path = layout.batchRequest(name)
         if let batch = batches[name] {
             // A newer file under the running batch's name: the old batch is cancelled, and
             // the new file starts once it has ended.
@@ -542,41 +578,54 @@ public final class BatchRunner: @unchecked Sendable {
         }
         for file in names where file.hasSuffix(".journal") && !file.hasPrefix(SpoolLayout.hiddenPrefix) {
             let name = String(file.dropLast(".journal".count))
-            guard !Syscall.isPresent(layout.batchRequest(name)), let journal = loadJournal(name) else { continue }
-            let partialLength: Int?
-            do {
-                partialLength = try length(of: layout.batchPartial(name))
-            } catch {
-                logger.warning("cannot look at a batch's output; looked at again on the next start", id: name, ["reason": "\(error)"])
-                continue
+            guard !Syscall.isPresent(layout.batchRequest(name)) else { continue }
+            if let leases {
+                // Another daemon may be ending this batch right now.
+                let claimID = BatchClaimRules.claimID(batch: name)
+                guard leases.claimIfNeeded(claimID) == .claimed else { continue }
             }
-            switch BatchRecovery.decide(journal: journal, input: nil, partialLength: partialLength) {
-            case .publish(let journal, let published):
-                publish(name: name, fd: -1, identity: nil, journal: journal, outputPublished: published,
-                        status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed)
-            case .cancelled(let journal):
-                logger.warning("a batch's input left while the daemon was down; it ends cancelled with the lines it had", id: name)
-                if let partialLength, partialLength > journal.outputLength {
-                    logger.bestEffort("cutting the output back to its committed length") {
-                        let fd = try Syscall.open(layout.batchPartial(name), O_WRONLY | O_NOFOLLOW)
-                        defer { Syscall.close(fd) }
-                        try Syscall.ftruncate(fd, length: journal.outputLength, path: layout.batchPartial(name))
-                    }
+            recoverOrphan(name)
+            // Published (a tombstone) or left for the next start: either way no longer held for running.
+            leases?.release(BatchClaimRules.claimID(batch: name), ended: BatchClaimRules.releaseEnds(batchEnded: false))
+        }
+    }
+
+    /// A journal whose input left: its batch is published with what it had.
+    private func recoverOrphan(_ name: String) {
+        guard let journal = loadJournal(name) else { return }
+        let partialLength: Int?
+        do {
+            partialLength = try length(of: layout.batchPartial(name))
+        } catch {
+            logger.warning("cannot look at a batch's output; looked at again on the next start", id: name, ["reason": "\(error)"])
+            return
+        }
+        switch BatchRecovery.decide(journal: journal, input: nil, partialLength: partialLength) {
+        case .publish(let journal, let published):
+            publish(name: name, fd: -1, identity: nil, journal: journal, outputPublished: published,
+                    status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed)
+        case .cancelled(let journal):
+            logger.warning("a batch's input left while the daemon was down; it ends cancelled with the lines it had", id: name)
+            if let partialLength, partialLength > journal.outputLength {
+                logger.bestEffort("cutting the output back to its committed length") {
+                    let fd = try Syscall.open(layout.batchPartial(name), O_WRONLY | O_NOFOLLOW)
+                    defer { Syscall.close(fd) }
+                    try Syscall.ftruncate(fd, length: journal.outputLength, path: layout.batchPartial(name))
                 }
-                if partialLength == nil {
-                    logger.bestEffort("creating the output") { try DurableFile.write([], to: layout.batchPartial(name), mode: layout.fileMode) }
-                }
-                publish(name: name, fd: -1, identity: nil, journal: journal, outputPublished: false, status: .cancelled)
-            case .fresh, .resume:
-                break
             }
+            if partialLength == nil {
+                logger.bestEffort("creating the output") { try DurableFile.write([], to: layout.batchPartial(name), mode: layout.fileMode) }
+            }
+            publish(name: name, fd: -1, identity: nil, journal: journal, outputPublished: false, status: .cancelled)
+        case .fresh, .resume:
+            break
         }
     }
 
     // MARK: running
 
     private func feed(_ batch: Batch) {
-        guard !batch.cancelled, !draining else { return }
+        guard !batch.cancelled, !batch.abandoned, !draining else { return }
         let (window, lifetime, maxAttempts) = settings.withLock { ($0.window, $0.maxLifetimeSeconds, $0.maxAttempts) }
         let created = Date(timeIntervalSince1970: Double(batch.journal.header.createdAt))
         if Date().timeIntervalSince(created) > lifetime {
@@ -611,6 +660,24 @@ public final class BatchRunner: @unchecked Sendable {
         if !batch.ended.isEmpty { wake.signal() }
     }
 
+    /// The batch's claim is another daemon's now: its lines in flight here are stopped and
+    /// nothing more is written. The new holder resumes from the journal, which holds only
+    /// what was committed while the claim was this daemon's.
+    private func abandon(_ batch: Batch) {
+        guard !batch.abandoned else { return }
+        batch.abandoned = true
+        batch.cancelled = true
+        logger.warning("the batch's claim was lost to another daemon; it goes on there from its journal", id: batch.name,
+                       ["lines_in_flight": "\(batch.inWindow.count)"])
+        for entry in batch.inWindow { post(.requestRemoved(id: SpoolLayout.lineID(batch: batch.name, entry: entry))) }
+        for attempted in batch.attempted { post(.finalized(id: attempted.task.id)) }
+        batch.attempted.removeAll()
+        batch.ended.removeAll()
+        batches[batch.name] = nil
+        close(batch)
+        leases?.release(BatchClaimRules.claimID(batch: batch.name), ended: false)
+    }
+
     private func cancel(_ name: String, because reason: String) {
         settling[name] = nil
         guard let batch = batches[name], !batch.cancelled else { return }
@@ -624,7 +691,12 @@ public final class BatchRunner: @unchecked Sendable {
     /// their journal entries, and the attempts of the lines retried, and fsyncs the
     /// journal: the lines are committed together.
     private func commit(_ batch: Batch) {
-        guard !batch.ended.isEmpty || !batch.attempted.isEmpty else { return }
+        guard !batch.abandoned, !batch.ended.isEmpty || !batch.attempted.isEmpty else { return }
+        let stillMine = leases.map { $0.stillMine(BatchClaimRules.claimID(batch: batch.name)) }
+        if BatchClaimRules.commit(stillMine: stillMine) == .abandon {
+            abandon(batch)
+            return
+        }
         let size = Int(batch.identity.size)
         var output: [UInt8] = []
         var entries: [BatchJournal.Entry] = []
@@ -688,6 +760,7 @@ public final class BatchRunner: @unchecked Sendable {
     /// Once every line has ended (or, cancelled, once none is in flight): the lines never
     /// sent are written as cancelled, then the batch is published.
     private func finishIfDone(_ batch: Batch) {
+        guard !batch.abandoned else { return }
         if batch.cancelled && batch.inWindow.isEmpty && batch.journal.committed.count < batch.index.count {
             var entry = 0
             while entry < batch.index.count {
@@ -739,6 +812,7 @@ public final class BatchRunner: @unchecked Sendable {
             logger.error("cannot publish the batch's end; it is finished on the next start", id: name, ["step": LogValue(step.kind), "reason": "\(error)"])
             return
         }
+        leases?.release(BatchClaimRules.claimID(batch: name), ended: BatchClaimRules.releaseEnds(batchEnded: true))
         let counts = journal.counts
         metrics.batch(status.rawValue)
         logger.info(cancelled ? "batch \(status.rawValue)" : "batch done", id: name,
@@ -775,6 +849,7 @@ public final class BatchRunner: @unchecked Sendable {
             settle(name, "the rejection failed")
             return
         }
+        leases?.release(BatchClaimRules.claimID(batch: name), ended: BatchClaimRules.releaseEnds(batchEnded: true))
         metrics.batch("failed")
         logger.warning("batch refused", id: name, ["reason": LogValue(first), "problems": "\(count)", "record": LogValue(layout.errorRecord(name))])
         onEnd(EndReport(name: name, status: "failed", total: 0, succeeded: 0, failed: 0, outputPath: layout.failedBatch(name),

@@ -79,8 +79,7 @@ public final class SpoolDaemon: Sendable {
             diskHealth: diskHealth, delegate: engineDelegate, logger: logger)
         engineBox.withLock { $0 = engine }
         self.lane = lane
-        var batchSettings = BatchRunner.Settings(config)
-        batchSettings.sharedSpool = leases != nil
+        let batchSettings = BatchRunner.Settings(config)
         let batches = BatchRunner(layout: layout, settings: batchSettings, logger: logger, metrics: metrics, post: post,
                                   onEnd: { report in
                                       hooks.handleBatch(report)
@@ -137,6 +136,7 @@ public final class SpoolDaemon: Sendable {
         if let leases {
             watcher.leases = leases
             engine.leases = leases
+            batches.leases = leases
             logger.info("claiming requests with leases", ["owner": LogValue(leases.owner), "lease_seconds": "\(leases.seconds)"])
         }
         let group = makeServices()
@@ -167,7 +167,11 @@ public final class SpoolDaemon: Sendable {
             }),
         ]
         if let leases {
-            services.append(StartStopService("lease keeper", start: { [engine] in leases.startKeeper(lost: { id in engine.leaseLost(id) }) },
+            services.append(StartStopService("lease keeper", start: { [engine, batches] in
+                leases.startKeeper(lost: { id in
+                    if let name = BatchClaimRules.batchName(ofClaim: id) { batches.leaseLost(name) } else { engine.leaseLost(id) }
+                })
+            },
                                              stop: { leases.stopKeeper() }))
         }
         services += [
@@ -245,8 +249,7 @@ public final class SpoolDaemon: Sendable {
     /// spool, the watcher's settings and logging keep their values until a restart.
     public func reload(config: Config, endpoints: [Endpoint]) {
         finisher.reconfigure(retry: config.retry, endpointCount: endpoints.count)
-        var batchSettings = BatchRunner.Settings(config)
-        batchSettings.sharedSpool = leases != nil
+        let batchSettings = BatchRunner.Settings(config)
         batches.reconfigure(batchSettings)
         lane.reconfigure(endpoints: endpoints, settings: BackgroundLane.Settings(config))
         engine.reconfigure(endpoints: endpoints, settings: TransferEngine.Settings(config))

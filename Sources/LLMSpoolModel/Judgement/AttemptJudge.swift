@@ -77,8 +77,9 @@ public enum AttemptJudge {
         guard case .object(let members, _) = usage else { return nil }
         var counts: [String: Int] = [:]
         func integer(_ value: RawJSON.Value) -> Int? {
-            guard case .number(let range) = value else { return nil }
-            return Int(String(decoding: body[range], as: UTF8.self))
+            guard case .number(let range) = value, let number = Int(String(decoding: body[range], as: UTF8.self)) else { return nil }
+            // No token count is negative; one read would make the totals and the metrics' counters go down.
+            return number >= 0 ? number : nil
         }
         for member in members {
             if let number = integer(member.value) {

@@ -1,0 +1,72 @@
+/// Who may run a batch on a spool several daemons share, and when: one daemon at a time,
+/// the one holding the batch's claim (the same lease a single request has, under the
+/// batch's own id). Its journal and output have one writer; a daemon that takes over the
+/// claim of one that died resumes from the journal, which says what was committed.
+public enum BatchClaimRules {
+    /// What claiming the batch's lease gave.
+    public enum Claim: Sendable, Equatable {
+        case claimed
+        case heldElsewhere
+        case failed(String)
+    }
+
+    /// What the batch thread does with a batch file it found.
+    public enum Intake: Sendable, Equatable {
+        /// Read it and run (or resume, or finish publishing) it: this daemon holds the claim
+        /// or no other daemon shares the spool.
+        case run
+        /// Another daemon runs it: leave it, and look again after `seconds`, in case that
+        /// daemon dies and its claim can be taken over.
+        case leave(lookAgainAfter: Double)
+        /// The claim could not be made (an I/O error): look again after `seconds`.
+        case retry(after: Double, reason: String)
+    }
+
+    /// What the batch thread does before committing a group of ended lines.
+    public enum Commit: Sendable, Equatable {
+        case commit
+        /// The claim is no longer this daemon's (lost while paused or cut off): the batch is
+        /// dropped here without a write, and its lines in flight are stopped. The daemon
+        /// that holds the claim now resumes it from the journal, which has only what this
+        /// daemon committed while the claim was its own.
+        case abandon
+    }
+
+    /// The id a batch's claim is held under: `<name>.jsonl`, which no request file can
+    /// have (ids ending in `.jsonl` are reserved for batches), so it never meets a request's.
+    public static func claimID(batch name: String) -> String { name + SpoolLayout.batchSuffix }
+
+    /// The batch's name of a claim id, or nil when the id is a request's.
+    public static func batchName(ofClaim id: String) -> String? {
+        guard id.hasSuffix(SpoolLayout.batchSuffix), id.count > SpoolLayout.batchSuffix.count else { return nil }
+        return String(id.dropLast(SpoolLayout.batchSuffix.count))
+    }
+
+    /// How often a daemon looks again at a batch another daemon holds: a third of the lease
+    /// time (as often as claims are renewed), at least once a second and at most once a minute.
+    public static func lookAgainSeconds(leaseSeconds: Double) -> Double {
+        guard leaseSeconds.isFinite, leaseSeconds > 0 else { return 1 }
+        return min(60, max(1, leaseSeconds / 3))
+    }
+
+    /// A batch found in `outgoing`. `claim` is nil when no other daemon shares the spool
+    /// (no leases): the batch is then this daemon's alone.
+    public static func intake(claim: Claim?, leaseSeconds: Double) -> Intake {
+        switch claim {
+        case nil, .claimed?: .run
+        case .heldElsewhere?: .leave(lookAgainAfter: lookAgainSeconds(leaseSeconds: leaseSeconds))
+        case .failed(let reason)?: .retry(after: lookAgainSeconds(leaseSeconds: leaseSeconds), reason: reason)
+        }
+    }
+
+    /// Before a group commit. `stillMine` is nil when no other daemon shares the spool.
+    public static func commit(stillMine: Bool?) -> Commit {
+        stillMine == false ? .abandon : .commit
+    }
+
+    /// Whether the batch's claim ends as a tombstone when this daemon lets go of it: yes
+    /// when the batch ended here (published, or refused as invalid), so that no stale view
+    /// of its input is claimed again; no when the daemon stops with the batch unfinished,
+    /// so that another daemon may take it over at once and resume it.
+    public static func releaseEnds(batchEnded: Bool) -> Bool { batchEnded }
+}
