@@ -90,7 +90,8 @@ final class StubMessageBatches: Sendable {
     }
 
     private func create(_ body: [UInt8], headers: [String: String], host: String) -> StubResponder.Response {
-        guard let request = JSONObject.parse(body), let list = request["requests"] as? [Any], !list.isEmpty else {
+        guard let request = JSONObject.parse(body) else { return Self.error(400, "invalid_request_error", "the body is not a JSON object") }
+        guard let list = request["requests"] as? [Any], !list.isEmpty else {
             return Self.error(400, "invalid_request_error", "requests: a non-empty array is required")
         }
         var requests: [(String, [UInt8])] = []

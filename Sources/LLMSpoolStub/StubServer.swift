@@ -194,7 +194,7 @@ public final class StubServer: @unchecked Sendable {
             for name in StubServer.checkedHeaders {
                 if let value = MHD_lookup_connection_value(connection, llms_mhd_header_kind, name) { headers[name] = String(cString: value) }
             }
-            for name in ["limit", "after"] {
+            for name in ["limit", "after", "after_id", "before_id"] {
                 if let value = MHD_lookup_connection_value(connection, llms_mhd_get_argument_kind, name) { query[name] = String(cString: value) }
             }
         }

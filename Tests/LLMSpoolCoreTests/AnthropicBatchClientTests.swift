@@ -116,6 +116,11 @@ import Testing
             Issue.record("the second create did not report the batch")
             return
         }
+        guard case .listed(let older) = client.list(after: other) else {
+            Issue.record("the list after the newest batch was not read")
+            return
+        }
+        #expect(older.entries.map(\.id) == [id], "the page after the newest batch holds the older one")
         #expect(client.cancel(batchID: other) == .cancelRequested)
         guard case .polled(let cancelled) = client.poll(batchID: other) else {
             Issue.record("the cancelled batch was not read")

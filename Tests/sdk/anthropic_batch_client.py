@@ -5,11 +5,12 @@ Anthropic's own would, through the create faults the stub was started with.
 
 CREATE_FAULTS is the number of failing creates the stub has in store (the last one taken
 to be a lost answer). Creates a batch of three requests whose custom_ids are
-GROUP-0..GROUP-2 (the second fails, the third expires, by their stub directives), finds it
-again by listing one batch a page (the SDK follows `after_id`) and reading its results'
-custom_ids, waits for it to end, writes OUTDIR/batch.json and OUTDIR/results.jsonl (each
-result line as the SDK parsed it), the succeeded messages as OUTDIR/message-N.json, creates
-and cancels a batch of GROUP-other, and prints a JSON report.
+GROUP-0..GROUP-2 (the second fails, the third expires, by their stub directives), then
+one of another group (GROUPx), finds ours again by listing one batch a page (the SDK
+follows `after_id`) and reading each batch's results' custom_ids, waits for it to end,
+writes OUTDIR/batch.json and OUTDIR/results.jsonl (each result line as the SDK parsed
+it), the succeeded messages as OUTDIR/message-N.json, creates and cancels a batch of
+GROUP-other, and prints a JSON report.
 """
 import json
 import sys
@@ -41,6 +42,8 @@ def main(base_url, outdir, group, faults):
             report["met"].append(f"create {error.status_code}")
         except anthropic.APIConnectionError:
             report["met"].append("create lost")
+    # Another group's batch, newer: finding ours must page past it (after_id).
+    client.messages.batches.create(requests=[{"custom_id": f"{group}x-0", "params": params("Other")}])
     try:
         # The key as a bearer token, as OpenAI takes it: Anthropic refuses it.
         anthropic.Anthropic(base_url=base_url, api_key=None, auth_token="sk-ant-stub", max_retries=0,
