@@ -10,7 +10,7 @@ import Synchronization
 /// the error file, unless the line's `"stub"` object says `"batch_line"`: `expire` (an
 /// error line with OpenAI's `batch_expired`), `fail` (an error line without a response) or
 /// `omit` (no line). With `StubBatchOptions.ending` `expired`, batches end `expired`. It counts creations per `metadata.llmspool_group`
-/// and lists the groups whose batch was cancelled (`GET /stub/batches`), so tests can prove that no group was created twice. Files are
+/// and lists the groups whose batch was cancelled (`counts`, served at `GET /stub/batches`), so tests can prove that no group was created twice. Files are
 /// kept in memory: it is for tests, not for 200 MB inputs.
 final class StubBatches: Sendable {
     struct File {
@@ -64,15 +64,16 @@ final class StubBatches: Sendable {
         state = Mutex(State(uploadFaults: options.uploadFaults, createFaults: options.createFaults))
     }
 
+    /// The groups created (with their counts) and the groups whose batch was cancelled.
+    var counts: (creations: [String: Int], cancelled: [String]) {
+        state.withLock { state in
+            (state.creations, state.batches.filter { $0.cancelledAt != nil }.compactMap { $0.metadata[RemoteBatchListing.groupKey] })
+        }
+    }
+
     /// The answer to a Files or Batches request, or nil when `path` is not one.
     func respond(method: String, path: String, query: [String: String], body: [UInt8]) -> StubResponder.Response? {
         let parts = path.split(separator: "/").map(String.init)
-        if method == "GET" && path == "/stub/batches" {
-            let (creations, cancelled) = state.withLock { state in
-                (state.creations, state.batches.filter { $0.cancelledAt != nil }.compactMap { $0.metadata[RemoteBatchListing.groupKey] })
-            }
-            return Self.ok(["creations": creations, "batches": creations.values.reduce(0, +), "cancelled": cancelled])
-        }
         guard parts.count >= 2, parts[0] == "v1", parts[1] == "files" || parts[1] == "batches" else { return nil }
         switch (method, parts[1], parts.count) {
         case ("POST", "files", 2): return upload(body)

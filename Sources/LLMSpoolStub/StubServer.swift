@@ -25,10 +25,11 @@ public final class StubServer: @unchecked Sendable {
 
     static let logLimit = 200_000
     /// The request headers a dialect's answer may depend on (looked up case-insensitively).
-    static let checkedHeaders = ["authorization", "x-api-key", "anthropic-version"]
+    static let checkedHeaders = ["authorization", "x-api-key", "anthropic-version", "host"]
 
     private let responder: StubResponder
     private let batches: StubBatches
+    private let messageBatches: StubMessageBatches
     private let attempts = Mutex<[String: Int]>([:])
     private let log = Mutex<[Arrival]>([])
     private var daemon: OpaquePointer?
@@ -40,6 +41,7 @@ public final class StubServer: @unchecked Sendable {
     public init(port: UInt16 = 0, defaults: StubDirectives = StubDirectives(), batchOptions: StubBatchOptions = StubBatchOptions()) throws {
         responder = StubResponder(defaults: defaults)
         batches = StubBatches(options: batchOptions, responder: responder)
+        messageBatches = StubMessageBatches(options: batchOptions, responder: responder)
         let context = Unmanaged.passUnretained(self).toOpaque()
         // Polling threads on epoll serve every connection: a connection that must wait is
         // suspended and resumed by `timer`, so ten thousand slow streams cost no threads.
@@ -93,6 +95,17 @@ public final class StubServer: @unchecked Sendable {
     }
 
     func respond(method: String, path: String, query: [String: String] = [:], body: [UInt8], headers: [String: String] = [:], arrived: Double) -> StubResponder.Response {
+        if method == "GET" && path == "/stub/batches" {
+            // Both batch APIs' creations per group id, so a test proves no group was created twice.
+            var (creations, cancelled) = batches.counts
+            let anthropic = messageBatches.counts
+            creations.merge(anthropic.creations, uniquingKeysWith: +)
+            cancelled += anthropic.cancelled
+            return StubResponder.Response(status: 200, headers: [("Content-Type", "application/json")], latencyMs: 0,
+                                          pieces: [.init(bytes: StubResponder.json(["creations": creations, "batches": creations.values.reduce(0, +),
+                                                                                    "cancelled": cancelled]), delayMs: 0)])
+        }
+        if let answer = messageBatches.respond(method: method, path: path, query: query, body: body, headers: headers) { return answer }
         if let answer = batches.respond(method: method, path: path, query: query, body: body) { return answer }
         if method == "GET" && path == "/stub/requests" {
             let entries = arrivals.map { ["key": $0.key, "attempt": $0.attempt, "at": $0.at, "prompt": $0.prompt, "path": $0.path] as [String: Any] }
@@ -181,7 +194,7 @@ public final class StubServer: @unchecked Sendable {
             for name in StubServer.checkedHeaders {
                 if let value = MHD_lookup_connection_value(connection, llms_mhd_header_kind, name) { headers[name] = String(cString: value) }
             }
-            for name in ["limit", "after"] {
+            for name in ["limit", "after", "after_id", "before_id"] {
                 if let value = MHD_lookup_connection_value(connection, llms_mhd_get_argument_kind, name) { query[name] = String(cString: value) }
             }
         }

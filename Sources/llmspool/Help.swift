@@ -85,6 +85,13 @@ enum Help {
     A line's "stub" object may say "batch_line": "expire" (its line in the error file says
     batch_expired), "fail" (server_error, no response) or "omit" (no line at all).
 
+    And Anthropic's Message Batches (/v1/messages/batches: create, retrieve, list with
+    after_id/before_id, cancel, results at results_url), which want x-api-key and
+    anthropic-version; a batch ends --batch-seconds after its creation, each request's
+    params answered as /v1/messages; "batch_line" says "expire", "fail" (api_error) or
+    "omit" as above; GET /stub/batches counts these creations per custom_id prefix (all
+    before the last "-"). --batch-faults' create entries apply to each API in its own order.
+
     Options:
       --port N             port to listen on (default 8088; 0 picks a free one)
       --tokens N           pieces in each answer (default 8)

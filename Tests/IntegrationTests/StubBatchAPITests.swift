@@ -2,8 +2,9 @@ import Foundation
 import LLMSpoolCore
 import Testing
 
-/// The stub's OpenAI Files and Batches API, driven by the official openai SDK: what the
-/// background lane is tested against must be what a real client accepts.
+/// The stub's OpenAI Files and Batches API and Anthropic's Message Batches, driven by the
+/// official openai and anthropic SDKs: what the background lane is tested against must be
+/// what a real client accepts.
 @Suite(.serialized) struct StubBatchAPITests {
     @Test func theOpenAISDKUploadsCreatesFindsByMetadataAndDownloadsThroughTheFaults() throws {
         if let missing = SDKJudge.missing {
@@ -58,5 +59,47 @@ import Testing
         let port = try #require(UInt16(harness.stubURL.split(separator: ":").last?.split(separator: "/").first ?? ""))
         let counts = try JSONSerialization.jsonObject(with: LoopbackGet.body(port: port, path: "/stub/batches")) as? [String: Any]
         #expect(counts?["creations"] as? [String: Int] == ["g1": 1, "g1-other": 1], "one creation per group, the lost one included")
+    }
+
+    @Test func theAnthropicSDKCreatesFindsByCustomIDsCancelsAndReadsResultsThroughTheFaults() throws {
+        if let missing = SDKJudge.missing {
+            if SDKJudge.mustRun { Issue.record("\(missing)") }
+            return
+        }
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "1", "--batch-faults", "create:429,create:500,create:lost"])
+        let script = URL(fileURLWithPath: SDKJudge.script).deletingLastPathComponent().appendingPathComponent("anthropic_batch_client.py").path
+        let base = String(harness.stubURL.dropLast("/v1".count))
+        let run = try Harness.spawnAndWait([SDKJudge.python, script, base, harness.root, "g1", "3"])
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        let report = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stderr)")
+        #expect(report["met"] as? [String] == ["create 429", "create 500", "create lost", "bearer 401"])
+        #expect(report["listed"] as? Int == 2, "the other group's batch and the lost create's, one a page through after_id")
+        #expect((report["found"] as? [String])?.count == 1, "the lost create's batch, found by its results' custom_ids")
+        #expect(report["cancelling"] as? String == "canceling")
+        let cancelled = report["cancelled"] as? [Any]
+        #expect(cancelled?.first as? String == "ended")
+        #expect(cancelled?.last as? Int == 1, "the cancelled batch's one request is canceled")
+
+        let batch = try harness.json(harness.root + "/batch.json")
+        #expect(batch["processing_status"] as? String == "ended")
+        #expect(batch["request_counts"] as? [String: Int] == ["processing": 0, "succeeded": 1, "errored": 1, "canceled": 0, "expired": 1])
+        #expect((batch["results_url"] as? String)?.hasSuffix("/results") == true)
+        let text = try String(contentsOfFile: harness.root + "/results.jsonl", encoding: .utf8)
+        var types: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            let object = try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            types[try #require(object["custom_id"] as? String)] = (object["result"] as? [String: Any])?["type"] as? String
+        }
+        #expect(types == ["g1-0": "succeeded", "g1-1": "errored", "g1-2": "expired"])
+        try SDKJudge.expectParses("Message", [harness.root + "/message-0.json"])
+        let message = try harness.json(harness.root + "/message-0.json")
+        #expect(((message["content"] as? [[String: Any]])?.first?["text"] as? String)?.hasPrefix("Echo: Hi") == true)
+
+        let port = try #require(UInt16(harness.stubURL.split(separator: ":").last?.split(separator: "/").first ?? ""))
+        let counts = try JSONSerialization.jsonObject(with: LoopbackGet.body(port: port, path: "/stub/batches")) as? [String: Any]
+        #expect(counts?["creations"] as? [String: Int] == ["g1": 1, "g1x": 1, "g1-other": 1], "one creation per group, the lost one included")
+        #expect(counts?["cancelled"] as? [String] == ["g1-other"])
     }
 }

@@ -94,4 +94,32 @@ import Testing
             #expect(throws: AnthropicBatchAnswers.Problem(description: problem)) { try AnthropicBatchAnswers.resultLine(Array(text.utf8)) }
         }
     }
+
+    @Test func aListPageReadsIdsAndCreationTimesAndNoGroup() throws {
+        let page = Array(#"""
+        {"data":[{"id":"msgbatch_b","type":"message_batch","created_at":"2026-12-01T23:00:10Z"},
+        {"id":"msgbatch_a","created_at":"not a time"},{"created_at":"2026-12-01T23:00:00Z"},
+        {"id":"msgbatch_c","created_at":"99999-12-01T23:00:00Z"}],"has_more":true,"first_id":"msgbatch_b","last_id":"msgbatch_c"}
+        """#.utf8)
+        let listing = try AnthropicBatchAnswers.listing(page)
+        #expect(listing.hasMore)
+        #expect(listing.entries.map(\.id) == ["msgbatch_b", "msgbatch_a", "msgbatch_c"], "an entry without an id is left out")
+        #expect(listing.entries.map(\.group) == [nil, nil, nil], "a Message Batch carries no group id")
+        #expect(listing.entries[0].createdAt == 1_796_166_010)
+        #expect(listing.entries[1].createdAt == 0 && listing.entries[2].createdAt == 0)
+        #expect(try AnthropicBatchAnswers.listing(Array(#"{"data":[]}"#.utf8)) == RemoteBatchListing(entries: [], hasMore: false))
+        for bad in [#"{"data":{}}"#, "[]", "", #"{"has_more":true}"#] {
+            #expect(throws: AnthropicBatchAnswers.Problem.self) { try AnthropicBatchAnswers.listing(Array(bad.utf8)) }
+        }
+    }
+
+    @Test func aCreatedBatchsIdAndAnErrorsMessageAreRead() throws {
+        #expect(try AnthropicBatchAnswers.id(Array(#"{"id":"msgbatch_01","type":"message_batch"}"#.utf8)) == "msgbatch_01")
+        for bad in [#"{"id":""}"#, #"{"id":7}"#, #"{"type":"message_batch"}"#, "[", ""] {
+            #expect(throws: AnthropicBatchAnswers.Problem.self) { try AnthropicBatchAnswers.id(Array(bad.utf8)) }
+        }
+        #expect(AnthropicBatchAnswers.errorMessage(Array(#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#.utf8)) == "slow down")
+        #expect(AnthropicBatchAnswers.errorMessage(Array("<html>".utf8)) == nil)
+        #expect(AnthropicBatchAnswers.errorMessage(Array(#"{"error":"x"}"#.utf8)) == nil)
+    }
 }

@@ -1,3 +1,5 @@
+import FoundationEssentials
+
 /// Anthropic's Message Batches API as the lane will read it (not wired to the daemon yet):
 /// the create's body framing, a `message_batch` object as a `RemoteBatchStatus`, and one
 /// line of the results JSONL as the outcome of the member its `custom_id` names. The
@@ -66,6 +68,39 @@ public enum AnthropicBatchAnswers {
         }
         return RemoteBatchStatus(status: word, total: total, completed: succeeded, failed: unfinished,
                                  outputFileID: processing == "ended" ? root["results_url"].flatMap { RawJSON.string($0, in: bytes) } : nil)
+    }
+
+    /// One page of `GET /v1/messages/batches`, newest first. A Message Batch has no metadata,
+    /// so every entry's group is unknown: only its results' custom_ids can tell. A
+    /// `created_at` that is not an RFC 3339 time reads as 0, which ends the paging early
+    /// rather than late.
+    public static func listing(_ bytes: [UInt8]) throws(Problem) -> RemoteBatchListing {
+        let root = try object(bytes)
+        guard case .array(let items, _)? = root["data"] else { throw Problem(description: "the list has no data array") }
+        var entries: [RemoteBatchListing.Entry] = []
+        for item in items {
+            guard let id = item["id"].flatMap({ RawJSON.string($0, in: bytes) }) else { continue }
+            let created = item["created_at"].flatMap { RawJSON.string($0, in: bytes) }.flatMap(RFC3339Date.parse)
+            let seconds = created.map(\.timeIntervalSince1970).flatMap { $0.isFinite && abs($0) < 1e15 ? Int($0) : nil } ?? 0
+            entries.append(RemoteBatchListing.Entry(id: id, group: nil, createdAt: seconds))
+        }
+        var hasMore = false
+        if case .bool(let flag, _)? = root["has_more"] { hasMore = flag }
+        return RemoteBatchListing(entries: entries, hasMore: hasMore)
+    }
+
+    /// The `id` of a created `message_batch`.
+    public static func id(_ bytes: [UInt8]) throws(Problem) -> String {
+        guard let id = try object(bytes)["id"].flatMap({ RawJSON.string($0, in: bytes) }), !id.isEmpty else {
+            throw Problem(description: "the message batch has no id")
+        }
+        return id
+    }
+
+    /// The error message of an Anthropic error answer (`{"type":"error","error":{"message"}}`).
+    public static func errorMessage(_ bytes: [UInt8]) -> String? {
+        guard let root = try? RawJSON.parse(bytes) else { return nil }
+        return root["error"]?["message"].flatMap { RawJSON.string($0, in: bytes) }
     }
 
     /// The HTTP status a live call would have answered for an `errored` result's error

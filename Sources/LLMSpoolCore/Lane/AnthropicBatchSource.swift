@@ -1,0 +1,80 @@
+/// The body of a group's Message Batch create: `AnthropicBatchAnswers`' framing around each
+/// member's Messages body, read from its request file when its turn comes (so one body is
+/// in memory at a time). A member's custom_id is `<group>-<index>`. Each body's compacted
+/// size was measured when its member joined the group (as its OpenAI input line, whose
+/// framing is known); a request file that no longer gives that body fails the create.
+final class AnthropicBatchSource: LaneBodySource {
+    let size: Int
+    private(set) var failure: String?
+    private let group: String
+    private let lines: [LaneUploadSource.Line]
+    private let bodySizes: [Int]
+    private var next = 0
+    private var chunk: [UInt8] = AnthropicBatchAnswers.head
+    private var offset = 0
+    private var tailSent = false
+
+    /// nil when a measured size is not that of a line for `url`, or the sizes overflow.
+    init?(group: String, url: String, lines: [LaneUploadSource.Line]) {
+        var total = AnthropicBatchAnswers.head.count + AnthropicBatchAnswers.tail.count
+        var sizes: [Int] = []
+        sizes.reserveCapacity(lines.count)
+        for (index, line) in lines.enumerated() {
+            let framing = LaneInputLine.prefix(customID: line.id, url: url).count + LaneInputLine.suffix.count
+            guard line.size > framing else { return nil }
+            let body = line.size - framing
+            let prefix = AnthropicBatchAnswers.memberPrefix(customID: AnthropicBatchAnswers.customID(group: group, index: index), first: index == 0).count
+            let (sum, overflow) = total.addingReportingOverflow(body + prefix + AnthropicBatchAnswers.memberSuffix.count)
+            guard !overflow else { return nil }
+            total = sum
+            sizes.append(body)
+        }
+        size = total
+        self.group = group
+        self.lines = lines
+        bodySizes = sizes
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        if failure != nil { return -1 }
+        while offset == chunk.count {
+            guard loadNext() else { return failure == nil ? 0 : -1 }
+        }
+        let count = min(buffer.count, chunk.count - offset)
+        chunk.withUnsafeBytes { source in
+            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[offset..<(offset + count)]))
+        }
+        offset += count
+        return count
+    }
+
+    private func loadNext() -> Bool {
+        offset = 0
+        if next < lines.count {
+            let index = next
+            let line = lines[index]
+            next += 1
+            do {
+                guard let raw = try LaneUploadSource.readBody(path: line.path, range: line.body, identity: line.identity) else {
+                    failure = "\(line.path) changed after it joined the group"
+                    return false
+                }
+                let body = JSONWriter.compact(raw)
+                guard body.count == bodySizes[index] else {
+                    failure = "\(line.path) changed after it joined the group"
+                    return false
+                }
+                chunk = AnthropicBatchAnswers.memberPrefix(customID: AnthropicBatchAnswers.customID(group: group, index: index), first: index == 0)
+                    + body + AnthropicBatchAnswers.memberSuffix
+            } catch {
+                failure = "reading \(line.path) for the create failed: \(error)"
+                return false
+            }
+            return true
+        }
+        guard !tailSent else { return false }
+        tailSent = true
+        chunk = AnthropicBatchAnswers.tail
+        return true
+    }
+}
