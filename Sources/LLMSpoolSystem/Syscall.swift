@@ -112,6 +112,29 @@ public enum Syscall {
         _ = llms_start_writeback(fd)
     }
 
+    /// Sets an extended attribute of a file by name, links not followed. ENOTSUP (the same
+    /// number as EOPNOTSUPP on Linux) means the filesystem keeps no such attribute.
+    public static func setxattr(_ path: String, _ name: String, _ value: [UInt8]) throws {
+        _ = try retrying("setxattr", path) { value.withUnsafeBytes { lsetxattr(path, name, $0.baseAddress, $0.count, 0) } }
+    }
+
+    /// Sets an extended attribute through a descriptor: the file written, whatever its name now.
+    public static func fsetxattr(_ fd: Int32, _ name: String, _ value: [UInt8], path: String? = nil) throws {
+        _ = try retrying("fsetxattr", path) { value.withUnsafeBytes { CSystem.fsetxattr(fd, name, $0.baseAddress, $0.count, 0) } }
+    }
+
+    /// An extended attribute of a file by name (links not followed), at most `limit` bytes;
+    /// nil when the file has no such attribute (ENODATA). A longer value is ERANGE.
+    public static func getxattr(_ path: String, _ name: String, limit: Int) throws -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: max(limit, 1))
+        do {
+            let count = try retrying("getxattr", path) { buffer.withUnsafeMutableBytes { lgetxattr(path, name, $0.baseAddress, $0.count) } }
+            return Array(buffer.prefix(count))
+        } catch let error as SystemError where error.errno == ENODATA {
+            return nil
+        }
+    }
+
     public static func rename(_ from: String, _ to: String) throws {
         _ = try retrying("rename", "\(from) -> \(to)") { Glibc.rename(from, to) }
     }

@@ -19,7 +19,10 @@ final class Fixture {
         layout = SpoolLayout(root: root + "/spool")
         try layout.create()
         try Syscall.mkdir(root + "/staging", mode: 0o700)
-        binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("llmspool").path
+        // LLMSPOOL_BENCH_BINARY runs another build's daemon and stub (a before-and-after
+        // comparison in one run of this harness).
+        binary = ProcessInfo.processInfo.environment["LLMSPOOL_BENCH_BINARY"]
+            ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("llmspool").path
     }
 
     func startStub(_ extra: [String] = []) throws {

@@ -66,12 +66,20 @@ enum Scenarios {
         try fixture.startDaemon(concurrency: sizes.concurrency)
         let pid = fixture.daemon!.processIdentifier
         let ids = try fixture.stage(sizes.p1Requests, prefix: "p1-") { request("p1 \($0)") }
+        let loadAtStart = DiskCeilingProbe.loadAverage()
         let cpu0 = ProcessStats.cpuSeconds(pid)
         let start = Date()
         try fixture.drop(ids)
         let end = try fixture.waitForResults(ids.count, timeout: 3600)
         let rate = Double(ids.count) / end.timeIntervalSince(start)
         let cpuPerRequest = (ProcessStats.cpuSeconds(pid) - cpu0) / Double(ids.count) * 1000
+        // The disk's own ceiling, with the daemon stopped: as many files of a result's size,
+        // beside the spool (the same filesystem), on as many threads as the finisher has.
+        fixture.stopDaemon()
+        let resultBytes = Int(try Syscall.lstat(fixture.layout.result(ids[0])).st_size)
+        let probe = try DiskCeilingProbe.run(folder: fixture.root + "/probe", count: ids.count, bytes: resultBytes,
+                                             threads: SpoolDaemon.finisherThreads, batchLimit: GroupCommitter.batchLimit)
+        let probeRate = Double(ids.count) / probe.seconds
         let payload = bodies((0..<sizes.p1Requests).map { request("raw \($0)") })
         let rawRun = try RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.concurrency)
         let sessionRun = URLSessionClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.concurrency)
@@ -82,6 +90,11 @@ enum Scenarios {
                    target: ">= 0.5x raw and >= 3x URLSession", met: rate >= 0.5 * raw && rate >= 3 * session),
             Figure(scenario: "P1", metric: "daemon CPU ms/request", llmspool: cpuPerRequest, raw: nil, urlSession: nil, target: "-", met: nil),
             failures("P1", fixture, rawRun, sessionRun),
+            // raw: the probe's files/s; llmspool: P1's completed/s over it.
+            Figure(scenario: "P1", metric: "completed/s / disk-ceiling probe (\(SpoolDaemon.finisherThreads) threads, \(resultBytes) B files)",
+                   llmspool: rate / probeRate, raw: probeRate, urlSession: nil, target: ">= 0.8", met: rate >= 0.8 * probeRate),
+            Figure(scenario: "P1", metric: "probe folder fsyncs", llmspool: Double(probe.folderSyncs), raw: nil, urlSession: nil, target: "-", met: nil),
+            Figure(scenario: "P1", metric: "load average (1 min) at the start", llmspool: loadAtStart, raw: nil, urlSession: nil, target: "-", met: nil),
         ]
     }
 

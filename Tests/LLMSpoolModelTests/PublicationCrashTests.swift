@@ -2,8 +2,13 @@ import Foundation
 import Testing
 @testable import LLMSpoolModel
 
-/// A spool in memory: each step of a plan is atomic and durable once done, which is what
-/// the plan's fsyncs buy on a real disk. A crash is a run stopped before step k.
+/// A spool in memory, with what a power loss keeps. While the machine runs (and after a
+/// kill, which leaves the page cache), every step is seen at once. A power loss keeps only
+/// what was made durable: a file's bytes and mark once it was fsynced (or written durably),
+/// and the names created, renamed and unlinked up to the last of them that a fsynced folder
+/// took part in. That is how a journaled filesystem orders its metadata: a folder's fsync
+/// commits the changes before it. A file whose bytes were never fsynced comes back empty,
+/// and a record that comes back empty cannot be read: it counts as missing.
 final class MemoryFiles: PublicationFiles, @unchecked Sendable {
     // @unchecked Sendable holds because each test drives its files from one thread; the
     // executor's step hook is @Sendable only because the daemon's runs on worker threads.
@@ -14,18 +19,83 @@ final class MemoryFiles: PublicationFiles, @unchecked Sendable {
     struct File {
         var inode: UInt64
         var bytes: [UInt8]
+        var mark: ResultMark? = nil
+        var record: TaskRecord? = nil
     }
 
-    var files: [String: File] = [:]
-    var records: [String: TaskRecord] = [:]
+    enum NameChange {
+        case link(String, UInt64)
+        case rename(String, String)
+        case unlink(String)
+
+        var folders: [String] {
+            switch self {
+            case .link(let path, _), .unlink(let path): [PublicationPlan.folder(of: path)]
+            case .rename(let from, let to): [PublicationPlan.folder(of: from), PublicationPlan.folder(of: to)]
+            }
+        }
+    }
+
+    let layout: SpoolLayout
+    private var names: [String: UInt64] = [:]
+    private var contents: [UInt64: File] = [:]
+    private var durableNames: [String: UInt64] = [:]
+    private var durableContents: [UInt64: File] = [:]
+    private var pending: [NameChange] = []
     var folders: Set<String> = []
     private var nextInode: UInt64 = 100
     /// A step that touches this path fails (a full disk, a folder deleted underneath).
     var failing: String?
 
-    func create(_ path: String, _ text: String) {
+    init(layout: SpoolLayout = SpoolLayout(root: "spool")) {
+        self.layout = layout
+    }
+
+    /// What a running system sees, by path.
+    var files: [String: File] {
+        names.compactMapValues { contents[$0] }
+    }
+
+    /// The task records a restart can read, by id.
+    var records: [String: TaskRecord] {
+        var found: [String: TaskRecord] = [:]
+        for (path, inode) in names where PublicationPlan.folder(of: path) == layout.state {
+            if let record = contents[inode]?.record { found[record.id] = record }
+        }
+        return found
+    }
+
+    private func newFile(_ bytes: [UInt8], record: TaskRecord? = nil) -> UInt64 {
         nextInode += 1
-        files[path] = File(inode: nextInode, bytes: Array(text.utf8))
+        contents[nextInode] = File(inode: nextInode, bytes: bytes, record: record)
+        return nextInode
+    }
+
+    private func link(_ path: String, _ inode: UInt64, durable: Bool) {
+        names[path] = inode
+        if durable { durableContents[inode] = contents[inode] }
+        pending.append(.link(path, inode))
+    }
+
+    /// A file already there; `durable` when it survives a power loss (a producer's request
+    /// dropped long ago), not when the attempt has just written it.
+    func create(_ path: String, _ text: String, durable: Bool = true) {
+        let inode = newFile(Array(text.utf8))
+        if durable {
+            names[path] = inode
+            durableNames[path] = inode
+            durableContents[inode] = contents[inode]
+        } else {
+            link(path, inode, durable: false)
+        }
+    }
+
+    /// A record already there, durable (the one written when the attempt started).
+    func createRecord(_ record: TaskRecord) {
+        let inode = newFile(Array("record".utf8), record: record)
+        names[layout.taskRecord(record.id)] = inode
+        durableNames[layout.taskRecord(record.id)] = inode
+        durableContents[inode] = contents[inode]
     }
 
     func text(_ path: String) -> String? { files[path].map { String(decoding: $0.bytes, as: UTF8.self) } }
@@ -36,29 +106,31 @@ final class MemoryFiles: PublicationFiles, @unchecked Sendable {
 
     func syncFile(_ path: String) throws(Failure) {
         try guardPath(path)
-        guard files[path] != nil else { throw Failure(description: "\(path): no such file") }
+        guard let inode = names[path] else { throw Failure(description: "\(path): no such file") }
+        durableContents[inode] = contents[inode]
     }
 
     func inode(of path: String) throws(Failure) -> UInt64 {
-        guard let file = files[path] else { throw Failure(description: "\(path): no such file") }
-        return file.inode
+        guard let inode = names[path] else { throw Failure(description: "\(path): no such file") }
+        return inode
     }
 
     func write(_ bytes: [UInt8], to path: String, durable: Bool) throws(Failure) {
         try guardPath(path)
-        nextInode += 1
-        files[path] = File(inode: nextInode, bytes: bytes)
+        link(path, newFile(bytes), durable: durable)
     }
 
     func writeRecord(_ record: TaskRecord, durable: Bool) throws(Failure) {
-        try guardPath("state/\(record.id)")
-        records[record.id] = record
+        let path = layout.taskRecord(record.id)
+        try guardPath(path)
+        link(path, newFile(Array("record".utf8), record: record), durable: durable)
     }
 
     func rename(_ from: String, _ to: String) throws(Failure) {
         try guardPath(to)
-        guard let file = files.removeValue(forKey: from) else { throw Failure(description: "\(from): no such file") }
-        files[to] = file
+        guard let inode = names.removeValue(forKey: from) else { throw Failure(description: "\(from): no such file") }
+        names[to] = inode
+        pending.append(.rename(from, to))
     }
 
     func identity(of path: String) throws(Failure) -> FileIdentity? {
@@ -71,20 +143,49 @@ final class MemoryFiles: PublicationFiles, @unchecked Sendable {
 
     func unlinkIfPresent(_ path: String) throws(Failure) {
         try guardPath(path)
-        files[path] = nil
+        guard names.removeValue(forKey: path) != nil else { return }
+        pending.append(.unlink(path))
     }
 
-    func exists(_ path: String) throws(Failure) -> Bool { files[path] != nil }
+    func exists(_ path: String) throws(Failure) -> Bool { names[path] != nil }
 
-    func syncFolder(_ path: String) throws(Failure) { try guardPath(path) }
+    func syncFolder(_ path: String) throws(Failure) {
+        try guardPath(path)
+        guard let last = pending.lastIndex(where: { $0.folders.contains(path) }) else { return }
+        for change in pending[...last] {
+            switch change {
+            case .link(let path, let inode): durableNames[path] = inode
+            case .rename(let from, let to): durableNames[to] = durableNames.removeValue(forKey: from)
+            case .unlink(let path): durableNames[path] = nil
+            }
+        }
+        pending.removeFirst(last + 1)
+    }
 
     func ensureFolder(_ path: String) throws(Failure) { folders.insert(path) }
+
+    func mark(_ path: String, _ mark: ResultMark) throws(Failure) {
+        try guardPath(path)
+        guard let inode = names[path] else { throw Failure(description: "\(path): no such file") }
+        contents[inode]?.mark = mark
+    }
+
+    /// The machine loses power: only what was durable is left.
+    func losePower() {
+        names = durableNames
+        pending = []
+        contents = [:]
+        for inode in Set(names.values) {
+            contents[inode] = durableContents[inode] ?? File(inode: inode, bytes: [])
+        }
+    }
 
     /// What a restarting daemon removes before anything runs: attempts' `.partial`s and
     /// hidden temporaries.
     func removeLeftovers() {
-        for path in files.keys where path.hasSuffix(SpoolLayout.partialSuffix) || PublicationPlan.name(of: path).hasPrefix(".") {
-            files[path] = nil
+        for path in names.keys where path.hasSuffix(SpoolLayout.partialSuffix) || PublicationPlan.name(of: path).hasPrefix(".") {
+            names[path] = nil
+            pending.append(.unlink(path))
         }
     }
 }
@@ -132,28 +233,39 @@ final class StepCounter: @unchecked Sendable {
                               identity: identity, history: TaskHistory(firstSeen: Date(timeIntervalSince1970: 0)))
     }
 
-    /// A spool with the request in flight and the attempt's files written, and the plan
-    /// that publishes its outcome.
-    func setUp(_ kind: Kind) -> (MemoryFiles, [PublicationStep]) {
+    /// How the daemon stops in the middle of a plan.
+    enum Crash: String, CaseIterable {
+        /// The process dies; the page cache, and so every step done, survives.
+        case kill
+        /// The machine loses power: only what was fsynced survives (`MemoryFiles.losePower`).
+        case powerLoss
+    }
+
+    /// A spool with the request in flight, its record from the attempt's start, the
+    /// attempt's files written (not fsynced), and the plan that publishes its outcome.
+    func setUp(_ kind: Kind, order: PublicationPlan.CommitOrder = .recordFirst) -> (MemoryFiles, [PublicationStep]) {
         let files = MemoryFiles()
         files.create(requestPath(kind), requestText)
         let task = task(files, kind)
+        var started = task.history
+        started.unfinishedStarts = 1
+        files.createRecord(TaskRecord(id: id, status: .active, request: task.identity, history: started))
         switch kind {
         case .plainSuccess, .streamedSuccess, .promptSuccess:
             let streamed = kind != .plainSuccess
             // A prompt file's raw events are hidden while its `.partial` shows the text.
             let raw = kind == .promptSuccess ? layout.rawEvents(id) : layout.partial(id)
-            files.create(raw, streamed ? "data: {...}\n\ndata: [DONE]\n\n" : answer)
-            if kind == .promptSuccess { files.create(layout.partial(id), "Hello") }
+            files.create(raw, streamed ? "data: {...}\n\ndata: [DONE]\n\n" : answer, durable: false)
+            if kind == .promptSuccess { files.create(layout.partial(id), "Hello", durable: false) }
             let source = streamed ? SpoolLayout.temporary(for: layout.result(id)) : layout.partial(id)
-            if streamed { files.create(source, answer) }
+            if streamed { files.create(source, answer, durable: false) }
             let record = TaskRecord(id: id, status: .done, request: task.identity, history: task.history)
             let success = PublicationPlan.Success(task: task, record: record, source: source, streamed: streamed,
                                                   transcript: kind == .promptSuccess ? Array(transcript.utf8) : nil,
                                                   rawEvents: kind == .promptSuccess ? raw : nil)
-            return (files, PublicationPlan.prepare(success) + PublicationPlan.commit(success, layout: layout))
+            return (files, PublicationPlan.prepare(success, order: order) + PublicationPlan.commit(success, layout: layout, order: order))
         case .finalFailure, .rejection, .promptFailure:
-            files.create(layout.partial(id), #"{"error":{"message":"bad"}}"#)
+            files.create(layout.partial(id), #"{"error":{"message":"bad"}}"#, durable: false)
             let record = kind != .rejection ? TaskRecord(id: id, status: .failed, request: task.identity, history: task.history,
                                                             errorRecord: Array(#"{"kind":"http"}"#.utf8)) : nil
             return (files, PublicationPlan.failure(task: task, errorRecord: Array(#"{"kind":"http"}"#.utf8), record: record, layout: layout))
@@ -161,19 +273,28 @@ final class StepCounter: @unchecked Sendable {
     }
 
     /// What a restart does: leftovers go, then `Recovery.decide` for the request still in
-    /// `outgoing`, and the completion plan for a task that ended.
+    /// `outgoing` (with the result's mark, as the daemon reads it), and the completion plan
+    /// for a task that ended, after the record a marked result proves is written again.
     func restart(_ files: MemoryFiles, _ kind: Kind) -> Settled {
         files.removeLeftovers()
         let requestPath = requestPath(kind)
         if let identity = try? files.identity(of: requestPath) {
-            let resultInode = files.files[layout.result(id)]?.inode
-            switch Recovery.decide(record: files.records[id], identity: identity, resultInode: resultInode) {
+            let result = files.files[layout.result(id)]
+            switch Recovery.decide(record: files.records[id], identity: identity, resultInode: result?.inode, resultMark: result?.mark) {
             case .fresh, .resume:
                 return .runsAgain
             case .alreadyEnded:
-                let record = files.records[id]!
+                let restored = result.flatMap {
+                    Recovery.restoredRecord(record: files.records[id], id: id, identity: identity, resultInode: $0.inode, resultMark: $0.mark,
+                                            now: Date(timeIntervalSince1970: 0))
+                }
+                guard let record = restored ?? files.records[id] else {
+                    Issue.record("\(kind): decided as ended with neither a record nor a marked result")
+                    return .runsAgain
+                }
                 let steps = PublicationPlan.completion(of: record, requestPath: requestPath, identity: identity,
-                                                       errorRecordExists: files.files[layout.errorRecord(id)] != nil, layout: layout)
+                                                       errorRecordExists: files.files[layout.errorRecord(id)] != nil, layout: layout,
+                                                       restored: restored != nil)
                 guard case .completed = PublicationExecutor(files: files).run(steps) else { return .runsAgain }
             }
         }
@@ -198,15 +319,27 @@ final class StepCounter: @unchecked Sendable {
         }
     }
 
-    @Test(arguments: Kind.allCases)
-    func aCrashAfterAnyStepLeavesExactlyOneOutcome(kind: Kind) {
-        let (_, plan) = setUp(kind)
+    /// After a power loss the outcome is decided only once the commit point is durable: by
+    /// the first folder fsync after it.
+    func durableCommitPoint(_ steps: [PublicationStep], kind: Kind) -> Int? {
+        guard let commit = commitPoint(steps, kind: kind) else { return nil }
+        return steps.indices.first { $0 > commit && steps[$0].sharedFolder != nil }
+    }
+
+    @Test(arguments: Kind.allCases, PublicationPlan.CommitOrder.allCases)
+    func aCrashAfterAnyStepLeavesExactlyOneOutcome(kind: Kind, order: PublicationPlan.CommitOrder) {
+        for crash in Crash.allCases { crashAfterEveryStep(kind: kind, order: order, crash: crash) }
+    }
+
+    func crashAfterEveryStep(kind: Kind, order: PublicationPlan.CommitOrder, crash: Crash) {
+        let (_, plan) = setUp(kind, order: order)
         for k in 0...plan.count {
-            let (files, steps) = setUp(kind)
+            let (files, steps) = setUp(kind, order: order)
             let executor = PublicationExecutor(files: files, beforeStep: { index, _ in index < k })
             _ = executor.run(steps)
+            if crash == .powerLoss { files.losePower() }
             let settled = restart(files, kind)
-            let context = "\(kind) crashed before step \(k) of \(steps.count) (\(k < steps.count ? steps[k].kind : "none"))"
+            let context = "\(kind), \(order.rawValue), \(crash) before step \(k) of \(steps.count) (\(k < steps.count ? steps[k].kind : "none"))"
             let result = files.files[layout.result(id)] != nil
             let failedPath = layout.failedRequest(id, like: requestPath(kind))
             let failedRequest = files.files[failedPath] != nil
@@ -229,16 +362,28 @@ final class StepCounter: @unchecked Sendable {
             case .runsAgain:
                 #expect(queued && !result && !failedRequest, "\(context): nothing published, the request still queued")
             }
-            // Past the commit point the outcome is decided: it is never sent again.
-            if let commit = commitPoint(steps, kind: kind), k > commit {
+            // Past the commit point (durable, for a power loss) the outcome is decided: it is
+            // never sent again.
+            let decidedAfter = crash == .kill ? commitPoint(steps, kind: kind) : durableCommitPoint(steps, kind: kind)
+            if let decided = decidedAfter, k > decided {
                 #expect(settled != .runsAgain, "\(context): ran again after its outcome was committed")
             }
             // A completed plan needs no recovery.
             if k == steps.count { #expect(settled != .runsAgain, "\(context)") }
+            // A restart leaves the record of a published success saying so, whatever was lost.
+            // (The request is gone then, so nothing runs it again; in the one-fsync order the
+            // record may be lost by a power loss after the request's unlink became durable,
+            // and the result's mark still names the request.)
+            if settled == .done {
+                let marked = files.files[layout.result(id)]?.mark?.id == id
+                #expect(files.records[id]?.status == .done || crash == .powerLoss && order == .resultMarked && marked,
+                        "\(context): a done record, or a marked result")
+            }
         }
     }
 
-    @Test func aBatchCrashedAnywhereLeavesEachTaskDoneOrQueued() {
+    @Test(arguments: PublicationPlan.CommitOrder.allCases, Crash.allCases)
+    func aBatchCrashedAnywhereLeavesEachTaskDoneOrQueued(order: PublicationPlan.CommitOrder, crash: Crash) {
         let ids = ["a", "b", "c"]
         func build() -> (MemoryFiles, [[PublicationStep]], [PublicationStep]) {
             let files = MemoryFiles()
@@ -246,14 +391,14 @@ final class StepCounter: @unchecked Sendable {
             var commits: [[PublicationStep]] = []
             for id in ids {
                 files.create(layout.request(id), requestText + id)
-                files.create(layout.partial(id), answer + id)
+                files.create(layout.partial(id), answer + id, durable: false)
                 let identity = files.files[layout.request(id)].map(MemoryFiles.identity)
                 let task = TaskDescriptor(id: id, requestPath: layout.request(id), summary: RequestSummary(model: "m", stream: false, size: 1),
                                           identity: identity, history: TaskHistory(firstSeen: Date(timeIntervalSince1970: 0)))
                 let success = PublicationPlan.Success(task: task, record: TaskRecord(id: id, status: .done, request: identity, history: task.history),
                                                       source: layout.partial(id), streamed: false)
-                prepared += PublicationPlan.prepare(success)
-                commits.append(PublicationPlan.commit(success, layout: layout))
+                prepared += PublicationPlan.prepare(success, order: order)
+                commits.append(PublicationPlan.commit(success, layout: layout, order: order))
             }
             return (files, commits, prepared)
         }
@@ -264,23 +409,27 @@ final class StepCounter: @unchecked Sendable {
         _ = PublicationExecutor(files: countFiles).run(countPrepared)
         _ = PublicationExecutor(files: countFiles, beforeStep: { _, _ in counter.value += 1; return true }).runBatch(commits)
         let counted = counter.value
-        #expect(counted == 1 + 3 + 1 + 3 + 1, "one state fsync, three renames, one incoming fsync, three unlinks, one outgoing fsync: \(counted)")
+        let stateSync = order == .recordFirst ? 1 : 0
+        #expect(counted == stateSync + 3 + 1 + 3 + 1,
+                "\(order.rawValue): \(stateSync) state fsync, three renames, one incoming fsync, three unlinks, one outgoing fsync: \(counted)")
         for k in 0...counted {
             let (files, commits, prepared) = build()
             _ = PublicationExecutor(files: files).run(prepared)
             let index = StepCounter()
             _ = PublicationExecutor(files: files, beforeStep: { _, _ in defer { index.value += 1 }; return index.value < k }).runBatch(commits)
+            if crash == .powerLoss { files.losePower() }
             files.removeLeftovers()
+            let context = "batch, \(order.rawValue), \(crash) before step \(k)"
             for id in ids {
                 let queued = files.files[layout.request(id)] != nil
-                let resultInode = files.files[layout.result(id)]?.inode
+                let result = files.files[layout.result(id)]
                 let decision = queued ? Recovery.decide(record: files.records[id], identity: files.files[layout.request(id)].map(MemoryFiles.identity),
-                                                        resultInode: resultInode) : .alreadyEnded
+                                                        resultInode: result?.inode, resultMark: result?.mark) : .alreadyEnded
                 switch decision {
                 case .alreadyEnded:
-                    #expect(files.text(layout.result(id)) == answer + id, "batch crashed before step \(k): \(id) ended with its own result")
+                    #expect(files.text(layout.result(id)) == answer + id, "\(context): \(id) ended with its own result")
                 case .fresh, .resume:
-                    #expect(resultInode == nil, "batch crashed before step \(k): \(id) runs again with nothing published")
+                    #expect(result == nil, "\(context): \(id) runs again with nothing published")
                 }
             }
         }

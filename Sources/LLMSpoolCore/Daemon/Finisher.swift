@@ -31,10 +31,14 @@ public final class Finisher: Sendable {
     private let leases: LeaseManager?
     private let diskHealth: DiskHealth
     private let formats: FormatContext
+    /// How successes commit on this spool, decided once at start (`CommitOrder.choose`).
+    let commitOrder: PublicationPlan.CommitOrder
 
     public init(layout: SpoolLayout, logger: Logger, retry: RetrySettings, endpointCount: Int, metrics: Metrics = Metrics(), leases: LeaseManager? = nil,
-                diskHealth: DiskHealth = DiskHealth(), formats: FormatContext = FormatContext(yaml: LibYAML.reader), random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+                diskHealth: DiskHealth = DiskHealth(), formats: FormatContext = FormatContext(yaml: LibYAML.reader), commitOrder: PublicationPlan.CommitOrder = .recordFirst,
+                random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
                 report: @escaping @Sendable (TaskReport) -> Void) {
+        self.commitOrder = commitOrder
         self.diskHealth = diskHealth
         self.formats = formats
         self.metrics = metrics
@@ -68,6 +72,8 @@ public final class Finisher: Sendable {
     /// fsyncs it shares with the other successes of its batch.
     public struct PreparedSuccess: Sendable {
         let success: PublicationPlan.Success
+        /// The spool's order, or record-first for a result that could not be marked.
+        let order: PublicationPlan.CommitOrder
         let outcome: AttemptOutcome
         let usage: [String: Int]?
         var task: TaskDescriptor { success.task }
@@ -149,8 +155,8 @@ public final class Finisher: Sendable {
         case .success(let assembled, let usage):
             task.history.attempts.append(entry)
             do {
-                let success = try writeSuccess(outcome, task: task, assembled: assembled, usage: usage)
-                return .success(PreparedSuccess(success: success, outcome: outcome, usage: usage))
+                let (success, order) = try writeSuccess(outcome, task: task, assembled: assembled, usage: usage)
+                return .success(PreparedSuccess(success: success, order: order, outcome: outcome, usage: usage))
             } catch {
                 return .ended(postpone(task, because: "publishing the result failed: \(error)"))
             }
@@ -245,7 +251,10 @@ public final class Finisher: Sendable {
     public func completeEnded(id: String, requestPath: String, identity: FileIdentity? = nil) -> Scheduler.Event {
         guard claimForEnding(id, "the clean-up of an ended task") else { return .finalized(id: id) }
         defer { leases?.release(id, ended: true) }
-        guard let record = TaskRecord.load(layout, id: id) else { return .finalized(id: id) }
+        var loaded = TaskRecord.load(layout, id: id)
+        let restored = commitOrder == .resultMarked ? restoredRecord(id: id, requestPath: requestPath, record: loaded) : nil
+        if let restored { loaded = restored }
+        guard let record = loaded else { return .finalized(id: id) }
         let errorRecordExists: Bool
         do {
             errorRecordExists = try Syscall.exists(layout.errorRecord(id))
@@ -254,8 +263,9 @@ public final class Finisher: Sendable {
             return .finalized(id: id)
         }
         let steps = PublicationPlan.completion(of: record, requestPath: requestPath, identity: identity ?? ownView(of: requestPath, record),
-                                               errorRecordExists: errorRecordExists, layout: layout)
+                                               errorRecordExists: errorRecordExists, layout: layout, restored: restored != nil)
         guard !steps.isEmpty else { return .finalized(id: id) }
+        if restored != nil { logger.info("the result proves the request's end; its record is written again", id: id) }
         switch executor.run(steps) {
         case .failed(_, _, let error):
             logger.error("cannot complete the clean-up; will try again on the next scan", id: id, ["reason": "\(error)"])
@@ -274,6 +284,23 @@ public final class Finisher: Sendable {
             }
         }
         return .finalized(id: id)
+    }
+
+    /// The done record a marked result proves (`Recovery.restoredRecord`), when the record
+    /// on disk does not: lost or stale after a power loss in the one-fsync order.
+    private func restoredRecord(id: String, requestPath: String, record: TaskRecord?) -> TaskRecord? {
+        let resultPath = layout.result(id)
+        guard let mark = ResultMarkReader.read(resultPath, id: id, logger: logger) else { return nil }
+        let result: stat
+        do {
+            result = try Syscall.lstat(resultPath)
+        } catch {
+            logger.debug("the marked result is gone; nothing to restore", id: id, ["reason": "\(error)"])
+            return nil
+        }
+        guard case .success(let request)? = RequestFile.read(path: requestPath, limit: Int(clamping: max(mark.request.size, 0)) + 1) else { return nil }
+        return Recovery.restoredRecord(record: record, id: id, identity: request.identity, resultInode: UInt64(result.st_ino),
+                                       resultMark: mark, now: Date())
     }
 
     /// The request file as this mount sees it, when it is the instance `record` speaks of.
@@ -343,7 +370,7 @@ public final class Finisher: Sendable {
     /// The request's own part of a success: the result's bytes durable, then the task
     /// record that commits to them (durable; its folder is fsynced by `commit`).
     private func writeSuccess(_ outcome: AttemptOutcome, task: TaskDescriptor, assembled: AssembledCompletion?,
-                              usage: [String: Int]?) throws -> PublicationPlan.Success {
+                              usage: [String: Int]?) throws -> (PublicationPlan.Success, PublicationPlan.CommitOrder) {
         let id = outcome.task.id
         var source = outcome.rawPath ?? layout.partial(id)
         // Open on `source` (nil when none is held): the plan fsyncs through it, and it
@@ -382,7 +409,20 @@ public final class Finisher: Sendable {
                                               transcript: transcript(outcome, result: source), rawEvents: outcome.rawPath)
         let plans = number < 0 ? executor
             : PublicationExecutor(files: SpoolFiles(layout: layout, heldOpen: [source: number]), beforeStep: executor.beforeStep)
-        let result = plans.run(PublicationPlan.prepare(success))
+        var failure: Error?
+        var order = commitOrder
+        switch plans.run(PublicationPlan.prepare(success, order: commitOrder)) {
+        case .failed(_, .markResult, let error as SystemError) where error.errno == ENOTSUP || error.errno == EOPNOTSUPP:
+            // The start-up probe said yes, this file says no (a folder mounted over
+            // `incoming` since): nothing is written yet, and the two-fsync order still holds.
+            logger.warning("the result cannot carry its mark; committing it with a durable record", id: id, ["reason": "\(error)"])
+            order = .recordFirst
+            if case .failed(_, _, let error) = plans.run(PublicationPlan.prepare(success, order: .recordFirst)) { failure = error }
+        case .failed(_, _, let error):
+            failure = error
+        case .completed, .stopped:
+            break
+        }
         if let held {
             do {
                 try held.close()
@@ -390,8 +430,8 @@ public final class Finisher: Sendable {
                 logger.warning("closing the result written failed; carrying on", id: id, ["reason": "\(error)"])
             }
         }
-        if case .failed(_, _, let error) = result { throw error }
-        return success
+        if let failure { throw failure }
+        return (success, order)
     }
 
     /// A prompt file's transcript: the file as it was sent and the answer's text, read
@@ -416,7 +456,7 @@ public final class Finisher: Sendable {
     /// the steps is that of a single success; only the folder fsyncs are shared. Returns
     /// one event per success, in order.
     public func commit(_ batch: [PreparedSuccess]) -> [Scheduler.Event] {
-        let failed = executor.runBatch(batch.map { PublicationPlan.commit($0.success, layout: layout) })
+        let failed = executor.runBatch(batch.map { PublicationPlan.commit($0.success, layout: layout, order: $0.order) })
         return batch.indices.map { index in
             let prepared = batch[index]
             let id = prepared.task.id

@@ -11,7 +11,7 @@ public final class GroupCommitter: Sendable {
     }
 
     /// Largest batch: bounds the time from a result's fsync to its publication under load.
-    static let batchLimit = 1024
+    public static let batchLimit = 1024
 
     private let state = Mutex(State())
     private let available = DispatchSemaphore(value: 0)

@@ -26,6 +26,8 @@ public final class SpoolDaemon: Sendable {
     private let statusStopped = DispatchSemaphore(value: 0)
     /// What `start` started, stopped in reverse by `stop`.
     private let services = Mutex(ServiceGroup([]))
+    /// Threads that write outcomes (the benchmark's disk-ceiling probe uses as many).
+    public static let finisherThreads = 4
 
     /// `onReport` is called on a worker thread each time a task ends (or is postponed).
     public init(config: Config, endpoints: [Endpoint], logger: Logger, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
@@ -34,15 +36,21 @@ public final class SpoolDaemon: Sendable {
         let layout = SpoolLayout(root: config.spool, groupReadable: config.groupReadable)
         // fsync waits on the disk, not the CPU: more threads than cores let the filesystem
         // merge their flushes into fewer journal commits.
-        let pool = WorkerPool(name: "finisher", threads: 4)
+        let pool = WorkerPool(name: "finisher", threads: SpoolDaemon.finisherThreads)
         let known = KnownTasks()
         let hooks = HookRunner(settings: config.hooks, layout: layout, logger: logger)
         let metrics = Metrics()
         let polling = WatchMode.resolve(config.watchMode, path: config.spool).mode == .poll
         let leases = (config.leases ?? polling) ? LeaseManager(layout: layout, hostID: config.hostID, seconds: config.leaseSeconds, logger: logger) : nil
         let diskHealth = DiskHealth(layout: layout)
+        // Decided once per spool: the probe needs `incoming`, which start() would create.
+        try layout.create()
+        let (commitOrder, orderReason) = PublicationPlan.CommitOrder.choose(sharedSpool: leases != nil, probe: ResultMarkProbe.run(layout))
+        logger.info(commitOrder == .resultMarked ? "results commit with one fsync, marked with their request"
+                                                 : "results commit with two fsyncs, result then record",
+                    ["commit_order": LogValue(commitOrder.rawValue), "reason": LogValue(orderReason)])
         let finisher = Finisher(layout: layout, logger: logger, retry: config.retry, endpointCount: endpoints.count, metrics: metrics, leases: leases,
-                                diskHealth: diskHealth, formats: config.formatContext,
+                                diskHealth: diskHealth, formats: config.formatContext, commitOrder: commitOrder,
                                 report: { report in
                                     switch report.outcome {
                                     case .succeeded: metrics.outcome("done")
@@ -88,7 +96,9 @@ public final class SpoolDaemon: Sendable {
         var watcherDelegate = Watcher.Delegate(found: { post(.arrived($0)) }, removed: { id, path in engineBox.withLock { $0 }?.removed(id: id, path: path) })
         watcherDelegate.foundBatch = { batches.found($0) }
         watcherDelegate.removedBatch = { batches.removed($0) }
-        self.watcher = Watcher(layout: layout, settings: Watcher.Settings(config), known: known, metrics: metrics,
+        var watcherSettings = Watcher.Settings(config)
+        watcherSettings.markedResults = commitOrder == .resultMarked
+        self.watcher = Watcher(layout: layout, settings: watcherSettings, known: known, metrics: metrics,
                                delegate: watcherDelegate, logger: logger)
         self.batches = batches
         self.layout = layout

@@ -70,6 +70,15 @@ public struct SpoolFiles: PublicationFiles, Sendable {
         try Syscall.fsyncDirectory(path)
     }
 
+    /// Through the held descriptor when there is one, as `syncFile`.
+    public func mark(_ path: String, _ mark: ResultMark) throws {
+        if let held = heldOpen[path] {
+            try Syscall.fsetxattr(held, ResultMark.attribute, mark.encoded(), path: path)
+            return
+        }
+        try Syscall.setxattr(path, ResultMark.attribute, mark.encoded())
+    }
+
     public func ensureFolder(_ path: String) throws {
         do {
             try Syscall.mkdir(path, mode: layout.directoryMode)

@@ -42,6 +42,9 @@ public final class Watcher: @unchecked Sendable {
         public var maxRequestBytes = 32 << 20
         public var maxJSONDepth = RequestValidator.defaultMaxDepth
         public var formats = FormatContext(yaml: LibYAML.reader)
+        /// Results may carry their request's mark (the one-fsync commit order): the restart
+        /// decision reads it.
+        public var markedResults = false
 
         public init() {}
 
@@ -405,7 +408,8 @@ public final class Watcher: @unchecked Sendable {
                 lastRead[name] = snapshot
                 delegate.found(.invalid(id: id, requestPath: path, problem: problem))
             case .success(let loaded)?:
-                guard let intake = Watcher.intake(id: id, path: path, loaded: loaded, layout: layout, formats: settings.formats, logger: logger) else {
+                guard let intake = Watcher.intake(id: id, path: path, loaded: loaded, layout: layout, formats: settings.formats, logger: logger,
+                                                  markedResults: settings.markedResults) else {
                     settling[name] = nil
                     if drafts[name] != loaded.identity {
                         drafts[name] = loaded.identity
@@ -453,7 +457,8 @@ public final class Watcher: @unchecked Sendable {
     /// What a readable request amounts to: a task (new, or resumed from its record), a
     /// task that already ended before a restart, or an invalid request; nil for a draft,
     /// which is left alone.
-    static func intake(id: String, path: String, loaded: RequestFile.Loaded, layout: SpoolLayout, formats: FormatContext, logger: Logger) -> Intake? {
+    static func intake(id: String, path: String, loaded: RequestFile.Loaded, layout: SpoolLayout, formats: FormatContext, logger: Logger,
+                       markedResults: Bool = false) -> Intake? {
         guard let format = RequestName.format(of: String(path.split(separator: "/").last ?? ""))?.format else {
             return .invalid(id: id, requestPath: path, problem: RequestProblem(.unusableName, "no request format takes this name"))
         }
@@ -461,7 +466,10 @@ public final class Watcher: @unchecked Sendable {
         if case .draft = verdict { return nil }
         let record = TaskRecord.load(layout, id: id)
         var history = TaskHistory(firstSeen: Date())
-        if let record {
+        // In the one-fsync order a power loss can leave a marked result without its record:
+        // the result is looked at whenever the record does not already prove the end.
+        let recordProves = record.map { $0.status == .done || $0.status == .failed } ?? false
+        if record != nil || markedResults {
             let result: FileIdentity?
             do {
                 result = FileIdentity(try Syscall.lstat(layout.result(id)))
@@ -472,8 +480,10 @@ public final class Watcher: @unchecked Sendable {
                 logger.warning("cannot look at the result for the restart decision", id: id, ["reason": "\(error)"])
                 result = nil
             }
+            let mark = result != nil && markedResults && !(recordProves && record?.resultInode == result?.inode)
+                ? ResultMarkReader.read(layout.result(id), id: id, logger: logger) : nil
             switch Recovery.decide(record: record, identity: loaded.identity, resultInode: result?.inode,
-                                   resultModifiedNanoseconds: result?.modifiedNanoseconds) {
+                                   resultModifiedNanoseconds: result?.modifiedNanoseconds, resultMark: mark) {
             case .alreadyEnded:
                 return .alreadyEnded(id: id, requestPath: path)
             case .resume(let saved):

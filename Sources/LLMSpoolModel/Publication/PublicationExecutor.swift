@@ -16,6 +16,8 @@ public protocol PublicationFiles {
     func syncFolder(_ path: String) throws(Failure)
     /// Creates a folder if it is missing.
     func ensureFolder(_ path: String) throws(Failure)
+    /// Sets the extended attribute `ResultMark.attribute` of a file to the mark's value.
+    func mark(_ path: String, _ mark: ResultMark) throws(Failure)
 }
 
 /// Runs publication plans: a small loop, the same for the daemon and the crash tests.
@@ -119,6 +121,8 @@ public struct PublicationExecutor<Files: PublicationFiles> {
             try files.rename(path, "\(folder)/\(serial).\(name)")
         case .syncFolder(let path):
             try files.syncFolder(path)
+        case .markResult(let path, let mark):
+            try files.mark(path, mark)
         }
         return nil
     }

@@ -8,7 +8,44 @@
 /// that a restart removes, and the request runs again from zero (at-least-once delivery,
 /// exactly-once outcome); after it, the restart only removes the request. Either way a crash
 /// before the commit point leaves nothing visible.
+///
+/// A success has two commit orders (`CommitOrder`). In the one-fsync order the result's
+/// temporary carries a mark naming its request (`ResultMark`) before its fsync, and the
+/// record is written after it without fsync: the result's rename into `incoming` is the
+/// commit point in both orders, and a restart that finds a marked result with a missing or
+/// stale record rewrites the record (`Recovery.restoredRecord`).
 public enum PublicationPlan {
+    /// How a success commits.
+    public enum CommitOrder: String, Sendable, Equatable, CaseIterable {
+        /// The result fsynced, then the record fsynced and its folder: two fsyncs per result.
+        case recordFirst = "record-first"
+        /// The result marked with its request and fsynced, the record written without
+        /// fsync: one fsync per result. Needs user extended attributes on the spool.
+        case resultMarked = "result-marked"
+
+        /// What the start-up probe of a spool found about user extended attributes.
+        public enum Probe: Sendable, Equatable {
+            case supported
+            /// setxattr answered ENOTSUP/EOPNOTSUPP: tmpfs without user_xattr, some FUSE, NFS v3.
+            case unsupported(String)
+            /// The probe itself failed otherwise (a full disk, no permission): nothing is proven.
+            case failed(String)
+        }
+
+        /// The order a spool commits in, decided once at start, and why. A shared spool keeps
+        /// the record-first order: its records prove an end across mounts (by modification
+        /// time, `Recovery.decide`), which a mark read through another mount's cache was not
+        /// shown to do.
+        public static func choose(sharedSpool: Bool, probe: Probe) -> (order: CommitOrder, reason: String) {
+            if sharedSpool { return (.recordFirst, "the spool is shared by several daemons") }
+            switch probe {
+            case .supported: return (.resultMarked, "the spool keeps user extended attributes")
+            case .unsupported(let why): return (.recordFirst, "the spool keeps no user extended attributes: \(why)")
+            case .failed(let why): return (.recordFirst, "the extended attribute probe failed: \(why)")
+            }
+        }
+    }
+
     /// What a success has to publish.
     public struct Success: Sendable, Equatable {
         public var task: TaskDescriptor
@@ -37,16 +74,29 @@ public enum PublicationPlan {
 
     /// The part of a success that is the request's own: its bytes, then its commit point.
     /// Runs on the finisher's threads; the folder fsync of `state` is left to `commit`.
-    public static func prepare(_ success: Success) -> [PublicationStep] {
-        [.syncFile(success.source),
-         .writeRecord(success.record, durable: true, resultInodeOf: success.source)]
+    /// A success whose request has no identity cannot be marked, and commits record first.
+    public static func prepare(_ success: Success, order: CommitOrder = .recordFirst) -> [PublicationStep] {
+        guard let mark = mark(of: success, order: order) else {
+            return [.syncFile(success.source),
+                    .writeRecord(success.record, durable: true, resultInodeOf: success.source)]
+        }
+        return [.markResult(success.source, mark),
+                .syncFile(success.source),
+                .writeRecord(success.record, durable: false, resultInodeOf: success.source)]
+    }
+
+    /// The mark a success's result carries in `order`, nil when it carries none.
+    public static func mark(of success: Success, order: CommitOrder) -> ResultMark? {
+        guard order == .resultMarked, let identity = success.task.identity else { return nil }
+        return ResultMark(id: success.task.id, request: identity, dialect: success.record.dialect)
     }
 
     /// The rest of a success, from the commit point on. In a batch, the folder fsyncs are
     /// shared (see `PublicationExecutor.runBatch`).
-    public static func commit(_ success: Success, layout: SpoolLayout) -> [PublicationStep] {
+    /// In the one-fsync order the record is not durable, so `state` is not fsynced either.
+    public static func commit(_ success: Success, layout: SpoolLayout, order: CommitOrder = .recordFirst) -> [PublicationStep] {
         let id = success.task.id
-        var steps: [PublicationStep] = [.syncFolder(layout.state)]
+        var steps: [PublicationStep] = mark(of: success, order: order) == nil ? [.syncFolder(layout.state)] : []
         if success.streamed { steps.append(.rename(from: success.rawEvents ?? layout.partial(id), to: layout.rawStream(id))) }
         // After the commit point and before the result: a crash in between runs the request
         // again (the result never got its name), whose transcript then replaces this one.
@@ -83,13 +133,16 @@ public enum PublicationPlan {
          .writeRecord(record, durable: true, resultInodeOf: nil)]
     }
 
-    /// What a restart finishes for a task whose record says it ended.
+    /// What a restart finishes for a task whose record says it ended. `restored` is the
+    /// record `Recovery.restoredRecord` rebuilt from a marked result: written first (without
+    /// fsync: the result stays the proof), then the request goes.
     public static func completion(of record: TaskRecord, requestPath: String, identity: FileIdentity?, errorRecordExists: Bool,
-                                  layout: SpoolLayout) -> [PublicationStep] {
+                                  layout: SpoolLayout, restored: Bool = false) -> [PublicationStep] {
         let id = record.id
         switch record.status {
         case .done:
-            return [.unlinkIfSame(requestPath, identity: identity), .syncFolder(folder(of: requestPath))]
+            return (restored ? [.writeRecord(record, durable: false, resultInodeOf: nil)] : [])
+                + [.unlinkIfSame(requestPath, identity: identity), .syncFolder(folder(of: requestPath))]
         case .failed:
             var steps: [PublicationStep] = []
             if !errorRecordExists, let bytes = record.errorRecord { steps.append(.writeFile(layout.errorRecord(id), bytes)) }

@@ -22,6 +22,9 @@ public enum PublicationStep: Sendable, Equatable {
     case archiveIfPresent(String, into: String)
     /// fsync a folder: the renames and unlinks in it so far become durable.
     case syncFolder(String)
+    /// Set the result mark (`ResultMark`) on a file the attempt wrote, before its fsync:
+    /// the result then carries its own commit point.
+    case markResult(String, ResultMark)
 
     /// The step's name, as logs and tests call it.
     public var kind: String {
@@ -35,6 +38,7 @@ public enum PublicationStep: Sendable, Equatable {
         case .unlinkIfPresent: "remove-partial"
         case .archiveIfPresent: "archive"
         case .syncFolder: "sync-folder"
+        case .markResult: "mark-result"
         }
     }
 
