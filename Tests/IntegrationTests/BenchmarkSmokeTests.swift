@@ -19,7 +19,10 @@ import Testing
             #expect(finished.stdout.contains("| \(scenario) |"), "\(scenario) is in the table")
         }
         let figures = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as? [[String: Any]])
-        #expect(figures.count == 15)
+        #expect(figures.count == 18)
+        // P1's disk-ceiling probe ran in the same run, and its ratio is a measured number.
+        let probe = figures.first { ($0["metric"] as? String)?.hasPrefix("completed/s / disk-ceiling probe") == true }
+        #expect((probe?["llmspool"] as? Double).map { $0 > 0 } == true, "the probe's ratio: \(String(describing: probe))")
         let unanswered = figures.filter { ($0["metric"] as? String) == "requests without an answer" }
         #expect(unanswered.count == 2)
         #expect(unanswered.allSatisfy { ($0["llmspool"] as? Double) == 0 }, "the daemon answered every request")

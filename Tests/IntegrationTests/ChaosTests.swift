@@ -111,7 +111,27 @@ import Testing
         var suffix = ".json"
     }
 
-    static var plans: [PlanUnderTest] {
+    /// The plans in the commit order the daemon chose for the spool (it logs it at start):
+    /// one fsync per result where the filesystem keeps user extended attributes, else two.
+    static func plans(marked: Bool) -> [PlanUnderTest] {
+        marked ? markedPlans : recordFirstPlans
+    }
+
+    /// A success's steps when its result carries the commit point (no fsync of `state`).
+    static var markedPlans: [PlanUnderTest] {
+        recordFirstPlans.map { plan in
+            guard plan.steps.first == "index=0 step=sync-file" else { return plan }
+            let commit = plan.steps.dropFirst(3)
+            var steps = ["index=0 step=mark-result", "index=1 step=sync-file", "index=2 step=commit-done"]
+            for (index, step) in commit.enumerated() {
+                steps.append("index=\(index) step=" + step.split(separator: "=").last!)
+            }
+            return PlanUnderTest(name: plan.name, steps: steps, beforeCommit: plan.beforeCommit, stream: plan.stream, stub: plan.stub,
+                                 expected: plan.expected, suffix: plan.suffix)
+        }
+    }
+
+    static var recordFirstPlans: [PlanUnderTest] {
         [
             PlanUnderTest(name: "plain",
                           steps: ["index=0 step=sync-file", "index=1 step=commit-done",
@@ -159,7 +179,12 @@ import Testing
         let pause = ["LLMSPOOL_TEST_PUBLICATION_PAUSE_MS": "200"]
         let config: [String: Any] = ["concurrency": 1, "max_attempts": 5, "retry_max_seconds": 0.2]
         var landed: Set<String> = []
-        for plan in Self.plans {
+        try harness.startDaemon(config: config)
+        let marked = harness.log.contains("commit_order=result-marked")
+        #expect(marked || harness.log.contains("commit_order=record-first"), "the daemon names its commit order")
+        #expect(harness.stopDaemon() == 0)
+        let plans = Self.plans(marked: marked)
+        for plan in plans {
             for position in plan.steps.indices {
                 let id = "\(plan.name)\(position)"
                 let prompt = "chaos \(id)"
@@ -217,11 +242,11 @@ import Testing
                 #expect((1...allowed).contains(calls), "\(id): the stub saw \(calls) calls, at most \(allowed) allowed")
             }
         }
-        let everyStep = Set(Self.plans.flatMap { plan in plan.steps.map { "\(plan.name) \($0)" } })
+        let everyStep = Set(plans.flatMap { plan in plan.steps.map { "\(plan.name) \($0)" } })
         #expect(landed == everyStep, "kills that did not land: \(everyStep.subtracting(landed).sorted())")
         // Every kind the plans have was hit, the folder fsyncs of each plan among them.
         let kinds = Set(landed.compactMap { $0.split(separator: "=").last.map(String.init) })
-        #expect(kinds.isSuperset(of: ["sync-file", "commit-done", "record-failed", "keep-events", "publish", "sync-folder", "remove-request",
+        #expect(kinds.isSuperset(of: (marked ? ["mark-result"] : []) + ["sync-file", "commit-done", "record-failed", "keep-events", "publish", "sync-folder", "remove-request",
                                       "move-request", "archive", "write-file", "remove-partial"]), "\(kinds.sorted())")
         #expect(harness.files(in: harness.layout.outgoing).isEmpty)
         #expect(harness.files(in: harness.layout.incoming).filter { $0.hasSuffix(".partial") || $0.hasPrefix(".") }.isEmpty)
