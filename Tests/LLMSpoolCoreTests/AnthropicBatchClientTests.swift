@@ -33,8 +33,8 @@ import Testing
         }
     }
 
-    static let first = #"{"model": "claude-stub", "max_tokens": 16,"# + "\n" + #" "messages": [{"role": "user", "content": "Hi"}]}"#
-    static let second = #"{"model":"claude-stub","max_tokens":16,"messages":[{"role":"user","content":"line\nbreak"}],"stub":{"batch_line":"fail"}}"#
+    static let first = #"{"model": "messages-model", "max_tokens": 16,"# + "\n" + #" "messages": [{"role": "user", "content": "Hi"}]}"#
+    static let second = #"{"model":"messages-model","max_tokens":16,"messages":[{"role":"user","content":"line\nbreak"}],"stub":{"batch_line":"fail"}}"#
 
     @Test(arguments: [1, 7, 64 * 1024])
     func theCreateBodyIsTheFramingAroundEachCompactedBodyInTheAnnouncedSize(chunk: Int) throws {
@@ -44,7 +44,7 @@ import Testing
         let source = try #require(AnthropicBatchSource(group: "g1", url: MessagesDialect().path, lines: lines))
         let read = drain(source, chunk: chunk)
         #expect(!read.failed)
-        let expected = #"{"requests":[{"custom_id":"g1-0","params":{"model":"claude-stub","max_tokens":16,"messages":[{"role":"user","content":"Hi"}]}},"#
+        let expected = #"{"requests":[{"custom_id":"g1-0","params":{"model":"messages-model","max_tokens":16,"messages":[{"role":"user","content":"Hi"}]}},"#
             + #"{"custom_id":"g1-1","params":"# + Self.second + "}]}"
         #expect(String(decoding: read.bytes, as: UTF8.self) == expected)
         #expect(read.bytes.count == source.size)

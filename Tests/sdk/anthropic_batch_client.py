@@ -20,7 +20,7 @@ import anthropic
 
 
 def params(text, stub=None):
-    body = {"model": "claude-stub", "max_tokens": 64, "messages": [{"role": "user", "content": text}]}
+    body = {"model": "messages-model", "max_tokens": 64, "messages": [{"role": "user", "content": text}]}
     if stub:
         body["stub"] = stub
     return body

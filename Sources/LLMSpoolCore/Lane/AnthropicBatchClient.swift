@@ -87,36 +87,11 @@ struct AnthropicBatchClient {
     /// report. The results are fetched at the endpoint's own `.../{id}/results`, not at the
     /// answer's `results_url`: a URL from the network must not be sent the key.
     func downloadResults(batchID: String, to fd: Int32, path: String) -> RemoteBatchMachine.Event? {
-        let answer: LaneHTTP.Answer
-        do {
-            answer = try http.exchange(method: "GET", url: batchesURL + "/" + LaneURL.escaped(batchID) + "/results",
-                                       headers: headers, body: nil, sink: .file(fd: fd, path: path))
-        } catch {
-            return .failed(retryable: true, retryAfter: nil, message: "the results of \(batchID) failed: \(error)")
-        }
-        guard answer.status == 200 else {
-            return .failed(retryable: true, retryAfter: answer.retryAfter, message: "the results of \(batchID) answered HTTP \(answer.status)")
-        }
-        return nil
+        http.download(batchesURL + "/" + LaneURL.escaped(batchID) + "/results", headers: headers, what: "the results of \(batchID)", to: fd, path: path)
     }
 
-    private enum Got {
-        case success([UInt8])
-        case failure(RemoteBatchMachine.Event)
-    }
-
-    private func get(_ url: String, _ what: String) -> Got {
-        let answer: LaneHTTP.Answer
-        do {
-            answer = try http.exchange(method: "GET", url: url, headers: headers, body: nil, sink: .memory(limit: Self.answerLimit))
-        } catch {
-            return .failure(.failed(retryable: true, retryAfter: nil, message: "\(what) failed: \(error)"))
-        }
-        guard (200..<300).contains(answer.status) else {
-            // A read changes nothing remote: every failure of one is tried again, with backoff.
-            return .failure(.failed(retryable: true, retryAfter: answer.retryAfter, message: describe(what, answer)))
-        }
-        return .success(answer.body)
+    private func get(_ url: String, _ what: String) -> LaneHTTP.Read {
+        http.read(url, headers: headers, what: what, limit: Self.answerLimit, describe: describe)
     }
 
     private func describe(_ what: String, _ answer: LaneHTTP.Answer) -> String {

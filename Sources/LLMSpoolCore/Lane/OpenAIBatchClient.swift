@@ -99,36 +99,11 @@ struct OpenAIBatchClient {
 
     /// Streams a file's content to `fd`; nil when it all arrived, else the event to report.
     func download(fileID: String, to fd: Int32, path: String) -> RemoteBatchMachine.Event? {
-        let answer: LaneHTTP.Answer
-        do {
-            answer = try http.exchange(method: "GET", url: endpoint.baseURL + "/files/" + LaneURL.escaped(fileID) + "/content",
-                                       headers: headers, body: nil, sink: .file(fd: fd, path: path))
-        } catch {
-            return .failed(retryable: true, retryAfter: nil, message: "the download of \(fileID) failed: \(error)")
-        }
-        guard answer.status == 200 else {
-            return .failed(retryable: true, retryAfter: answer.retryAfter, message: "the download of \(fileID) answered HTTP \(answer.status)")
-        }
-        return nil
+        http.download(endpoint.baseURL + "/files/" + LaneURL.escaped(fileID) + "/content", headers: headers, what: "the download of \(fileID)", to: fd, path: path)
     }
 
-    private enum Got {
-        case success([UInt8])
-        case failure(RemoteBatchMachine.Event)
-    }
-
-    private func get(_ url: String, _ what: String) -> Got {
-        let answer: LaneHTTP.Answer
-        do {
-            answer = try http.exchange(method: "GET", url: url, headers: headers, body: nil, sink: .memory(limit: Self.answerLimit))
-        } catch {
-            return .failure(.failed(retryable: true, retryAfter: nil, message: "\(what) failed: \(error)"))
-        }
-        guard (200..<300).contains(answer.status) else {
-            // A read changes nothing remote: every failure of one is tried again, with backoff.
-            return .failure(.failed(retryable: true, retryAfter: answer.retryAfter, message: describe(what, answer)))
-        }
-        return .success(answer.body)
+    private func get(_ url: String, _ what: String) -> LaneHTTP.Read {
+        http.read(url, headers: headers, what: what, limit: Self.answerLimit, describe: describe)
     }
 
     /// An upload's refusal: 408, 409, 429 and 5xx may pass; another 4xx will not.

@@ -1,0 +1,37 @@
+/// The reads both providers' batch clients make: a small answer into memory, or a large one
+/// streamed to a file. A read changes nothing remote, so every failure of one is tried
+/// again, with backoff.
+extension LaneHTTP {
+    enum Read {
+        case success([UInt8])
+        case failure(RemoteBatchMachine.Event)
+    }
+
+    /// GETs `url` into memory (at most `limit` bytes); `describe` words a refusal.
+    func read(_ url: String, headers: [String], what: String, limit: Int, describe: (String, Answer) -> String) -> Read {
+        let answer: Answer
+        do {
+            answer = try exchange(method: "GET", url: url, headers: headers, body: nil, sink: .memory(limit: limit))
+        } catch {
+            return .failure(.failed(retryable: true, retryAfter: nil, message: "\(what) failed: \(error)"))
+        }
+        guard (200..<300).contains(answer.status) else {
+            return .failure(.failed(retryable: true, retryAfter: answer.retryAfter, message: describe(what, answer)))
+        }
+        return .success(answer.body)
+    }
+
+    /// GETs `url` streamed to `fd`; nil when it all arrived, else the event to report.
+    func download(_ url: String, headers: [String], what: String, to fd: Int32, path: String) -> RemoteBatchMachine.Event? {
+        let answer: Answer
+        do {
+            answer = try exchange(method: "GET", url: url, headers: headers, body: nil, sink: .file(fd: fd, path: path))
+        } catch {
+            return .failed(retryable: true, retryAfter: nil, message: "\(what) failed: \(error)")
+        }
+        guard answer.status == 200 else {
+            return .failed(retryable: true, retryAfter: answer.retryAfter, message: "\(what) answered HTTP \(answer.status)")
+        }
+        return nil
+    }
+}
