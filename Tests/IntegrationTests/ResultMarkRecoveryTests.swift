@@ -73,4 +73,58 @@ import Testing
         #expect(try harness.arrivals(of: "junk mark").count == 1)
         #expect(harness.log.contains("the result's mark is unusable"), "a garbled mark is named in the log")
     }
+
+    /// What a power loss leaves in the one-fsync order: marked results whose requests' removal
+    /// survived and whose records did not (one lost, one left `active`), and the previous
+    /// run's mark in `state/.run`, from a boot that is not this one when `rebooted`.
+    func powerLossLeftovers(_ harness: Harness, rebooted: Bool) throws -> [String: FileIdentity] {
+        var identities: [String: FileIdentity] = [:]
+        for (id, prompt) in [("lost", "answered before the power went"), ("stale", "answered too")] {
+            try harness.drop(id, Harness.request(prompt))
+            let requestMark = try mark(of: harness.layout.request(id), id: id)
+            identities[id] = requestMark.request
+            try DurableFile.write(Array(#"{"object":"chat.completion","choices":[]}"#.utf8), to: harness.layout.result(id))
+            try Syscall.setxattr(harness.layout.result(id), ResultMark.attribute, requestMark.encoded())
+            try Syscall.unlink(harness.layout.request(id))
+        }
+        try FileManager.default.createDirectory(atPath: harness.layout.state, withIntermediateDirectories: true)
+        var history = TaskHistory(firstSeen: Date(timeIntervalSinceNow: -120))
+        history.unfinishedStarts = 1
+        try TaskRecord(id: "stale", status: .active, request: identities["stale"], history: history).write(harness.layout, durable: true)
+        let thisBoot = try String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let previous = PowerLossRepair.RunMark(bootID: rebooted ? "00000000-0000-4000-8000-000000000000" : thisBoot,
+                                               startedNanoseconds: Int64((Date().timeIntervalSince1970 - 60) * 1e9))
+        try DurableFile.write(previous.encoded(), to: harness.layout.runMark)
+        return identities
+    }
+
+    @Test func afterARebootResultsWhoseRecordsWereLostGetThemBack() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        _ = try powerLossLeftovers(harness, rebooted: true)
+        try harness.startDaemon()
+        try waitUntil("the daemon watches", timeout: 20) { harness.log.contains("watching") }
+        for id in ["lost", "stale"] {
+            let record = try harness.record(id)
+            #expect(record["status"] as? String == "done", "\(id): \(record)")
+            #expect(record["result_inode"] as? NSNumber == NSNumber(value: UInt64(try Syscall.lstat(harness.layout.result(id)).st_ino)))
+        }
+        #expect(harness.log.contains("they were written again from their results records=2"), "\(harness.log)")
+        #expect(try harness.arrivals(of: "answered before the power went").isEmpty)
+        let mark = try #require(PowerLossRepair.RunMark.parse(Array(try Data(contentsOf: URL(fileURLWithPath: harness.layout.runMark)))))
+        #expect(mark.bootID != "00000000-0000-4000-8000-000000000000", "this run's mark replaces the last one's")
+    }
+
+    @Test func aStartInTheSameBootLooksAtNoResult() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        _ = try powerLossLeftovers(harness, rebooted: false)
+        try harness.startDaemon()
+        try waitUntil("the daemon watches", timeout: 20) { harness.log.contains("watching") }
+        #expect(!exists(harness.layout.taskRecord("lost")), "a kill keeps the records: nothing is looked at")
+        #expect(try harness.record("stale")["status"] as? String == "active")
+        #expect(!harness.log.contains("written again from their results"))
+    }
 }

@@ -19,6 +19,8 @@ public final class SpoolDaemon: Sendable {
     private let notifier: SystemdNotifier
     private let leases: LeaseManager?
     private let control: ControlReader
+    /// How a success is committed here, decided once at start (`PublicationPlan.CommitOrder`).
+    private let commitOrder: PublicationPlan.CommitOrder
     public let metrics: Metrics
     private let statusStop = Atomic<Bool>(false)
     /// The `flock` that keeps a second daemon without leases off this spool.
@@ -112,6 +114,7 @@ public final class SpoolDaemon: Sendable {
         self.leases = leases
         self.control = ControlReader(layout: layout, shared: leases != nil, logger: logger) { [engine] event in engine.post(event) }
         self.logger = logger
+        self.commitOrder = commitOrder
     }
 
     /// libcurl's global set-up is not thread-safe: done once, before any transfer thread.
@@ -142,6 +145,8 @@ public final class SpoolDaemon: Sendable {
             try lockSpool()
         }
         removeLeftovers()
+        // Before the watcher: a record written again here is what the scan would look at.
+        if commitOrder == .resultMarked { try PowerLossScan.run(layout: layout, logger: logger) }
         SpoolDaemon.raiseDescriptorLimit()
         if let leases {
             watcher.leases = leases

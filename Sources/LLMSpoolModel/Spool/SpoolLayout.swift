@@ -23,6 +23,7 @@
 /// | `state/daemons/<host>.<pid>.json` | the daemon | its entry in the roster of daemons on the spool |
 /// | `state/.daemon.json` | the daemon | the live status that `status` reads while it runs |
 /// | `state/.lock` | the daemon | held (flock) by the daemon that owns a local spool |
+/// | `state/.run` | the daemon | a run in the one-fsync order began: its boot and start (`PowerLossRepair.RunMark`) |
 /// | `state/control/send-now.<id>`, `send-now-all` | `retry` | a person asked for a waiting request (or all) to go now |
 /// | `hold/<id>.json` | `hold` | a request kept unsent until `release` |
 /// | `state/remote/<group>.json` | the daemon | a group sent through a provider's Batch API: its intent record (`RemoteIntent`), from before anything remote exists until every member is published |
@@ -68,6 +69,8 @@ public struct SpoolLayout: Sendable, Equatable {
     public var liveStatus: String { state + "/.daemon.json" }
     /// The lock of the daemon that owns a local spool.
     public var lock: String { state + "/.lock" }
+    /// The boot and start of the last run in the one-fsync order (`PowerLossRepair`).
+    public var runMark: String { state + "/.run" }
     /// Where held requests wait, unsent, like Postfix's hold queue: outside `outgoing`, so
     /// holding needs no cooperation from the daemon (taking a request out withdraws it).
     public var hold: String { root + "/hold" }
