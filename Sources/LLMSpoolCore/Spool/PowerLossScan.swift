@@ -96,12 +96,10 @@ enum PowerLossScan {
         return repaired
     }
 
-    /// The id of a name that may be a result: `<id>.json`, not hidden, not a batch summary.
+    /// The id of a name that may be a result: `<id>.json` with an id a request can have.
     static func resultID(_ name: String) -> String? {
-        guard name.hasSuffix(SpoolLayout.requestSuffix), !name.hasPrefix(SpoolLayout.hiddenPrefix),
-              !name.hasSuffix(SpoolLayout.batchSummarySuffix) else { return nil }
-        let id = String(name.dropLast(SpoolLayout.requestSuffix.count))
-        return id.isEmpty ? nil : id
+        guard name.hasSuffix(SpoolLayout.requestSuffix), case .request(let id) = RequestName.classify(name) else { return nil }
+        return id
     }
 
     static func nanoseconds(_ time: timespec) -> Int64 {
