@@ -135,11 +135,11 @@ public final class BatchRunner: @unchecked Sendable {
     /// Names of batches being cancelled, for the finisher threads: their lines are not retried.
     private let stopping = Mutex<Set<String>>([])
     /// The claims of a spool several daemons share; nil when this daemon has it alone.
-    /// Set before `start`.
-    public var leases: LeaseManager?
+    private let leases: LeaseManager?
 
-    public init(layout: SpoolLayout, settings: Settings, logger: Logger, metrics: Metrics = Metrics(),
+    public init(layout: SpoolLayout, settings: Settings, logger: Logger, metrics: Metrics = Metrics(), leases: LeaseManager? = nil,
                 post: @escaping @Sendable (Scheduler.Event) -> Void, onEnd: @escaping @Sendable (EndReport) -> Void = { _ in }) {
+        self.leases = leases
         self.metrics = metrics
         self.layout = layout
         self.settings = Mutex(settings)

@@ -86,11 +86,11 @@ public final class SpoolDaemon: Sendable {
         engineDelegate.laneWithdrawn = { id in lane.withdrawn(id: id) }
         let engine = try TransferEngine(
             layout: layout, endpoints: endpoints, settings: TransferEngine.Settings(config), known: known, metrics: metrics,
-            diskHealth: diskHealth, delegate: engineDelegate, logger: logger)
+            diskHealth: diskHealth, leases: leases, delegate: engineDelegate, logger: logger)
         engineBox.withLock { $0 = engine }
         self.lane = lane
         let batchSettings = BatchRunner.Settings(config)
-        let batches = BatchRunner(layout: layout, settings: batchSettings, logger: logger, metrics: metrics, post: post,
+        let batches = BatchRunner(layout: layout, settings: batchSettings, logger: logger, metrics: metrics, leases: leases, post: post,
                                   onEnd: { report in
                                       hooks.handleBatch(report)
                                   })
@@ -100,7 +100,7 @@ public final class SpoolDaemon: Sendable {
         watcherDelegate.removedBatch = { batches.removed($0) }
         var watcherSettings = Watcher.Settings(config)
         watcherSettings.markedResults = commitOrder == .resultMarked
-        self.watcher = Watcher(layout: layout, settings: watcherSettings, known: known, metrics: metrics,
+        self.watcher = Watcher(layout: layout, settings: watcherSettings, known: known, metrics: metrics, leases: leases,
                                delegate: watcherDelegate, logger: logger)
         self.batches = batches
         self.layout = layout
@@ -149,9 +149,6 @@ public final class SpoolDaemon: Sendable {
         if commitOrder == .resultMarked { try PowerLossScan.run(layout: layout, logger: logger) }
         SpoolDaemon.raiseDescriptorLimit()
         if let leases {
-            watcher.leases = leases
-            engine.leases = leases
-            batches.leases = leases
             logger.info("claiming requests with leases", ["owner": LogValue(leases.owner), "lease_seconds": "\(leases.seconds)"])
         }
         let group = makeServices()

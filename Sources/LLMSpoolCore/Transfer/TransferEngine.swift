@@ -179,8 +179,8 @@ public final class TransferEngine: @unchecked Sendable {
     private var replacedInFlight: [String: Intake] = [:]
     /// The file each id the scheduler holds came from, and its identity.
     private var heldFiles: [String: (path: String, identity: FileIdentity?)] = [:]
-    /// Set before `start` when daemons share the spool.
-    public var leases: LeaseManager?
+    /// The claims of a spool several daemons share; nil when this daemon has it alone.
+    private let leases: LeaseManager?
     /// Makes the claims of a shared spool; set by `start` when `leases` is.
     private var claimer: LeaseClaimer?
     /// Starts waiting for their claim, by id.
@@ -192,7 +192,8 @@ public final class TransferEngine: @unchecked Sendable {
     public var previousRunCrashed = false
 
     public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, known: KnownTasks, metrics: Metrics = Metrics(),
-                diskHealth: DiskHealth = DiskHealth(), delegate: Delegate, logger: Logger) throws {
+                diskHealth: DiskHealth = DiskHealth(), leases: LeaseManager? = nil, delegate: Delegate, logger: Logger) throws {
+        self.leases = leases
         self.diskHealth = diskHealth
         guard let multi = curl_multi_init() else { throw ConfigError("libcurl could not create a multi handle") }
         self.multi = multi

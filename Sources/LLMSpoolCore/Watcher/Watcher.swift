@@ -73,8 +73,8 @@ public final class Watcher: @unchecked Sendable {
     private let known: KnownTasks
     private let metrics: Metrics
     private let logger: Logger
-    /// Set before `start` when daemons share the spool.
-    public var leases: LeaseManager?
+    /// The claims of a spool several daemons share; nil when this daemon has it alone.
+    private let leases: LeaseManager?
     private let stopRequested = Atomic<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
     private let ready = DispatchSemaphore(value: 0)
@@ -95,7 +95,9 @@ public final class Watcher: @unchecked Sendable {
     private var intakePaused = false
     private var lastSpaceCheck = -1.0
 
-    public init(layout: SpoolLayout, settings: Settings, known: KnownTasks, metrics: Metrics = Metrics(), delegate: Delegate, logger: Logger) {
+    public init(layout: SpoolLayout, settings: Settings, known: KnownTasks, metrics: Metrics = Metrics(), leases: LeaseManager? = nil,
+                delegate: Delegate, logger: Logger) {
+        self.leases = leases
         self.layout = layout
         self.settings = settings
         self.known = known
