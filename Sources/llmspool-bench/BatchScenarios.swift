@@ -28,7 +28,7 @@ extension Scenarios {
     /// line and the daemon's peak RSS.
     /// `given`: a fixture whose stub is running, shared with a reference client; it is left running.
     static func runBatch(name: String, lines: Int, promptBytes: Int, concurrency: Int, in given: Fixture? = nil) throws
-        -> (rate: Double, cpu: Double, rss: Double) {
+        -> (rate: Double, cpu: Double, rss: Double, anonymous: Double) {
         let fixture = try given ?? Fixture()
         defer { if given == nil { fixture.stop() } }
         if given == nil { try fixture.startStub() }
@@ -39,12 +39,15 @@ extension Scenarios {
         let start = Date()
         try Syscall.rename(staged, fixture.layout.batchRequest(name))
         let deadline = Date().addingTimeInterval(7200)
+        // The kernel keeps no peak of the anonymous part: sampled as the batch runs.
+        var anonymous = ProcessStats.anonymousMiB(pid)
         while !Syscall.isPresent(fixture.layout.batchSummary(name)) {
             guard Date() < deadline else { throw ConfigError("the batch \(name) did not end in time") }
             usleep(20_000)
+            anonymous = max(anonymous, ProcessStats.anonymousMiB(pid))
         }
         let seconds = Date().timeIntervalSince(start)
-        return (Double(lines) / seconds, (ProcessStats.cpuSeconds(pid) - cpu0) / Double(lines) * 1000, ProcessStats.peakRSSMiB(pid))
+        return (Double(lines) / seconds, (ProcessStats.cpuSeconds(pid) - cpu0) / Double(lines) * 1000, ProcessStats.peakRSSMiB(pid), anonymous)
     }
 
     /// B1: a batch of requests against the same requests as single files, both at

@@ -43,7 +43,7 @@ import Testing
         let finished = try Harness.spawnAndWait([bench, "--smoke", "--scenarios", "B3", "--cookbook-script", script, "--json", json])
         #expect(finished.status == 0, "\(finished.stderr)")
         let figures = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as? [[String: Any]])
-        #expect(figures.count == 4)
+        #expect(figures.count == 5)
         let answered = try #require(figures.first { ($0["metric"] as? String)?.hasPrefix("lines answered") == true })
         #expect(answered["met"] as? Bool == true, "both answered every line: \(answered)")
         #expect(figures.allSatisfy { ($0["raw"] as? Double).map { $0 > 0 } == true }, "every figure of the cookbook was measured")
