@@ -87,11 +87,9 @@ public struct Scheduler: Sendable {
     public private(set) var gates: [EndpointGate]
     public private(set) var counts = Counts()
     private var entries: [String: Entry] = [:]
-    private var queue: [String] = []
-    private var queueHead = 0
-    /// Taken-over tasks (another daemon had already started them) and tasks a person asked to
-    /// send now, served before `queue`.
-    private var front: [String] = []
+    /// Queued ids by the endpoints they may start on. Taken-over tasks (another daemon had
+    /// already started them) and tasks a person asked to send now go in front of their line.
+    private var lines = ClassQueues()
     private var timers = MinHeap<Timer>(by: { $0.due < $1.due })
     private var rateWake: Double?
     private var draining = false
@@ -158,7 +156,7 @@ public struct Scheduler: Sendable {
                     return [.noEndpoint(task, message: message)]
                 }
                 set(task.id, Entry(state: .queued, task: task))
-                if task.takenOver { front.append(task.id) } else { queue.append(task.id) }
+                enqueue(task, inFront: task.takenOver)
                 return fill(now)
             case .invalid(let id, let path, let problem):
                 set(id, Entry(state: .finishing, task: nil))
@@ -209,11 +207,11 @@ public struct Scheduler: Sendable {
                 }
             }.sorted()
             for id in ids {
-                if entries[id]?.state == .queued {
+                if let entry = entries[id], entry.state == .queued, let task = entry.task {
                     // Queued behind an endpoint's cool-down: it may now pass it, served first
                     // (its place in the queue is skipped once it has started).
                     sendingNow.insert(id)
-                    front.append(id)
+                    enqueue(task, inFront: true)
                     continue
                 }
                 guard let entry = entries[id], case .deferred = entry.state, var task = entry.task else { continue }
@@ -222,7 +220,7 @@ public struct Scheduler: Sendable {
                 // longer says deferred until then.
                 task.history.notBefore = nil
                 set(id, Entry(state: .queued, task: task))
-                front.append(id)
+                enqueue(task, inFront: true)
             }
             return releaseDue(now) + fill(now)
         case .connected(let id, let connection):
@@ -244,7 +242,7 @@ public struct Scheduler: Sendable {
         case .laneReturned(let task):
             guard entries[task.id]?.state == .laned else { return [] }
             set(task.id, Entry(state: .queued, task: task))
-            queue.append(task.id)
+            enqueue(task, inFront: false)
             return fill(now)
         }
     }
@@ -325,34 +323,54 @@ public struct Scheduler: Sendable {
     private mutating func releaseDue(_ now: Double) -> [Action] {
         while let timer = timers.min, timer.due <= now {
             _ = timers.pop()
-            guard let entry = entries[timer.id], entry.state == .deferred(until: timer.due) else { continue }
-            set(timer.id, Entry(state: .queued, task: entry.task))
-            queue.append(timer.id)
+            guard let entry = entries[timer.id], entry.state == .deferred(until: timer.due), let task = entry.task else { continue }
+            set(timer.id, Entry(state: .queued, task: task))
+            enqueue(task, inFront: false)
         }
         return []
     }
 
+    /// Starts what may start, class by class (`ClassQueues`): a class whose head must wait
+    /// is passed over until the next fill, the others go on.
     private mutating func fill(_ now: Double) -> [Action] {
         rateWake = nil
         var actions: [Action] = []
+        var blocked: Set<ClassQueues.Key> = []
         while !draining && counts.transferring < concurrency && counts.finishing < finishingLimit,
-              let id = peekQueued(), let task = entries[id]?.task {
+              let next = lines.next(excluding: blocked) {
+            guard let entry = entries[next.id], entry.state == .queued, let task = entry.task else {
+                // Withdrawn, or started from its other place in the lines.
+                lines.removeHead(of: next.key)
+                continue
+            }
             if let message = unservable(task) {
                 // Queued when an endpoint still spoke its dialect, before a reload removed it.
-                if front.first == id { front.removeFirst() } else { queueHead += 1 }
-                set(id, Entry(state: .finishing, task: nil))
+                lines.removeHead(of: next.key)
+                set(next.id, Entry(state: .finishing, task: nil))
                 actions.append(.noEndpoint(task, message: message))
                 continue
             }
-            guard let endpoint = chooseEndpoint(for: task, now: now) else { break }
-            if front.first == id { front.removeFirst() } else { queueHead += 1 }
+            guard let endpoint = chooseEndpoint(for: task, now: now) else {
+                blocked.insert(next.key)
+                continue
+            }
+            lines.removeHead(of: next.key)
             gates[endpoint].admit(estimatedTokens: task.summary.estimatedTokens, now: now)
             pacing[endpoint]?.started()
-            set(id, Entry(state: .transferring(endpoint: endpoint), task: task))
+            set(next.id, Entry(state: .transferring(endpoint: endpoint), task: task))
             actions.append(.start(task, endpoint: endpoint))
         }
-        compactQueue()
         return actions
+    }
+
+    /// Puts a queued task in the line of the endpoints it may start on.
+    private mutating func enqueue(_ task: TaskDescriptor, inFront: Bool) {
+        let count = gates.count
+        let start = task.pinnedEndpoint ?? task.history.preferredEndpoint
+        // A record may hold any number: the class is the index it comes to in the list.
+        let key = ClassQueues.Key(api: DialectRegistry.dialect(for: task.summary).api, first: (start % count + count) % count,
+                                  pinned: task.pinnedEndpoint != nil)
+        lines.append(task.id, key: key, inFront: inFront)
     }
 
     /// The first endpoint, in the task's preferred order, that is not cooling down; nil
@@ -395,29 +413,5 @@ public struct Scheduler: Sendable {
         guard !gates.contains(where: { $0.api == api }) else { return nil }
         let configured = gates.map { "\($0.name) (\($0.api.rawValue))" }.joined(separator: ", ")
         return "no endpoint speaks \(api.rawValue), which a \(task.summary.dialect) request needs (configured: \(configured))"
-    }
-
-    /// The id at the head of the queue, skipping entries withdrawn or already started.
-    private mutating func peekQueued() -> String? {
-        while let id = front.first {
-            if entries[id]?.state == .queued { return id }
-            front.removeFirst()
-        }
-        while queueHead < queue.count {
-            let id = queue[queueHead]
-            if entries[id]?.state == .queued { return id }
-            queueHead += 1
-        }
-        return nil
-    }
-
-    private mutating func compactQueue() {
-        if queueHead > 1024 && queueHead * 2 > queue.count {
-            queue.removeFirst(queueHead)
-            queueHead = 0
-        } else if queueHead == queue.count && queueHead > 0 {
-            queue.removeAll(keepingCapacity: true)
-            queueHead = 0
-        }
     }
 }
