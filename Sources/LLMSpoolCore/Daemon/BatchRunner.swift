@@ -819,10 +819,12 @@ public final class BatchRunner: @unchecked Sendable {
         if batch.fd >= 0 { Syscall.close(batch.fd) }
     }
 
-    /// Runs the end's publication plan; the input's descriptor is closed either way.
+    /// Runs the end's publication plan; the input's descriptor is closed first, either way.
     private func publish(name: String, fd: Int32, identity: FileIdentity?, journal: BatchJournal, outputPublished: Bool,
                          status: BatchSummary.Status) {
-        defer { if fd >= 0 { Syscall.close(fd) } }
+        // Before the plan removes the input: sshfs keeps a file removed while it is open as
+        // `outgoing/.fuse_hidden*`, for good.
+        if fd >= 0 { Syscall.close(fd) }
         let cancelled = status != .completed
         let summary = BatchSummary(name: name, status: status, endpoint: journal.header.endpoint, total: journal.header.lines,
                                    counts: journal.counts, createdAt: journal.header.createdAt, endedAt: Int(Date().timeIntervalSince1970),
