@@ -55,8 +55,12 @@ import Testing
         let other = owner == "d1" ? "d2" : "d1"
         let victim = try #require(daemons[owner])
         kill(victim.processIdentifier, SIGSTOP)
-        // Never left stopped, or stopping the daemons at the end would wait for ever.
-        defer { kill(victim.processIdentifier, SIGCONT) }
+        // Never left stopped, and stopped by its pid too: a daemon left running by one run of
+        // this test was seen (its Process no longer said it ran).
+        defer {
+            kill(victim.processIdentifier, SIGCONT)
+            kill(victim.processIdentifier, SIGTERM)
+        }
         // Stopped, it writes nothing: what its journal has now is all it committed.
         let committedAtStop = try Self.committed(harness.layout.batchJournal("paused"))
         #expect(!committedAtStop.isEmpty && committedAtStop.count < count, "paused mid-batch: \(committedAtStop.count)")
@@ -119,7 +123,10 @@ import Testing
         let survivor = try #require(daemons[other])
         let victim = try #require(daemons[owner])
         kill(survivor.processIdentifier, SIGSTOP)
-        defer { kill(survivor.processIdentifier, SIGCONT) }
+        defer {
+            kill(survivor.processIdentifier, SIGCONT)
+            kill(survivor.processIdentifier, SIGTERM)
+        }
         kill(victim.processIdentifier, SIGKILL)
         victim.waitUntilExit()
         let committedAtKill = try Self.committed(harness.layout.batchJournal("orphan"))
