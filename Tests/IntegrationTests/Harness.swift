@@ -150,7 +150,7 @@ final class Harness: @unchecked Sendable {
 
     /// Another daemon on the same spool, with its own config and log: for the shared-spool
     /// tests. Stopped by `stop()` like the first.
-    func startExtraDaemon(_ name: String, config: [String: Any]) throws -> Process {
+    func startExtraDaemon(_ name: String, config: [String: Any], environment: [String: String] = [:]) throws -> Process {
         var settings: [String: Any] = ["spool": layout.root, "base_url": stubURL, "log_level": "debug", "retry_initial_seconds": 0.05,
                                        "cooldown_after_failures": 1000]
         settings.merge(config) { $1 }
@@ -158,7 +158,7 @@ final class Harness: @unchecked Sendable {
         try DurableFile.write(Array(try JSONSerialization.data(withJSONObject: settings)), to: path)
         let logPath = "\(root)/\(name).log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let process = try Harness.spawnDaemon(["run", "--config", path], log: logPath, environment: [:])
+        let process = try Harness.spawnDaemon(["run", "--config", path], log: logPath, environment: environment)
         extraDaemons.append(process)
         try waitUntil("\(name) is watching", timeout: 20) {
             ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").contains("info: watching outgoing=")
@@ -310,6 +310,17 @@ final class Harness: @unchecked Sendable {
         guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any],
               let entries = object["requests"] as? [[String: Any]] else { throw HarnessError("bad /stub/requests answer") }
         return entries.map { ($0["prompt"] as? String ?? "", $0["attempt"] as? Int ?? 0, $0["at"] as? Double ?? 0) }
+    }
+
+    /// Every post the stub saw: its prompt, the path it went to and when (the stub's clock), in order.
+    func stubPosts() throws -> [(prompt: String, path: String, at: Double)] {
+        guard let port = UInt16(stubURL.split(separator: ":").last?.split(separator: "/").first ?? "") else {
+            throw HarnessError("no port in \(stubURL)")
+        }
+        let data = try LoopbackGet.body(port: port, path: "/stub/requests")
+        guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let entries = object["requests"] as? [[String: Any]] else { throw HarnessError("bad /stub/requests answer") }
+        return entries.map { ($0["prompt"] as? String ?? "", $0["path"] as? String ?? "", $0["at"] as? Double ?? 0) }
     }
 
     /// Every post the stub saw, with the path it went to, in order.

@@ -9,7 +9,7 @@ import Synchronization
 /// journal for all the lines that ended together), and publishes the end. One thread,
 /// `batch`, owns every batch's state; other threads only post to its inbox.
 public final class BatchRunner: @unchecked Sendable {
-    // @unchecked Sendable holds because `batches`, `settling` and `draining` are touched
+    // @unchecked Sendable holds because `batches`, `settling`, `draining` and `orphanSweepDue` are touched
     // only on the batch thread; the inbox is a Mutex and the rest is immutable.
 
     /// What the configuration decides.
@@ -132,6 +132,8 @@ public final class BatchRunner: @unchecked Sendable {
     private var batches: [String: Batch] = [:]
     private var settling: [String: Double] = [:]
     private var draining = false
+    /// When journals are next looked at for orphans.
+    private var orphanSweepDue = 0.0
     /// Names of batches being cancelled, for the finisher threads: their lines are not retried.
     private let stopping = Mutex<Set<String>>([])
     /// The claims of a spool several daemons share; nil when this daemon has it alone.
@@ -218,7 +220,10 @@ public final class BatchRunner: @unchecked Sendable {
             for message in messages {
                 switch message {
                 case .found(let name): consider(name)
-                case .removed(let name): cancel(name, because: "the input was removed from outgoing")
+                case .removed(let name):
+                    cancel(name, because: "the input was removed from outgoing")
+                    // Run by no one here: its journal, if it has one, may be an orphan now.
+                    if batches[name] == nil { orphanSweepDue = 0 }
                 case .lost(let name): if let batch = batches[name] { abandon(batch) }
                 case .ended(let name, let ended): batches[name]?.ended.append(ended)
                 case .attempted(let name, let attempted):
@@ -243,6 +248,7 @@ public final class BatchRunner: @unchecked Sendable {
                 finishIfDone(batch)
             }
             recheckSettling()
+            if !stop && Date().timeIntervalSince1970 >= orphanSweepDue { recoverOrphans() }
             publishProgress()
             if stop {
                 for batch in batches.values {
@@ -274,13 +280,7 @@ public final class BatchRunner: @unchecked Sendable {
 
     private func consider(_ name: String) {
         let claimID = BatchClaimRules.claimID(batch: name)
-        let claim = leases.map { leases -> BatchClaimRules.Claim in
-            switch leases.claimIfNeeded(claimID) {
-            case .claimed: .claimed
-            case .heldElsewhere: .heldElsewhere
-            case .failed(let reason): .failed(reason)
-            }
-        }
+        let claim = leases.map { BatchRunner.claim(claimID, leases: $0) }
         switch BatchClaimRules.intake(claim: claim, leaseSeconds: settings.withLock { $0.leaseSeconds }) {
         case .run:
             break
@@ -298,6 +298,14 @@ public final class BatchRunner: @unchecked Sendable {
         // that any daemon may take it. A batch that ended here has left its tombstone.
         if let leases, batches[name] == nil {
             leases.release(claimID, ended: BatchClaimRules.releaseEnds(batchEnded: false))
+        }
+    }
+
+    static func claim(_ id: String, leases: LeaseManager) -> BatchClaimRules.Claim {
+        switch leases.claimIfNeeded(id) {
+        case .claimed: .claimed
+        case .heldElsewhere: .heldElsewhere
+        case .failed(let reason): .failed(reason)
         }
     }
 
@@ -337,17 +345,13 @@ public final class BatchRunner: @unchecked Sendable {
             logger.warning("batch not read this time; it stays in outgoing", id: name, ["reason": "\(error)"])
             return
         }
-        let decision = BatchRecovery.decide(journal: journal, input: opened.identity, partialLength: partialLength)
-        if case .publish(let journal, let published) = decision {
-            logger.info("batch ended before a restart; publishing it", id: name)
-            publish(name: name, fd: opened.fd, identity: opened.identity, journal: journal, outputPublished: published,
-                    status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed)
-            return
-        }
         let limits = settings.withLock { $0.limits }
         let validator: BatchValidator
+        let identity: FileIdentity
         do {
-            validator = try validate(fd: opened.fd, size: Int(opened.identity.size), path: path, limits: limits)
+            let fingerprint: UInt64?
+            (validator, fingerprint) = try validate(fd: opened.fd, size: Int(opened.identity.size), path: path, limits: limits)
+            identity = fingerprint.map { opened.identity.with(contentHash: $0) } ?? opened.identity
             let now = try Syscall.fstat(opened.fd, path: path)
             guard FileIdentity(now).isSameInstance(as: opened.identity) else {
                 Syscall.close(opened.fd)
@@ -357,6 +361,15 @@ public final class BatchRunner: @unchecked Sendable {
         } catch {
             Syscall.close(opened.fd)
             logger.warning("batch not read this time; it stays in outgoing", id: name, ["reason": "\(error)"])
+            return
+        }
+        // With the fingerprint read in validation: it tells a journal written through another
+        // mount, and content changed in place.
+        let decision = BatchRecovery.decide(journal: journal, input: identity, partialLength: partialLength)
+        if case .publish(let journal, let published) = decision {
+            logger.info("batch ended before a restart or takeover; publishing it", id: name)
+            publish(name: name, fd: opened.fd, identity: identity, journal: journal, outputPublished: published,
+                    status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed)
             return
         }
         guard validator.isValid, let kind = validator.kind else {
@@ -374,10 +387,10 @@ public final class BatchRunner: @unchecked Sendable {
         do {
             let batch: Batch
             if case .resume(let journal) = decision, journal.header.lines == validator.index.count {
-                batch = try resume(name, fd: opened.fd, identity: opened.identity, index: validator.index, journal: journal)
+                batch = try resume(name, fd: opened.fd, identity: identity, index: validator.index, journal: journal)
                 logger.info("batch resumed", id: name, ["lines": "\(validator.index.count)", "committed": "\(journal.committed.count)"])
             } else {
-                batch = try begin(name, fd: opened.fd, identity: opened.identity, index: validator.index, kind: kind,
+                batch = try begin(name, fd: opened.fd, identity: identity, index: validator.index, kind: kind,
                                   endpoint: validator.firstURL ?? "")
                 logger.info("batch accepted", id: name, ["lines": "\(validator.index.count)", "kind": LogValue(kind.rawValue)])
             }
@@ -446,10 +459,12 @@ public final class BatchRunner: @unchecked Sendable {
         }
     }
 
-    /// Reads the file once, a megabyte at a time, line by line through the validator.
-    private func validate(fd: Int32, size: Int, path: String, limits: BatchValidator.Limits) throws -> BatchValidator {
+    /// Reads the file once, a megabyte at a time, line by line through the validator, and
+    /// fingerprints it (nil when the validator stopped before the end).
+    private func validate(fd: Int32, size: Int, path: String, limits: BatchValidator.Limits) throws -> (BatchValidator, UInt64?) {
         var validator = BatchValidator(fileSize: size, limits: limits)
-        if validator.stopped { return validator }
+        if validator.stopped { return (validator, nil) }
+        var fingerprint = FingerprintStream()
         var pending: [UInt8] = []
         var overLong = false
         var lineStart = 0
@@ -472,6 +487,7 @@ public final class BatchRunner: @unchecked Sendable {
             if stopRequested.load(ordering: .relaxed) { throw BatchRunner.Interrupted() }
             let chunk = try Syscall.preadAll(fd, count: min(1 << 20, size - position), at: position, path: path)
             if chunk.isEmpty { break }
+            fingerprint.add(chunk)
             var cursor = 0
             while cursor < chunk.count && !validator.stopped {
                 if let newline = chunk[cursor...].firstIndex(of: 0x0A) {
@@ -492,7 +508,7 @@ public final class BatchRunner: @unchecked Sendable {
             position += chunk.count
         }
         if !validator.stopped && (lineStart < size || !pending.isEmpty) { endLine(at: size) }
-        return validator
+        return (validator, validator.stopped || position < size ? nil : fingerprint.value)
     }
 
     /// The `custom_id` of an entry, read again from the file; nil when it cannot be read
@@ -566,9 +582,12 @@ public final class BatchRunner: @unchecked Sendable {
         }
     }
 
-    /// Journals whose input left while the daemon was down: those batches end as cancelled
-    /// with the lines they had committed.
+    /// Journals whose input left while no daemon ran them (this one was down, or their owner
+    /// died before the input was deleted): those batches end as cancelled with the lines
+    /// they had committed. At start, then on every sweep (`BatchOrphanRules`).
     private func recoverOrphans() {
+        orphanSweepDue = Date().timeIntervalSince1970
+            + BatchOrphanRules.sweepSeconds(leaseSeconds: settings.withLock { $0.leaseSeconds }, shared: leases != nil)
         let names: [String]
         do {
             names = try Syscall.exists(layout.batches) ? try Syscall.listDirectory(layout.batches) : []
@@ -578,11 +597,14 @@ public final class BatchRunner: @unchecked Sendable {
         }
         for file in names where file.hasSuffix(".journal") && !file.hasPrefix(SpoolLayout.hiddenPrefix) {
             let name = String(file.dropLast(".journal".count))
-            guard !Syscall.isPresent(layout.batchRequest(name)) else { continue }
-            if let leases {
-                // Another daemon may be ending this batch right now.
-                let claimID = BatchClaimRules.claimID(batch: name)
-                guard leases.claimIfNeeded(claimID) == .claimed else { continue }
+            let inputPresent = Syscall.isPresent(layout.batchRequest(name))
+            let runningHere = batches[name] != nil
+            // Another daemon may be ending this batch right now: its claim says.
+            let claim = BatchOrphanRules.needsClaim(inputPresent: inputPresent, runningHere: runningHere, shared: leases != nil)
+                ? leases.map { BatchRunner.claim(BatchClaimRules.claimID(batch: name), leases: $0) } : nil
+            guard BatchOrphanRules.action(inputPresent: inputPresent, runningHere: runningHere, claim: claim) == .end else {
+                if case .claimed? = claim { leases?.release(BatchClaimRules.claimID(batch: name), ended: false) }
+                continue
             }
             recoverOrphan(name)
             // Published (a tombstone) or left for the next start: either way no longer held for running.
@@ -605,7 +627,7 @@ public final class BatchRunner: @unchecked Sendable {
             publish(name: name, fd: -1, identity: nil, journal: journal, outputPublished: published,
                     status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed)
         case .cancelled(let journal):
-            logger.warning("a batch's input left while the daemon was down; it ends cancelled with the lines it had", id: name)
+            logger.warning("a batch's input left while no daemon ran it; it ends cancelled with the lines it had", id: name)
             if let partialLength, partialLength > journal.outputLength {
                 logger.bestEffort("cutting the output back to its committed length") {
                     let fd = try Syscall.open(layout.batchPartial(name), O_WRONLY | O_NOFOLLOW)
@@ -797,10 +819,12 @@ public final class BatchRunner: @unchecked Sendable {
         if batch.fd >= 0 { Syscall.close(batch.fd) }
     }
 
-    /// Runs the end's publication plan; the input's descriptor is closed either way.
+    /// Runs the end's publication plan; the input's descriptor is closed first, either way.
     private func publish(name: String, fd: Int32, identity: FileIdentity?, journal: BatchJournal, outputPublished: Bool,
                          status: BatchSummary.Status) {
-        defer { if fd >= 0 { Syscall.close(fd) } }
+        // Before the plan removes the input: sshfs keeps a file removed while it is open as
+        // `outgoing/.fuse_hidden*`, for good.
+        if fd >= 0 { Syscall.close(fd) }
         let cancelled = status != .completed
         let summary = BatchSummary(name: name, status: status, endpoint: journal.header.endpoint, total: journal.header.lines,
                                    counts: journal.counts, createdAt: journal.header.createdAt, endedAt: Int(Date().timeIntervalSince1970),

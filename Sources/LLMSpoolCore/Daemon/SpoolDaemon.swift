@@ -30,6 +30,9 @@ public final class SpoolDaemon: Sendable {
     private let services = Mutex(ServiceGroup([]))
     /// Threads that write outcomes (the benchmark's disk-ceiling probe uses as many).
     public static let finisherThreads = 4
+    /// Set to `lease-files` in the environment, claims on a shared spool are lease files
+    /// whatever the filesystem's locks (for tests of a spool without locks).
+    public static let leaseFilesVariable = "LLMSPOOL_TEST_CLAIMS"
 
     /// `onReport` is called on a worker thread each time a task ends (or is postponed).
     public init(config: Config, endpoints: [Endpoint], logger: Logger, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
@@ -134,7 +137,9 @@ public final class SpoolDaemon: Sendable {
         CrashMarker.install(markerPath: marker)
         warnIfOpenToEveryone()
         if let leases {
-            let choice = leases.chooseMethod()
+            // Tests of a spool without locks set this; no user setting asks for it.
+            let choice = ProcessInfo.processInfo.environment[SpoolDaemon.leaseFilesVariable] == "lease-files"
+                ? leases.useLeaseFiles(reason: "\(SpoolDaemon.leaseFilesVariable) asks for lease files") : leases.chooseMethod()
             logger.info(choice.method == .locks ? "claims are held under file locks" : "claims are lease files only",
                         ["method": LogValue(choice.method.rawValue), "reason": LogValue(choice.reason)])
             let reclaimed = leases.reclaimDeadIncarnations()

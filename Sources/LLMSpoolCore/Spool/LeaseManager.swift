@@ -49,6 +49,8 @@ public final class LeaseManager: Sendable {
         var fds: [String: DescriptorOwner] = [:]
         /// With locks: when another daemon's claim was last probed, per id.
         var probedAt: [String: Double] = [:]
+        /// When each held lease expires as this daemon last wrote it, by its own clock.
+        var expiries: [String: Double] = [:]
     }
 
     public let owner: String
@@ -176,6 +178,13 @@ public final class LeaseManager: Sendable {
         held.withLock { $0.ids.contains(id) }
     }
 
+    /// When the lease of `id` expires as this daemon last wrote it (in memory), nil when it
+    /// holds no claim of `id`: a daemon woken from a pause past it cannot know the claim is
+    /// still its own until the keeper has looked.
+    public func writtenExpiry(_ id: String) -> Double? {
+        held.withLock { $0.ids.contains(id) ? $0.expiries[id] : nil }
+    }
+
     /// Claims `id` unless this daemon already holds it.
     public func claimIfNeeded(_ id: String) -> Claim {
         holds(id) ? .claimed : claim(id)
@@ -244,8 +253,11 @@ public final class LeaseManager: Sendable {
     }
 
     private func hold(_ id: String, lock: DescriptorOwner? = nil) {
+        // Written just before: the expiry is at most this late, never earlier.
+        let expires = LeaseManager.now() + seconds
         let previous = held.withLock { state -> DescriptorOwner? in
             state.ids.insert(id)
+            state.expiries[id] = expires
             state.tombstones[id] = nil
             let previous = state.fds[id]
             state.fds[id] = lock
@@ -303,6 +315,14 @@ public final class LeaseManager: Sendable {
         return choice
     }
 
+    /// Lease files alone, whatever locks the filesystem serves: tests use it to run, on a
+    /// local folder, what happens where there are no locks (a daemon paused past its lease
+    /// loses its claims, which a lock would keep for it).
+    public func useLeaseFiles(reason: String) -> (method: ClaimMethod, reason: String) {
+        lockMode.store(false, ordering: .relaxed)
+        return (.leaseFiles, reason)
+    }
+
     /// Two descriptors of one file: the second must be refused the lock the first holds,
     /// and granted it once the first lets go.
     func probeLocks() -> ClaimMethod.Probe {
@@ -350,6 +370,7 @@ public final class LeaseManager: Sendable {
         while true {
             let removed = held.withLock { state -> Bool? in
                 if state.renewing == id { return nil }
+                state.expiries[id] = nil
                 return state.ids.remove(id) != nil
             }
             guard let wasHeld = removed else {
@@ -447,15 +468,22 @@ public final class LeaseManager: Sendable {
                 continue
             }
             if let lease, lease.owner == owner, !lease.ended {
+                var renewed: Double?
                 do {
-                    try rewrite(path, encode(expiresAt: LeaseManager.now() + seconds))
+                    let expires = LeaseManager.now() + seconds
+                    try rewrite(path, encode(expiresAt: expires))
+                    renewed = expires
                 } catch {
                     logger.warning("cannot renew a lease", id: id, ["reason": "\(error)"])
                 }
-                held.withLock { $0.renewing = nil }
+                held.withLock { state in
+                    state.renewing = nil
+                    if let renewed, state.ids.contains(id) { state.expiries[id] = renewed }
+                }
             } else {
                 let (wasHeld, lock) = held.withLock { state -> (Bool, DescriptorOwner?) in
                     state.renewing = nil
+                    state.expiries[id] = nil
                     return (state.ids.remove(id) != nil, state.fds.removeValue(forKey: id))
                 }
                 lock?.discard()

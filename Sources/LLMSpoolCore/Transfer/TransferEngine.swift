@@ -718,6 +718,19 @@ public final class TransferEngine: @unchecked Sendable {
     /// start, the curl handle.
     private func prepareStart(_ task: TaskDescriptor, endpointIndex: Int) {
         let isBatchLine = BatchLineRef(id: task.id) != nil
+        if let leases, let line = BatchLineRef(id: task.id) {
+            let now = Date().timeIntervalSince1970
+            let claim = BatchClaimRules.claimID(batch: line.batch)
+            if case .wait(let seconds) = BatchLineStart.decide(leaseFilesOnly: leases.method == .leaseFiles,
+                                                                leaseExpiresAt: leases.writtenExpiry(claim), now: now) {
+                // Not sent, not an attempt: it waits until the keeper has renewed the batch's
+                // claim or found it taken (the batch is then dropped, and the line with it).
+                logger.debug("the batch's claim is past its lease time here; the line waits for its renewal", id: task.id)
+                apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: now))
+                apply(scheduler.handle(.retry(task, at: now + seconds), now: now))
+                return
+            }
+        }
         if let reason = diskHealth.holdReason(layout, logger: logger) {
             // The answer could not be kept: the request waits, unsent, like one on a full disk.
             endBeforeStart(task, endpointIndex: endpointIndex, .diskError(reason))

@@ -1,0 +1,104 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+import Testing
+
+/// Journals and claims that lie: a journal copied from another batch, a journal whose input
+/// was replaced by other lines of the same size and time, a batch claim with absurd numbers.
+/// None may make the daemon resume the wrong lines, skip lines, or stop.
+@Suite(.serialized) struct BatchJournalAttackTests {
+    static func lines(_ prefix: String, _ count: Int) -> [String] {
+        (0..<count).map { BatchTests.line("\(prefix)-\($0)", stub: ["latency_ms": 80]) }
+    }
+
+    static func setTime(_ path: String, like other: String) throws {
+        let info = try Syscall.lstat(other)
+        var times = [info.st_atim, info.st_mtim]
+        guard utimensat(AT_FDCWD, path, &times, 0) == 0 else { throw HarnessError("utimensat \(path): errno \(errno)") }
+    }
+
+    static func copy(_ from: String, _ to: String) throws {
+        try DurableFile.write(Array(try Data(contentsOf: URL(fileURLWithPath: from))), to: to)
+    }
+
+    /// Each output line the answer to its own prompt, once.
+    static func expectAnswers(_ harness: Harness, _ name: String, prefix: String, count: Int) throws {
+        let output = try BatchTests.outputLines(harness.layout.batchOutput(name))
+        let found = BatchTests.byID(output)
+        #expect(output.count == count && found.count == count, "\(name): \(output.count) lines, \(found.count) ids")
+        for index in 0..<count {
+            let body = (found["\(prefix)-\(index)"]?["response"] as? [String: Any])?["body"] as? [String: Any] ?? [:]
+            #expect(Harness.content(of: body)?.hasPrefix("Echo: prompt of \(prefix)-\(index)") == true, "\(name) \(prefix)-\(index): \(body)")
+        }
+    }
+
+    @Test func aJournalCopiedFromAnotherBatchOrForReplacedLinesIsNotResumed() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["concurrency": 8])
+        let count = 300
+        try BatchTests.dropBatch(harness, "first", Self.lines("a", count))
+        try waitUntil("the output grows", timeout: 60) {
+            (((try? FileManager.default.attributesOfItem(atPath: harness.layout.batchPartial("first")))?[.size] as? Int) ?? 0) > 20_000
+        }
+        harness.killDaemon()
+        let committed = try SharedBatchTakeoverTests.committed(harness.layout.batchJournal("first"))
+        #expect(!committed.isEmpty && committed.count < count, "killed mid-batch: \(committed.count)")
+        // A second batch with the first one's journal and output beside it (a copy, or a
+        // restore from a backup of another batch).
+        try Self.copy(harness.layout.batchJournal("first"), harness.layout.batchJournal("second"))
+        try Self.copy(harness.layout.batchPartial("first"), harness.layout.batchPartial("second"))
+        try BatchTests.dropBatch(harness, "second", Self.lines("b", count))
+        // The first batch's input replaced by other lines of the same size, given its old
+        // modification time: on one mount only the inode, birth time and fingerprint differ.
+        let original = harness.layout.batchRequest("first")
+        let aside = harness.root + "/first-original.jsonl"
+        try Self.copy(original, aside)
+        try Self.setTime(aside, like: original)
+        try BatchTests.dropBatch(harness, "first", Self.lines("z", count))
+        try Self.setTime(original, like: aside)
+        #expect(try Syscall.lstat(original).st_size == Syscall.lstat(aside).st_size, "the same size")
+        let before = try harness.stubArrivals().count
+        try harness.startDaemon(config: ["concurrency": 8])
+        for name in ["first", "second"] {
+            let summary = try BatchTests.waitForSummary(harness, name, timeout: 120)
+            #expect(summary["status"] as? String == "completed")
+        }
+        let log = harness.log
+        #expect(!log.contains("batch resumed"), "neither journal was the file's: \(log.suffix(2000))")
+        try Self.expectAnswers(harness, "first", prefix: "z", count: count)
+        try Self.expectAnswers(harness, "second", prefix: "b", count: count)
+        let after = try harness.stubArrivals().dropFirst(before).map(\.prompt)
+        #expect(Set(after).count == 2 * count, "every line of both sent after the restart: \(Set(after).count)")
+        #expect(harness.files(in: harness.layout.batches).filter { $0.hasSuffix(".journal") }.isEmpty)
+    }
+
+    /// A batch's claim file written by hand (or torn by a disk) with numbers no daemon
+    /// writes: an expiry far in the future, negative, not a number, a huge owner. The
+    /// daemon keeps running and runs the batch once the claim is past any honest lease.
+    @Test(arguments: [#"{"owner":"x:1:1","expires_at":1e308,"host":"x"}"#, #"{"owner":"x:1:1","expires_at":-1e308}"#,
+                      #"{"owner":"x:1:1","expires_at":"soon"}"#, #"{"owner":"\#(String(repeating: "o", count: 5000))","expires_at":9007199254740993}"#,
+                      #"{"expires_at":1e400}"#, "{garbage"])
+    func aBatchClaimWithAbsurdNumbersDelaysTheBatchAtMostALeaseTime(claim: String) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.layout.create()
+        try FileManager.default.createDirectory(atPath: harness.layout.leases, withIntermediateDirectories: true)
+        let lease = harness.layout.lease("absurd.jsonl")
+        try DurableFile.write(Array(claim.utf8), to: lease)
+        let daemon = try harness.startExtraDaemon("d1", config: ["watch_mode": "poll", "poll_interval_seconds": 0.2, "leases": true,
+                                                                "lease_seconds": 2, "host_id": "d1"],
+                                                   environment: [SpoolDaemon.leaseFilesVariable: "lease-files"])
+        let count = 20
+        let started = Date()
+        try BatchTests.dropBatch(harness, "absurd", Self.lines("c", count))
+        let summary = try BatchTests.waitForSummary(harness, "absurd", timeout: 60)
+        let waited = Date().timeIntervalSince(started)
+        print("claim \(claim.prefix(60)): the batch ended \(String(format: "%.1f", waited)) s after it was dropped")
+        #expect(summary["status"] as? String == "completed")
+        #expect(daemon.isRunning, "the daemon keeps running")
+        try Self.expectAnswers(harness, "absurd", prefix: "c", count: count)
+    }
+}

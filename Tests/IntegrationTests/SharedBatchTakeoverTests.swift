@@ -1,0 +1,159 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+import Testing
+
+/// A batch on a spool two daemons share with leases, when its owner is paused or dies and
+/// its journal is left to the other: the paused owner that lost its claim writes nothing
+/// more, and a journal whose input left while no daemon ran it is ended by a running daemon.
+@Suite(.serialized) struct SharedBatchTakeoverTests {
+    /// Each daemon posts under a path of its own, so the stub's record says who sent what.
+    static func config(_ host: String, _ harness: Harness) -> [String: Any] {
+        ["watch_mode": "poll", "poll_interval_seconds": 0.2, "leases": true, "lease_seconds": 3, "host_id": host, "concurrency": 8,
+         "base_url": NetworkSpoolTests.url(harness, of: host)]
+    }
+
+    static func outputLength(_ harness: Harness, _ name: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: harness.layout.batchPartial(name)))?[.size] as? Int) ?? 0
+    }
+
+    /// The entries the journal has committed, by line.
+    static func committed(_ path: String) throws -> Set<Int> {
+        let journal = try String(contentsOfFile: path, encoding: .utf8)
+        return Set(journal.split(separator: "\n").dropFirst().compactMap { record -> Int? in
+            let fields = record.split(separator: " ")
+            guard fields.count == 5, fields[1].count == 1, "sfce".contains(fields[1]) else { return nil }
+            return Int(fields[0])
+        })
+    }
+
+    /// The daemon whose log says it runs the batch, of `names`.
+    static func owner(of names: [String], _ harness: Harness) throws -> String {
+        let owners = names.filter { SharedBatchTests.runs(harness.extraLog($0)) > 0 }
+        #expect(owners.count == 1, "one daemon runs the batch at a time: \(owners)")
+        return try #require(owners.first)
+    }
+
+    /// Lease files, as on a filesystem without locks: a paused daemon keeps no lock for its
+    /// claim, so its lease expires and the other daemon takes the batch over. The owner,
+    /// woken, finds its claim taken: it stops the batch's lines and commits nothing more.
+    @Test func aPausedOwnerWhoseClaimWasTakenWritesNothingMoreAndTheTakerFinishes() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let environment = [SpoolDaemon.leaseFilesVariable: "lease-files"]
+        var daemons: [String: Process] = [:]
+        for name in ["d1", "d2"] {
+            daemons[name] = try harness.startExtraDaemon(name, config: Self.config(name, harness), environment: environment)
+            #expect(harness.extraLog(name).contains("claims are lease files only"))
+        }
+        let count = 600
+        let lines = (0..<count).map { BatchTests.line("p-\($0)", stub: ["latency_ms": 100]) }
+        try BatchTests.dropBatch(harness, "paused", lines)
+        try waitUntil("the output grows", timeout: 60) { Self.outputLength(harness, "paused") > 30_000 }
+        let owner = try Self.owner(of: ["d1", "d2"], harness)
+        let other = owner == "d1" ? "d2" : "d1"
+        let victim = try #require(daemons[owner])
+        kill(victim.processIdentifier, SIGSTOP)
+        // Never left stopped, and stopped by its pid too: a daemon left running by one run of
+        // this test was seen (its Process no longer said it ran).
+        defer {
+            kill(victim.processIdentifier, SIGCONT)
+            kill(victim.processIdentifier, SIGTERM)
+        }
+        // Stopped, it writes nothing: what its journal has now is all it committed.
+        let committedAtStop = try Self.committed(harness.layout.batchJournal("paused"))
+        #expect(!committedAtStop.isEmpty && committedAtStop.count < count, "paused mid-batch: \(committedAtStop.count)")
+        // The lease (3 s) and its margin pass; the other daemon takes the claim and resumes.
+        try waitUntil("\(other) resumes the batch", timeout: 60) { harness.extraLog(other).contains("batch resumed") }
+        try waitUntil("\(other) sends lines of its own", timeout: 60) {
+            try harness.stubPosts().filter { $0.path.hasPrefix("/\(other)/") }.count >= 40
+        }
+        let continuedAt = Date().timeIntervalSince1970
+        kill(victim.processIdentifier, SIGCONT)
+        try waitUntil("\(owner) finds its claim taken", timeout: 30) {
+            harness.extraLog(owner).contains("the batch's claim was lost to another daemon")
+        }
+        let summary = try BatchTests.waitForSummary(harness, "paused", timeout: 120)
+        #expect(summary["status"] as? String == "completed")
+        #expect(victim.isRunning, "the paused owner goes on running")
+        #expect(!harness.extraLog(other).contains("batch accepted"), "taken over from the journal, not started again")
+        let output = try BatchTests.outputLines(harness.layout.batchOutput("paused"))
+        let found = BatchTests.byID(output)
+        // A write of the old owner after its loss would repeat a line or cut another.
+        #expect(output.count == count, "one output line per input line, none repeated: \(output.count)")
+        #expect(found.count == count)
+        for index in 0..<count {
+            let content = Harness.content(of: (found["p-\(index)"]?["response"] as? [String: Any])?["body"] as? [String: Any] ?? [:])
+            #expect(content?.hasPrefix("Echo: prompt of p-\(index)") == true, "p-\(index): \(String(describing: found["p-\(index)"]))")
+        }
+        let posts = try harness.stubPosts()
+        var sent: [String: Int] = [:]
+        for post in posts { sent[post.prompt, default: 0] += 1 }
+        let committedAndSentAgain = committedAtStop.filter { (sent["prompt of p-\($0)"] ?? 0) > 1 }.sorted()
+        #expect(committedAndSentAgain.isEmpty, "committed before the pause, then sent again: \(committedAndSentAgain.prefix(10))")
+        #expect(Set(posts.map(\.prompt)).count == count)
+        // Woken, the old owner sends none of the batch's lines: its lines in flight when it
+        // was paused end there unwritten, and the ones it had queued are dropped.
+        let sentAfterWaking = posts.filter { $0.path.hasPrefix("/\(owner)/") && $0.at > continuedAt }
+        let repeated = posts.count - Set(posts.map(\.prompt)).count
+        print("paused batch of \(count) lines: \(owner) paused with \(committedAtStop.count) committed; \(other) resumed it; "
+              + "\(sentAfterWaking.count) lines sent by \(owner) after it woke; \(repeated) lines sent twice in all")
+        #expect(sentAfterWaking.isEmpty, "sent by the owner after it lost the claim: \(sentAfterWaking.prefix(5).map(\.prompt))")
+        #expect(harness.files(in: harness.layout.outgoing).isEmpty)
+        #expect(harness.files(in: harness.layout.incoming).sorted() == ["paused.batch.json", "paused.jsonl"])
+        #expect(!Syscall.isPresent(harness.layout.batchJournal("paused")))
+    }
+
+    /// The owner is killed and the input deleted before the other daemon (paused meanwhile,
+    /// so that it cannot take the batch over first) looks again: no daemon will ever cancel
+    /// or resume it, and the running daemon ends it, cancelled with the lines committed.
+    @Test func aJournalWhoseInputLeftWhileNoDaemonRanItIsEndedByARunningDaemon() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let daemons = ["d1": try harness.startExtraDaemon("d1", config: Self.config("d1", harness)),
+                       "d2": try harness.startExtraDaemon("d2", config: Self.config("d2", harness))]
+        let count = 400
+        let lines = (0..<count).map { BatchTests.line("o-\($0)", stub: ["latency_ms": 100]) }
+        try BatchTests.dropBatch(harness, "orphan", lines)
+        try waitUntil("the output grows", timeout: 60) { Self.outputLength(harness, "orphan") > 10_000 }
+        let owner = try Self.owner(of: ["d1", "d2"], harness)
+        let other = owner == "d1" ? "d2" : "d1"
+        let survivor = try #require(daemons[other])
+        let victim = try #require(daemons[owner])
+        kill(survivor.processIdentifier, SIGSTOP)
+        defer {
+            kill(survivor.processIdentifier, SIGCONT)
+            kill(survivor.processIdentifier, SIGTERM)
+        }
+        kill(victim.processIdentifier, SIGKILL)
+        victim.waitUntilExit()
+        let committedAtKill = try Self.committed(harness.layout.batchJournal("orphan"))
+        #expect(!committedAtKill.isEmpty && committedAtKill.count < count, "killed mid-batch: \(committedAtKill.count)")
+        try Syscall.unlink(harness.layout.batchRequest("orphan"))
+        kill(survivor.processIdentifier, SIGCONT)
+        let summary = try BatchTests.waitForSummary(harness, "orphan", timeout: 30)
+        #expect(summary["status"] as? String == "cancelled")
+        #expect(harness.extraLog(other).contains("it ends cancelled with the lines it had"), "\(harness.extraLog(other).suffix(2000))")
+        #expect(!harness.extraLog(other).contains("batch resumed"), "ended as an orphan, not taken over")
+        #expect(survivor.isRunning && harness.extraLog(other).components(separatedBy: "info: watching outgoing=").count == 2,
+                "by the running daemon, without a restart")
+        // The input is gone, so the lines never committed cannot be named: the output holds
+        // the committed ones, each once, and the summary counts the rest as not completed.
+        let output = try BatchTests.outputLines(harness.layout.batchOutput("orphan"))
+        let found = BatchTests.byID(output)
+        #expect(output.count == committedAtKill.count && found.count == committedAtKill.count,
+                "each committed line once: \(output.count) lines, \(found.count) ids, \(committedAtKill.count) committed")
+        for index in committedAtKill {
+            let line = found["o-\(index)"] ?? [:]
+            #expect(line["error"] is NSNull, "o-\(index) was committed before the kill: \(line)")
+        }
+        let counts = summary["request_counts"] as? [String: Any]
+        #expect(counts?["total"] as? Int == count)
+        #expect(counts?["completed"] as? Int == committedAtKill.count)
+        #expect(try harness.stubPosts().filter { $0.path.hasPrefix("/\(other)/") }.isEmpty, "the other daemon sent none of its lines")
+        #expect(!Syscall.isPresent(harness.layout.batchJournal("orphan")))
+        #expect(harness.files(in: harness.layout.incoming).sorted() == ["orphan.batch.json", "orphan.jsonl"])
+    }
+}

@@ -1,0 +1,26 @@
+import Testing
+@testable import LLMSpoolModel
+
+/// A daemon woken past its lease sends no line of a batch before it knows the claim is still its own.
+@Suite struct BatchLineStartTests {
+    @Test func withoutLeaseFilesALineAlwaysStarts() {
+        for expiry: Double? in [nil, 0, 100, .nan] {
+            #expect(BatchLineStart.decide(leaseFilesOnly: false, leaseExpiresAt: expiry, now: 1_000) == .start)
+        }
+    }
+
+    @Test func aLineStartsWhileTheLeaseAsLastWrittenHolds() {
+        #expect(BatchLineStart.decide(leaseFilesOnly: true, leaseExpiresAt: 1_003, now: 1_000) == .start)
+        #expect(BatchLineStart.decide(leaseFilesOnly: true, leaseExpiresAt: 1_000.001, now: 1_000) == .start)
+    }
+
+    @Test func pastItsLeaseOrWithoutTheClaimALineWaits() {
+        let wait = BatchLineStart.Decision.wait(seconds: BatchLineStart.waitSeconds)
+        #expect(BatchLineStart.decide(leaseFilesOnly: true, leaseExpiresAt: 1_000, now: 1_000) == wait, "expired at this very moment")
+        #expect(BatchLineStart.decide(leaseFilesOnly: true, leaseExpiresAt: 990, now: 1_000) == wait, "woken after a pause past the lease")
+        #expect(BatchLineStart.decide(leaseFilesOnly: true, leaseExpiresAt: nil, now: 1_000) == wait, "the claim is not held here")
+        #expect(BatchLineStart.decide(leaseFilesOnly: true, leaseExpiresAt: .nan, now: 1_000) == wait)
+        #expect(BatchLineStart.decide(leaseFilesOnly: true, leaseExpiresAt: .infinity, now: 1_000) == wait, "no number makes a lease last for ever")
+        #expect(BatchLineStart.waitSeconds > 0)
+    }
+}
