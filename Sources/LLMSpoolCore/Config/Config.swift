@@ -420,7 +420,7 @@ public struct EndpointSettings: Sendable, Equatable {
         if let ca, baseURL.lowercased().hasPrefix("https://") {
             // Checked here rather than left to libcurl, which would fail every request
             // (curl code 77) with no word of which setting named the file.
-            do { Syscall.close(try Syscall.open(ca, O_RDONLY)) } catch {
+            do { try FileDescriptor.open(ca, O_RDONLY).close() } catch {
                 let origin = caFile != nil ? "its ca_file" : "ca_file (or CURL_CA_BUNDLE / SSL_CERT_FILE)"
                 throw ConfigError("endpoint \(name): \(origin) \(ca) cannot be read: \(error)")
             }

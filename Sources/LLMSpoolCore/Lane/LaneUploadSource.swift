@@ -44,10 +44,9 @@ final class LaneUploadSource: LaneBodySource {
 
     /// The body bytes of a request file as intake found them; nil when the file is not that file any more.
     static func readBody(path: String, range: Range<Int>, identity: FileIdentity?) throws -> [UInt8]? {
-        let fd = try Syscall.open(path, O_RDONLY | O_NOFOLLOW)
-        defer { Syscall.close(fd) }
-        if let identity, !FileIdentity(try Syscall.fstat(fd, path: path)).isSameInstance(as: identity) { return nil }
-        let bytes = try Syscall.preadAll(fd, count: range.count, at: range.lowerBound, path: path)
+        let file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW)
+        if let identity, !FileIdentity(try file.fstat()).isSameInstance(as: identity) { return nil }
+        let bytes = try Syscall.preadAll(file.rawValue, count: range.count, at: range.lowerBound, path: path)
         return bytes.count == range.count ? bytes : nil
     }
 

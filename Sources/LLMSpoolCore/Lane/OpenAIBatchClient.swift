@@ -98,7 +98,7 @@ struct OpenAIBatchClient {
     }
 
     /// Streams a file's content to `fd`; nil when it all arrived, else the event to report.
-    func download(fileID: String, to fd: Int32, path: String) -> RemoteBatchMachine.Event? {
+    func download(fileID: String, to fd: borrowing FileDescriptor, path: String) -> RemoteBatchMachine.Event? {
         http.download(endpoint.baseURL + "/files/" + LaneURL.escaped(fileID) + "/content", headers: headers, what: "the download of \(fileID)", to: fd, path: path)
     }
 
