@@ -90,6 +90,7 @@ public final class TLSFront {
             }
             if proxy.isRunning { kill(proxy.processIdentifier, SIGKILL) }
             proxy.waitUntilExit()
+            // Only for the error below: a proxy that wrote nothing is said as such.
             lastOutput = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         }
         throw ConfigError("nghttpx did not start: \(lastOutput)")
@@ -109,6 +110,7 @@ public final class TLSFront {
 
     /// Every request logged so far (nghttpx writes a line as each one ends).
     public func entries() -> [Entry] {
+        // No log yet: nghttpx has ended no request.
         guard let text = try? String(contentsOfFile: accessLog, encoding: .utf8) else { return [] }
         return text.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ", maxSplits: 3)

@@ -268,7 +268,7 @@ public final class SpoolDaemon: Sendable {
     /// A drop folder every user can write to, without the sticky bit, lets anyone delete
     /// (and so cancel) anyone's request.
     func warnIfOpenToEveryone() {
-        guard let info = try? Syscall.lstat(layout.outgoing) else { return }
+        guard let info = logger.bestEffortValue("looking at outgoing's permissions", { try Syscall.lstat(layout.outgoing) }) else { return }
         if info.st_mode & 0o002 != 0 && info.st_mode & S_ISVTX == 0 {
             logger.warning("outgoing is writable by every user without the sticky bit: anyone can delete or replace requests; run: chmod +t \(layout.outgoing)")
         }

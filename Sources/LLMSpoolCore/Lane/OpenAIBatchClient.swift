@@ -51,6 +51,7 @@ struct OpenAIBatchClient {
                                                            message: describe("the create", answer))
         }
         // A success whose body cannot be read may still have created the batch.
+        // No readable id is the answer: the batch is then looked for by its metadata.
         guard let id = try? OpenAIBatchAnswers.id(answer.body) else { return .createUncertain }
         return .created(batchID: id)
     }

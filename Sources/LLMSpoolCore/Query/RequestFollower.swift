@@ -113,6 +113,7 @@ public final class RequestFollower {
                 finishText()
                 return .done(resultPath: layout.result(id))
             case .failed:
+                // An unreadable record still ends the wait as failed, without its message.
                 let record = (try? FileReader.prefix(path: layout.errorRecord(id), limit: 1 << 20)).flatMap(JSONObject.parse)
                 return .failed(message: record?["message"] as? String ?? "the request failed", recordPath: layout.errorRecord(id))
             case .cancelled:
@@ -171,6 +172,7 @@ public final class RequestFollower {
     /// Reads what arrived in the `.partial` since the last look. A new file (a retry
     /// starts from zero) starts a new attempt: text already shown is not shown again.
     private func readPartial() {
+        // No `.partial`: nothing has streamed yet, or the attempt ended.
         if let info = try? Syscall.lstat(layout.partial(id)), UInt64(info.st_ino) != partialInode {
             if partial != nil {
                 partial = nil
@@ -194,6 +196,7 @@ public final class RequestFollower {
         }
         guard let partialFD = partial?.rawValue else { return }
         let reader = dialect ?? DialectRegistry.fallback
+        // A read that fails shows nothing new now; the next look reads again.
         try? FileReader.forEachChunk(fd: partialFD, path: layout.partial(id)) { chunk in
             if textPartial {
                 pendingText += chunk
@@ -238,6 +241,7 @@ public final class RequestFollower {
     /// The result is the truth: whatever of it was not shown yet is shown now. An embedding
     /// has no text: one line says what came back.
     private func finishText() {
+        // The result was replaced or is too large: the wait's verdict says where it is.
         guard let bytes = try? FileReader.prefix(path: layout.result(id), limit: 256 << 20) else { return }
         let reader = dialect ?? DialectRegistry.fallback
         if reader.id == EmbeddingsDialect.id {

@@ -99,7 +99,7 @@ public enum AnthropicBatchAnswers {
 
     /// The error message of an Anthropic error answer (`{"type":"error","error":{"message"}}`).
     public static func errorMessage(_ bytes: [UInt8]) -> String? {
-        guard let root = try? RawJSON.parse(bytes) else { return nil }
+        guard let root = RawJSON.valueIfJSON(bytes) else { return nil }
         return root["error"]?["message"].flatMap { RawJSON.string($0, in: bytes) }
     }
 

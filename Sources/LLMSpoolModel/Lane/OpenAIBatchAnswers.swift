@@ -57,7 +57,7 @@ public enum OpenAIBatchAnswers {
 
     /// The provider's error message in an error answer, when it has one.
     public static func errorMessage(_ bytes: [UInt8]) -> String? {
-        guard let root = try? RawJSON.parse(bytes) else { return nil }
+        guard let root = RawJSON.valueIfJSON(bytes) else { return nil }
         return root["error"]?["message"].flatMap { RawJSON.string($0, in: bytes) }
     }
 
