@@ -12,6 +12,13 @@ public enum ProviderError {
         return RawJSON.string(error, in: bytes)
     }
 
+    /// `error.message` alone, nil when `error` is not an object: an error answer of the
+    /// Batches and Message Batches APIs, whose `error` is always one.
+    public static func objectMessage(inBody bytes: [UInt8]) -> String? {
+        guard let root = RawJSON.valueIfJSON(bytes), let error = root["error"], case .object = error else { return nil }
+        return error["message"].flatMap { RawJSON.string($0, in: bytes) }
+    }
+
     /// `error.type` (Anthropic's `overloaded_error`, OpenAI's `server_error`), when the body has one.
     public static func errorType(inBody bytes: [UInt8]) -> String? {
         guard let root = RawJSON.valueIfJSON(bytes), let error = root["error"], case .object = error else { return nil }
