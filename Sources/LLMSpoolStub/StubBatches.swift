@@ -88,7 +88,7 @@ final class StubBatches: Sendable {
     }
 
     private func upload(_ body: [UInt8]) -> StubResponder.Response {
-        if case .status(let status)? = state.withLock({ $0.uploadFaults.isEmpty ? nil : $0.uploadFaults.removeFirst() }) {
+        if case .status(let status)? = state.withLock({ StubCreateFaults.next(&$0.uploadFaults) }) {
             return Self.error(status, "stub answered \(status) to the upload as asked")
         }
         guard let parts = StubMultipart.parse(body) else { return Self.error(400, "the body is not multipart/form-data") }
@@ -125,7 +125,7 @@ final class StubBatches: Sendable {
         let metadata = (request["metadata"] as? [String: Any] ?? [:]).compactMapValues { $0 as? String }
         let seconds = metadata["stub_seconds"].flatMap(Double.init) ?? options.seconds
         let outcome = state.withLock { state -> (batch: Batch?, lost: Bool, refusal: StubResponder.Response?) in
-            let fault = state.createFaults.isEmpty ? nil : state.createFaults.removeFirst()
+            let fault = StubCreateFaults.next(&state.createFaults)
             if case .status(let status)? = fault {
                 return (nil, false, Self.error(status, "stub answered \(status) to the create as asked"))
             }
@@ -140,13 +140,7 @@ final class StubBatches: Sendable {
             return (batch, fault == .lost, nil)
         }
         guard let batch = outcome.batch else { return outcome.refusal ?? Self.error(500, "no batch") }
-        var response = Self.ok(Self.object(batch))
-        if outcome.lost {
-            // Committed, and the answer never arrives whole.
-            response.pieces = [StubResponder.Piece(bytes: Array(response.body.prefix(10)), delayMs: 0)]
-            response.abortAtEnd = true
-        }
-        return response
+        return StubCreateFaults.answer(Self.ok(Self.object(batch)), lost: outcome.lost)
     }
 
     private func retrieve(_ id: String) -> StubResponder.Response {

@@ -114,7 +114,7 @@ final class StubMessageBatches: Sendable {
             requests.append((customID, JSONObject.encode(params)))
         }
         let outcome = state.withLock { state -> (batch: Batch?, lost: Bool, refusal: StubResponder.Response?) in
-            let fault = state.createFaults.isEmpty ? nil : state.createFaults.removeFirst()
+            let fault = StubCreateFaults.next(&state.createFaults)
             if case .status(let status)? = fault {
                 return (nil, false, Self.error(status, status == 429 ? "rate_limit_error" : "api_error", "stub answered \(status) to the create as asked"))
             }
@@ -125,13 +125,7 @@ final class StubMessageBatches: Sendable {
             return (batch, fault == .lost, nil)
         }
         guard let batch = outcome.batch else { return outcome.refusal ?? Self.error(500, "api_error", "no batch") }
-        var response = Self.ok(Self.object(batch, host: host))
-        if outcome.lost {
-            // Committed, and the answer never arrives whole.
-            response.pieces = [StubResponder.Piece(bytes: Array(response.body.prefix(10)), delayMs: 0)]
-            response.abortAtEnd = true
-        }
-        return response
+        return StubCreateFaults.answer(Self.ok(Self.object(batch, host: host)), lost: outcome.lost)
     }
 
     private func retrieve(_ id: String, host: String) -> StubResponder.Response {

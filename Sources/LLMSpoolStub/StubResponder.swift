@@ -163,6 +163,7 @@ public struct StubResponder: Sendable {
     }
 
     static func json(_ object: Any) -> [UInt8] {
+        // The stub's answers are built of JSON values, which always serialize.
         Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data())
     }
 

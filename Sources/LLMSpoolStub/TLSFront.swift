@@ -58,9 +58,8 @@ public final class TLSFront {
                                    "-subj", "/CN=llmspool private test CA", "-addext", "basicConstraints=critical,CA:TRUE",
                                    "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
         try TLSFront.run(openssl, ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", request, "-subj", "/CN=127.0.0.1"])
-        let fd = try Syscall.open(extensions, O_WRONLY | O_CREAT | O_TRUNC)
-        defer { Syscall.close(fd) }
-        try Syscall.writeAll(fd, Array("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n".utf8))
+        let extensionsFile = try FileDescriptor.open(extensions, O_WRONLY | O_CREAT | O_TRUNC)
+        try extensionsFile.writeAll(Array("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n".utf8))
         try TLSFront.run(openssl, ["x509", "-req", "-in", request, "-CA", caFile, "-CAkey", caKey, "-CAcreateserial", "-out", certificate,
                                    "-days", "2", "-extfile", extensions])
         // A free port is found by binding port 0; another program may take it before
@@ -91,6 +90,7 @@ public final class TLSFront {
             }
             if proxy.isRunning { kill(proxy.processIdentifier, SIGKILL) }
             proxy.waitUntilExit()
+            // Only for the error below: a proxy that wrote nothing is said as such.
             lastOutput = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         }
         throw ConfigError("nghttpx did not start: \(lastOutput)")
@@ -110,6 +110,7 @@ public final class TLSFront {
 
     /// Every request logged so far (nghttpx writes a line as each one ends).
     public func entries() -> [Entry] {
+        // No log yet: nghttpx has ended no request.
         guard let text = try? String(contentsOfFile: accessLog, encoding: .utf8) else { return [] }
         return text.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ", maxSplits: 3)
@@ -137,9 +138,10 @@ public final class TLSFront {
     }
 
     static func freePort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ConfigError("socket: errno \(errno)") }
-        defer { close(fd) }
+        let opened = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard opened >= 0 else { throw ConfigError("socket: errno \(errno)") }
+        let socketFile = FileDescriptor(owning: opened)
+        let fd = socketFile.rawValue
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -152,9 +154,10 @@ public final class TLSFront {
     }
 
     static func connects(port: UInt16) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
+        let opened = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard opened >= 0 else { return false }
+        let socketFile = FileDescriptor(owning: opened)
+        let fd = socketFile.rawValue
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian

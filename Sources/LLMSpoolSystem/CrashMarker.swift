@@ -20,6 +20,7 @@ public enum CrashMarker {
             var action = sigaction()
             action.__sigaction_handler.sa_sigaction = { signal, _, _ in
                 if let path = CrashMarker.path {
+                    // Raw open and close: only async-signal-safe calls belong in a handler.
                     let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
                     if fd >= 0 { close(fd) }
                 }

@@ -6,41 +6,31 @@ import Glibc
 public final class EventPoll {
     /// One ready descriptor.
     public struct Ready {
+        /// A socket libcurl owns and closes: epoll only reports its number, so it stays raw.
         public var fd: Int32
         public var readable: Bool
         public var writable: Bool
         public var failed: Bool
     }
 
-    let fd: Int32
+    /// The epoll set.
+    private let pollSet: FileDescriptor
     /// Written by other threads to wake the loop.
-    let wakeFD: Int32
+    private let wakeEvent: FileDescriptor
+    /// Filled by epoll_wait with the numbers of ready sockets that libcurl owns: raw by nature.
     private var fds = [Int32](repeating: 0, count: 256)
     private var masks = [UInt32](repeating: 0, count: 256)
 
     public init() throws {
         let poll = llms_epoll_create()
         guard poll >= 0 else { throw SystemError(errno: errno, call: "epoll_create1", path: nil) }
+        let pollSet = FileDescriptor(owning: poll)
         let wake = llms_eventfd()
-        guard wake >= 0 else {
-            let code = errno
-            Syscall.close(poll)
-            throw SystemError(errno: code, call: "eventfd", path: nil)
-        }
-        fd = poll
-        wakeFD = wake
-        do {
-            try watch(wake, readable: true, writable: false, known: false)
-        } catch {
-            Syscall.close(poll)
-            Syscall.close(wake)
-            throw error
-        }
-    }
-
-    deinit {
-        Syscall.close(fd)
-        Syscall.close(wakeFD)
+        guard wake >= 0 else { throw SystemError(errno: errno, call: "eventfd", path: nil) }
+        self.pollSet = pollSet
+        wakeEvent = FileDescriptor(owning: wake)
+        // A failure here leaves an initialised object whose two descriptors close with it.
+        try watch(wake, readable: true, writable: false, known: false)
     }
 
     /// Adds `socket` to the set or changes what it is watched for. `known` says which of
@@ -50,7 +40,7 @@ public final class EventPoll {
         let mask = (readable ? llms_epoll_in : 0) | (writable ? llms_epoll_out : 0)
         var operation = known ? EPOLL_CTL_MOD : EPOLL_CTL_ADD
         for _ in 0..<2 {
-            if llms_epoll_control(fd, operation, socket, mask) == 0 { return }
+            if llms_epoll_control(pollSet.rawValue, operation, socket, mask) == 0 { return }
             let code = errno
             if code == ENOENT && operation == EPOLL_CTL_MOD {
                 operation = EPOLL_CTL_ADD
@@ -64,13 +54,13 @@ public final class EventPoll {
 
     /// Stops watching `socket`; one already closed has left the set by itself.
     public func forget(_ socket: Int32) {
-        _ = llms_epoll_control(fd, EPOLL_CTL_DEL, socket, 0)
+        _ = llms_epoll_control(pollSet.rawValue, EPOLL_CTL_DEL, socket, 0)
     }
 
     /// Wakes the loop from any thread.
     public func wake() {
         var one: UInt64 = 1
-        _ = Glibc.write(wakeFD, &one, 8)
+        _ = Glibc.write(wakeEvent.rawValue, &one, 8)
     }
 
     /// Waits up to `timeoutMilliseconds` and calls `body` for each ready socket; a wake-up
@@ -78,7 +68,8 @@ public final class EventPoll {
     public func wait(timeoutMilliseconds: Int32, _ body: (Ready) -> Void) -> Bool {
         let count = fds.withUnsafeMutableBufferPointer { fdBuffer in
             masks.withUnsafeMutableBufferPointer { maskBuffer in
-                llms_epoll_wait(fd, fdBuffer.baseAddress, maskBuffer.baseAddress, Int32(fdBuffer.count), timeoutMilliseconds)
+                // The buffers are C arrays the kernel fills: a C call's arguments, raw by nature.
+                llms_epoll_wait(pollSet.rawValue, fdBuffer.baseAddress, maskBuffer.baseAddress, Int32(fdBuffer.count), timeoutMilliseconds)
             }
         }
         var woken = false
@@ -86,9 +77,9 @@ public final class EventPoll {
         for index in 0..<Int(count) {
             let ready = fds[index]
             let mask = masks[index]
-            if ready == wakeFD {
+            if ready == wakeEvent.rawValue {
                 var value: UInt64 = 0
-                _ = Glibc.read(wakeFD, &value, 8)
+                _ = Glibc.read(wakeEvent.rawValue, &value, 8)
                 woken = true
                 continue
             }

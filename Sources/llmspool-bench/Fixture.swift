@@ -150,8 +150,10 @@ struct ProcessStats {
 
 /// A minimal HTTP/1.0 GET to 127.0.0.1.
 func httpGet(port: UInt16, path: String) throws -> Data {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
+    let opened = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard opened >= 0 else { throw ConfigError("socket: errno \(errno)") }
+    let socketFile = FileDescriptor(owning: opened)
+    let fd = socketFile.rawValue
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = port.bigEndian

@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import LLMSpoolCore
 import LLMSpoolModel
 
 /// What a reference client did: its wall time, and how many requests did not get a 200
@@ -42,13 +43,11 @@ enum RawCurlClient {
     }
 
     static func check(_ code: CURLcode, _ call: String) throws {
-        guard code != CURLE_OK else { return }
-        throw Failure(description: "\(call): \(String(cString: curl_easy_strerror(code)))")
+        try CurlError.check(code, call)
     }
 
     static func check(_ code: CURLMcode, _ call: String) throws {
-        guard code != CURLM_OK else { return }
-        throw Failure(description: "\(call): \(String(cString: curl_multi_strerror(code)))")
+        try CurlError.check(code, call)
     }
 
     /// Sends every body to `url`, `concurrency` at a time, once each.
@@ -63,7 +62,10 @@ enum RawCurlClient {
     private static func send(url: String, bodies: [[UInt8]], concurrency: Int, tls: TLS?) throws -> ClientRun {
         try check(curl_global_init(Int(CURL_GLOBAL_DEFAULT)), "curl_global_init")
         guard let multi = curl_multi_init() else { throw Failure(description: "curl_multi_init returned nothing") }
-        defer { curl_multi_cleanup(multi) }
+        // A failed cleanup after the run leaves nothing to undo; it is reported, not thrown.
+        defer {
+            do { try check(curl_multi_cleanup(multi), "curl_multi_cleanup") } catch { FileHandle.standardError.write(Data("\(error)\n".utf8)) }
+        }
         // Keep as many connections warm as run at once, as the daemon does.
         try check(llms_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, concurrency), "curl_multi_setopt(MAXCONNECTS)")
         if tls?.http2 == true {

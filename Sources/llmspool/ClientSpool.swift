@@ -30,6 +30,7 @@ enum ClientSpool {
 
     /// When a daemon last said it was alive on this spool (its live status file), if ever.
     static func lastSeenDaemon(_ layout: SpoolLayout) -> Date? {
+        // No live status file: no daemon was ever seen here.
         guard let info = try? Syscall.lstat(LiveStatus.path(layout)) else { return nil }
         return Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
     }

@@ -71,6 +71,7 @@ enum DemoCommand {
     /// The assistant's text from a result, for the summary line.
     static func answerText(_ path: String) -> String {
         guard let data = FileManager.default.contents(atPath: path),
+              // A result without text shows as "(no text)": the summary line is the answer.
               let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
               let choices = object["choices"] as? [[String: Any]],
               let message = choices.first?["message"] as? [String: Any],

@@ -33,6 +33,7 @@ enum SetupCommand {
             print("spool ready: \(layout.root) (kept the existing \(configPath); --force replaces it)")
             return 0
         }
+        // Usually there already (EEXIST); any other failure is named by the write just below.
         try? Syscall.mkdir(DurableFile.directory(of: configPath), mode: 0o755)
         var text = ExampleConfig.text(spool: layout.root)
         if group != nil { text = text.replacingOccurrences(of: "\"group_readable\": false", with: "\"group_readable\": true") }

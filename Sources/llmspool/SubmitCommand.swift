@@ -98,6 +98,7 @@ enum SubmitCommand {
     /// A request dropped into a folder the group shares must be readable by the daemon's
     /// group: 0640 there (the setgid folder gives it the group), the owner's only elsewhere.
     static func requestMode(_ layout: SpoolLayout) -> mode_t {
+        // Cannot look at outgoing: the owner-only mode, and the drop itself names the problem.
         guard let info = try? Syscall.lstat(layout.outgoing), info.st_mode & 0o020 != 0 else { return 0o600 }
         return 0o640
     }

@@ -97,9 +97,9 @@ import Testing
         #expect(status.outputFileID?.hasSuffix("/\(id)/results") == true)
 
         let path = dir + "/results.jsonl"
-        let fd = try Syscall.open(path, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
+        let fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
         let failure = client.downloadResults(batchID: id, to: fd, path: path)
-        Syscall.close(fd)
+        try fd.close()
         #expect(failure == nil)
         let results = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { try AnthropicBatchAnswers.resultLine(Array($0.utf8)) }
         #expect(results.map(\.customID) == ["g1-0", "g1-1"])

@@ -96,4 +96,11 @@ import Testing
         let escaped = Array(#"x\n\t\"\\\/\u0041\ud83d\ude00\u00e9"#.utf8)
         #expect(escaped.withUnsafeBytes { RawJSON.decodeString($0) } == "x\n\t\"\\/A\u{1F600}é")
     }
+
+    @Test func valueIfJSONIsTheParseOrNil() {
+        #expect(RawJSON.valueIfJSON(Array(#"{"a":[1,2]}"#.utf8)) != nil)
+        for text in ["", "{", "nope", #"{"a":}"#, "[1,]"] {
+            #expect(RawJSON.valueIfJSON(Array(text.utf8)) == nil, "\(text)")
+        }
+    }
 }

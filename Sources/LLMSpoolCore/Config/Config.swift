@@ -140,6 +140,7 @@ public struct Config: Sendable, Equatable {
     /// Reads a JSON config file; unknown keys and wrong types are errors that name the key.
     /// A file other users can write is refused: it decides where the API key is sent.
     public static func load(path: String, base: Config = Config()) throws -> Config {
+        // Not refused here when it cannot be looked at: reading it below names the problem.
         if let info = try? Syscall.lstat(path), info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o022 != 0 {
             throw ConfigError("config \(path) is writable by other users, and it decides where the API key is sent; run: chmod go-w \(path)")
         }
@@ -420,7 +421,7 @@ public struct EndpointSettings: Sendable, Equatable {
         if let ca, baseURL.lowercased().hasPrefix("https://") {
             // Checked here rather than left to libcurl, which would fail every request
             // (curl code 77) with no word of which setting named the file.
-            do { Syscall.close(try Syscall.open(ca, O_RDONLY)) } catch {
+            do { try FileDescriptor.open(ca, O_RDONLY).close() } catch {
                 let origin = caFile != nil ? "its ca_file" : "ca_file (or CURL_CA_BUNDLE / SSL_CERT_FILE)"
                 throw ConfigError("endpoint \(name): \(origin) \(ca) cannot be read: \(error)")
             }

@@ -4,6 +4,7 @@ import Foundation
 /// `Config/llmspool.json` is this text for the spool `./spool` (a test keeps them equal).
 public enum ExampleConfig {
     public static func text(spool: String) -> String {
+        // An array of one string always serializes.
         let quoted = String(decoding: (try? JSONSerialization.data(withJSONObject: [spool], options: [.withoutEscapingSlashes])) ?? Data("[\"./spool\"]".utf8), as: UTF8.self)
         return template.replacingOccurrences(of: "\"spool\": \"./spool\"", with: "\"spool\": " + String(quoted.dropFirst().dropLast()))
     }

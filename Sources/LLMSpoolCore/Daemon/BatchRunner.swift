@@ -85,12 +85,15 @@ public final class BatchRunner: @unchecked Sendable {
         let name: String
         let inputPath: String
         /// The input, open for the batch's life: a deleted input's lines can still be read.
-        let fd: Int32
+        var input: FileDescriptor?
+        var fd: Int32 { input?.rawValue ?? -1 }
         let identity: FileIdentity
         let index: BatchIndex
         var journal: BatchJournal
-        var journalFD: Int32
-        var outputFD: Int32
+        var journalFile: FileDescriptor?
+        var outputFile: FileDescriptor?
+        var journalFD: Int32 { journalFile?.rawValue ?? -1 }
+        var outputFD: Int32 { outputFile?.rawValue ?? -1 }
         var next = 0
         var inWindow = Set<Int>()
         /// Ended lines not yet committed (a write that failed is tried again).
@@ -103,16 +106,16 @@ public final class BatchRunner: @unchecked Sendable {
         /// Its claim was lost to another daemon: nothing more of it is written or sent here.
         var abandoned = false
 
-        init(name: String, inputPath: String, fd: Int32, identity: FileIdentity, index: BatchIndex, journal: BatchJournal,
-             journalFD: Int32, outputFD: Int32) {
+        init(name: String, inputPath: String, fd: consuming FileDescriptor, identity: FileIdentity, index: BatchIndex, journal: BatchJournal,
+             journalFD: consuming FileDescriptor, outputFD: consuming FileDescriptor) {
             self.name = name
             self.inputPath = inputPath
-            self.fd = fd
+            input = consume fd
             self.identity = identity
             self.index = index
             self.journal = journal
-            self.journalFD = journalFD
-            self.outputFD = outputFD
+            journalFile = consume journalFD
+            outputFile = consume outputFD
         }
     }
 
@@ -324,7 +327,7 @@ public final class BatchRunner: @unchecked Sendable {
             }
             return
         }
-        let opened: (fd: Int32, identity: FileIdentity)
+        let opened: OpenedInput
         switch open(path) {
         case .gone: return
         case .refused(let problem):
@@ -333,15 +336,14 @@ public final class BatchRunner: @unchecked Sendable {
         case .transient(let reason):
             logger.warning("batch not read this time; it stays in outgoing", id: name, ["reason": LogValue(reason)])
             return
-        case .opened(let fd, let identity):
-            opened = (fd, identity)
+        case .opened(let input):
+            opened = input
         }
         let journal = loadJournal(name)
         let partialLength: Int?
         do {
             partialLength = try length(of: layout.batchPartial(name))
         } catch {
-            Syscall.close(opened.fd)
             logger.warning("batch not read this time; it stays in outgoing", id: name, ["reason": "\(error)"])
             return
         }
@@ -351,15 +353,15 @@ public final class BatchRunner: @unchecked Sendable {
         do {
             let fingerprint: UInt64?
             (validator, fingerprint) = try validate(fd: opened.fd, size: Int(opened.identity.size), path: path, limits: limits)
-            identity = fingerprint.map { opened.identity.with(contentHash: $0) } ?? opened.identity
+            // Through a copy: a closure may not capture the noncopyable `opened`.
+            let seen = opened.identity
+            identity = fingerprint.map { seen.with(contentHash: $0) } ?? seen
             let now = try Syscall.fstat(opened.fd, path: path)
             guard FileIdentity(now).isSameInstance(as: opened.identity) else {
-                Syscall.close(opened.fd)
                 settle(name, "the batch changed while it was read")
                 return
             }
         } catch {
-            Syscall.close(opened.fd)
             logger.warning("batch not read this time; it stays in outgoing", id: name, ["reason": "\(error)"])
             return
         }
@@ -368,12 +370,11 @@ public final class BatchRunner: @unchecked Sendable {
         let decision = BatchRecovery.decide(journal: journal, input: identity, partialLength: partialLength)
         if case .publish(let journal, let published) = decision {
             logger.info("batch ended before a restart or takeover; publishing it", id: name)
-            publish(name: name, fd: opened.fd, identity: identity, journal: journal, outputPublished: published,
+            publish(name: name, fd: opened.file, identity: identity, journal: journal, outputPublished: published,
                     status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed)
             return
         }
         guard validator.isValid, let kind = validator.kind else {
-            Syscall.close(opened.fd)
             let modified = Double(opened.identity.modifiedNanoseconds) / 1e9
             if modified + settings.withLock({ $0.settleSeconds }) > Date().timeIntervalSince1970 {
                 settle(name, "not valid yet; waiting for the writer to finish")
@@ -387,16 +388,15 @@ public final class BatchRunner: @unchecked Sendable {
         do {
             let batch: Batch
             if case .resume(let journal) = decision, journal.header.lines == validator.index.count {
-                batch = try resume(name, fd: opened.fd, identity: identity, index: validator.index, journal: journal)
+                batch = try resume(name, fd: opened.file, identity: identity, index: validator.index, journal: journal)
                 logger.info("batch resumed", id: name, ["lines": "\(validator.index.count)", "committed": "\(journal.committed.count)"])
             } else {
-                batch = try begin(name, fd: opened.fd, identity: identity, index: validator.index, kind: kind,
+                batch = try begin(name, fd: opened.file, identity: identity, index: validator.index, kind: kind,
                                   endpoint: validator.firstURL ?? "")
                 logger.info("batch accepted", id: name, ["lines": "\(validator.index.count)", "kind": LogValue(kind.rawValue)])
             }
             batches[name] = batch
         } catch {
-            Syscall.close(opened.fd)
             logger.error("cannot start the batch; it stays in outgoing and is tried again", id: name, ["reason": "\(error)"])
             settle(name, "starting failed")
         }
@@ -416,8 +416,15 @@ public final class BatchRunner: @unchecked Sendable {
         }
     }
 
-    enum Opened {
-        case opened(fd: Int32, identity: FileIdentity)
+    /// A batch's input, open, and what it was when opened.
+    struct OpenedInput: ~Copyable {
+        var file: FileDescriptor
+        let identity: FileIdentity
+        var fd: Int32 { file.rawValue }
+    }
+
+    enum Opened: ~Copyable {
+        case opened(OpenedInput)
         case gone
         case refused(RequestProblem)
         case transient(String)
@@ -434,27 +441,25 @@ public final class BatchRunner: @unchecked Sendable {
             return .transient("\(error)")
         }
         if let problem = RequestFile.problem(with: seen) { return .refused(problem) }
-        let fd: Int32
+        let file: FileDescriptor
         do {
-            fd = try Syscall.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+            file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
         } catch let error as SystemError where RequestFile.isGone(error.errno) {
             return .gone
         } catch {
             return .transient("\(error)")
         }
         do {
-            let info = try Syscall.fstat(fd, path: path)
+            let info = try file.fstat()
             guard info.st_dev == seen.st_dev && info.st_ino == seen.st_ino else {
-                Syscall.close(fd)
                 return .transient("the batch was replaced while it was being opened")
             }
             if let problem = RequestFile.problem(with: info) {
-                Syscall.close(fd)
                 return .refused(problem)
             }
-            return .opened(fd: fd, identity: FileIdentity(info).with(bornNanoseconds: FileIdentity.birthTime(fd: fd)))
+            let identity = FileIdentity(info).with(bornNanoseconds: FileIdentity.birthTime(fd: file.rawValue))
+            return .opened(OpenedInput(file: file, identity: identity))
         } catch {
-            Syscall.close(fd)
             return .transient("\(error)")
         }
     }
@@ -540,46 +545,31 @@ public final class BatchRunner: @unchecked Sendable {
     }
 
     /// A fresh start: the journal's header durable, an empty output, then the lines go.
-    private func begin(_ name: String, fd: Int32, identity: FileIdentity, index: BatchIndex, kind: BatchKind, endpoint: String) throws -> Batch {
+    private func begin(_ name: String, fd: consuming FileDescriptor, identity: FileIdentity, index: BatchIndex, kind: BatchKind, endpoint: String) throws -> Batch {
         try SpoolFiles(layout: layout).ensureFolder(layout.batches)
         let header = BatchJournal.Header(kind: kind, lines: index.count, createdAt: Int(Date().timeIntervalSince1970), input: identity,
                                          endpoint: endpoint)
         let partial = layout.batchPartial(name)
-        let outputFD = try Syscall.open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW, mode: layout.fileMode)
-        do {
-            try Syscall.fsync(outputFD, path: partial)
-            try Syscall.fsyncDirectory(layout.incoming)
-            try DurableFile.write(BatchJournal.encode(header), to: layout.batchJournal(name), mode: layout.fileMode)
-            let journalFD = try Syscall.open(layout.batchJournal(name), O_WRONLY | O_APPEND | O_NOFOLLOW)
-            return Batch(name: name, inputPath: layout.batchRequest(name), fd: fd, identity: identity, index: index,
-                         journal: BatchJournal(header: header), journalFD: journalFD, outputFD: outputFD)
-        } catch {
-            Syscall.close(outputFD)
-            throw error
-        }
+        let outputFD = try FileDescriptor.open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW, mode: layout.fileMode)
+        try outputFD.fsync()
+        try Syscall.fsyncDirectory(layout.incoming)
+        try DurableFile.write(BatchJournal.encode(header), to: layout.batchJournal(name), mode: layout.fileMode)
+        let journalFD = try FileDescriptor.open(layout.batchJournal(name), O_WRONLY | O_APPEND | O_NOFOLLOW)
+        return Batch(name: name, inputPath: layout.batchRequest(name), fd: fd, identity: identity, index: index,
+                     journal: BatchJournal(header: header), journalFD: journalFD, outputFD: outputFD)
     }
 
     /// A restart: the output cut back to what the journal committed, the journal to its
     /// last whole record, and only the lines not in it go.
-    private func resume(_ name: String, fd: Int32, identity: FileIdentity, index: BatchIndex, journal: BatchJournal) throws -> Batch {
+    private func resume(_ name: String, fd: consuming FileDescriptor, identity: FileIdentity, index: BatchIndex, journal: BatchJournal) throws -> Batch {
         let partial = layout.batchPartial(name)
-        let outputFD = try Syscall.open(partial, O_WRONLY | O_APPEND | O_NOFOLLOW)
-        do {
-            try Syscall.ftruncate(outputFD, length: journal.outputLength, path: partial)
-            try Syscall.fsync(outputFD, path: partial)
-            let journalFD = try Syscall.open(layout.batchJournal(name), O_WRONLY | O_APPEND | O_NOFOLLOW)
-            do {
-                try Syscall.ftruncate(journalFD, length: journal.validLength, path: layout.batchJournal(name))
-            } catch {
-                Syscall.close(journalFD)
-                throw error
-            }
-            return Batch(name: name, inputPath: layout.batchRequest(name), fd: fd, identity: identity, index: index,
-                         journal: journal, journalFD: journalFD, outputFD: outputFD)
-        } catch {
-            Syscall.close(outputFD)
-            throw error
-        }
+        let outputFD = try FileDescriptor.open(partial, O_WRONLY | O_APPEND | O_NOFOLLOW)
+        try Syscall.ftruncate(outputFD.rawValue, length: journal.outputLength, path: partial)
+        try outputFD.fsync()
+        let journalFD = try FileDescriptor.open(layout.batchJournal(name), O_WRONLY | O_APPEND | O_NOFOLLOW)
+        try Syscall.ftruncate(journalFD.rawValue, length: journal.validLength, path: layout.batchJournal(name))
+        return Batch(name: name, inputPath: layout.batchRequest(name), fd: fd, identity: identity, index: index,
+                     journal: journal, journalFD: journalFD, outputFD: outputFD)
     }
 
     /// Journals whose input left while no daemon ran them (this one was down, or their owner
@@ -624,21 +614,20 @@ public final class BatchRunner: @unchecked Sendable {
         }
         switch BatchRecovery.decide(journal: journal, input: nil, partialLength: partialLength) {
         case .publish(let journal, let published):
-            publish(name: name, fd: -1, identity: nil, journal: journal, outputPublished: published,
+            publish(name: name, fd: nil, identity: nil, journal: journal, outputPublished: published,
                     status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed)
         case .cancelled(let journal):
             logger.warning("a batch's input left while no daemon ran it; it ends cancelled with the lines it had", id: name)
             if let partialLength, partialLength > journal.outputLength {
                 logger.bestEffort("cutting the output back to its committed length") {
-                    let fd = try Syscall.open(layout.batchPartial(name), O_WRONLY | O_NOFOLLOW)
-                    defer { Syscall.close(fd) }
-                    try Syscall.ftruncate(fd, length: journal.outputLength, path: layout.batchPartial(name))
+                    let output = try FileDescriptor.open(layout.batchPartial(name), O_WRONLY | O_NOFOLLOW)
+                    try Syscall.ftruncate(output.rawValue, length: journal.outputLength, path: layout.batchPartial(name))
                 }
             }
             if partialLength == nil {
                 logger.bestEffort("creating the output") { try DurableFile.write([], to: layout.batchPartial(name), mode: layout.fileMode) }
             }
-            publish(name: name, fd: -1, identity: nil, journal: journal, outputPublished: false, status: .cancelled)
+            publish(name: name, fd: nil, identity: nil, journal: journal, outputPublished: false, status: .cancelled)
         case .fresh, .resume:
             break
         }
@@ -801,30 +790,28 @@ public final class BatchRunner: @unchecked Sendable {
         for attempted in batch.attempted { answer(attempted, durable: false) }
         batches[batch.name] = nil
         stopping.withLock { _ = $0.remove(batch.name) }
-        publish(name: batch.name, fd: batch.fd, identity: batch.identity, journal: batch.journal, outputPublished: false,
+        publish(name: batch.name, fd: batch.input.take(), identity: batch.identity, journal: batch.journal, outputPublished: false,
                 status: batch.expiring ? .expired : batch.cancelled ? .cancelled : .completed)
         // A newer file under the name waits for this one's end.
         if Syscall.isPresent(layout.batchRequest(batch.name)) { consider(batch.name) }
     }
 
     private func closeOutputs(_ batch: Batch) {
-        if batch.outputFD >= 0 { Syscall.close(batch.outputFD) }
-        if batch.journalFD >= 0 { Syscall.close(batch.journalFD) }
-        batch.outputFD = -1
-        batch.journalFD = -1
+        batch.outputFile = nil
+        batch.journalFile = nil
     }
 
     private func close(_ batch: Batch) {
         closeOutputs(batch)
-        if batch.fd >= 0 { Syscall.close(batch.fd) }
+        batch.input = nil
     }
 
     /// Runs the end's publication plan; the input's descriptor is closed first, either way.
-    private func publish(name: String, fd: Int32, identity: FileIdentity?, journal: BatchJournal, outputPublished: Bool,
+    private func publish(name: String, fd: consuming FileDescriptor?, identity: FileIdentity?, journal: BatchJournal, outputPublished: Bool,
                          status: BatchSummary.Status) {
         // Before the plan removes the input: sshfs keeps a file removed while it is open as
         // `outgoing/.fuse_hidden*`, for good.
-        if fd >= 0 { Syscall.close(fd) }
+        fd = nil
         let cancelled = status != .completed
         let summary = BatchSummary(name: name, status: status, endpoint: journal.header.endpoint, total: journal.header.lines,
                                    counts: journal.counts, createdAt: journal.header.createdAt, endedAt: Int(Date().timeIntervalSince1970),

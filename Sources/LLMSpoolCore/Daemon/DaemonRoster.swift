@@ -93,6 +93,7 @@ public enum DaemonRoster {
     /// Every live daemon's entry, by host and pid.
     public static func read(_ layout: SpoolLayout, now: Date = Date(), localHost: String? = nil) -> [Entry] {
         let local = localHost ?? ProcessInfo.processInfo.hostName
+        // No roster folder: no daemon; an entry gone while listed: that daemon stopped.
         let entries = ((try? Syscall.listDirectory(folder(layout))) ?? []).filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.compactMap { name in
             (try? FileReader.prefix(path: "\(folder(layout))/\(name)", limit: 64 << 10)).flatMap(Entry.parse)
         }

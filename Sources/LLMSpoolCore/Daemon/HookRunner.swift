@@ -111,8 +111,8 @@ public final class HookRunner: Sendable {
             logger.warning("hook could not start", id: id, ["command": LogValue(argv[0]), "reason": "\(error)"])
             return
         }
-        var readEnd = output.read
-        defer { if readEnd >= 0 { Syscall.close(readEnd) } }
+        var readEnd: FileDescriptor? = FileDescriptor(owning: output.read)
+        let writeEnd = FileDescriptor(owning: output.write)
         let cArgs = argv.map { strdup($0) } + [nil]
         let cEnv = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -130,7 +130,13 @@ public final class HookRunner: Sendable {
         var pid: pid_t = 0
         let started = Date()
         let spawned = posix_spawnp(&pid, argv[0], &actions, nil, cArgs, cEnv)
-        Syscall.close(output.write)
+        // The child holds its own copies; the parent's write end goes, so the read end sees
+        // the end of the output when the child exits.
+        do {
+            try writeEnd.close()
+        } catch {
+            logger.warning("cannot close a hook's pipe", id: id, ["command": LogValue(argv[0]), "reason": "\(error)"])
+        }
         guard spawned == 0 else {
             logger.warning("hook could not start", id: id, ["command": LogValue(argv[0]), "reason": LogValue(String(cString: strerror(spawned)))])
             return
@@ -138,12 +144,11 @@ public final class HookRunner: Sendable {
         var captured = HookOutput()
         func drain() {
             var buffer = [UInt8](repeating: 0, count: 4096)
-            while readEnd >= 0 {
+            while let number = readEnd?.rawValue {
                 do {
-                    let count = try buffer.withUnsafeMutableBytes { try Syscall.read(readEnd, into: $0) }
+                    let count = try buffer.withUnsafeMutableBytes { try Syscall.read(number, into: $0) }
                     if count == 0 {
-                        Syscall.close(readEnd)
-                        readEnd = -1
+                        readEnd = nil
                         return
                     }
                     captured.append(buffer[0..<count])
@@ -151,8 +156,7 @@ public final class HookRunner: Sendable {
                     return
                 } catch {
                     logger.warning("cannot read a hook's output", id: id, ["command": LogValue(argv[0]), "reason": "\(error)"])
-                    Syscall.close(readEnd)
-                    readEnd = -1
+                    readEnd = nil
                     return
                 }
             }

@@ -3,16 +3,19 @@ import Foundation
 /// Small helpers over Foundation's JSON for records and answers.
 package enum JSONObject {
     package static func parse(_ bytes: [UInt8]) -> [String: Any]? {
+        // Bytes that are not a JSON object have no members: nil is the answer.
         try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
     }
 
     /// A value for a record: the parsed JSON when the bytes are JSON, else the text.
     package static func embeddable(_ bytes: [UInt8]) -> Any {
+        // Not JSON: kept as text, which is the answer.
         if let value = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed]) { return value }
         return String(decoding: bytes, as: UTF8.self)
     }
 
     package static func encode(_ object: Any) -> [UInt8] {
+        // Records are built of JSON values here, which always serialize.
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return Array(data) + [0x0A]
     }

@@ -106,6 +106,7 @@ public struct LiveStatus: Sendable, Equatable {
 
     /// The running daemon's status, or nil when none is running.
     public static func read(_ layout: SpoolLayout, now: Date = Date()) -> LiveStatus? {
+        // No status file, or one being replaced: no daemon to report.
         guard let bytes = try? FileReader.prefix(path: path(layout), limit: 64 << 20),
               let object = JSONObject.parse(bytes),
               let pid = (object["pid"] as? NSNumber)?.int32Value,

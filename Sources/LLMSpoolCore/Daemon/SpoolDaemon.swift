@@ -24,7 +24,7 @@ public final class SpoolDaemon: Sendable {
     public let metrics: Metrics
     private let statusStop = Atomic<Bool>(false)
     /// The `flock` that keeps a second daemon without leases off this spool.
-    private let spoolLock = Mutex<Int32>(-1)
+    private let spoolLock = Mutex<DescriptorOwner?>(nil)
     private let statusStopped = DispatchSemaphore(value: 0)
     /// What `start` started, stopped in reverse by `stop`.
     private let services = Mutex(ServiceGroup([]))
@@ -275,7 +275,7 @@ public final class SpoolDaemon: Sendable {
     /// A drop folder every user can write to, without the sticky bit, lets anyone delete
     /// (and so cancel) anyone's request.
     func warnIfOpenToEveryone() {
-        guard let info = try? Syscall.lstat(layout.outgoing) else { return }
+        guard let info = logger.bestEffortValue("looking at outgoing's permissions", { try Syscall.lstat(layout.outgoing) }) else { return }
         if info.st_mode & 0o002 != 0 && info.st_mode & S_ISVTX == 0 {
             logger.warning("outgoing is writable by every user without the sticky bit: anyone can delete or replace requests; run: chmod +t \(layout.outgoing)")
         }
@@ -286,18 +286,15 @@ public final class SpoolDaemon: Sendable {
     /// when it dies.
     func lockSpool() throws {
         let path = layout.lock
-        let fd = try Syscall.open(path, O_RDWR | O_CREAT | O_NOFOLLOW, mode: layout.fileMode)
+        let file = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_NOFOLLOW, mode: layout.fileMode)
         do {
-            try Syscall.flock(fd, LOCK_EX | LOCK_NB, path: path)
+            try Syscall.flock(file.rawValue, LOCK_EX | LOCK_NB, path: path)
         } catch let error as SystemError where error.errno == EWOULDBLOCK {
-            Syscall.close(fd)
             throw ConfigError("another llmspool daemon is running on \(layout.root) (\(path) is locked); without leases only one may run "
                 + "per spool, or each request is sent by both: stop the other one, or set \"leases\": true in every daemon's config")
-        } catch {
-            Syscall.close(fd)
-            throw error
         }
-        spoolLock.withLock { $0 = fd }
+        let lock = DescriptorOwner(file)
+        spoolLock.withLock { $0 = lock }
     }
 
     /// Before anything runs, every `.partial` and hidden temporary of this daemon's is from

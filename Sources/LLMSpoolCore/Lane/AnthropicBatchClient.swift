@@ -86,7 +86,7 @@ struct AnthropicBatchClient {
     /// Streams the batch's results JSONL to `fd`; nil when it all arrived, else the event to
     /// report. The results are fetched at the endpoint's own `.../{id}/results`, not at the
     /// answer's `results_url`: a URL from the network must not be sent the key.
-    func downloadResults(batchID: String, to fd: Int32, path: String) -> RemoteBatchMachine.Event? {
+    func downloadResults(batchID: String, to fd: borrowing FileDescriptor, path: String) -> RemoteBatchMachine.Event? {
         http.download(batchesURL + "/" + LaneURL.escaped(batchID) + "/results", headers: headers, what: "the results of \(batchID)", to: fd, path: path)
     }
 

@@ -5,14 +5,11 @@
 /// framing is known); a request file that no longer gives that body fails the create.
 final class AnthropicBatchSource: LaneBodySource {
     let size: Int
-    private(set) var failure: String?
+    var failure: String? { pieces.failure }
     private let group: String
     private let lines: [LaneUploadSource.Line]
     private let bodySizes: [Int]
-    private var next = 0
-    private var chunk: [UInt8] = AnthropicBatchAnswers.head
-    private var offset = 0
-    private var tailSent = false
+    private var pieces = LaneBodyPieces()
 
     /// nil when a measured size is not that of a line for `url`, or the sizes overflow.
     init?(group: String, url: String, lines: [LaneUploadSource.Line]) {
@@ -36,45 +33,27 @@ final class AnthropicBatchSource: LaneBodySource {
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        if failure != nil { return -1 }
-        while offset == chunk.count {
-            guard loadNext() else { return failure == nil ? 0 : -1 }
-        }
-        let count = min(buffer.count, chunk.count - offset)
-        chunk.withUnsafeBytes { source in
-            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[offset..<(offset + count)]))
-        }
-        offset += count
-        return count
+        pieces.read(into: buffer) { index in piece(index) }
     }
 
-    private func loadNext() -> Bool {
-        offset = 0
-        if next < lines.count {
-            let index = next
+    /// Piece 0 is the head, then one piece per member, then the tail.
+    private func piece(_ number: Int) -> LaneBodyPieces.Piece {
+        if number == 0 { return .bytes(AnthropicBatchAnswers.head) }
+        let index = number - 1
+        if index < lines.count {
             let line = lines[index]
-            next += 1
             do {
                 guard let raw = try LaneUploadSource.readBody(path: line.path, range: line.body, identity: line.identity) else {
-                    failure = "\(line.path) changed after it joined the group"
-                    return false
+                    return .failed("\(line.path) changed after it joined the group")
                 }
                 let body = JSONWriter.compact(raw)
-                guard body.count == bodySizes[index] else {
-                    failure = "\(line.path) changed after it joined the group"
-                    return false
-                }
-                chunk = AnthropicBatchAnswers.memberPrefix(customID: AnthropicBatchAnswers.customID(group: group, index: index), first: index == 0)
-                    + body + AnthropicBatchAnswers.memberSuffix
+                guard body.count == bodySizes[index] else { return .failed("\(line.path) changed after it joined the group") }
+                return .bytes(AnthropicBatchAnswers.memberPrefix(customID: AnthropicBatchAnswers.customID(group: group, index: index), first: index == 0)
+                    + body + AnthropicBatchAnswers.memberSuffix)
             } catch {
-                failure = "reading \(line.path) for the create failed: \(error)"
-                return false
+                return .failed("reading \(line.path) for the create failed: \(error)")
             }
-            return true
         }
-        guard !tailSent else { return false }
-        tailSent = true
-        chunk = AnthropicBatchAnswers.tail
-        return true
+        return index == lines.count ? .bytes(AnthropicBatchAnswers.tail) : .end
     }
 }

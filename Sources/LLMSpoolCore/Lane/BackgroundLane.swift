@@ -431,12 +431,11 @@ public final class BackgroundLane: @unchecked Sendable {
                     continue
                 }
                 do {
-                    let fd = try Syscall.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: layout.fileMode)
-                    defer { Syscall.close(fd) }
+                    let fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: layout.fileMode)
                     if LaneTestPause.isSet("downloading") { http.midFile = { [logger] in LaneTestPause.at("downloading", group: id, logger: logger) } }
                     defer { http.midFile = nil }
                     if let failure = client.download(fileID: fileID, to: fd, path: path) { return failure }
-                    try Syscall.fsync(fd, path: path)
+                    try fd.fsync()
                 } catch {
                     return .failed(retryable: true, retryAfter: nil, message: "the download to \(path) failed: \(error)")
                 }

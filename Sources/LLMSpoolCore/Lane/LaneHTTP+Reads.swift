@@ -22,10 +22,10 @@ extension LaneHTTP {
     }
 
     /// GETs `url` streamed to `fd`; nil when it all arrived, else the event to report.
-    func download(_ url: String, headers: [String], what: String, to fd: Int32, path: String) -> RemoteBatchMachine.Event? {
+    func download(_ url: String, headers: [String], what: String, to fd: borrowing FileDescriptor, path: String) -> RemoteBatchMachine.Event? {
         let answer: Answer
         do {
-            answer = try exchange(method: "GET", url: url, headers: headers, body: nil, sink: .file(fd: fd, path: path))
+            answer = try exchange(method: "GET", url: url, headers: headers, body: nil, sink: .file(fd: fd.rawValue, path: path))
         } catch {
             return .failed(retryable: true, retryAfter: nil, message: "\(what) failed: \(error)")
         }

@@ -11,7 +11,9 @@ final class LaneHTTP {
     enum Sink {
         /// Kept in memory, at most `limit` bytes (a JSON answer of the API).
         case memory(limit: Int)
-        /// Written to `fd` as they arrive (a batch's output file), `path` for errors.
+        /// Written to `fd` as they arrive (a batch's output file), `path` for errors. Raw: the
+        /// number of a `FileDescriptor` the caller owns and closes, lent for one exchange to
+        /// curl's write callback, which reaches it through this copyable value.
         case file(fd: Int32, path: String)
     }
 

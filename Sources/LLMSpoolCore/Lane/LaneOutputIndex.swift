@@ -38,9 +38,8 @@ struct LaneOutputIndex {
     /// The line of `id`, read back from its file.
     func line(of id: String) throws -> [UInt8]? {
         guard let place = places[id] else { return nil }
-        let fd = try Syscall.open(paths[place.file], O_RDONLY | O_NOFOLLOW)
-        defer { Syscall.close(fd) }
-        return try Syscall.preadAll(fd, count: place.length, at: place.offset, path: paths[place.file])
+        let file = try FileDescriptor.open(paths[place.file], O_RDONLY | O_NOFOLLOW)
+        return try Syscall.preadAll(file.rawValue, count: place.length, at: place.offset, path: paths[place.file])
     }
 
     /// Calls `body` with each line of the file, without its newline; a line is held whole

@@ -15,14 +15,12 @@ final class LaneUploadSource: LaneBodySource {
     }
 
     let size: Int
-    private(set) var failure: String?
+    var failure: String? { pieces.failure }
     private let url: String
+    private let head: [UInt8]
     private let tail: [UInt8]
     private var lines: [Line]
-    private var next = 0
-    private var chunk: [UInt8]
-    private var offset = 0
-    private var tailSent = false
+    private var pieces = LaneBodyPieces()
     /// Tests only (`LaneTestPause`): called once, after the first member's line is sent.
     var afterFirstLine: (() -> Void)?
 
@@ -34,7 +32,7 @@ final class LaneUploadSource: LaneBodySource {
         self.url = url
         self.lines = lines
         tail = body.tail
-        chunk = body.head
+        head = body.head
     }
 
     /// A member's input line as it is sent: the body compacted, so no newline ends the line early.
@@ -44,54 +42,38 @@ final class LaneUploadSource: LaneBodySource {
 
     /// The body bytes of a request file as intake found them; nil when the file is not that file any more.
     static func readBody(path: String, range: Range<Int>, identity: FileIdentity?) throws -> [UInt8]? {
-        let fd = try Syscall.open(path, O_RDONLY | O_NOFOLLOW)
-        defer { Syscall.close(fd) }
-        if let identity, !FileIdentity(try Syscall.fstat(fd, path: path)).isSameInstance(as: identity) { return nil }
-        let bytes = try Syscall.preadAll(fd, count: range.count, at: range.lowerBound, path: path)
+        let file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW)
+        if let identity, !FileIdentity(try file.fstat()).isSameInstance(as: identity) { return nil }
+        let bytes = try Syscall.preadAll(file.rawValue, count: range.count, at: range.lowerBound, path: path)
         return bytes.count == range.count ? bytes : nil
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        if failure != nil { return -1 }
-        while offset == chunk.count {
-            if next == 1, let pause = afterFirstLine {
-                afterFirstLine = nil
-                pause()
-            }
-            guard loadNext() else { return failure == nil ? 0 : -1 }
-        }
-        let count = min(buffer.count, chunk.count - offset)
-        chunk.withUnsafeBytes { source in
-            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[offset..<(offset + count)]))
-        }
-        offset += count
-        return count
+        pieces.read(into: buffer) { index in piece(index) }
     }
 
-    private func loadNext() -> Bool {
-        offset = 0
-        if next < lines.count {
-            let line = lines[next]
-            next += 1
+    /// Piece 0 is the head, then one piece per member's line, then the tail.
+    private func piece(_ index: Int) -> LaneBodyPieces.Piece {
+        if index == 0 { return .bytes(head) }
+        if index == 2, !lines.isEmpty, let pause = afterFirstLine {
+            afterFirstLine = nil
+            pause()
+        }
+        let member = index - 1
+        if member < lines.count {
+            let line = lines[member]
+            let chunk: [UInt8]
             do {
                 guard let body = try LaneUploadSource.readBody(path: line.path, range: line.body, identity: line.identity) else {
-                    failure = "\(line.path) changed after it joined the group"
-                    return false
+                    return .failed("\(line.path) changed after it joined the group")
                 }
                 chunk = LaneUploadSource.line(id: line.id, url: url, body: body)
             } catch {
-                failure = "reading \(line.path) for the upload failed: \(error)"
-                return false
+                return .failed("reading \(line.path) for the upload failed: \(error)")
             }
-            guard chunk.count == line.size else {
-                failure = "\(line.path) changed after it joined the group"
-                return false
-            }
-            return true
+            guard chunk.count == line.size else { return .failed("\(line.path) changed after it joined the group") }
+            return .bytes(chunk)
         }
-        guard !tailSent else { return false }
-        tailSent = true
-        chunk = tail
-        return true
+        return member == lines.count ? .bytes(tail) : .end
     }
 }

@@ -51,6 +51,7 @@ struct OpenAIBatchClient {
                                                            message: describe("the create", answer))
         }
         // A success whose body cannot be read may still have created the batch.
+        // No readable id is the answer: the batch is then looked for by its metadata.
         guard let id = try? OpenAIBatchAnswers.id(answer.body) else { return .createUncertain }
         return .created(batchID: id)
     }
@@ -98,7 +99,7 @@ struct OpenAIBatchClient {
     }
 
     /// Streams a file's content to `fd`; nil when it all arrived, else the event to report.
-    func download(fileID: String, to fd: Int32, path: String) -> RemoteBatchMachine.Event? {
+    func download(fileID: String, to fd: borrowing FileDescriptor, path: String) -> RemoteBatchMachine.Event? {
         http.download(endpoint.baseURL + "/files/" + LaneURL.escaped(fileID) + "/content", headers: headers, what: "the download of \(fileID)", to: fd, path: path)
     }
 

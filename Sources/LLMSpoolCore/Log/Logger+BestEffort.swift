@@ -12,4 +12,17 @@ extension Logger {
             warning("\(what) failed; carrying on", id: id, ["reason": "\(error)"])
         }
     }
+
+    /// `body`'s value, or nil: without a word where the file is absent (ENOENT), after a
+    /// warning naming `what` for any other failure.
+    public func bestEffortValue<T>(_ what: String, id: String? = nil, _ body: () throws -> T) -> T? {
+        do {
+            return try body()
+        } catch let error as SystemError where error.errno == ENOENT {
+            return nil
+        } catch {
+            warning("\(what) failed; carrying on", id: id, ["reason": "\(error)"])
+            return nil
+        }
+    }
 }

@@ -91,6 +91,7 @@ public final class Logger: Sendable {
                 case .bool(let flag): object[key] = flag
                 }
             }
+            // Strings, numbers and booleans always serialize; a logger has nowhere else to report.
             let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
             return String(decoding: data, as: UTF8.self)
         }

@@ -23,9 +23,10 @@ public struct SystemdNotifier: Sendable {
     /// Sends one message such as "READY=1" or "STATUS=..."; errors are ignored, as sd_notify does.
     public func send(_ message: String) {
         guard let socketPath else { return }
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
+        let opened = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard opened >= 0 else { return }
+        let socketFile = FileDescriptor(owning: opened)
+        let fd = socketFile.rawValue
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         var path = Array(socketPath.utf8)

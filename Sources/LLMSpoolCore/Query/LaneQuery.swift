@@ -29,6 +29,7 @@ public struct LaneQuery: Sendable {
     public let groups: [Group]
 
     public init(layout: SpoolLayout) {
+        // A view of the spool: no intent folder means no group in the lane.
         let found = (try? RemoteIntentStore(layout: layout).loadAll()) ?? []
         groups = found.compactMap { entry in
             guard case .intent(let intent) = entry, intent.state != .published else { return nil }

@@ -39,17 +39,20 @@ public struct OutcomeTimes: Sendable, Equatable {
     public var latest: Date? { [done, failed].compactMap { $0 }.max() }
 
     static func failedAt(_ path: String) -> Date? {
+        // No readable record: no time, and the caller falls back to the file's own.
         guard let bytes = try? FileReader.prefix(path: path, limit: 1 << 20), let record = JSONObject.parse(bytes),
               let text = record["failed_at"] as? String else { return nil }
         return Timestamp.date(text)
     }
 
     static func modified(_ path: String) -> Date? {
+        // A file gone or unreadable has no time to show.
         guard let info = try? Syscall.lstat(path) else { return nil }
         return Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
     }
 
     static func changed(_ path: String) -> Date? {
+        // A file gone or unreadable has no time to show.
         guard let info = try? Syscall.lstat(path) else { return nil }
         return Date(timeIntervalSince1970: Double(info.st_ctim.tv_sec) + Double(info.st_ctim.tv_nsec) / 1e9)
     }

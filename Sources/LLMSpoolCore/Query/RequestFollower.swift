@@ -54,7 +54,8 @@ public final class RequestFollower {
     private let onProgress: (Progress) -> Void
     private let started = Date()
 
-    private var partialFD: Int32 = -1
+    /// The `.partial` being followed; nil before it appears.
+    private var partial: FileDescriptor?
     private var partialInode: UInt64 = 0
     private var parser = SSEParser()
     /// Text already written out, and the text of the attempt being read.
@@ -78,10 +79,6 @@ public final class RequestFollower {
         self.id = id
         self.onText = onText
         self.onProgress = onProgress
-    }
-
-    deinit {
-        if partialFD >= 0 { Syscall.close(partialFD) }
     }
 
     /// Seconds since the follower started.
@@ -116,6 +113,7 @@ public final class RequestFollower {
                 finishText()
                 return .done(resultPath: layout.result(id))
             case .failed:
+                // An unreadable record still ends the wait as failed, without its message.
                 let record = (try? FileReader.prefix(path: layout.errorRecord(id), limit: 1 << 20)).flatMap(JSONObject.parse)
                 return .failed(message: record?["message"] as? String ?? "the request failed", recordPath: layout.errorRecord(id))
             case .cancelled:
@@ -174,23 +172,31 @@ public final class RequestFollower {
     /// Reads what arrived in the `.partial` since the last look. A new file (a retry
     /// starts from zero) starts a new attempt: text already shown is not shown again.
     private func readPartial() {
+        // No `.partial`: nothing has streamed yet, or the attempt ended.
         if let info = try? Syscall.lstat(layout.partial(id)), UInt64(info.st_ino) != partialInode {
-            if partialFD >= 0 {
-                Syscall.close(partialFD)
+            if partial != nil {
+                partial = nil
                 attempt += 1
                 // The rate is the attempt's own.
                 tokens = 0
                 firstTokenAt = nil
                 lastTokenAt = nil
             }
-            partialFD = (try? Syscall.open(layout.partial(id), O_RDONLY | O_NOFOLLOW | O_NONBLOCK)) ?? -1
+            do {
+                partial = try FileDescriptor.open(layout.partial(id), O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+            } catch {
+                // Renamed or removed since the lstat: the attempt ended, and the next look
+                // reads its result or the next attempt's file.
+                partial = nil
+            }
             partialInode = UInt64(info.st_ino)
             parser = SSEParser()
             attemptText = ""
             pendingText = []
         }
-        guard partialFD >= 0 else { return }
+        guard let partialFD = partial?.rawValue else { return }
         let reader = dialect ?? DialectRegistry.fallback
+        // A read that fails shows nothing new now; the next look reads again.
         try? FileReader.forEachChunk(fd: partialFD, path: layout.partial(id)) { chunk in
             if textPartial {
                 pendingText += chunk
@@ -235,6 +241,7 @@ public final class RequestFollower {
     /// The result is the truth: whatever of it was not shown yet is shown now. An embedding
     /// has no text: one line says what came back.
     private func finishText() {
+        // The result was replaced or is too large: the wait's verdict says where it is.
         guard let bytes = try? FileReader.prefix(path: layout.result(id), limit: 256 << 20) else { return }
         let reader = dialect ?? DialectRegistry.fallback
         if reader.id == EmbeddingsDialect.id {

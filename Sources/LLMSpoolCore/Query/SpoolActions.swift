@@ -22,6 +22,7 @@ public struct SpoolActions: Sendable {
 
     /// Ids with a failed request.
     public func failedIDs() -> [String] {
+        // A folder that is not there holds no failure.
         Set(((try? Syscall.listDirectory(layout.failed)) ?? []).compactMap { name -> String? in
             guard case .request(let id) = RequestName.classify(name), !name.hasSuffix(SpoolLayout.errorRecordSuffix) else { return nil }
             return id
@@ -81,6 +82,7 @@ public struct SpoolActions: Sendable {
 
     /// Ids of the held requests.
     public func heldIDs() -> [String] {
+        // A folder that is not there holds nothing held.
         Set(((try? Syscall.listDirectory(holdFolder)) ?? []).compactMap { name -> String? in
             if case .request(let id) = RequestName.classify(name) { return id }
             return nil
@@ -135,6 +137,7 @@ public struct SpoolActions: Sendable {
     public func clean(olderThan cutoff: Date) throws -> Cleaned {
         var cleaned = Cleaned()
         func old(_ path: String) -> Bool {
+            // Gone already: nothing to clean.
             guard let info = try? Syscall.lstat(path) else { return false }
             return Double(info.st_mtim.tv_sec) < cutoff.timeIntervalSince1970
         }

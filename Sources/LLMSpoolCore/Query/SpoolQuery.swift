@@ -84,6 +84,7 @@ public struct StatusSummary: Sendable {
 
     /// The same object on one line: for `status --watch --json` (NDJSON).
     public func jsonLine() -> [UInt8] {
+        // json() writes JSON, so both always succeed; the fallback keeps one line per report.
         guard let object = try? JSONSerialization.jsonObject(with: Data(json())),
               let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return Array("{}\n".utf8) }
         return Array(data) + [0x0A]
@@ -152,6 +153,7 @@ public struct SpoolQuery: Sendable {
 
     /// Ids of the requests in `outgoing`.
     public func outgoingIDs() -> [String] {
+        // A view: a folder that is not there holds no request.
         ((try? Syscall.listDirectory(layout.outgoing)) ?? []).compactMap {
             if case .request(let id) = RequestName.classify($0) { return id }
             return nil
@@ -174,6 +176,7 @@ public struct SpoolQuery: Sendable {
 
     /// The names of the drafts in `outgoing`.
     public func drafts() -> [String] {
+        // A view: a folder that is not there holds no draft.
         ((try? Syscall.listDirectory(layout.outgoing)) ?? []).filter { name in
             guard case .request = RequestName.classify(name) else { return false }
             return isDraft("\(layout.outgoing)/\(name)")
@@ -246,6 +249,7 @@ public struct SpoolQuery: Sendable {
     public func finishedTotals() -> SpoolTotals {
         var totals = SpoolTotals()
         var results = Set<String>()
+        // A view: a folder that is not there holds nothing to count (likewise below).
         for name in (try? Syscall.listDirectory(layout.incoming)) ?? [] {
             if case .request(let id) = RequestName.classify(name) { results.insert(id) }
         }
@@ -275,7 +279,7 @@ public struct SpoolQuery: Sendable {
     /// through Foundation took minutes.
     /// `batch`: the answer came through the background lane (its last attempt names a remote batch).
     static func usageIfDone(_ bytes: [UInt8]) -> (usage: [String: Int], batch: Bool)? {
-        guard let record = try? RawJSON.parse(bytes), let status = record["status"].flatMap({ RawJSON.string($0, in: bytes) }),
+        guard let record = RawJSON.valueIfJSON(bytes), let status = record["status"].flatMap({ RawJSON.string($0, in: bytes) }),
               status == "done", case .object(let members, _)? = record["usage"] else { return nil }
         var usage: [String: Int] = [:]
         for member in members {
@@ -293,6 +297,7 @@ public struct SpoolQuery: Sendable {
         let lane = LaneQuery(layout: layout).byMember
         var entries: [QueueEntry] = []
         for id in outgoingIDs() {
+            // Gone since it was listed: no longer queued.
             guard let path = requestPath(of: id), let info = try? Syscall.lstat(path) else { continue }
             let state = self.state(of: id, live: live, now: now)
             let record = TaskRecord.load(layout, id: id)
@@ -314,6 +319,7 @@ public struct SpoolQuery: Sendable {
         }
         let actions = SpoolActions(layout: layout)
         for id in actions.heldIDs() {
+            // Gone since it was listed: no longer held.
             guard let info = try? Syscall.lstat(actions.held(id)) else { continue }
             let record = TaskRecord.load(layout, id: id)
             entries.append(QueueEntry(id: id, state: .held, bytes: Int64(info.st_size),
@@ -400,6 +406,7 @@ public struct SpoolQuery: Sendable {
         if object["state"] as? String != RequestState.failed.rawValue, Syscall.isPresent(layout.errorRecord(id)) {
             // A later outcome replaced this failure: it is history, not the request's error.
             object["superseded_failure"] = layout.errorRecord(id)
+        // No readable error record: the request's view has no error to show.
         } else if let bytes = try? FileReader.prefix(path: layout.errorRecord(id), limit: 1 << 20), let error = JSONObject.parse(bytes) {
             object["error"] = ["kind": error["kind"] ?? NSNull(), "message": error["message"] ?? NSNull(), "http_status": error["http_status"] ?? NSNull()]
             if object["attempts"] == nil { object["attempts"] = error["attempt_log"] }

@@ -19,6 +19,7 @@ public final class DiskHealth: Sendable {
     }
 
     static func identity(_ layout: SpoolLayout) -> (device: UInt64, inode: UInt64)? {
+        // No folder to look at yet: no identity, and the spool's own checks name the problem.
         guard let info = try? Syscall.lstat(layout.root), info.st_mode & S_IFMT == S_IFDIR else { return nil }
         return (UInt64(info.st_dev), UInt64(info.st_ino))
     }

@@ -90,11 +90,11 @@ public final class LeaseManager: Sendable {
     /// owner died between the exclusive create and the write) expires `seconds` after the
     /// file's mtime, so it is taken over like any other.
     func read(_ path: String) -> Lease? {
-        guard let info = try? Syscall.lstat(path) else { return nil }
+        guard let info = logger.bestEffortValue("looking at a lease", { try Syscall.lstat(path) }) else { return nil }
         // Twice: a lease rewritten in place can be caught half-written.
         for attempt in 0..<2 {
             if attempt > 0 { usleep(5_000) }
-            if let bytes = try? FileReader.prefix(path: path, limit: 4096), let object = JSONObject.parse(bytes),
+            if let bytes = logger.bestEffortValue("reading a lease", { try FileReader.prefix(path: path, limit: 4096) }), let object = JSONObject.parse(bytes),
                let owner = object["owner"] as? String, let expires = (object["expires_at"] as? NSNumber)?.doubleValue {
                 // Every renewal rewrites the file, so no honest expiry lies further past its
                 // mtime than a lease time (twice, for clocks): a wild number in a lease file
@@ -304,7 +304,7 @@ public final class LeaseManager: Sendable {
     @discardableResult
     public func chooseMethod() -> (method: ClaimMethod, reason: String) {
         let probe = probeLocks()
-        let mountinfo = (try? FileReader.prefix(path: "/proc/self/mountinfo", limit: 4 << 20)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let mountinfo = logger.bestEffortValue("reading /proc/self/mountinfo", { try FileReader.prefix(path: "/proc/self/mountinfo", limit: 4 << 20) }).map { String(decoding: $0, as: UTF8.self) } ?? ""
         let real = realpath(layout.leases, nil).map { pointer -> String in
             defer { free(pointer) }
             return String(cString: pointer)
@@ -582,7 +582,7 @@ public final class LeaseManager: Sendable {
         }
         for name in leaseNames() where name.hasPrefix(".fuse_hidden") {
             let path = "\(layout.leases)/\(name)"
-            guard let info = try? Syscall.lstat(path) else { continue }
+            guard let info = logger.bestEffortValue("looking at a leftover", { try Syscall.lstat(path) }) else { continue }
             if now - (Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9) >= age { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) } }
         }
     }
@@ -707,7 +707,7 @@ public final class LeaseManager: Sendable {
 
     /// The server stamps the lease's mtime; a local clock far from it makes leases unsafe.
     private func checkSkew(_ path: String) {
-        guard !skewWarned.load(ordering: .relaxed), let info = try? Syscall.lstat(path) else { return }
+        guard !skewWarned.load(ordering: .relaxed), let info = logger.bestEffortValue("looking at a lease's time", { try Syscall.lstat(path) }) else { return }
         let serverTime = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
         let skew = abs(serverTime - LeaseManager.now())
         if skew > margin / 2 && !skewWarned.exchange(true, ordering: .relaxed) {

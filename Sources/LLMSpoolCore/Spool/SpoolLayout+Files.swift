@@ -4,6 +4,7 @@ import Glibc
 extension SpoolLayout {
     /// The escaped original name of a request renamed to a safe id, if it was.
     public func loadOriginalName(_ id: String) -> String? {
+        // No side file: the request was never renamed.
         guard let bytes = try? FileReader.prefix(path: originalName(id), limit: 4096), !bytes.isEmpty else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }

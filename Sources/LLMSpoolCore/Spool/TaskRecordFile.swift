@@ -40,7 +40,7 @@ extension TaskRecord {
         var end = bytes.count
         while end > 0, [0x20, 0x0A, 0x0D, 0x09].contains(bytes[end - 1]) { end -= 1 }
         let trimmed = Array(bytes[..<end])
-        if (try? RawJSON.parse(trimmed)) != nil { return String(decoding: trimmed, as: UTF8.self) }
+        if RawJSON.valueIfJSON(trimmed) != nil { return String(decoding: trimmed, as: UTF8.self) }
         return JSONText.quoted(String(decoding: bytes, as: UTF8.self))
     }
 
@@ -100,6 +100,7 @@ extension TaskRecord {
     /// The record of `id`, or nil when there is none or it cannot be read (then the task
     /// simply starts afresh).
     public static func load(_ layout: SpoolLayout, id: String) -> TaskRecord? {
+        // No record, or one that cannot be read: the task starts afresh, as documented above.
         guard let bytes = try? FileReader.prefix(path: layout.taskRecord(id), limit: 16 << 20) else { return nil }
         return decode(bytes)
     }

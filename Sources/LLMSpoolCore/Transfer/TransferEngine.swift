@@ -200,7 +200,7 @@ public final class TransferEngine: @unchecked Sendable {
         do {
             self.poll = try EventPoll()
         } catch {
-            curl_multi_cleanup(multi)
+            logger.bestEffort("cleaning up the multi handle") { try CurlError.check(curl_multi_cleanup(multi), "curl_multi_cleanup") }
             throw error
         }
         self.layout = layout
@@ -259,7 +259,7 @@ public final class TransferEngine: @unchecked Sendable {
     }
 
     deinit {
-        curl_multi_cleanup(multi)
+        checkMulti(curl_multi_cleanup(multi), "curl_multi_cleanup")
     }
 
     static func gates(_ endpoints: [Endpoint], _ settings: Settings, active: [Int: Int], now: Double) -> [EndpointGate] {

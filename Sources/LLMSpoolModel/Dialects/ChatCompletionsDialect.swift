@@ -92,13 +92,13 @@ public struct ChatCompletionsDialect: Dialect {
 extension ChatCompletionsDialect {
     // An event or result that is not JSON (such as `[DONE]`) has no text.
     public func textDelta(ofEvent payload: [UInt8]) -> String? {
-        guard let chunk = try? RawJSON.parse(payload), case .array(let choices, _)? = chunk["choices"],
+        guard let chunk = RawJSON.valueIfJSON(payload), case .array(let choices, _)? = chunk["choices"],
               let content = choices.first?["delta"]?["content"] else { return nil }
         return RawJSON.string(content, in: payload)
     }
 
     public func answerText(ofResult result: [UInt8]) -> String? {
-        guard let object = try? RawJSON.parse(result), case .array(let choices, _)? = object["choices"],
+        guard let object = RawJSON.valueIfJSON(result), case .array(let choices, _)? = object["choices"],
               let content = choices.first?["message"]?["content"] else { return nil }
         return RawJSON.string(content, in: result)
     }

@@ -67,7 +67,7 @@ public struct EmbeddingsDialect: Dialect {
 
     /// One line for a person: how many vectors and of how many dimensions.
     public static func summary(ofResult result: [UInt8]) -> String? {
-        guard let object = try? RawJSON.parse(result), case .array(let data, _)? = object["data"] else { return nil }
+        guard let object = RawJSON.valueIfJSON(result), case .array(let data, _)? = object["data"] else { return nil }
         var dimensions = Set<Int>()
         for item in data {
             switch item["embedding"] {

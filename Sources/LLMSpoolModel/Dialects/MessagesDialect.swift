@@ -138,14 +138,14 @@ public struct MessagesDialect: Dialect {
 
 extension MessagesDialect {
     public func textDelta(ofEvent payload: [UInt8]) -> String? {
-        guard let event = try? RawJSON.parse(payload), let delta = event["delta"],
+        guard let event = RawJSON.valueIfJSON(payload), let delta = event["delta"],
               delta["type"].flatMap({ RawJSON.string($0, in: payload) }) == "text_delta",
               let text = delta["text"] else { return nil }
         return RawJSON.string(text, in: payload)
     }
 
     public func answerText(ofResult result: [UInt8]) -> String? {
-        guard let object = try? RawJSON.parse(result), case .array(let blocks, _)? = object["content"] else { return nil }
+        guard let object = RawJSON.valueIfJSON(result), case .array(let blocks, _)? = object["content"] else { return nil }
         let texts = blocks.compactMap { block -> String? in
             guard block["type"].flatMap({ RawJSON.string($0, in: result) }) == "text" else { return nil }
             return block["text"].flatMap { RawJSON.string($0, in: result) }

@@ -69,7 +69,7 @@ public struct ResponsesDialect: Dialect {
     /// The `code` of an `error` event, of a `response.failed` event's `response.error`, or
     /// of an OpenAI-shaped `{"error": {...}}`.
     static func code(inEvent body: [UInt8]) -> String? {
-        guard let event = try? RawJSON.parse(body) else { return nil }
+        guard let event = RawJSON.valueIfJSON(body) else { return nil }
         for candidate in [event["code"], event["response"]?["error"]?["code"], event["error"]?["code"]] {
             guard let candidate else { continue }
             switch candidate {
@@ -87,7 +87,7 @@ public struct ResponsesDialect: Dialect {
     }
 
     public func textDelta(ofEvent payload: [UInt8]) -> String? {
-        guard let event = try? RawJSON.parse(payload), let type = event["type"],
+        guard let event = RawJSON.valueIfJSON(payload), let type = event["type"],
               RawJSON.string(type, in: payload) == "response.output_text.delta",
               let delta = event["delta"] else { return nil }
         return RawJSON.string(delta, in: payload)
@@ -95,7 +95,7 @@ public struct ResponsesDialect: Dialect {
 
     /// The text of every `output_text` part of every message of the output, joined.
     public func answerText(ofResult result: [UInt8]) -> String? {
-        guard let object = try? RawJSON.parse(result), case .array(let items, _)? = object["output"] else { return nil }
+        guard let object = RawJSON.valueIfJSON(result), case .array(let items, _)? = object["output"] else { return nil }
         var texts: [String] = []
         for item in items {
             guard case .array(let parts, _)? = item["content"] else { continue }

@@ -25,7 +25,7 @@ public struct JSONRequestFormat: RequestFormat {
         // a file that parses (within the validator's depth) can say it: a half-typed one is
         // judged after the settle period, as any file not valid yet.
         guard RequestValidator.firstOffset(deeperThan: context.maxDepth, in: content) == nil else { return nil }
-        if let object = try? RawJSON.parse(content),
+        if let object = RawJSON.valueIfJSON(content),
            case .object = object, let draft = object["draft"] {
             guard case .bool(true, _) = draft else {
                 let (line, column) = RequestValidator.position(ofByte: draft.range.lowerBound + (bytes.starts(with: RequestValidator.byteOrderMark) ? 3 : 0), in: bytes)

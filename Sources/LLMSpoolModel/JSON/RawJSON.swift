@@ -63,6 +63,24 @@ public struct RawJSON: Sendable {
         return value
     }
 
+    /// The value, or nil when the bytes are not JSON: for readers to whom a body that is
+    /// not JSON simply lacks what they look for.
+    public static func valueIfJSON(_ bytes: [UInt8]) -> Value? {
+        do {
+            return try parse(bytes)
+        } catch {
+            return nil
+        }
+    }
+
+    public static func valueIfJSON(_ bytes: UnsafeRawBufferPointer) -> Value? {
+        do {
+            return try parse(bytes)
+        } catch {
+            return nil
+        }
+    }
+
     public static func parse(_ bytes: [UInt8]) throws(SyntaxError) -> Value {
         let result = bytes.withUnsafeBytes { buffer in
             Result { () throws(SyntaxError) -> Value in try parse(buffer) }

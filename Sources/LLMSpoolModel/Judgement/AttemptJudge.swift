@@ -52,7 +52,7 @@ public enum AttemptJudge {
         if body.isEmpty {
             return .failure(AttemptFailure(.malformedResponse, "the endpoint answered HTTP \(status) with an empty body", httpStatus: status))
         }
-        guard let value = try? RawJSON.parse(body), case .object = value else {
+        guard let value = RawJSON.valueIfJSON(body), case .object = value else {
             return .failure(AttemptFailure(.malformedResponse, "the answer is not a JSON object (\(body.count) bytes)", httpStatus: status, providerBody: Array(body.prefix(65536))))
         }
         if let error = value["error"], !error.isNull {

@@ -99,8 +99,7 @@ public enum AnthropicBatchAnswers {
 
     /// The error message of an Anthropic error answer (`{"type":"error","error":{"message"}}`).
     public static func errorMessage(_ bytes: [UInt8]) -> String? {
-        guard let root = try? RawJSON.parse(bytes) else { return nil }
-        return root["error"]?["message"].flatMap { RawJSON.string($0, in: bytes) }
+        ProviderError.objectMessage(inBody: bytes)
     }
 
     /// The HTTP status a live call would have answered for an `errored` result's error
@@ -147,18 +146,14 @@ public enum AnthropicBatchAnswers {
     }
 
     private static func object(_ bytes: [UInt8]) throws(Problem) -> RawJSON.Value {
-        let root: RawJSON.Value
         do {
-            root = try RawJSON.parse(bytes)
+            return try BatchAnswerJSON.object(bytes)
         } catch {
-            throw Problem(description: "not JSON: \(error)")
+            throw Problem(description: error.description)
         }
-        guard case .object = root else { throw Problem(description: "not a JSON object") }
-        return root
     }
 
     private static func integer(_ value: RawJSON.Value?, _ bytes: [UInt8]) -> Int? {
-        guard case .number(let range)? = value else { return nil }
-        return Int(String(decoding: bytes[range], as: UTF8.self))
+        BatchAnswerJSON.integer(value, bytes)
     }
 }

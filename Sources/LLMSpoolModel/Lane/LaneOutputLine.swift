@@ -16,11 +16,10 @@ public enum LaneOutputLine {
     public static func read(_ line: [UInt8]) throws(Problem) -> (customID: String, result: BatchLineResult) {
         let root: RawJSON.Value
         do {
-            root = try RawJSON.parse(line)
+            root = try BatchAnswerJSON.object(line)
         } catch {
-            throw Problem(description: "not JSON: \(error)")
+            throw Problem(description: error.description)
         }
-        guard case .object = root else { throw Problem(description: "not a JSON object") }
         guard let customID = root["custom_id"].flatMap({ RawJSON.string($0, in: line) }) else {
             throw Problem(description: "no custom_id")
         }

@@ -57,23 +57,18 @@ public enum OpenAIBatchAnswers {
 
     /// The provider's error message in an error answer, when it has one.
     public static func errorMessage(_ bytes: [UInt8]) -> String? {
-        guard let root = try? RawJSON.parse(bytes) else { return nil }
-        return root["error"]?["message"].flatMap { RawJSON.string($0, in: bytes) }
+        ProviderError.objectMessage(inBody: bytes)
     }
 
     private static func object(_ bytes: [UInt8]) throws(Problem) -> RawJSON.Value {
-        let root: RawJSON.Value
         do {
-            root = try RawJSON.parse(bytes)
+            return try BatchAnswerJSON.object(bytes)
         } catch {
-            throw Problem(description: "the answer is not JSON: \(error)")
+            throw Problem(description: "the answer is \(error)")
         }
-        guard case .object = root else { throw Problem(description: "the answer is not a JSON object") }
-        return root
     }
 
     private static func integer(_ value: RawJSON.Value?, _ bytes: [UInt8]) -> Int? {
-        guard case .number(let range)? = value else { return nil }
-        return Int(String(decoding: bytes[range], as: UTF8.self))
+        BatchAnswerJSON.integer(value, bytes)
     }
 }

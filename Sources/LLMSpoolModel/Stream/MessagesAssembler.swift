@@ -74,7 +74,7 @@ public struct MessagesAssembler: StreamAssembling {
 
     public func isContent(_ payload: UnsafeRawBufferPointer) -> Bool {
         // A ping is a few bytes; anything long enough to carry text is content.
-        guard payload.count < 64, let object = try? RawJSON.parse(payload) else { return true }
+        guard payload.count < 64, let object = RawJSON.valueIfJSON(payload) else { return true }
         return Self.escaped(object["type"], payload).map { Array($0) } != Array("ping".utf8)
     }
 

@@ -218,7 +218,7 @@ public struct StreamAssembler {
     }
 
     static func usageCounts(_ raw: [UInt8]) -> [String: Int]? {
-        guard let value = try? RawJSON.parse(raw) else { return nil }
+        guard let value = RawJSON.valueIfJSON(raw) else { return nil }
         return AttemptJudge.counts(value, in: raw)
     }
 }
