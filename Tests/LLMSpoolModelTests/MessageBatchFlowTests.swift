@@ -118,6 +118,13 @@ import Testing
         // A page older than the intent ends the reading.
         #expect(machine.handle(.listed(first)) == [.perform(.list(after: "n1"))])
         #expect(machine.handle(.listed(RemoteBatchListing(entries: [entry("old", at: 1_000)], hasMore: true))).last == .perform(.create))
+        // Nobody waits any more: a list that loops ends the group instead of holding it.
+        var withdrawn = reconciling()
+        _ = withdrawn.handle(.withdrawn)
+        _ = withdrawn.handle(.listed(first))
+        let ended = withdrawn.handle(.listed(RemoteBatchListing(entries: [entry("n1", total: 5)], hasMore: true)))
+        guard case .abandon(let reason)? = ended.first, ended.count == 1 else { Issue.record("\(ended)"); return }
+        #expect(reason.contains("repeats itself after n1"))
     }
 
     @Test func aCreateThatProvesNothingCommittedIsRetriedAndAWithdrawalThenMakesNoBatch() {

@@ -252,6 +252,10 @@ public struct RemoteBatchMachine: Sendable {
             guard last.id != after, candidates.pages.insert(last.id).inserted else {
                 // A page that leads back to one read: the list cannot say there is no batch
                 // of the group, so nothing is created; it is read again from the start.
+                if isWithdrawn {
+                    pending = nil
+                    return [.abandon(message: "every request of the group was deleted; the provider's list repeats itself after \(last.id), so a batch of the group cannot be found to cancel it")]
+                }
                 failures += 1
                 pending = .list(after: nil)
                 let backoff = min(Double(1 << min(failures, 20)), Self.maximumBackoff)
