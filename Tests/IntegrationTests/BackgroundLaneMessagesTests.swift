@@ -213,4 +213,54 @@ import Testing
         #expect(!Syscall.isPresent(hooked), "no hook for a discarded answer")
         #expect(try lane.creations(harness) == [group: 1])
     }
+
+    static let hostileEndpoint = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("hostile/message_batches.py").path
+
+    /// Everything a Message Batches endpoint can get wrong at once (`Tests/hostile/message_batches.py`):
+    /// a lost create, a list whose page loops, a stranger's batch of the group's size, an
+    /// unknown status, absurd counts, a `results_url` elsewhere, and results with an unknown
+    /// custom_id, another group's, a repeated one, one past the members and a last line cut
+    /// short. The daemon lives, creates once, publishes each member once (the first line of
+    /// its own, else live) and sends the key nowhere but the endpoint's own paths.
+    @Test func aHostileMessageBatchesEndpointNeitherCrashesTheDaemonNorPublishesTwice() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let port = try LiteLLMProxyTests.freePort()
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        server.arguments = [Self.hostileEndpoint, "\(port)"]
+        server.standardOutput = FileHandle.nullDevice
+        try server.run()
+        defer {
+            // SIGKILL: a signal the test process ignores is ignored by its children too.
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
+        func state() throws -> [String: Any] {
+            try #require(JSONSerialization.jsonObject(with: LoopbackGet.body(port: port, path: "/hostile/state")) as? [String: Any])
+        }
+        try waitUntil("the hostile endpoint listens", timeout: 10) { (try? state()) != nil }
+        try harness.startDaemon(config: BackgroundLaneTests.lane.merging(["endpoints": [["name": "evil", "api": "anthropic", "base_url": "http://127.0.0.1:\(port)", "batch": true]]]) { $1 },
+                                environment: Self.environment)
+        let ids = ["h0", "h1", "h2"]
+        for id in ids { try harness.drop(id, Self.deferrable("Hostile \(id)")) }
+        try lane.waitForOutcomes(harness, ids, timeout: 90)
+        #expect(harness.daemonIsRunning)
+        try SDKJudge.expectParses("Message", ids.map { harness.layout.result($0) })
+        #expect(AnthropicMessagesTests.text(of: try harness.json(harness.layout.result("h0"))) == "first of member 0", "the first line of the member, once")
+        for id in ["h1", "h2"] {
+            #expect(AnthropicMessagesTests.text(of: try harness.json(harness.layout.result(id))) == "live Hostile \(id)", "\(id): no readable line of its own, so live")
+            let attempts = try #require(try harness.record(id)["attempts"] as? [[String: Any]])
+            #expect(attempts.map { $0["outcome"] as? String } == ["transport", "ok"], "\(attempts)")
+        }
+        let seen = try state()
+        #expect(seen["creates"] as? Int == 1, "the lost create was adopted, the looping list made no second: \(seen["creates"] ?? "")")
+        #expect((seen["live"] as? [String])?.sorted() == ["Hostile h1", "Hostile h2"])
+        #expect(seen["stolen"] == nil, "the results_url of the answer is never fetched")
+        for problem in ["repeats itself", "is not one of group", "(of group gother0000000000)", "names no member: the group has 3", "not JSON"] {
+            #expect(harness.log.contains(problem), "logged: \(problem)")
+        }
+    }
 }
