@@ -75,7 +75,9 @@ enum SetupCommand {
             var line = "endpoint[\(index)] \(endpoint.name) (\(endpoint.api.rawValue)) = \(endpoint.requestURL)  api key: \(key)  concurrency \(min(endpoint.concurrency, config.concurrency))"
             if endpoint.api == .anthropic { line += "  anthropic-version \(endpoint.anthropicVersion)" }
             if let model = endpoint.model { line += "  model -> \(model)" }
-            if endpoint.batch { line += "  batch: \(endpoint.baseURL)/files + /batches" }
+            if endpoint.batch {
+                line += endpoint.api == .anthropic ? "  batch: \(endpoint.url(for: MessagesDialect()))/batches" : "  batch: \(endpoint.baseURL)/files + /batches"
+            }
             if endpoint.requestsPerMinute > 0 { line += "  \(Int(endpoint.requestsPerMinute)) requests/min" }
             if endpoint.tokensPerMinute > 0 { line += "  \(Int(endpoint.tokensPerMinute)) tokens/min" }
             line += "  http \(endpoint.httpVersion.rawValue)"

@@ -369,9 +369,13 @@ import Testing
         #expect(checked.status == 0, "\(checked.stderr)")
         #expect(checked.stdout.contains("endpoint[0] batchy (openai)") && checked.stdout.contains("batch: http://127.0.0.1:9/v1/files + /batches"))
         #expect(checked.stdout.contains("default_completion_window = 24h") && checked.stdout.contains("deferred_fallback = fail"))
-        try harness.writeConfig(["endpoints": [["base_url": "http://127.0.0.1:9", "api": "anthropic", "batch": true]]])
+        try harness.writeConfig(["endpoints": [["name": "claude", "base_url": "http://127.0.0.1:9", "api": "anthropic", "batch": true]]])
+        let anthropic = try harness.cli(["check-config", "--config", harness.configPath])
+        #expect(anthropic.status == 0, "\(anthropic.stderr)")
+        #expect(anthropic.stdout.contains("endpoint[0] claude (anthropic)") && anthropic.stdout.contains("batch: http://127.0.0.1:9/v1/messages/batches"), "\(anthropic.stdout)")
+        try harness.writeConfig(["endpoints": [["base_url": "http://127.0.0.1:9", "api": "anthropic", "model": "m", "batch": true]]])
         let refused = try harness.cli(["check-config", "--config", harness.configPath])
         #expect(refused.status == 1)
-        #expect(refused.stderr.contains("\(harness.configPath): endpoints[0]: \"batch\": true is only for an endpoint whose \"api\" is \"openai\""), "\(refused.stderr)")
+        #expect(refused.stderr.contains("\(harness.configPath): endpoints[0]: \"batch\": true cannot go with \"model\""), "\(refused.stderr)")
     }
 }

@@ -24,6 +24,17 @@ import Testing
         #expect(endpoints.map(\.batch) == [true, false])
     }
 
+    @Test func anAnthropicEndpointServesTheLaneThroughMessageBatches() throws {
+        let config = try Config.parse(Array(#"{"endpoints": [{"name": "claude", "base_url": "http://127.0.0.1:1", "api": "anthropic", "batch": true}]}"#.utf8),
+                                      source: "lane.json")
+        let endpoints = try config.resolvedEndpoints(environment: [:])
+        #expect(endpoints.map(\.batch) == [true] && endpoints.map(\.api) == [.anthropic])
+        let error = #expect(throws: ConfigError.self) {
+            try Config.parse(Array(#"{"endpoints": [{"base_url": "http://h", "api": "anthropic", "model": "m", "batch": true}]}"#.utf8), source: "lane.json")
+        }
+        #expect(error?.message.contains(#"endpoints[0]: "batch": true cannot go with "model""#) == true, "\(error?.message ?? "")")
+    }
+
     @Test(arguments: [
         (#"{"default_completion_window": "1h"}"#, #"lane.json: "default_completion_window" must be "24h""#),
         (#"{"deferred_fallback": "later"}"#, #"lane.json: "deferred_fallback" must be live or fail, not "later""#),
@@ -36,7 +47,6 @@ import Testing
         (#"{"batch_poll_seconds": 0}"#, #""batch_poll_seconds" must be from 1"#),
         (#"{"batch_poll_seconds": 60, "batch_poll_max_seconds": 30}"#, #""batch_poll_max_seconds" (30) must not be less than "batch_poll_seconds" (60)"#),
         (#"{"endpoints": [{"base_url": "http://h/v1", "batch": "yes"}]}"#, #"lane.json: endpoints[0]: "batch" must be true or false"#),
-        (#"{"endpoints": [{"base_url": "http://h", "api": "anthropic", "batch": true}]}"#, #"endpoints[0]: "batch": true is only for an endpoint whose "api" is "openai""#),
         (#"{"endpoints": [{"base_url": "http://h/v1", "model": "m", "batch": true}]}"#, #"endpoints[0]: "batch": true cannot go with "model""#),
     ])
     func badLaneSettingsAreNamed(text: String, mention: String) {

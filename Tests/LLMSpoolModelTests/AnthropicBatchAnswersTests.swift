@@ -122,4 +122,47 @@ import Testing
         #expect(AnthropicBatchAnswers.errorMessage(Array("<html>".utf8)) == nil)
         #expect(AnthropicBatchAnswers.errorMessage(Array(#"{"error":"x"}"#.utf8)) == nil)
     }
+
+    @Test func aListedBatchGivesItsSizeAndWhetherItEnded() throws {
+        let page = Array(#"""
+            {"data":[{"id":"a","processing_status":"ended","created_at":"2026-12-01T00:00:00Z",
+                      "request_counts":{"processing":0,"succeeded":2,"errored":1,"canceled":0,"expired":0}},
+                     {"id":"b","processing_status":"in_progress","request_counts":{"processing":3,"succeeded":0,"errored":0,"canceled":0,"expired":0}},
+                     {"id":"c","processing_status":"ended","request_counts":{"processing":0,"succeeded":1}},
+                     {"id":"d","processing_status":"ended","request_counts":{"processing":-5,"succeeded":1,"errored":0,"canceled":0,"expired":0}},
+                     {"id":"e","processing_status":"ended","request_counts":{"processing":9223372036854775807,"succeeded":9223372036854775807,"errored":0,"canceled":0,"expired":99999999999999999999999}}],
+             "has_more":false}
+            """#.utf8)
+        let listing = try AnthropicBatchAnswers.listing(page)
+        #expect(listing.entries.map(\.total) == [3, 3, nil, nil, nil], "missing, negative or unreadable counts rule nothing out")
+        #expect(listing.entries.map(\.ended) == [true, false, true, true, true])
+        let saturated = Array(#"{"data":[{"id":"f","request_counts":{"processing":9223372036854775807,"succeeded":9223372036854775807,"errored":0,"canceled":0,"expired":0}}]}"#.utf8)
+        #expect(try AnthropicBatchAnswers.listing(saturated).entries.first?.total == Int.max, "absurd counts saturate, never trap")
+    }
+
+    @Test func aResultsLineIsItsMembersOutcomeOrANamedRefusal() throws {
+        let members = ["first", "second"]
+        let ok = Array(#"{"custom_id":"g1-1","result":{"type":"succeeded","message":{"type":"message","content":[]}}}"#.utf8)
+        let read = try AnthropicBatchAnswers.memberLine(ok, group: "g1", members: members)
+        #expect(read.member == "second")
+        #expect(read.result == .succeeded(status: 200, requestID: nil, body: Array(#"{"type":"message","content":[]}"#.utf8)))
+        let cases: [(String, String)] = [
+            (#"{"custom_id":"g2-0","result":{"type":"canceled"}}"#, #"the custom_id "g2-0" (of group g2) is not one of group g1's"#),
+            (#"{"custom_id":"stranger","result":{"type":"canceled"}}"#, #"the custom_id "stranger" is not one of group g1's"#),
+            (#"{"custom_id":"g1-2","result":{"type":"canceled"}}"#, "the custom_id g1-2 names no member: the group has 2"),
+            (#"{"custom_id":"g1-0","result":{"ty"#, "not JSON"),
+        ]
+        for (line, problem) in cases {
+            let error = #expect(throws: AnthropicBatchAnswers.Problem.self) { try AnthropicBatchAnswers.memberLine(Array(line.utf8), group: "g1", members: members) }
+            #expect(error?.description.contains(problem) == true, "\(line): \(error?.description ?? "")")
+        }
+    }
+
+    @Test func theFirstResultsLineNamesItsGroup() {
+        #expect(AnthropicBatchAnswers.group(ofFirstResultLine: Array(#"{"custom_id":"g00ab-12","result":{"type":"expired"}}"#.utf8)) == "g00ab")
+        #expect(AnthropicBatchAnswers.group(ofFirstResultLine: Array(#"{"custom_id":"nodash","result":{}}"#.utf8)) == nil)
+        #expect(AnthropicBatchAnswers.group(ofFirstResultLine: Array(#"{"custom_id":"-7"}"#.utf8)) == nil)
+        #expect(AnthropicBatchAnswers.group(ofFirstResultLine: Array(#"{"custom_id":"g1-0","result":{"ty"#.utf8)) == nil, "a line cut short names none")
+        #expect(AnthropicBatchAnswers.group(ofFirstResultLine: []) == nil)
+    }
 }

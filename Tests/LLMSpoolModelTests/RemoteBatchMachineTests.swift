@@ -225,7 +225,7 @@ import Testing
     }
 
     @Test func statesAreOrderedAsTheLife() {
-        #expect(RemoteBatchState.allCases.map(\.rawValue) == ["intent", "uploaded", "created", "polling", "ended", "downloaded", "split", "published"])
+        #expect(RemoteBatchState.allCases.map(\.rawValue) == ["intent", "uploaded", "creating", "created", "polling", "ended", "downloaded", "split", "published"])
         #expect(RemoteBatchState.intent < .uploaded && RemoteBatchState.split < .published)
     }
 }

@@ -96,13 +96,13 @@ import Testing
     let routing = LaneRouting(endpoints: [LaneRouter.Endpoint(name: "batchy", batch: true),
                                           LaneRouter.Endpoint(name: "anthropic", batch: true, api: .anthropic)], defaultWindow: "24h")
 
-    @Test func onlyAJSONRequestOfTheOpenAIBatchAPIsWithNoEndpointOfItsOwnIsDeferred() {
+    @Test func onlyAJSONRequestWithNoEndpointOfItsOwnIsDeferredToABatchEndpointOfItsAPI() {
         #expect(routing.route(task()) == .deferred(endpoint: 0))
         #expect(routing.route(task(window: nil)) == .deferred(endpoint: 0), "the config's default window")
         #expect(routing.route(task(format: PromptRequestFormat.id)) == .live)
         #expect(routing.route(task(endpoint: "batchy")) == .live)
         #expect(routing.route(task(pinned: 0)) == .live)
-        #expect(routing.route(task(dialect: MessagesDialect.id)) == .live, "Anthropic Message Batches are not carried yet")
+        #expect(routing.route(task(dialect: MessagesDialect.id)) == .deferred(endpoint: 1), "Messages go to the Anthropic batch endpoint")
         #expect(routing.route(task(dialect: EmbeddingsDialect.id)) == .deferred(endpoint: 0))
     }
 }

@@ -88,7 +88,7 @@ public struct Config: Sendable, Equatable {
         ("base_url", "the endpoint's base URL including /v1 (default https://api.openai.com/v1; OPENAI_BASE_URL overrides)"),
         ("api_key_env", "name of the environment variable holding the API key (default OPENAI_API_KEY)"),
         ("api_key_file", "path of a file holding the API key, mode 0600 (default none)"),
-        ("endpoints", "ordered fallback list of endpoints, each with name, base_url, api (openai or anthropic), api_key_env, api_key_file, anthropic_version, model, concurrency, requests_per_minute, tokens_per_minute, batch (true: it serves the background lane through OpenAI's Batch API), http_version, ca_file (default: from the settings above and the environment: OPENAI_BASE_URL/OPENAI_API_KEY, and ANTHROPIC_BASE_URL/ANTHROPIC_API_KEY for an Anthropic one)"),
+        ("endpoints", "ordered fallback list of endpoints, each with name, base_url, api (openai or anthropic), api_key_env, api_key_file, anthropic_version, model, concurrency, requests_per_minute, tokens_per_minute, batch (true: it serves the background lane through its api's Batch API: OpenAI's Files and Batches, or Anthropic's Message Batches), http_version, ca_file (default: from the settings above and the environment: OPENAI_BASE_URL/OPENAI_API_KEY, and ANTHROPIC_BASE_URL/ANTHROPIC_API_KEY for an Anthropic one)"),
         ("concurrency", "transfers at once (default 64)"),
         ("connect_timeout_seconds", "connect timeout per attempt (default 10)"),
         ("idle_timeout_seconds", "an attempt fails after this long without content (default 300)"),
@@ -390,9 +390,6 @@ public struct EndpointSettings: Sendable, Equatable {
                   tokensPerMinute: try reader.number("tokens_per_minute", minimum: 0),
                   api: api, anthropicVersion: version)
         if let batch = try reader.bool("batch"), batch {
-            guard api == .openai else {
-                throw ConfigError("\(source): \"batch\": true is only for an endpoint whose \"api\" is \"openai\" (Anthropic Message Batches are not supported yet)")
-            }
             guard model == nil else {
                 throw ConfigError("\(source): \"batch\": true cannot go with \"model\": the background lane sends each request's body as it is")
             }

@@ -49,7 +49,7 @@ public enum ExampleConfig {
   "settle_seconds": 2,
   "min_free_bytes": 67108864,
   "shutdown_grace_seconds": 10,
-  "_background_lane": "Requests whose envelope says \"completion_window\": \"24h\" (or all that name no window, with default_completion_window: \"24h\") go through OpenAI's Batch API on the first endpoint with \"batch\": true, at the provider's batch price; without one they go live, or fail as no-endpoint with deferred_fallback: \"fail\".",
+  "_background_lane": "Requests whose envelope says \"completion_window\": \"24h\" (or all that name no window, with default_completion_window: \"24h\") go through the provider's Batch API (OpenAI's Files and Batches for chat, responses, completions and embeddings; Anthropic's Message Batches for Messages) on the first endpoint of the request's api with \"batch\": true, at the provider's batch price; without one they go live, or fail as no-endpoint with deferred_fallback: \"fail\".",
   "deferred_fallback": "live",
   "deferred_expired": "live",
   "batch_max_requests": 50000,

@@ -90,6 +90,24 @@ struct AnthropicBatchClient {
         http.download(batchesURL + "/" + LaneURL.escaped(batchID) + "/results", headers: headers, what: "the results of \(batchID)", to: fd, path: path)
     }
 
+    /// Reads the first line of an ended batch's results: its custom_id tells whose it is. A
+    /// batch with no results (or none yet) names no group.
+    func inspect(batchID: String) -> RemoteBatchMachine.Event {
+        let answer: LaneHTTP.Answer
+        do {
+            answer = try http.exchange(method: "GET", url: batchesURL + "/" + LaneURL.escaped(batchID) + "/results", headers: headers,
+                                       body: nil, sink: .firstLine(limit: Self.answerLimit))
+        } catch {
+            return .failed(retryable: true, retryAfter: nil, message: "reading the first result of \(batchID) failed: \(error)")
+        }
+        // A batch that is gone cannot be the group's to poll.
+        if answer.status == 404 { return .inspected(batchID: batchID, group: nil) }
+        guard (200..<300).contains(answer.status) else {
+            return .failed(retryable: true, retryAfter: answer.retryAfter, message: describe("the results of \(batchID)", answer))
+        }
+        return .inspected(batchID: batchID, group: AnthropicBatchAnswers.group(ofFirstResultLine: answer.body))
+    }
+
     private func get(_ url: String, _ what: String) -> LaneHTTP.Read {
         http.read(url, headers: headers, what: what, limit: Self.answerLimit, describe: describe)
     }

@@ -1,6 +1,7 @@
 /// The body of a group's Message Batch create: `AnthropicBatchAnswers`' framing around each
 /// member's Messages body, read from its request file when its turn comes (so one body is
-/// in memory at a time). A member's custom_id is `<group>-<index>`. Each body's compacted
+/// in memory at a time). A member's custom_id is `<group>-<index>`, its index in the intent
+/// (a member left out, whose request is gone, keeps the others' indices). Each body's compacted
 /// size was measured when its member joined the group (as its OpenAI input line, whose
 /// framing is known); a request file that no longer gives that body fails the create.
 final class AnthropicBatchSource: LaneBodySource {
@@ -8,19 +9,24 @@ final class AnthropicBatchSource: LaneBodySource {
     var failure: String? { pieces.failure }
     private let group: String
     private let lines: [LaneUploadSource.Line]
+    private let indices: [Int]
     private let bodySizes: [Int]
     private var pieces = LaneBodyPieces()
 
     /// nil when a measured size is not that of a line for `url`, or the sizes overflow.
-    init?(group: String, url: String, lines: [LaneUploadSource.Line]) {
+    /// `indices` are the lines' members' places in the intent (by default 0, 1, 2…).
+    init?(group: String, url: String, lines: [LaneUploadSource.Line], indices: [Int]? = nil) {
+        let indices = indices ?? Array(lines.indices)
+        guard indices.count == lines.count else { return nil }
         var total = AnthropicBatchAnswers.head.count + AnthropicBatchAnswers.tail.count
         var sizes: [Int] = []
         sizes.reserveCapacity(lines.count)
-        for (index, line) in lines.enumerated() {
+        for (position, line) in lines.enumerated() {
+            let index = indices[position]
             let framing = LaneInputLine.prefix(customID: line.id, url: url).count + LaneInputLine.suffix.count
             guard line.size > framing else { return nil }
             let body = line.size - framing
-            let prefix = AnthropicBatchAnswers.memberPrefix(customID: AnthropicBatchAnswers.customID(group: group, index: index), first: index == 0).count
+            let prefix = AnthropicBatchAnswers.memberPrefix(customID: AnthropicBatchAnswers.customID(group: group, index: index), first: position == 0).count
             let (sum, overflow) = total.addingReportingOverflow(body + prefix + AnthropicBatchAnswers.memberSuffix.count)
             guard !overflow else { return nil }
             total = sum
@@ -29,6 +35,7 @@ final class AnthropicBatchSource: LaneBodySource {
         size = total
         self.group = group
         self.lines = lines
+        self.indices = indices
         bodySizes = sizes
     }
 
@@ -48,7 +55,7 @@ final class AnthropicBatchSource: LaneBodySource {
                 }
                 let body = JSONWriter.compact(raw)
                 guard body.count == bodySizes[index] else { return .failed("\(line.path) changed after it joined the group") }
-                return .bytes(AnthropicBatchAnswers.memberPrefix(customID: AnthropicBatchAnswers.customID(group: group, index: index), first: index == 0)
+                return .bytes(AnthropicBatchAnswers.memberPrefix(customID: AnthropicBatchAnswers.customID(group: group, index: indices[index]), first: index == 0)
                     + body + AnthropicBatchAnswers.memberSuffix)
             } catch {
                 return .failed("reading \(line.path) for the create failed: \(error)")

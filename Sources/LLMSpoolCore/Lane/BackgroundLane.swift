@@ -238,7 +238,8 @@ public final class BackgroundLane: @unchecked Sendable {
         guard !members.isEmpty else { return }
         let groupID = LaneMembership.newGroupID()
         let now = Date()
-        let intent = RemoteIntent(group: groupID, endpoint: key.endpoint, url: key.url, createdAt: Int(now.timeIntervalSince1970),
+        let api = endpoints.first { $0.name == key.endpoint }?.api ?? .openai
+        let intent = RemoteIntent(group: groupID, endpoint: key.endpoint, api: api, url: key.url, createdAt: Int(now.timeIntervalSince1970),
                                   members: members.map { RemoteIntent.Member(id: $0.task.id, request: $0.task.identity) })
         do {
             try store.write(intent)
@@ -344,6 +345,8 @@ public final class BackgroundLane: @unchecked Sendable {
                 end(id)
             case .abandon(let message):
                 abandon(id, message)
+            case .warn(let message):
+                logger.warning("a remote batch's reconciling", ["group": LogValue(id), "reason": LogValue(message)])
             }
         }
     }
@@ -381,6 +384,11 @@ public final class BackgroundLane: @unchecked Sendable {
                          ["group": LogValue(id), "endpoint": LogValue(intent.endpoint)])
             retry(id, step, after: 60)
             return nil
+        }
+        if intent.api == .anthropic,
+           let event = MessageBatchSteps(client: AnthropicBatchClient(endpoint: endpoint, http: http), http: http, layout: layout, logger: logger)
+            .perform(step, group: group, output: outputPath(id), errors: errorsPath(id)) {
+            return event
         }
         let client = OpenAIBatchClient(endpoint: endpoint, http: http)
         switch step {
@@ -442,6 +450,8 @@ public final class BackgroundLane: @unchecked Sendable {
             }
             logger.info("remote batch downloaded", ["group": LogValue(id), "batch": LogValue(intent.batchID ?? "?")])
             return .downloaded
+        case .inspect:
+            return .failed(retryable: false, retryAfter: nil, message: "an OpenAI batch carries its group in its metadata: nothing to inspect")
         case .split:
             do {
                 try index(id)
@@ -478,7 +488,8 @@ public final class BackgroundLane: @unchecked Sendable {
 
     private func index(_ id: String) throws {
         let paths = [outputPath(id), errorsPath(id)].filter { Syscall.isPresent($0) }
-        let index = try LaneOutputIndex(paths: paths)
+        guard let intent = groups[id]?.machine.intent else { return }
+        let index = try LaneOutputIndex(paths: paths, reader: LaneOutputIndex.reader(for: intent))
         for problem in index.problems.prefix(20) {
             logger.warning("a line of a remote batch's output cannot be read", ["group": LogValue(id), "problem": LogValue(problem)])
         }
@@ -557,7 +568,7 @@ public final class BackgroundLane: @unchecked Sendable {
         var body: [UInt8] = []
         var headers: [String: String] = [:]
         do {
-            let line = try group.index?.line(of: task.id).map { try LaneOutputLine.read($0).result }
+            let line = try group.index?.result(of: task.id)
             switch LaneMemberVerdict.decide(line: line, batchStatus: group.machine.intent.remoteStatus, batch: batch) {
             case .response(let status, let requestID, let answer):
                 ending = .response(status: status)

@@ -15,6 +15,9 @@ final class LaneHTTP {
         /// number of a `FileDescriptor` the caller owns and closes, lent for one exchange to
         /// curl's write callback, which reaches it through this copyable value.
         case file(fd: Int32, path: String)
+        /// The first line only (at most `limit` bytes), without its newline; the rest is not
+        /// read: a stranger's results file may be large, and its first line tells whose it is.
+        case firstLine(limit: Int)
     }
 
     /// What came back: the status, the body when kept in memory, and the Retry-After.
@@ -50,6 +53,8 @@ final class LaneHTTP {
     private var received: [UInt8] = []
     private var receivedBytes: Int64 = 0
     private var sinkFailure: String?
+    /// The `firstLine` sink has its line and stopped the transfer on purpose.
+    private var haveFirstLine = false
     private var retryAfter: Double?
     /// Tests only (`LaneTestPause`): called once, halfway through the first bytes written
     /// to a file sink, so that a kill leaves a download cut short on disk.
@@ -78,6 +83,7 @@ final class LaneHTTP {
         received = []
         receivedBytes = 0
         sinkFailure = nil
+        haveFirstLine = false
         retryAfter = nil
         errorBuffer[0] = 0
         let me = Unmanaged.passUnretained(self).toOpaque()
@@ -119,6 +125,9 @@ final class LaneHTTP {
         let code = curl_easy_perform(handle)
         if let sinkFailure { throw TransportFailure(description: sinkFailure) }
         if let failure = source?.failure { throw BodyFailure(description: failure) }
+        if haveFirstLine {
+            return Answer(status: CurlHandle.responseCode(handle), body: received, retryAfter: retryAfter, bytesReceived: receivedBytes)
+        }
         guard code == CURLE_OK else {
             let detail = String(cString: errorBuffer)
             let text = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
@@ -142,6 +151,15 @@ final class LaneHTTP {
                 return 0
             }
             received.append(contentsOf: UnsafeRawBufferPointer(start: buffer, count: count))
+        case .firstLine(let limit):
+            let bytes = UnsafeRawBufferPointer(start: buffer, count: count)
+            let end = bytes.firstIndex(of: 0x0A) ?? count
+            received.append(contentsOf: bytes[..<min(end, max(0, limit - received.count))])
+            guard end == count, received.count < limit else {
+                // Returning less than `count` ends the transfer: nothing more is wanted.
+                haveFirstLine = true
+                return 0
+            }
         case .file(let fd, let path):
             do {
                 if let pause = midFile {

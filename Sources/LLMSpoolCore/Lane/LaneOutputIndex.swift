@@ -2,8 +2,28 @@ import Glibc
 
 /// Where each member's line is in a remote batch's downloaded output and error files,
 /// found by reading them once in chunks: the files stay on disk, only offsets are held
-/// (a 50,000-line output costs the index, not its bodies).
+/// (a 50,000-line output costs the index, not its bodies). Each provider's lines are read
+/// by its own reader, which maps the line's custom_id to the member it names.
 struct LaneOutputIndex {
+    /// One line read: the member it names and its outcome; throws for a line that names none.
+    typealias Reader = ([UInt8]) throws -> (member: String, result: BatchLineResult)
+
+    /// The reader of a group's lines: OpenAI's custom_ids are the member ids; Anthropic's
+    /// are `<group>-<index>`, the member's place in the intent.
+    static func reader(for intent: RemoteIntent) -> Reader {
+        switch intent.api {
+        case .openai:
+            return { line in
+                let read = try LaneOutputLine.read(line)
+                return (read.customID, read.result)
+            }
+        case .anthropic:
+            let group = intent.group
+            let members = intent.members.map(\.id)
+            return { line in try AnthropicBatchAnswers.memberLine(line, group: group, members: members) }
+        }
+    }
+
     struct Place {
         var file: Int
         var offset: Int
@@ -11,12 +31,14 @@ struct LaneOutputIndex {
     }
 
     let paths: [String]
+    private let reader: Reader
     private(set) var places: [String: Place] = [:]
     /// Lines that could not be read, with their file and line number, for the log.
     private(set) var problems: [String] = []
 
-    init(paths: [String]) throws {
+    init(paths: [String], reader: @escaping Reader) throws {
         self.paths = paths
+        self.reader = reader
         for (index, path) in paths.enumerated() {
             var offset = 0
             var lineNumber = 0
@@ -25,9 +47,9 @@ struct LaneOutputIndex {
                 defer { offset += line.count + 1 }
                 guard !line.isEmpty else { return }
                 do {
-                    let read = try LaneOutputLine.read(line)
-                    // The first line of an id counts; a repeated one is the provider's mistake.
-                    if places[read.customID] == nil { places[read.customID] = Place(file: index, offset: offset, length: line.count) }
+                    let read = try reader(line)
+                    // The first line of a member counts; a repeated one is the provider's mistake.
+                    if places[read.member] == nil { places[read.member] = Place(file: index, offset: offset, length: line.count) }
                 } catch {
                     problems.append("\(path) line \(lineNumber): \(error)")
                 }
@@ -40,6 +62,11 @@ struct LaneOutputIndex {
         guard let place = places[id] else { return nil }
         let file = try FileDescriptor.open(paths[place.file], O_RDONLY | O_NOFOLLOW)
         return try Syscall.preadAll(file.rawValue, count: place.length, at: place.offset, path: paths[place.file])
+    }
+
+    /// The outcome of `id`'s line, read back; nil when it has none.
+    func result(of id: String) throws -> BatchLineResult? {
+        try line(of: id).map { try reader($0).result }
     }
 
     /// Calls `body` with each line of the file, without its newline; a line is held whole

@@ -1,7 +1,6 @@
 import FoundationEssentials
 
-/// Anthropic's Message Batches API as the lane will read it (not wired to the daemon yet):
-/// the create's body framing, a `message_batch` object as a `RemoteBatchStatus`, and one
+/// Anthropic's Message Batches API as the lane reads it: the create's body framing, a `message_batch` object as a `RemoteBatchStatus`, and one
 /// line of the results JSONL as the outcome of the member its `custom_id` names. The
 /// custom_ids carry the group id (`<group>-<index>`), since a Message Batch has no
 /// metadata: reconciling after a crash can tell a batch is the group's only from its
@@ -26,6 +25,12 @@ public enum AnthropicBatchAnswers {
         guard !digits.isEmpty, digits.count <= 9, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
               !(digits.count > 1 && digits.first == "0") else { return nil }
         return Int(digits)
+    }
+
+    /// The group a custom_id of ours names: all before its last `-`; nil when it has none.
+    public static func group(ofCustomID customID: String) -> String? {
+        guard let dash = customID.lastIndex(of: "-"), dash > customID.startIndex else { return nil }
+        return String(customID[..<dash])
     }
 
     // MARK: the create
@@ -71,9 +76,10 @@ public enum AnthropicBatchAnswers {
     }
 
     /// One page of `GET /v1/messages/batches`, newest first. A Message Batch has no metadata,
-    /// so every entry's group is unknown: only its results' custom_ids can tell. A
-    /// `created_at` that is not an RFC 3339 time reads as 0, which ends the paging early
-    /// rather than late.
+    /// so every entry's group is unknown: only its results' custom_ids can tell, once it has
+    /// ended; its size (the sum of its `request_counts`, saturated) says which cannot be the
+    /// group's. A `created_at` that is not an RFC 3339 time reads as 0, which ends the paging
+    /// early rather than late.
     public static func listing(_ bytes: [UInt8]) throws(Problem) -> RemoteBatchListing {
         let root = try object(bytes)
         guard case .array(let items, _)? = root["data"] else { throw Problem(description: "the list has no data array") }
@@ -82,7 +88,12 @@ public enum AnthropicBatchAnswers {
             guard let id = item["id"].flatMap({ RawJSON.string($0, in: bytes) }) else { continue }
             let created = item["created_at"].flatMap { RawJSON.string($0, in: bytes) }.flatMap(RFC3339Date.parse)
             let seconds = created.map(\.timeIntervalSince1970).flatMap { $0.isFinite && abs($0) < 1e15 ? Int($0) : nil } ?? 0
-            entries.append(RemoteBatchListing.Entry(id: id, group: nil, createdAt: seconds))
+            let counts = item["request_counts"]
+            let sizes = ["processing", "succeeded", "errored", "canceled", "expired"].map { integer(counts?[$0], bytes) }
+            // Counts that are missing or not whole numbers say nothing about the size.
+            let total = sizes.contains(where: { $0 == nil || $0! < 0 }) ? nil : sizes.reduce(0) { TokenCount.sum($0, $1!) }
+            let ended = item["processing_status"].flatMap { RawJSON.string($0, in: bytes) } == "ended"
+            entries.append(RemoteBatchListing.Entry(id: id, group: nil, createdAt: seconds, total: total, ended: ended))
         }
         var hasMore = false
         if case .bool(let flag, _)? = root["has_more"] { hasMore = flag }
@@ -143,6 +154,29 @@ public enum AnthropicBatchAnswers {
         default:
             throw Problem(description: "\(customID): an unknown result type \"\(TextEscaping.trimmed(type.prefix(40)))\"")
         }
+    }
+
+    /// The group the first line of a batch's results names (its custom_id's prefix), which
+    /// tells whether a listed batch is the group's; nil when the line names none.
+    public static func group(ofFirstResultLine line: [UInt8]) -> String? {
+        guard let root = try? RawJSON.parse(line), case .object = root,
+              let customID = root["custom_id"].flatMap({ RawJSON.string($0, in: line) }) else { return nil }
+        return group(ofCustomID: customID)
+    }
+
+    /// One results line as the outcome of the member it names: `members` are the group's
+    /// member ids in the order of the create, which the custom_id's index points into. A line
+    /// of another group, or one naming no member, is refused with what it names.
+    public static func memberLine(_ line: [UInt8], group: String, members: [String]) throws(Problem) -> (member: String, result: BatchLineResult) {
+        let read = try resultLine(line)
+        guard let index = memberIndex(customID: read.customID, group: group) else {
+            let other = self.group(ofCustomID: read.customID).map { " (of group \(TextEscaping.trimmed($0.prefix(64))))" } ?? ""
+            throw Problem(description: "the custom_id \"\(TextEscaping.trimmed(read.customID.prefix(80)))\"\(other) is not one of group \(group)'s")
+        }
+        guard index < members.count else {
+            throw Problem(description: "the custom_id \(read.customID) names no member: the group has \(members.count)")
+        }
+        return (members[index], read.result)
     }
 
     private static func object(_ bytes: [UInt8]) throws(Problem) -> RawJSON.Value {

@@ -21,9 +21,9 @@ public struct LaneRouting: Sendable, Equatable {
         let summary = task.summary
         guard summary.format == JSONRequestFormat.id, !summary.stream, task.pinnedEndpoint == nil, summary.endpoint == nil,
               task.history.attempts.isEmpty else { return .live }
+        // Only an endpoint of the request's own api can batch it: OpenAI's Batch API takes
+        // chat, responses, completions and embeddings; Anthropic's Message Batches, Messages.
         let api = DialectRegistry.dialect(for: summary).api
-        // OpenAI's Batch API only: Anthropic Message Batches are not carried yet.
-        guard api == .openai else { return .live }
         return LaneRouter.route(window: summary.completionWindow, defaultWindow: defaultWindow, api: api,
                                 endpoints: endpoints, fallback: fallback)
     }

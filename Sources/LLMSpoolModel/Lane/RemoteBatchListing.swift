@@ -1,5 +1,6 @@
-/// One page of the provider's list of batches (`GET /v1/batches`), newest first, as far
-/// as reconciling needs it: which batch carries which group id in its `metadata`.
+/// One page of the provider's list of batches (`GET /v1/batches`, `GET /v1/messages/batches`),
+/// newest first, as far as reconciling needs it: which batch carries which group id in its
+/// `metadata` (OpenAI), or which may, by its size, and has ended so its results can tell (Anthropic).
 public struct RemoteBatchListing: Sendable, Equatable {
     /// One listed batch.
     public struct Entry: Sendable, Equatable {
@@ -8,11 +9,18 @@ public struct RemoteBatchListing: Sendable, Equatable {
         public var group: String?
         /// `created_at`, seconds since 1970.
         public var createdAt: Int
+        /// How many requests the batch holds, when the listing says (Anthropic's
+        /// `request_counts` add up to it): a batch of another size is not the group's.
+        public var total: Int?
+        /// Whether it has ended, so that its results can be read.
+        public var ended: Bool
 
-        public init(id: String, group: String?, createdAt: Int) {
+        public init(id: String, group: String?, createdAt: Int, total: Int? = nil, ended: Bool = false) {
             self.id = id
             self.group = group
             self.createdAt = createdAt
+            self.total = total
+            self.ended = ended
         }
     }
 

@@ -12,6 +12,14 @@
 /// When every member is deleted (`.withdrawn`), a batch whose id is known is cancelled
 /// and polled to its end; one being created is cancelled once its id is learnt; a group
 /// with nothing remote ends.
+///
+/// Two flows, by the intent's api. OpenAI: upload, then create with the group id in the
+/// batch's metadata, which the list shows. Anthropic: no upload; `creating` is recorded
+/// before the create, and a Message Batch has no metadata, so reconciling reads the list
+/// for batches of the group's size made since the intent, and the first results line of
+/// each that ended (`.inspect`): its custom_id carries the group id. A candidate still
+/// running cannot be told apart: the list is read again after a poll interval until it
+/// ends, rather than risk a second create.
 public struct RemoteBatchMachine: Sendable {
     public enum Event: Sendable, Equatable {
         /// Start or resume from the record as it is.
@@ -21,6 +29,8 @@ public struct RemoteBatchMachine: Sendable {
         /// A create whose outcome is unknown: the batch may exist.
         case createUncertain
         case listed(RemoteBatchListing)
+        /// The first results line of a listed batch names `group` (nil: none can be read).
+        case inspected(batchID: String, group: String?)
         case polled(RemoteBatchStatus)
         case downloaded
         case split
@@ -39,6 +49,8 @@ public struct RemoteBatchMachine: Sendable {
         case create
         /// List the provider's batches, newest first, from after `after` (a batch id).
         case list(after: String?)
+        /// Anthropic: read the first results line of an ended batch the list found.
+        case inspect(batchID: String)
         case poll
         case download(outputFileID: String?, errorFileID: String?)
         case split
@@ -58,6 +70,9 @@ public struct RemoteBatchMachine: Sendable {
         /// The group cannot go this way (a refusal, a batch that names no file to read): its
         /// members are to be sent another way, with `message` in the log.
         case abandon(message: String)
+        /// Something the log must say (a list that repeats itself, a create that the provider's
+        /// API cannot guard); nothing to do.
+        case warn(message: String)
     }
 
     /// How far back before the intent a listed batch can be ours: clocks differ.
@@ -71,6 +86,19 @@ public struct RemoteBatchMachine: Sendable {
     private var failures = 0
     /// Every member was deleted: the batch is cancelled as soon as its id is known.
     public private(set) var isWithdrawn = false
+    /// Anthropic's reconciling: what one reading of the list found.
+    private var candidates = Candidates()
+    /// Listed batches whose results proved them another's: never inspected again.
+    private var notOurs: Set<String> = []
+
+    /// What one reading of Anthropic's list found: the ended batches of the group's size to
+    /// inspect, whether one of its size still runs, and the pages read (a page that leads
+    /// back to one read would page forever).
+    private struct Candidates: Sendable {
+        var toInspect: [String] = []
+        var running: [String] = []
+        var pages: Set<String> = []
+    }
 
     public init(intent: RemoteIntent, schedule: PollSchedule = PollSchedule()) {
         self.intent = intent
@@ -80,6 +108,11 @@ public struct RemoteBatchMachine: Sendable {
     public mutating func handle(_ event: Event) -> [Action] {
         switch event {
         case .start:
+            if intent.api == .anthropic && intent.state == .intent {
+                // No upload: the create may commit as soon as it is sent, so a restart must
+                // know to look for its batch before it creates again.
+                return advance(to: .creating, then: .create)
+            }
             return perform(RemoteBatchRecovery.firstStep(of: intent))
         case .uploaded(let fileID):
             guard pending == .upload else { return [] }
@@ -94,7 +127,8 @@ public struct RemoteBatchMachine: Sendable {
             guard pending == .create else { return [] }
             return perform(.list(after: nil))
         case .listed(let page):
-            guard isListing else { return [] }
+            guard case .list(let after) = pending else { return [] }
+            if intent.api == .anthropic { return listedMessageBatches(page, after: after) }
             if let mine = page.entries.first(where: { $0.group == intent.group }) {
                 intent.batchID = mine.id
                 return advance(to: .created, then: isWithdrawn ? .cancel : .poll)
@@ -108,6 +142,15 @@ public struct RemoteBatchMachine: Sendable {
                 return [.abandon(message: "every request of the group was deleted and no batch of it exists")]
             }
             return perform(.create)
+        case .inspected(let batchID, let group):
+            guard pending == .inspect(batchID: batchID) else { return [] }
+            candidates.toInspect.removeAll { $0 == batchID }
+            if group == intent.group {
+                intent.batchID = batchID
+                return advance(to: .created, then: isWithdrawn ? .cancel : .poll)
+            }
+            notOurs.insert(batchID)
+            return nextCandidate()
         case .polled(let status):
             guard pending == .poll else { return [] }
             intent.remoteStatus = status.status
@@ -144,12 +187,12 @@ public struct RemoteBatchMachine: Sendable {
                 // Nothing remote exists: the group simply ends.
                 pending = nil
                 return [.abandon(message: "every request of the group was deleted before anything remote existed")]
-            case .uploaded where pending == .create:
+            case .uploaded where pending == .create, .creating where pending == .create:
                 // The next step is a create: no batch exists (a create that may have committed
                 // is followed by a list, never by a create), so none is made.
                 pending = nil
                 return [.abandon(message: "every request of the group was deleted before its batch was created")]
-            case .uploaded:
+            case .uploaded, .creating:
                 // A create may have committed: the list says, and a batch found is cancelled.
                 return []
             case .created, .polling:
@@ -191,9 +234,57 @@ public struct RemoteBatchMachine: Sendable {
         return .failed(retryable: status == 429 || status == 409, retryAfter: retryAfter, message: message)
     }
 
-    private var isListing: Bool {
-        if case .list = pending { return true }
-        return false
+    /// One page of Anthropic's list: a batch made since the intent (less the slack) whose
+    /// size is the group's may be the group's; one that ended is inspected, one that runs is
+    /// waited for. The last page read, the candidates are taken in turn.
+    private mutating func listedMessageBatches(_ page: RemoteBatchListing, after: String?) -> [Action] {
+        if after == nil { candidates = Candidates() }
+        let horizon = intent.createdAt - Self.listingSlackSeconds
+        for entry in page.entries where entry.createdAt >= horizon && !notOurs.contains(entry.id) {
+            if let total = entry.total, total != intent.members.count { continue }
+            if entry.ended {
+                if !candidates.toInspect.contains(entry.id) { candidates.toInspect.append(entry.id) }
+            } else if !candidates.running.contains(entry.id) {
+                candidates.running.append(entry.id)
+            }
+        }
+        if page.hasMore, let last = page.entries.last, last.createdAt >= horizon {
+            guard last.id != after, candidates.pages.insert(last.id).inserted else {
+                // A page that leads back to one read: the list cannot say there is no batch
+                // of the group, so nothing is created; it is read again from the start.
+                if isWithdrawn {
+                    pending = nil
+                    return [.abandon(message: "every request of the group was deleted; the provider's list repeats itself after \(last.id), so a batch of the group cannot be found to cancel it")]
+                }
+                failures += 1
+                pending = .list(after: nil)
+                let backoff = min(Double(1 << min(failures, 20)), Self.maximumBackoff)
+                return [.warn(message: "the provider's list of message batches repeats itself after \(last.id); it is read again in \(Int(backoff)) s, and nothing is created until it ends"),
+                        .wait(seconds: backoff, then: .list(after: nil))]
+            }
+            return perform(.list(after: last.id))
+        }
+        return nextCandidate()
+    }
+
+    /// Anthropic's reconciling, the list read: inspect the next ended candidate; wait for one
+    /// that runs; create only when none is left.
+    private mutating func nextCandidate() -> [Action] {
+        if let next = candidates.toInspect.first { return perform(.inspect(batchID: next)) }
+        if !candidates.running.isEmpty {
+            if isWithdrawn {
+                pending = nil
+                return [.abandon(message: "every request of the group was deleted; a message batch that may be the group's (\(candidates.running.joined(separator: ", "))) still runs and cannot be told apart to cancel it")]
+            }
+            pending = .list(after: nil)
+            return [.wait(seconds: schedule.interval, then: .list(after: nil))]
+        }
+        if isWithdrawn {
+            pending = nil
+            return [.abandon(message: "every request of the group was deleted and no batch of it exists")]
+        }
+        return [.warn(message: "no message batch of the group was found: it is created again; one created but not yet listed by the provider would be paid twice")]
+            + perform(.create)
     }
 
     private mutating func perform(_ step: Step?) -> [Action] {

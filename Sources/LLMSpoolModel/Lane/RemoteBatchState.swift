@@ -5,6 +5,9 @@ public enum RemoteBatchState: String, Sendable, CaseIterable, Comparable {
     case intent
     /// The input file is uploaded (its id is recorded); a create may have been sent.
     case uploaded
+    /// Anthropic (no upload): the create is about to be sent, or was; a batch may exist, and
+    /// only the provider's list and the results' custom_ids can tell.
+    case creating
     /// The remote batch exists and its id is recorded.
     case created
     /// Polled at least once and not ended.

@@ -20,6 +20,9 @@ public struct RemoteIntent: Sendable, Equatable {
     public var state: RemoteBatchState
     /// The endpoint's name in the config.
     public var endpoint: String
+    /// Whose Batch API carries the group, which decides its flow (OpenAI uploads a file
+    /// first; Anthropic creates at once). A record without one is OpenAI's.
+    public var api: EndpointAPI
     /// The dialect's url, the batch's `endpoint` at the provider.
     public var url: String
     /// When the intent was recorded, seconds since 1970: reconciling looks no further back.
@@ -32,12 +35,13 @@ public struct RemoteIntent: Sendable, Equatable {
     /// The provider's last status and counts.
     public var remoteStatus: String?
 
-    public init(group: String, state: RemoteBatchState = .intent, endpoint: String, url: String, createdAt: Int,
+    public init(group: String, state: RemoteBatchState = .intent, endpoint: String, api: EndpointAPI = .openai, url: String, createdAt: Int,
                 members: [Member], inputFileID: String? = nil, batchID: String? = nil, outputFileID: String? = nil,
                 errorFileID: String? = nil, remoteStatus: String? = nil) {
         self.group = group
         self.state = state
         self.endpoint = endpoint
+        self.api = api
         self.url = url
         self.createdAt = createdAt
         self.members = members
@@ -74,6 +78,7 @@ public struct RemoteIntent: Sendable, Equatable {
             ("group", JSONWriter.quoted(group)),
             ("state", JSONWriter.quoted(state.rawValue)),
             ("endpoint", JSONWriter.quoted(endpoint)),
+            ("api", JSONWriter.quoted(api.rawValue)),
             ("url", JSONWriter.quoted(url)),
             ("created_at", JSONWriter.number(createdAt)),
             ("input_file_id", string(inputFileID)),
@@ -113,6 +118,11 @@ public struct RemoteIntent: Sendable, Equatable {
         guard let endpoint = string("endpoint", in: root), let url = string("url", in: root) else {
             throw Problem(description: "no endpoint or url")
         }
+        var api = EndpointAPI.openai
+        if let named = string("api", in: root) {
+            guard let known = EndpointAPI(rawValue: named) else { throw Problem(description: "an unknown api \"\(TextEscaping.trimmed(named.prefix(40)))\"") }
+            api = known
+        }
         guard let createdAt = integer("created_at", in: root, as: Int.self) else { throw Problem(description: "no created_at") }
         guard case .array(let list, _)? = root["members"] else { throw Problem(description: "no members") }
         var members: [Member] = []
@@ -133,7 +143,7 @@ public struct RemoteIntent: Sendable, Equatable {
             }
             members.append(Member(id: id, request: identity))
         }
-        return RemoteIntent(group: group, state: state, endpoint: endpoint, url: url, createdAt: createdAt, members: members,
+        return RemoteIntent(group: group, state: state, endpoint: endpoint, api: api, url: url, createdAt: createdAt, members: members,
                             inputFileID: string("input_file_id", in: root), batchID: string("batch_id", in: root),
                             outputFileID: string("output_file_id", in: root), errorFileID: string("error_file_id", in: root),
                             remoteStatus: string("remote_status", in: root))

@@ -1,0 +1,266 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+import Testing
+
+/// The background lane with the real daemon and the stub's Anthropic Message Batches:
+/// Messages requests that may wait go through one message batch per group, each answered
+/// once with the object a live Messages call returns, across kill -9 at the lane's steps,
+/// a lost create answer, expiry and cancellation.
+@Suite(.serialized) struct BackgroundLaneMessagesTests {
+    let lane = BackgroundLaneTests()
+
+    func config(_ harness: Harness, _ extra: [String: Any] = [:]) -> [String: Any] {
+        var config = BackgroundLaneTests.lane
+        config["endpoints"] = [["name": "claude", "api": "anthropic", "base_url": harness.stubURL, "batch": true]]
+        config.merge(extra) { $1 }
+        return config
+    }
+
+    static let environment = ["ANTHROPIC_API_KEY": Harness.secret]
+
+    static func deferrable(_ prompt: String, stub: [String: Any] = [:]) -> [String: Any] {
+        var request = AnthropicMessagesTests.messages(prompt, stub: stub)
+        request["completion_window"] = "24h"
+        return request
+    }
+
+    func start(_ harness: Harness, _ extra: [String: Any] = [:], pause: String? = nil) throws {
+        var environment = Self.environment
+        if let pause { environment["LLMSPOOL_TEST_LANE_PAUSE"] = pause }
+        try harness.startDaemon(config: config(harness, extra), environment: environment)
+    }
+
+    func groupRecord(_ harness: Harness) throws -> [String: Any] {
+        let name = try #require(harness.files(in: harness.layout.remote).first { $0.hasSuffix(".json") })
+        return try harness.json(harness.layout.remote + "/" + name)
+    }
+
+    /// The keys of a JSON object and, one level down, of its objects: the shape two results share.
+    static func shape(_ object: [String: Any]) -> Set<String> {
+        var keys = Set(object.keys)
+        for (key, value) in object {
+            if let inner = value as? [String: Any] { keys.formUnion(inner.keys.map { "\(key).\($0)" }) }
+            if let list = value as? [[String: Any]], let first = list.first { keys.formUnion(first.keys.map { "\(key)[].\($0)" }) }
+        }
+        return keys
+    }
+
+    @Test func deferrableMessagesGoThroughOneMessageBatchAndAreTheLiveMessagesObject() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "3"])
+        try start(harness)
+        let ids = ["m1", "m2", "m3"]
+        for id in ids { try harness.drop(id, Self.deferrable("Deferred \(id)")) }
+        try harness.drop("flaky", Self.deferrable("Errored line", stub: ["batch_line": "fail"]))
+        try harness.drop("live", AnthropicMessagesTests.messages("Live message"))
+
+        try waitUntil("the message batch is created", timeout: 30) { harness.log.contains("remote batch created") }
+        let shown = try harness.cli(["show", "m1", "--spool", harness.layout.root])
+        let details = try #require(JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any], "\(shown.stderr)")
+        #expect(details["lane"] as? String == "batch")
+        #expect((details["waiting_for"] as? String)?.hasPrefix("deferred to batch msgbatch_") == true, "\(details)")
+
+        try lane.waitForOutcomes(harness, ids + ["flaky", "live"])
+        #expect(harness.files(in: harness.layout.failed).isEmpty, "\(harness.files(in: harness.layout.failed))")
+        try SDKJudge.expectParses("Message", (ids + ["flaky", "live"]).map { harness.layout.result($0) })
+
+        let live = try harness.json(harness.layout.result("live"))
+        for id in ids {
+            let result = try harness.json(harness.layout.result(id))
+            #expect(result["type"] as? String == "message")
+            #expect(AnthropicMessagesTests.text(of: result)?.hasPrefix("Echo: Deferred \(id)") == true, "\(result)")
+            #expect(Self.shape(result) == Self.shape(live), "the live Messages object's shape: \(Self.shape(result).symmetricDifference(Self.shape(live)))")
+            let attempts = try #require(try harness.record(id)["attempts"] as? [[String: Any]])
+            #expect(attempts.count == 1)
+            #expect(attempts.first?["lane"] as? String == "batch")
+            #expect((attempts.first?["remote_batch"] as? String)?.hasPrefix("msgbatch_") == true, "\(attempts)")
+            #expect(try harness.arrivals(of: "Deferred \(id)").isEmpty, "\(id) was answered by the batch")
+        }
+        // The errored line follows the retry rules (an api_error is retried) through the live lane.
+        let flaky = try #require(try harness.record("flaky")["attempts"] as? [[String: Any]])
+        #expect(flaky.count == 2 && flaky.first?["remote_batch"] != nil && flaky.last?["remote_batch"] == nil, "\(flaky)")
+        #expect(flaky.last?["outcome"] as? String == "ok")
+        #expect(try harness.arrivals(of: "Errored line").count == 1)
+        #expect(try harness.arrivals(of: "Live message").count == 1)
+        let made = try lane.creations(harness)
+        #expect(made.count == 1 && made.values.first == 1, "one group, created once: \(made)")
+        #expect(harness.filesContainingSecret().isEmpty)
+
+        // Tokens per lane: the batch's usage is counted apart, as for OpenAI.
+        let shownStatus = try harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout
+        let batchTokens = try #require(JSONSerialization.jsonObject(with: Data(shownStatus.utf8)) as? [String: Any])["batch_tokens"] as? [String: Int] ?? [:]
+        #expect(batchTokens.values.reduce(0, +) > 0, "\(shownStatus)")
+    }
+
+    @Test func aKillAfterTheCreateBeforeItsIdIsRecordedIsReconciledNotRepeated() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "1"])
+        try start(harness, pause: "created")
+        let ids = ["c1", "c2", "c3"]
+        for id in ids { try harness.drop(id, Self.deferrable("Created \(id)")) }
+        try waitUntil("the lane pauses after the create", timeout: 30) { harness.log.contains("lane test pause point=created") }
+        let before = try groupRecord(harness)
+        #expect(before["state"] as? String == "creating" && before["api"] as? String == "anthropic", "\(before)")
+        #expect(before["batch_id"] is NSNull)
+        harness.killDaemon()
+        let group = try #require(before["group"] as? String)
+        #expect(try lane.creations(harness) == [group: 1])
+        try start(harness)
+        try lane.waitForOutcomes(harness, ids)
+        try SDKJudge.expectParses("Message", ids.map { harness.layout.result($0) })
+        #expect(try lane.creations(harness) == [group: 1], "the batch was found by its results' custom_ids, not created again")
+        #expect(harness.log.contains("remote batch found by its group id, in the custom_ids of its results"))
+        for id in ids { #expect(try harness.arrivals(of: "Created \(id)").isEmpty) }
+    }
+
+    @Test func aLostCreateAnswerIsReconciledNotRepeated() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "2", "--batch-faults", "create:429,create:lost"])
+        try start(harness)
+        let ids = ["l1", "l2"]
+        for id in ids { try harness.drop(id, Self.deferrable("Lost \(id)")) }
+        try lane.waitForOutcomes(harness, ids, timeout: 90)
+        try SDKJudge.expectParses("Message", ids.map { harness.layout.result($0) })
+        let made = try lane.creations(harness)
+        #expect(made.count == 1 && made.values.first == 1, "the 429 made nothing, the lost one was found: \(made)")
+        #expect(harness.log.contains("the create's outcome is unknown"))
+        #expect(harness.log.contains("remote batch found by its group id, in the custom_ids of its results"))
+        for id in ids { #expect(try harness.arrivals(of: "Lost \(id)").isEmpty) }
+    }
+
+    /// A kill -9 while polling and mid-split: every request ends with exactly one result
+    /// and one hook, and the stub counts one creation.
+    @Test(arguments: ["polled", "split"])
+    func aKillAtAStepEndsWithOneOutcomeEachAndOneBatch(point: String) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let hooked = harness.root + "/hooked.log"
+        let hook = ["/bin/sh", "-c", "echo \"$LLMSPOOL_STATUS $LLMSPOOL_ID\" >> \(hooked)"]
+        try harness.startStub(["--batch-seconds", point == "polled" ? "3" : "1"])
+        let settings: [String: Any] = ["on_complete": hook, "on_failure": hook]
+        try start(harness, settings, pause: point)
+        let ids = ["s1", "s2", "s3"]
+        for id in ids { try harness.drop(id, Self.deferrable("Step \(point) \(id)")) }
+        try waitUntil("the lane pauses at \(point)", timeout: 30) { harness.log.contains("lane test pause point=\(point)") }
+        #expect(try groupRecord(harness)["state"] as? String == (point == "polled" ? "created" : "split"))
+        #expect(ids.filter { Syscall.isPresent(harness.layout.result($0)) }.count == (point == "split" ? 1 : 0))
+        harness.killDaemon()
+        try start(harness, settings)
+        try lane.waitForOutcomes(harness, ids)
+        try SDKJudge.expectParses("Message", ids.map { harness.layout.result($0) })
+        try waitUntil("every hook ran", timeout: 20) {
+            ((try? String(contentsOfFile: hooked, encoding: .utf8)) ?? "").split(separator: "\n").count >= ids.count
+        }
+        let lines = try String(contentsOfFile: hooked, encoding: .utf8).split(separator: "\n").map(String.init).sorted()
+        #expect(lines == ids.map { "done \($0)" }, "one outcome each: \(lines)")
+        for id in ids {
+            #expect(try harness.arrivals(of: "Step \(point) \(id)").isEmpty, "\(id) was answered by the batch")
+            let attempts = try #require(try harness.record(id)["attempts"] as? [[String: Any]])
+            #expect(attempts.count == 1, "\(id): \(attempts)")
+        }
+        let made = try lane.creations(harness)
+        #expect(made.count == 1 && made.values.first == 1, "\(point): one group, created once: \(made)")
+    }
+
+    @Test func anExpiredLineGoesToTheLiveLane() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "1"])
+        try start(harness, ["max_attempts": 1])
+        try harness.drop("ran", Self.deferrable("Expiry ran"))
+        try harness.drop("late", Self.deferrable("Expiry late", stub: ["batch_line": "expire"]))
+        try lane.waitForOutcomes(harness, ["ran", "late"])
+        try SDKJudge.expectParses("Message", [harness.layout.result("ran"), harness.layout.result("late")])
+        #expect(try harness.arrivals(of: "Expiry ran").isEmpty, "its answer came from the batch")
+        #expect(try harness.arrivals(of: "Expiry late").count == 1, "the expired one went live once")
+        let attempts = try #require(try harness.record("late")["attempts"] as? [[String: Any]])
+        #expect(attempts.map { $0["outcome"] as? String } == ["expired", "ok"], "\(attempts)")
+        #expect((attempts.first?["remote_batch"] as? String)?.hasPrefix("msgbatch_") == true)
+        #expect(try lane.creations(harness).values.reduce(0, +) == 1)
+    }
+
+    @Test func deletingBeforeTheGroupIsSentOrEveryMemberAfterCancelsIt() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let hooked = harness.root + "/hooked.log"
+        let hook = ["/bin/sh", "-c", "echo \"$LLMSPOOL_STATUS $LLMSPOOL_ID\" >> \(hooked)"]
+        try harness.startStub(["--batch-seconds", "3600"])
+        try start(harness, ["batch_linger_seconds": 3, "on_complete": hook, "on_failure": hook])
+        try harness.drop("early", Self.deferrable("Deleted early"))
+        try waitUntil("the request is deferred", timeout: 20) { harness.log.contains("deferred to the background lane id=early") }
+        try Syscall.unlink(harness.layout.request("early"))
+        try waitUntil("its withdrawal is recorded", timeout: 20) { (try? harness.record("early"))?["status"] as? String == "cancelled" }
+        #expect(try lane.creations(harness).isEmpty, "the group was never sent")
+
+        for id in ["x1", "x2"] { try harness.drop(id, Self.deferrable("Cancel \(id)")) }
+        try waitUntil("the message batch is created", timeout: 30) { harness.log.contains("remote batch created") }
+        let group = try #require(try lane.creations(harness).keys.first)
+        try Syscall.unlink(harness.layout.request("x1"))
+        try waitUntil("the first deletion is seen", timeout: 20) { harness.log.contains("a member of a sent group was deleted id=x1") }
+        #expect(try lane.cancelledGroups(harness).isEmpty, "one member is left: the batch runs on")
+        try Syscall.unlink(harness.layout.request("x2"))
+        try waitUntil("the batch is cancelled and the group ends", timeout: 30) {
+            (try? self.lane.cancelledGroups(harness)) == [group] && harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.isEmpty
+        }
+        for id in ["early", "x1", "x2"] {
+            #expect(!Syscall.isPresent(harness.layout.result(id)) && !Syscall.isPresent(harness.layout.errorRecord(id)))
+            #expect(try harness.record(id)["status"] as? String == "cancelled")
+        }
+        #expect(!Syscall.isPresent(hooked), "no hook for a discarded answer")
+        #expect(try lane.creations(harness) == [group: 1])
+    }
+
+    static let hostileEndpoint = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("hostile/message_batches.py").path
+
+    /// Everything a Message Batches endpoint can get wrong at once (`Tests/hostile/message_batches.py`):
+    /// a lost create, a list whose page loops, a stranger's batch of the group's size, an
+    /// unknown status, absurd counts, a `results_url` elsewhere, and results with an unknown
+    /// custom_id, another group's, a repeated one, one past the members and a last line cut
+    /// short. The daemon lives, creates once, publishes each member once (the first line of
+    /// its own, else live) and sends the key nowhere but the endpoint's own paths.
+    @Test func aHostileMessageBatchesEndpointNeitherCrashesTheDaemonNorPublishesTwice() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let port = try LiteLLMProxyTests.freePort()
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        server.arguments = [Self.hostileEndpoint, "\(port)"]
+        server.standardOutput = FileHandle.nullDevice
+        try server.run()
+        defer {
+            // SIGKILL: a signal the test process ignores is ignored by its children too.
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
+        func state() throws -> [String: Any] {
+            try #require(JSONSerialization.jsonObject(with: LoopbackGet.body(port: port, path: "/hostile/state")) as? [String: Any])
+        }
+        try waitUntil("the hostile endpoint listens", timeout: 10) { (try? state()) != nil }
+        try harness.startDaemon(config: BackgroundLaneTests.lane.merging(["endpoints": [["name": "evil", "api": "anthropic", "base_url": "http://127.0.0.1:\(port)", "batch": true]]]) { $1 },
+                                environment: Self.environment)
+        let ids = ["h0", "h1", "h2"]
+        for id in ids { try harness.drop(id, Self.deferrable("Hostile \(id)")) }
+        try lane.waitForOutcomes(harness, ids, timeout: 90)
+        #expect(harness.daemonIsRunning)
+        try SDKJudge.expectParses("Message", ids.map { harness.layout.result($0) })
+        #expect(AnthropicMessagesTests.text(of: try harness.json(harness.layout.result("h0"))) == "first of member 0", "the first line of the member, once")
+        for id in ["h1", "h2"] {
+            #expect(AnthropicMessagesTests.text(of: try harness.json(harness.layout.result(id))) == "live Hostile \(id)", "\(id): no readable line of its own, so live")
+            let attempts = try #require(try harness.record(id)["attempts"] as? [[String: Any]])
+            #expect(attempts.map { $0["outcome"] as? String } == ["transport", "ok"], "\(attempts)")
+        }
+        let seen = try state()
+        #expect(seen["creates"] as? Int == 1, "the lost create was adopted, the looping list made no second: \(seen["creates"] ?? "")")
+        #expect((seen["live"] as? [String])?.sorted() == ["Hostile h1", "Hostile h2"])
+        #expect(seen["stolen"] == nil, "the results_url of the answer is never fetched")
+        for problem in ["repeats itself", "is not one of group", "(of group gother0000000000)", "names no member: the group has 3", "not JSON"] {
+            #expect(harness.log.contains(problem), "logged: \(problem)")
+        }
+    }
+}
