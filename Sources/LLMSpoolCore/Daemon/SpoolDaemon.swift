@@ -87,7 +87,8 @@ public final class SpoolDaemon: Sendable {
             diskHealth: diskHealth, delegate: engineDelegate, logger: logger)
         engineBox.withLock { $0 = engine }
         self.lane = lane
-        let batchSettings = BatchRunner.Settings(config)
+        var batchSettings = BatchRunner.Settings(config)
+        batchSettings.routing = TransferEngine.laneRouting(endpoints, TransferEngine.Settings(config))
         let batches = BatchRunner(layout: layout, settings: batchSettings, logger: logger, metrics: metrics, post: post,
                                   onEnd: { report in
                                       hooks.handleBatch(report)
@@ -259,7 +260,8 @@ public final class SpoolDaemon: Sendable {
     /// spool, the watcher's settings and logging keep their values until a restart.
     public func reload(config: Config, endpoints: [Endpoint]) {
         finisher.reconfigure(retry: config.retry, endpointCount: endpoints.count)
-        let batchSettings = BatchRunner.Settings(config)
+        var batchSettings = BatchRunner.Settings(config)
+        batchSettings.routing = TransferEngine.laneRouting(endpoints, TransferEngine.Settings(config))
         batches.reconfigure(batchSettings)
         lane.reconfigure(endpoints: endpoints, settings: BackgroundLane.Settings(config))
         engine.reconfigure(endpoints: endpoints, settings: TransferEngine.Settings(config))
