@@ -231,6 +231,8 @@ public final class SpoolDaemon: Sendable {
                     progress.inFlight = transferring[progress.name] ?? 0
                     return progress
                 }
+                status.remoteBatches = lane.progress
+                metrics.remoteBatches(status.remoteBatches)
                 logger.bestEffort("an informational write") { try DurableFile.replace(status.encoded(), at: LiveStatus.path(layout), mode: layout.fileMode) }
                 if notifier.enabled {
                     notifier.send("STATUS=\(snapshot.queued) queued, \(snapshot.transferring) in flight, \(snapshot.deferred) waiting to retry")

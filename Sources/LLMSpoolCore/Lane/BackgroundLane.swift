@@ -38,6 +38,10 @@ public final class BackgroundLane: @unchecked Sendable {
         public var batchID: String?
         public var remoteStatus: String?
         public var members: Int
+        /// The provider's request counts at the last poll; nil before one.
+        public var total: Int?
+        public var completed: Int?
+        public var failed: Int?
     }
 
     enum Message {
@@ -430,6 +434,7 @@ public final class BackgroundLane: @unchecked Sendable {
         case .poll:
             guard let batch = intent.batchID else { return .failed(retryable: false, retryAfter: nil, message: "no batch id is recorded") }
             let event = client.poll(batchID: batch)
+            if case .polled(let status) = event { groups[id]?.lastPoll = status }
             if case .polled(let status) = event, !status.hasEnded { LaneTestPause.at("polled", group: id, logger: logger) }
             if case .polled(let status) = event {
                 logger.debug("remote batch polled", ["group": LogValue(id), "batch": LogValue(batch), "status": LogValue(status.status),
@@ -648,7 +653,8 @@ public final class BackgroundLane: @unchecked Sendable {
         let list = groups.values.sorted { $0.id < $1.id }.map { group in
             Progress(group: group.id, endpoint: group.machine.intent.endpoint, state: group.machine.intent.state.rawValue,
                      batchID: group.machine.intent.batchID, remoteStatus: group.machine.intent.remoteStatus,
-                     members: group.machine.intent.members.count)
+                     members: group.machine.intent.members.count, total: group.lastPoll?.total, completed: group.lastPoll?.completed,
+                     failed: group.lastPoll?.failed)
         }
         progressBox.withLock { $0 = list }
     }
