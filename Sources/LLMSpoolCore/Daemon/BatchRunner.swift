@@ -649,7 +649,12 @@ public final class BatchRunner: @unchecked Sendable {
             return
         }
         let size = Int(batch.identity.size)
+        var fed = 0
         while batch.next < batch.index.count {
+            if fed >= Self.feedChunk {
+                wake.signal()
+                break
+            }
             let entry = batch.next
             if batch.journal.committed.contains(entry) {
                 batch.next += 1
@@ -690,6 +695,7 @@ public final class BatchRunner: @unchecked Sendable {
             batch.next += 1
             batch.inWindow.insert(entry)
             if lane == .background { batch.laned.insert(entry) }
+            fed += 1
             post(.arrived(.valid(task)))
         }
         if !batch.ended.isEmpty { wake.signal() }
@@ -785,6 +791,11 @@ public final class BatchRunner: @unchecked Sendable {
         }
         batch.ended.removeAll(keepingCapacity: true)
     }
+
+    /// Lines handed to the scheduler in one round at most: the lines that may wait are fed
+    /// up to a remote batch's worth (50,000), and all at once they would fill the engine's
+    /// and the lane's inboxes with that many tasks at a time. The next round follows at once.
+    static let feedChunk = 2048
 
     static func outcomeName(_ code: UInt8) -> String {
         switch code {

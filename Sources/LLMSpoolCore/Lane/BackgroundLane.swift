@@ -235,6 +235,8 @@ public final class BackgroundLane: @unchecked Sendable {
             switch action {
             case .send(let key, let members, let reason):
                 form(key, members.compactMap { waiting.removeValue(forKey: $0.id) }, reason: reason)
+                // A dictionary keeps its capacity when emptied: 50,000 tasks' worth, held for nothing.
+                if waiting.isEmpty { waiting = [:] }
             case .tooLarge(let member, let key):
                 guard let entry = waiting.removeValue(forKey: member.id) else { continue }
                 logger.warning("the request alone passes batch_max_bytes; it goes live", id: member.id,
