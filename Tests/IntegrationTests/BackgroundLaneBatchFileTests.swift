@@ -77,6 +77,16 @@ import Testing
             return live.allSatisfy { text.contains("\"custom_id\":\"\($0)\"") }
         }
         #expect(!Syscall.isPresent(harness.layout.batchSummary("mixed")), "the batch runs on while its deferred lines wait")
+        // While they run, status names each remote batch with the provider's counts, from
+        // the running daemon's live status (a group per url: 6 chat lines, 3 embeddings).
+        try waitUntil("status shows the remote batches and their counts", timeout: 30) {
+            let shown = try harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout
+            let remote = (try JSONSerialization.jsonObject(with: Data(shown.utf8)) as? [String: Any])?["remote_batches"] as? [[String: Any]] ?? []
+            let totals = remote.compactMap { ($0["request_counts"] as? [String: Any])?["total"] as? Int }.sorted()
+            let text = try harness.cli(["status", "--spool", harness.layout.root]).stdout
+            return totals == [3, 6] && remote.allSatisfy { ($0["batch_id"] as? String)?.hasPrefix("batch_") == true }
+                && text.contains(" of 6 completed, ") && text.contains(" of 3 completed, ")
+        }
 
         let summary = try BatchTests.waitForSummary(harness, "mixed", timeout: 90)
         #expect(summary["status"] as? String == "completed", "\(summary)")
