@@ -25,6 +25,7 @@ struct Sizes {
     var b1Lines = 100_000
     var b2Lines = 1_000_000
     var b3Lines = 20_000
+    var b4Lines = 50_000
     var concurrency = 64
     var p6Streams = 5_000
     var p6HoldSeconds = 20
@@ -34,7 +35,7 @@ struct Sizes {
     var curveBacklog = [1_000, 10_000, 100_000]
 
     static let smoke = Sizes(p1Requests: 200, p2Streams: 50, p2HoldSeconds: 2, p3Probes: 20, p3InFlight: 50, p4Bytes: 8 << 20, p5Backlog: 2_000,
-                             b1Lines: 2_000, b2Lines: 5_000, b3Lines: 300, p6Streams: 40, p6HoldSeconds: 2,
+                             b1Lines: 2_000, b2Lines: 5_000, b3Lines: 300, b4Lines: 300, p6Streams: 40, p6HoldSeconds: 2,
                              curveStreams: [10, 20], curveBacklog: [100, 200])
 }
 

@@ -15,6 +15,8 @@ Build it in release mode: swift build -c release && .build/release/llmspool-benc
 --scale F multiplies the request counts of P1, P2, P3 and P5 and P4's size (default 1).
 B1 (a 100,000-line batch against the same requests as single files) and B2 (the daemon's
 memory over a million-line batch) run only when named: --scenarios B1,B2.
+B4 (a 50,000-line batch file whose lines all go through the background lane in one
+remote batch on the stub: the daemon's peak memory from grouping to split) runs only when named.
 B3 (a batch through the daemon and through the openai-cookbook's
 api_request_parallel_processor.py, against one stub) runs only when named, and needs the
 script's path (--cookbook-script; it is in the openai/openai-cookbook repository, examples/)
@@ -71,6 +73,7 @@ if scale != 1 {
     sizes.b1Lines = max(10, Int(Double(sizes.b1Lines) * scale))
     sizes.b2Lines = max(10, Int(Double(sizes.b2Lines) * scale))
     sizes.b3Lines = max(10, Int(Double(sizes.b3Lines) * scale))
+    sizes.b4Lines = max(10, Int(Double(sizes.b4Lines) * scale))
     sizes.curveStreams = sizes.curveStreams.map { max(10, Int(Double($0) * scale)) }
     sizes.curveBacklog = sizes.curveBacklog.map { max(10, Int(Double($0) * scale)) }
 }
@@ -83,7 +86,8 @@ if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
 }
 
 let scenarios: [(String, (Sizes) throws -> [Figure])] = [("P1", Scenarios.p1), ("P2", Scenarios.p2), ("P3", Scenarios.p3), ("P4", Scenarios.p4), ("P5", Scenarios.p5),
-                                                           ("P6", Scenarios.p6), ("B1", Scenarios.b1), ("B2", Scenarios.b2), ("B3", Scenarios.b3)]
+                                                           ("P6", Scenarios.p6), ("B1", Scenarios.b1), ("B2", Scenarios.b2), ("B3", Scenarios.b3),
+                                                           ("B4", Scenarios.b4)]
 var figures: [Figure] = []
 var failed = false
 if let curvesFolder {

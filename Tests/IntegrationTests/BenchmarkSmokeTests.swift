@@ -75,6 +75,24 @@ import Testing
         #expect(figures.allSatisfy { ($0["llmspool"] as? Double)?.isFinite == true }, "every figure was measured")
     }
 
+    /// B4 in smoke mode: a small batch file whose lines all go through the background lane,
+    /// in one remote batch, every line answered from it.
+    @Test func theBackgroundLaneScenarioRunsInSmokeMode() throws {
+        let json = NSTemporaryDirectory() + "llmspool-bench-b4-\(getpid()).json"
+        defer {
+            unlink(json)
+            unlink(json + ".meta")
+        }
+        let finished = try Harness.spawnAndWait([Self.bench, "--smoke", "--scenarios", "B4", "--json", json])
+        #expect(finished.status == 0, "\(finished.stderr)")
+        let figures = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as? [[String: Any]])
+        #expect(figures.count == 4)
+        func figure(_ prefix: String) -> [String: Any]? { figures.first { ($0["metric"] as? String)?.hasPrefix(prefix) == true } }
+        #expect(figure("remote batches created")?["llmspool"] as? Double == 1, "\(figures)")
+        #expect((figure("daemon peak RSS MiB")?["llmspool"] as? Double).map { $0 > 0 } == true)
+        #expect(figures.allSatisfy { ($0["llmspool"] as? Double)?.isFinite == true }, "every figure was measured")
+    }
+
     /// The curves in smoke mode: two CSVs of two points each, and their PNGs when gnuplot is here.
     @Test func theCurvesAreWrittenAsCSVAndDrawn() throws {
         let folder = NSTemporaryDirectory() + "llmspool-curves-\(getpid())"

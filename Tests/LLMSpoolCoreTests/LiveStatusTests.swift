@@ -33,3 +33,53 @@ import Testing
         #expect(JSONObject.parse(status.encoded()) != nil)
     }
 }
+
+/// The background lane's remote batches in the live status file and the metrics: each one's
+/// id, state and the provider's request counts.
+@Suite struct RemoteBatchProgressTests {
+    static let polled = BackgroundLane.Progress(group: "g00000000000000a1", endpoint: "batchy \"b\"", state: "polling", batchID: "batch_7",
+                                                remoteStatus: "in_progress", members: 40, total: 40, completed: 12, failed: 3)
+    static let unpolled = BackgroundLane.Progress(group: "g00000000000000a2", endpoint: "batchy", state: "uploaded", batchID: nil,
+                                                  remoteStatus: nil, members: 5)
+
+    @Test func theLiveStatusCarriesEachRemoteBatchAndReadsItBack() throws {
+        let layout = SpoolLayout(root: FileManager.default.temporaryDirectory.appendingPathComponent("remote-\(UUID())").path)
+        try layout.create()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        var status = LiveStatus(pid: getpid(), updatedAt: Date(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1000).rounded(.down) / 1000),
+                                queued: 0, deferred: 0, inFlight: [])
+        status.remoteBatches = [Self.polled, Self.unpolled]
+        try DurableFile.replace(status.encoded(), at: LiveStatus.path(layout))
+        #expect(LiveStatus.read(layout)?.remoteBatches == [Self.polled, Self.unpolled])
+    }
+
+    @Test func countsThatAreNotWholeNumbersAreLeftOut() {
+        let read = BackgroundLane.Progress(json: ["group": "g1", "endpoint": "e", "state": "polling", "requests": 3,
+                                                  "request_counts": ["total": "3", "completed": 1, "failed": 0]])
+        #expect(read != nil && read?.total == nil && read?.completed == nil)
+        #expect(BackgroundLane.Progress(json: ["endpoint": "e", "state": "polling"]) == nil, "no group: not an entry")
+    }
+
+    @Test func theMetricsShowEachRemoteBatchsCountsByKind() {
+        let metrics = Metrics()
+        metrics.remoteBatches([Self.polled, Self.unpolled])
+        let text = metrics.render()
+        #expect(text.contains("# TYPE llmspool_remote_batch_requests gauge\n"))
+        let polled = #"llmspool_remote_batch_requests{group="g00000000000000a1",batch="batch_7",status="in_progress","#
+        #expect(text.contains(polled + #"kind="total"} 40"# + "\n"), "\(text)")
+        #expect(text.contains(polled + #"kind="completed"} 12"# + "\n"))
+        #expect(text.contains(polled + #"kind="failed"} 3"# + "\n"))
+        // Before the first poll: its members, nothing completed, and the lane's own state.
+        #expect(text.contains(#"llmspool_remote_batch_requests{group="g00000000000000a2",batch="",status="uploaded",kind="total"} 5"# + "\n"))
+        metrics.remoteBatches([])
+        #expect(!metrics.render().contains("llmspool_remote_batch_requests{"), "an ended remote batch leaves the metrics")
+    }
+
+    @Test func statusTextAndJSONNameTheCounts() {
+        var group = LaneQuery.Group(group: "g1", endpoint: "batchy", state: "polling", batchID: "batch_7", remoteStatus: "in_progress", members: ["a", "b"])
+        #expect(group.description == "deferred to batch batch_7 (in_progress) on batchy")
+        group.counts = (2, 1, 0)
+        #expect(group.description == "deferred to batch batch_7 (in_progress, 1 of 2 completed, 0 failed) on batchy")
+        #expect(group.json["request_counts"] as? [String: Int] == ["total": 2, "completed": 1, "failed": 0])
+    }
+}

@@ -24,6 +24,11 @@ public final class BatchRunner: @unchecked Sendable {
         /// The lease time of a shared spool's claims: how often a batch another daemon
         /// holds is looked at again.
         public var leaseSeconds = 30.0
+        /// Where the scheduler sends each line (the daemon sets it from the endpoints), so
+        /// that lines that may wait are fed under the background lane's window.
+        public var routing = LaneRouting()
+        /// Lines of one batch in the background lane, at most: one remote batch's worth.
+        public var backgroundWindow: Int
 
         public init(_ config: Config) {
             limits = BatchValidator.Limits(maxLines: config.maxBatchLines, maxBytes: config.maxBatchBytes,
@@ -33,6 +38,7 @@ public final class BatchRunner: @unchecked Sendable {
             maxAttempts = config.retry.maxAttempts
             settleSeconds = config.settleSeconds
             leaseSeconds = config.leaseSeconds
+            backgroundWindow = config.batchLimits.maxRequests
         }
     }
 
@@ -96,6 +102,10 @@ public final class BatchRunner: @unchecked Sendable {
         var outputFD: Int32 { outputFile?.rawValue ?? -1 }
         var next = 0
         var inWindow = Set<Int>()
+        /// The lines of `inWindow` fed to the background lane.
+        var laned = Set<Int>()
+        /// The line at `next`, read but not fed: its lane had no room.
+        var peeked: (entry: Int, task: TaskDescriptor)?
         /// Ended lines not yet committed (a write that failed is tried again).
         var ended: [Ended] = []
         /// Retried lines whose attempts are not journalled yet.
@@ -236,6 +246,8 @@ public final class BatchRunner: @unchecked Sendable {
                                                  result: batch.expiring ? .expired : .cancelled, usage: nil))
                         post(.finalized(id: attempted.task.id))
                     } else if let batch = batches[name] {
+                        // A line of the background lane that failed is retried live.
+                        batch.laned.remove(attempted.entry)
                         batch.attempted.append(attempted)
                     } else {
                         // No batch runs under the name any more: its lines are not sent.
@@ -637,7 +649,10 @@ public final class BatchRunner: @unchecked Sendable {
 
     private func feed(_ batch: Batch) {
         guard !batch.cancelled, !batch.abandoned, !draining else { return }
-        let (window, lifetime, maxAttempts) = settings.withLock { ($0.window, $0.maxLifetimeSeconds, $0.maxAttempts) }
+        let (window, lifetime, maxAttempts, routing, backgroundWindow) = settings.withLock {
+            ($0.window, $0.maxLifetimeSeconds, $0.maxAttempts, $0.routing, $0.backgroundWindow)
+        }
+        let rule = BatchLineFeed(liveWindow: window, backgroundWindow: backgroundWindow)
         let created = Date(timeIntervalSince1970: Double(batch.journal.header.createdAt))
         if Date().timeIntervalSince(created) > lifetime {
             batch.expiring = true
@@ -645,27 +660,53 @@ public final class BatchRunner: @unchecked Sendable {
             return
         }
         let size = Int(batch.identity.size)
-        while batch.inWindow.count < window && batch.next < batch.index.count {
+        var fed = 0
+        while batch.next < batch.index.count {
+            if fed >= Self.feedChunk {
+                wake.signal()
+                break
+            }
             let entry = batch.next
-            batch.next += 1
-            if batch.journal.committed.contains(entry) { continue }
-            batch.inWindow.insert(entry)
-            let range = batch.index.range(entry)
-            let line: BatchLine
-            do {
-                let bytes = try Syscall.preadAll(batch.fd, count: range.count, at: range.lowerBound, path: batch.inputPath)
-                line = try BatchLine.read(bytes, at: range.lowerBound, fileSize: size).get()
-            } catch {
-                batch.ended.append(Ended(entry: entry, customID: nil,
-                                         result: .failed(code: "invalid-request", message: "the line cannot be read again: \(error)", status: nil, body: nil),
-                                         usage: nil))
+            if batch.journal.committed.contains(entry) {
+                batch.next += 1
                 continue
             }
-            // A line retried before a restart goes on with the attempts it has left.
-            let history = batch.journal.attempts[entry].map { $0.history(firstSeen: created, maxAttempts: maxAttempts) }
-                ?? TaskHistory(firstSeen: created)
-            let task = TaskDescriptor(id: SpoolLayout.lineID(batch: batch.name, entry: entry), requestPath: batch.inputPath,
+            let task: TaskDescriptor
+            if let peeked = batch.peeked, peeked.entry == entry {
+                task = peeked.task
+            } else {
+                // Neither lane can take a line: nothing is read.
+                let live = batch.inWindow.count - batch.laned.count
+                guard rule.admits(.live, live: live, background: batch.laned.count) || rule.admits(.background, live: live, background: batch.laned.count) else { break }
+                let range = batch.index.range(entry)
+                let line: BatchLine
+                do {
+                    let bytes = try Syscall.preadAll(batch.fd, count: range.count, at: range.lowerBound, path: batch.inputPath)
+                    line = try BatchLine.read(bytes, at: range.lowerBound, fileSize: size).get()
+                } catch {
+                    batch.next += 1
+                    batch.inWindow.insert(entry)
+                    batch.ended.append(Ended(entry: entry, customID: nil,
+                                             result: .failed(code: "invalid-request", message: "the line cannot be read again: \(error)", status: nil, body: nil),
+                                             usage: nil))
+                    continue
+                }
+                // A line retried before a restart goes on with the attempts it has left.
+                let history = batch.journal.attempts[entry].map { $0.history(firstSeen: created, maxAttempts: maxAttempts) }
+                    ?? TaskHistory(firstSeen: created)
+                task = TaskDescriptor(id: SpoolLayout.lineID(batch: batch.name, entry: entry), requestPath: batch.inputPath,
                                       summary: line.summary, identity: batch.identity, history: history)
+            }
+            let lane = BatchLineFeed.lane(of: routing.route(task))
+            guard rule.admits(lane, live: batch.inWindow.count - batch.laned.count, background: batch.laned.count) else {
+                batch.peeked = (entry, task)
+                break
+            }
+            batch.peeked = nil
+            batch.next += 1
+            batch.inWindow.insert(entry)
+            if lane == .background { batch.laned.insert(entry) }
+            fed += 1
             post(.arrived(.valid(task)))
         }
         if !batch.ended.isEmpty { wake.signal() }
@@ -755,9 +796,17 @@ public final class BatchRunner: @unchecked Sendable {
             batch.journal.apply(entry)
             metrics.batchLines(BatchRunner.outcomeName(entry.code))
         }
-        for ended in batch.ended { batch.inWindow.remove(ended.entry) }
+        for ended in batch.ended {
+            batch.inWindow.remove(ended.entry)
+            batch.laned.remove(ended.entry)
+        }
         batch.ended.removeAll(keepingCapacity: true)
     }
+
+    /// Lines handed to the scheduler in one round at most: the lines that may wait are fed
+    /// up to a remote batch's worth (50,000), and all at once they would fill the engine's
+    /// and the lane's inboxes with that many tasks at a time. The next round follows at once.
+    static let feedChunk = 2048
 
     static func outcomeName(_ code: UInt8) -> String {
         switch code {

@@ -67,6 +67,9 @@ extension Finisher {
             case .giveUp(let reason):
                 if case .lifetimeExceeded = reason {
                     result = .expired
+                } else if reason == .expiredNotLive {
+                    // The remote batch's window passed and deferred_expired is fail.
+                    result = .expired
                 } else {
                     let message = reason == .notRetryable ? failure.message : "\(failure.message); \(reason)"
                     result = .failed(code: failure.kind.rawValue, message: message, status: failure.httpStatus, body: failure.providerBody)

@@ -34,6 +34,8 @@ public struct LiveStatus: Sendable, Equatable {
     }
     /// The batches running, with their counts.
     public var batches: [BatchProgress] = []
+    /// The background lane's remote batches, with the provider's counts at the last poll.
+    public var remoteBatches: [BackgroundLane.Progress] = []
 
     /// Hidden: ids never start with a dot, so no task record can take this name.
     public static let fileName = ".daemon.json"
@@ -100,6 +102,11 @@ public struct LiveStatus: Sendable, Equatable {
             text += batches.map { String(decoding: $0.json(), as: UTF8.self) }.joined(separator: ",")
             text += "]"
         }
+        if !remoteBatches.isEmpty {
+            text += ",\"remote_batches\":["
+            text += remoteBatches.map { $0.json() }.joined(separator: ",")
+            text += "]"
+        }
         text += "}\n"
         return Array(text.utf8)
     }
@@ -143,6 +150,7 @@ public struct LiveStatus: Sendable, Equatable {
                                         batchTokens: totals["batch_tokens"] as? [String: Int] ?? [:])
         }
         status.batches = (object["batches"] as? [[String: Any]] ?? []).compactMap(BatchProgress.init(json:))
+        status.remoteBatches = (object["remote_batches"] as? [[String: Any]] ?? []).compactMap(BackgroundLane.Progress.init(json:))
         return status
     }
 }

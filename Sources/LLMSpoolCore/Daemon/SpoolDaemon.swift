@@ -92,7 +92,8 @@ public final class SpoolDaemon: Sendable {
             diskHealth: diskHealth, leases: leases, delegate: engineDelegate, logger: logger)
         engineBox.withLock { $0 = engine }
         self.lane = lane
-        let batchSettings = BatchRunner.Settings(config)
+        var batchSettings = BatchRunner.Settings(config)
+        batchSettings.routing = TransferEngine.laneRouting(endpoints, TransferEngine.Settings(config))
         let batches = BatchRunner(layout: layout, settings: batchSettings, logger: logger, metrics: metrics, leases: leases, post: post,
                                   onEnd: { report in
                                       hooks.handleBatch(report)
@@ -237,6 +238,8 @@ public final class SpoolDaemon: Sendable {
                     progress.inFlight = transferring[progress.name] ?? 0
                     return progress
                 }
+                status.remoteBatches = lane.progress
+                metrics.remoteBatches(status.remoteBatches)
                 logger.bestEffort("an informational write") { try DurableFile.replace(status.encoded(), at: LiveStatus.path(layout), mode: layout.fileMode) }
                 if notifier.enabled {
                     notifier.send("STATUS=\(snapshot.queued) queued, \(snapshot.transferring) in flight, \(snapshot.deferred) waiting to retry")
@@ -266,7 +269,8 @@ public final class SpoolDaemon: Sendable {
     /// spool, the watcher's settings and logging keep their values until a restart.
     public func reload(config: Config, endpoints: [Endpoint]) {
         finisher.reconfigure(retry: config.retry, endpointCount: endpoints.count)
-        let batchSettings = BatchRunner.Settings(config)
+        var batchSettings = BatchRunner.Settings(config)
+        batchSettings.routing = TransferEngine.laneRouting(endpoints, TransferEngine.Settings(config))
         batches.reconfigure(batchSettings)
         lane.reconfigure(endpoints: endpoints, settings: BackgroundLane.Settings(config))
         engine.reconfigure(endpoints: endpoints, settings: TransferEngine.Settings(config))

@@ -38,6 +38,10 @@ public final class BackgroundLane: @unchecked Sendable {
         public var batchID: String?
         public var remoteStatus: String?
         public var members: Int
+        /// The provider's request counts at the last poll; nil before one.
+        public var total: Int?
+        public var completed: Int?
+        public var failed: Int?
     }
 
     enum Message {
@@ -50,11 +54,12 @@ public final class BackgroundLane: @unchecked Sendable {
     /// How long a commit of successes may grow before its folders are fsynced.
     static let commitBatch = 256
 
-    private let layout: SpoolLayout
+    // Not private: the extension for batch files' lines (BackgroundLane+BatchLines) reads them.
+    let layout: SpoolLayout
     private let store: RemoteIntentStore
-    private let finisher: Finisher
-    private let post: @Sendable (Scheduler.Event) -> Void
-    private let logger: Logger
+    let finisher: Finisher
+    let post: @Sendable (Scheduler.Event) -> Void
+    let logger: Logger
     private let inbox = Mutex<[Message]>([])
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
@@ -66,7 +71,7 @@ public final class BackgroundLane: @unchecked Sendable {
     private var http: LaneHTTP
     private var grouper: LaneGrouper
     private var waiting: [String: (task: TaskDescriptor, size: Int)] = [:]
-    private var groups: [String: LaneGroup] = [:]
+    var groups: [String: LaneGroup] = [:]
     private var groupOfMember: [String: String] = [:]
 
     public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, finisher: Finisher, logger: Logger,
@@ -161,7 +166,10 @@ public final class BackgroundLane: @unchecked Sendable {
             }
             // A member of a sent group: its answer is discarded when it arrives (`publish`);
             // when no member is left, the remote batch is cancelled.
-            if let group = groupOfMember[id] { memberDeleted(id, group: group) }
+            if let group = groupOfMember[id] {
+                // A batch's line ends at once, cancelled, so that its batch can end.
+                if BatchLineRef(id: id) != nil { lineWithdrawn(id, group: group) } else { memberDeleted(id, group: group) }
+            }
         case .reconfigure(let newEndpoints, let newSettings):
             endpoints = newEndpoints
             settings = newSettings
@@ -172,12 +180,19 @@ public final class BackgroundLane: @unchecked Sendable {
     }
 
     private func memberDeleted(_ id: String, group groupID: String) {
-        guard var group = groups[groupID] else { return }
-        group.deleted.insert(id)
-        groups[groupID] = group
+        guard groups[groupID] != nil else { return }
+        groups[groupID]?.deleted.insert(id)
         logger.debug("a member of a sent group was deleted", id: id, ["group": LogValue(groupID)])
+        cancelIfUnwanted(groupID)
+    }
+
+    /// When no member of a sent group is wanted any more, its remote batch is cancelled.
+    func cancelIfUnwanted(_ groupID: String) {
+        guard let group = groups[groupID] else { return }
         let members = group.machine.intent.members
-        guard !group.machine.isWithdrawn, members.allSatisfy({ group.deleted.contains($0.id) || group.ended.contains($0.id) }) else { return }
+        // The counts first: a group of 50,000 lines is not walked at each deletion.
+        guard !group.machine.isWithdrawn, group.deleted.count + group.ended.count >= members.count,
+              members.allSatisfy({ group.deleted.contains($0.id) || group.ended.contains($0.id) }) else { return }
         logger.info("every request of a sent group was deleted", ["group": LogValue(groupID), "batch": LogValue(group.machine.intent.batchID ?? "not known yet")])
         guard let actions = groups[groupID]?.machine.handle(.withdrawn), !actions.isEmpty else { return }
         // The step that was due (a poll) gives way to what the withdrawal asks for.
@@ -220,6 +235,8 @@ public final class BackgroundLane: @unchecked Sendable {
             switch action {
             case .send(let key, let members, let reason):
                 form(key, members.compactMap { waiting.removeValue(forKey: $0.id) }, reason: reason)
+                // A dictionary keeps its capacity when emptied: 50,000 tasks' worth, held for nothing.
+                if waiting.isEmpty { waiting = [:] }
             case .tooLarge(let member, let key):
                 guard let entry = waiting.removeValue(forKey: member.id) else { continue }
                 logger.warning("the request alone passes batch_max_bytes; it goes live", id: member.id,
@@ -304,6 +321,7 @@ public final class BackgroundLane: @unchecked Sendable {
     /// Whether a member's request is still the file recorded in its group; true when it
     /// cannot be told (a member is never given up on a failed look).
     private func isPresent(_ member: RemoteIntent.Member) -> Bool {
+        if let line = BatchLineRef(id: member.id) { return lineInput(line, recorded: member.request) != .changed }
         do {
             guard let found = try SpoolFiles(layout: layout).identity(of: layout.request(member.id)) else { return false }
             return LaneMembership.isSameRequest(recorded: member.request, found: found)
@@ -426,6 +444,7 @@ public final class BackgroundLane: @unchecked Sendable {
         case .poll:
             guard let batch = intent.batchID else { return .failed(retryable: false, retryAfter: nil, message: "no batch id is recorded") }
             let event = client.poll(batchID: batch)
+            if case .polled(let status) = event { groups[id]?.lastPoll = status }
             if case .polled(let status) = event, !status.hasEnded { LaneTestPause.at("polled", group: id, logger: logger) }
             if case .polled(let status) = event {
                 logger.debug("remote batch polled", ["group": LogValue(id), "batch": LogValue(batch), "status": LogValue(status.status),
@@ -504,45 +523,60 @@ public final class BackgroundLane: @unchecked Sendable {
         let endpointIndex = endpoints.firstIndex(of: endpoint) ?? 0
         var prepared: [Finisher.PreparedSuccess] = []
         var done = true
+        var lines = LaneLineLookup()
+        var pausedAtSplit = false
         for member in intent.members where groups[id]?.ended.contains(member.id) == false {
-            let path = layout.request(member.id)
-            let current: FileIdentity?
-            do {
-                current = try files.identity(of: path)
-            } catch {
-                logger.warning("cannot look at a member's request; will look again", id: member.id, ["reason": "\(error)"])
-                done = false
-                continue
-            }
-            guard let current, LaneMembership.isSameRequest(recorded: member.request, found: current) else {
-                // Published before a restart, or deleted (or replaced) by its producer: the
-                // group's answer is not for the file there now.
-                groups[id]?.ended.insert(member.id)
-                if group.tasks[member.id] != nil {
-                    post(.laneEnded(id: member.id))
-                    finisher.withdrawn(id: member.id)
-                    post(.finalized(id: member.id))
+            if BatchLineRef(id: member.id) != nil {
+                guard lineReady(member, group: id, lookup: &lines) else {
+                    if groups[id]?.ended.contains(member.id) == false { done = false }
+                    continue
                 }
-                continue
-            }
-            guard let task = group.tasks[member.id] else {
-                // Its outcome was handed over before a restart when its record names this
-                // batch (a failed line now retried live); else the scheduler hands it over
-                // when the watcher finds it.
-                if let batch = intent.batchID, let record = TaskRecord.load(layout, id: member.id),
-                   LaneMembership.isSameRequest(recorded: member.request, found: record.request),
-                   record.history.attempts.contains(where: { $0.remoteBatch == batch }) {
-                    groups[id]?.ended.insert(member.id)
-                } else {
+            } else {
+                let path = layout.request(member.id)
+                let current: FileIdentity?
+                do {
+                    current = try files.identity(of: path)
+                } catch {
+                    logger.warning("cannot look at a member's request; will look again", id: member.id, ["reason": "\(error)"])
                     done = false
+                    continue
                 }
-                continue
+                guard let current, LaneMembership.isSameRequest(recorded: member.request, found: current) else {
+                    // Published before a restart, or deleted (or replaced) by its producer: the
+                    // group's answer is not for the file there now.
+                    groups[id]?.ended.insert(member.id)
+                    if group.tasks[member.id] != nil {
+                        post(.laneEnded(id: member.id))
+                        finisher.withdrawn(id: member.id)
+                        post(.finalized(id: member.id))
+                    }
+                    continue
+                }
+                guard group.tasks[member.id] != nil else {
+                    // Its outcome was handed over before a restart when its record names this
+                    // batch (a failed line now retried live); else the scheduler hands it over
+                    // when the watcher finds it.
+                    if let batch = intent.batchID, let record = TaskRecord.load(layout, id: member.id),
+                       LaneMembership.isSameRequest(recorded: member.request, found: record.request),
+                       record.history.attempts.contains(where: { $0.remoteBatch == batch }) {
+                        groups[id]?.ended.insert(member.id)
+                    } else {
+                        done = false
+                    }
+                    continue
+                }
             }
+            guard let task = group.tasks[member.id] else { continue }
             groups[id]?.ended.insert(member.id)
             post(.laneEnded(id: member.id))
             switch finisher.prepare(outcome(of: task, group: group, endpoint: endpoint, endpointIndex: endpointIndex)) {
             case .ended(let event):
                 post(event)
+                // A batch's line: its outcome goes to the batch's journal.
+                if LaneTestPause.isSet("split") && !pausedAtSplit && BatchLineRef(id: member.id) != nil {
+                    pausedAtSplit = true
+                    LaneTestPause.at("split", group: id, logger: logger)
+                }
             case .success(let success):
                 prepared.append(success)
                 if LaneTestPause.isSet("split") {
@@ -631,7 +665,8 @@ public final class BackgroundLane: @unchecked Sendable {
         let list = groups.values.sorted { $0.id < $1.id }.map { group in
             Progress(group: group.id, endpoint: group.machine.intent.endpoint, state: group.machine.intent.state.rawValue,
                      batchID: group.machine.intent.batchID, remoteStatus: group.machine.intent.remoteStatus,
-                     members: group.machine.intent.members.count)
+                     members: group.machine.intent.members.count, total: group.lastPoll?.total, completed: group.lastPoll?.completed,
+                     failed: group.lastPoll?.failed)
         }
         progressBox.withLock { $0 = list }
     }

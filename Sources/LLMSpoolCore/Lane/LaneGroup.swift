@@ -13,6 +13,8 @@ struct LaneGroup {
     /// A record whose write failed: written before anything else happens to the group.
     var unrecorded: RemoteIntent?
     var index: LaneOutputIndex?
+    /// What the last poll said: the remote batch's counts, for `status` and the metrics.
+    var lastPoll: RemoteBatchStatus?
     /// Members whose outcome is handed to the finisher (or found handed before a restart).
     var ended: Set<String> = []
     /// Members whose request was deleted after the group was sent.

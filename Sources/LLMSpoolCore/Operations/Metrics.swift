@@ -54,6 +54,8 @@ public final class Metrics: Sendable {
     private let gauges = Mutex<(queued: Int, inFlight: Int, deferred: Int)>((0, 0, 0))
     /// By endpoint name: transfers in flight, and the cause of a wait (see `EndpointWait`).
     private let endpointGauges = Mutex<(inFlight: [String: Int], waits: [String: String], names: [String])>(([:], [:], []))
+    /// The background lane's remote batches as the lane last showed them.
+    private let remoteGauges = Mutex<[BackgroundLane.Progress]>([])
 
     public init() {}
 
@@ -156,6 +158,9 @@ public final class Metrics: Sendable {
         return now - watcherBeat.load(ordering: .relaxed) <= seconds && now - engineBeat.load(ordering: .relaxed) <= seconds
     }
 
+    /// The remote batches the lane carries now (a finished one leaves the metrics).
+    public func remoteBatches(_ list: [BackgroundLane.Progress]) { remoteGauges.withLock { $0 = list } }
+
     public func render() -> String {
         let current = state.withLock { $0 }
         let gauge = gauges.withLock { $0 }
@@ -192,6 +197,15 @@ public final class Metrics: Sendable {
                 // The two common kinds are always shown, so that a lane starts at 0 rather than appear later.
                 guard value != nil || kind == UsageNames.input || kind == UsageNames.output else { continue }
                 out += "llmspool_lane_tokens_total{lane=\"\(lane.rawValue)\",kind=\"\(kind.replacingOccurrences(of: "_tokens", with: ""))\"} \(value ?? 0)\n"
+            }
+        }
+        family("llmspool_remote_batch_requests", "gauge",
+               "Requests of each remote batch of the background lane, by kind (total, completed, failed: the provider's counts at the last poll).")
+        for remote in remoteGauges.withLock({ $0 }) {
+            let labels = "group=\"\(Metrics.labelValue(remote.group))\",batch=\"\(Metrics.labelValue(remote.batchID ?? ""))\","
+                + "status=\"\(Metrics.labelValue(remote.remoteStatus ?? remote.state))\""
+            for (kind, value) in [("total", remote.total ?? remote.members), ("completed", remote.completed ?? 0), ("failed", remote.failed ?? 0)] {
+                out += "llmspool_remote_batch_requests{\(labels),kind=\"\(kind)\"} \(value)\n"
             }
         }
         for (name, help, histogram) in [("llmspool_first_byte_seconds", "Time from the start of an attempt to its first response byte.", current.firstByte),

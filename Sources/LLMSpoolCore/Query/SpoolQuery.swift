@@ -234,7 +234,7 @@ public struct SpoolQuery: Sendable {
         }
         summary.transfers = live?.inFlight.filter { inFlightIDs.contains($0.id) } ?? []
         summary.held = SpoolActions(layout: layout).heldIDs().count
-        summary.remoteBatches = LaneQuery(layout: layout).groups
+        summary.remoteBatches = LaneQuery(layout: layout, live: live).groups
         // A running daemon keeps the counts; reading every record is for a spool without one.
         let totals = live?.totals ?? finishedTotals()
         summary.done = totals.done
@@ -394,7 +394,7 @@ public struct SpoolQuery: Sendable {
             if let endpoint = record.endpoint { object["endpoint"] = endpoint }
             if let usage = record.usage { object["usage"] = usage }
         }
-        if object["state"] as? String == RequestState.queued.rawValue, let group = LaneQuery(layout: layout).group(of: id) {
+        if object["state"] as? String == RequestState.queued.rawValue, let group = LaneQuery(layout: layout, live: live).group(of: id) {
             object["lane"] = "batch"
             object["remote_batch"] = group.json
             object["waiting_for"] = group.description
