@@ -34,6 +34,39 @@ import Testing
         #expect(harness.filesContainingSecret().isEmpty)
     }
 
+    /// Small bodies go to libcurl from memory (`CURLOPT_COPYPOSTFIELDS`), not through the
+    /// read callback: the stub still answers each its own prompt, and each record still says
+    /// how many body bytes went out (the file's own for a plain request; a stream's body has
+    /// the usage member put in, so more).
+    @Test func bodiesSentFromMemoryAreCountedInTheRecord() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--tokens", "3"])
+        try harness.startDaemon()
+        var sizes: [String: Int] = [:]
+        for index in 0..<6 {
+            let id = "counted\(index)"
+            let bytes = Array(try JSONSerialization.data(withJSONObject: Harness.request("count me \(index) ✓", stream: index % 2 == 1)))
+            sizes[id] = bytes.count
+            try harness.drop(id, bytes: bytes)
+        }
+        try waitUntil("6 results are in incoming", timeout: 60) {
+            (0..<6).allSatisfy { FileManager.default.fileExists(atPath: harness.layout.result("counted\($0)")) }
+        }
+        for index in 0..<6 {
+            let id = "counted\(index)"
+            #expect(Harness.content(of: try harness.json(harness.layout.result(id))) == StubAnswer.content(prompt: "count me \(index) ✓", tokens: 3))
+            let attempts = try #require(try harness.record(id)["attempts"] as? [[String: Any]], "\(id)")
+            let sent = try #require((attempts.last?["bytes_sent"] as? NSNumber)?.intValue, "\(id)")
+            if index % 2 == 1 {
+                #expect(sent > sizes[id]!, "\(id): the stream's body carries the usage member")
+            } else {
+                #expect(sent == sizes[id]!, "\(id)")
+            }
+        }
+        #expect(harness.stopDaemon() == 0)
+    }
+
     @Test func requestsAlreadyPresentAtStartAreProcessed() throws {
         let harness = try Harness()
         defer { harness.stop() }

@@ -42,4 +42,18 @@ import Testing
     @Test func blankLinesAloneDispatchNothing() {
         #expect(events([Array("\n\n\r\n".utf8)]).isEmpty)
     }
+
+    /// Lines taken in place (whole in one read) and lines gathered across reads go through
+    /// the same rules: every pair of cut points gives the whole stream's events.
+    @Test func linesWholeInOneReadAndLinesAcrossReadsAgree() {
+        let stream = Array("dat: no\ndatum: no\ndata\ndata:\ndata:x\n:c\nda\n\r\ndata:  two spaces\r\n\ndata: [DONE]".utf8)
+        let whole = events([stream])
+        #expect(whole == [.comment, .data("\n\nx"), .data(" two spaces"), .data("[DONE]")])
+        for first in 0...stream.count {
+            for second in first...stream.count {
+                let parts = [Array(stream[..<first]), Array(stream[first..<second]), Array(stream[second...])]
+                #expect(events(parts) == whole, "cuts at \(first) and \(second)")
+            }
+        }
+    }
 }

@@ -23,11 +23,43 @@ public enum Timestamp {
             defer { lock.unlock() }
             return formatter.string(from: date)
         }
+        // Digits into a fixed buffer, one String made at the end: the live status formats
+        // one of these per transfer in flight every second.
+        var bytes = [UInt8](repeating: 0, count: 24)
+        func put(_ value: Int, _ width: Int, at offset: Int) {
+            var rest = value
+            for index in stride(from: offset + width - 1, through: offset, by: -1) {
+                bytes[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            }
+        }
+        let year = Int(parts.tm_year) + 1900
+        // The fixed layout holds years 0 to 9999; the others are written field by field.
+        guard (0...9999).contains(year) else { return fields(parts, year: year, fraction: fraction) }
+        put(year, 4, at: 0)
+        bytes[4] = UInt8(ascii: "-")
+        put(Int(parts.tm_mon) + 1, 2, at: 5)
+        bytes[7] = UInt8(ascii: "-")
+        put(Int(parts.tm_mday), 2, at: 8)
+        bytes[10] = UInt8(ascii: "T")
+        put(Int(parts.tm_hour), 2, at: 11)
+        bytes[13] = UInt8(ascii: ":")
+        put(Int(parts.tm_min), 2, at: 14)
+        bytes[16] = UInt8(ascii: ":")
+        put(Int(parts.tm_sec), 2, at: 17)
+        bytes[19] = UInt8(ascii: ".")
+        put(fraction, 3, at: 20)
+        bytes[23] = UInt8(ascii: "Z")
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The same text for a year outside 0-9999, each field padded to its width.
+    private static func fields(_ parts: tm, year: Int, fraction: Int) -> String {
         func digits(_ value: Int, _ width: Int) -> String {
             let text = String(value)
             return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
         }
-        return "\(digits(Int(parts.tm_year) + 1900, 4))-\(digits(Int(parts.tm_mon) + 1, 2))-\(digits(Int(parts.tm_mday), 2))T"
+        return "\(digits(year, 4))-\(digits(Int(parts.tm_mon) + 1, 2))-\(digits(Int(parts.tm_mday), 2))T"
             + "\(digits(Int(parts.tm_hour), 2)):\(digits(Int(parts.tm_min), 2)):\(digits(Int(parts.tm_sec), 2)).\(digits(fraction, 3))Z"
     }
 

@@ -34,6 +34,23 @@ enum CurlHandle {
         try CurlError.check(llms_easy_setopt_slist(handle, option, list), "curl_easy_setopt(option \(option.rawValue))")
     }
 
+    /// `CURLOPT_COPYPOSTFIELDS`: libcurl copies `bytes` (as many as `CURLOPT_POSTFIELDSIZE_LARGE`
+    /// says, which must be set first) and frees its copy with the handle.
+    static func copyPostFields(_ handle: UnsafeMutableRawPointer, _ bytes: [UInt8]) throws {
+        var bytes = bytes
+        if bytes.isEmpty { bytes = [0] }  // a valid pointer for a zero-length body
+        try bytes.withUnsafeMutableBytes { buffer in
+            try CurlError.check(llms_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, buffer.baseAddress), "curl_easy_setopt(COPYPOSTFIELDS)")
+        }
+    }
+
+    /// Body bytes libcurl sent (`CURLINFO_SIZE_UPLOAD_T`), within `0...limit`; 0 when it has no count.
+    static func bytesUploaded(_ handle: UnsafeMutableRawPointer, atMost limit: Int64) -> Int64 {
+        var count: curl_off_t = 0
+        guard llms_easy_getinfo_off(handle, CURLINFO_SIZE_UPLOAD_T, &count) == CURLE_OK else { return 0 }
+        return min(max(0, Int64(count)), limit)
+    }
+
     /// The response's status; 0 when libcurl has none (no response yet, or the call failed).
     static func responseCode(_ handle: UnsafeMutableRawPointer) -> Int {
         var code = 0

@@ -46,6 +46,8 @@ final class Transfer {
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     var headers: [String: String] = [:]
     var bytesSent: Int64 = 0
+    /// The body went to libcurl as `CURLOPT_COPYPOSTFIELDS`: `bytesSent` is then libcurl's count.
+    var bodyHandedToCurl = false
     var bytesReceived: Int64 = 0
     /// SSE data events received: roughly the tokens of a stream.
     var events = 0
@@ -96,6 +98,11 @@ final class Transfer {
         self.endpointName = endpointName
         self.handle = handle
         self.body = body
+        switch body {
+        case .file: bodySize = task.summary.size
+        case .memory(let bytes, _): bodySize = bytes.count
+        case .spliced(let prefix, _, let fileBytes): bodySize = prefix.count + fileBytes
+        }
         self.bodyFile = bodyFile
         self.partialPath = partialPath
         self.clock = AttemptClock(startedAt: now)
@@ -148,12 +155,16 @@ final class Transfer {
         try file.writeAll(bytes)
     }
 
-    var bodySize: Int {
-        switch body {
-        case .file: task.summary.size
-        case .memory(let bytes, _): bytes.count
-        case .spliced(let prefix, _, let fileBytes): prefix.count + fileBytes
-        }
+    /// The body's length, the Content-Length sent; kept when a body in memory is handed to libcurl.
+    let bodySize: Int
+
+    /// A body held in memory, handed to libcurl as it is configured (`CURLOPT_COPYPOSTFIELDS`)
+    /// and dropped here: libcurl's one copy goes out with the request headers, and the
+    /// read callback and the upload buffer libcurl allocates for it are not needed.
+    func takeMemoryBody() -> [UInt8]? {
+        guard case .memory(let bytes, 0) = body else { return nil }
+        body = .memory([], offset: 0)
+        return bytes
     }
 
     /// Closes the body file, if the body is one and it is still open.

@@ -882,6 +882,9 @@ public final class TransferEngine: @unchecked Sendable {
                                                       "bytes": "\(transfer.bodySize)", "stream": "\(task.summary.stream)"])
     }
 
+    /// libcurl's receive buffer for a streamed answer (its default is 16 KiB).
+    static let streamReceiveBuffer = 8 * 1024
+
     /// The most HTTP/2 streams libcurl puts on one connection.
     static let maxStreamsPerConnection = 100
 
@@ -914,10 +917,20 @@ public final class TransferEngine: @unchecked Sendable {
             }
         }
         if let folder = settings.caDirectory { try CurlHandle.set(handle, CURLOPT_CAPATH, string: folder) }
-        try CurlHandle.set(handle, CURLOPT_READDATA, pointer: me)
-        try CurlHandle.set(handle, CURLOPT_READFUNCTION, callback: { buffer, size, count, context in
-            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().readBody(into: buffer!, capacity: size * count)
-        })
+        if let bytes = transfer.takeMemoryBody() {
+            // Copied by libcurl with the size set above; ours is freed when this returns.
+            try CurlHandle.copyPostFields(handle, bytes)
+            transfer.bodyHandedToCurl = true
+        } else {
+            try CurlHandle.set(handle, CURLOPT_READDATA, pointer: me)
+            try CurlHandle.set(handle, CURLOPT_READFUNCTION, callback: { buffer, size, count, context in
+                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().readBody(into: buffer!, capacity: size * count)
+            })
+        }
+        if transfer.task.summary.stream {
+            // Events are a few hundred bytes: a smaller receive buffer per stream, thousands held at once.
+            try CurlHandle.set(handle, CURLOPT_BUFFERSIZE, TransferEngine.streamReceiveBuffer)
+        }
         try CurlHandle.set(handle, CURLOPT_WRITEDATA, pointer: me)
         try CurlHandle.set(handle, CURLOPT_WRITEFUNCTION, callback: { buffer, size, count, context in
             Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
@@ -1029,6 +1042,7 @@ public final class TransferEngine: @unchecked Sendable {
     /// Detaches a transfer and passes its outcome (and its `.partial` descriptor) on.
     private func end(_ transfer: Transfer, as ending: AttemptOutcome.Ending) {
         let handle = transfer.handle
+        if transfer.bodyHandedToCurl { transfer.bytesSent = CurlHandle.bytesUploaded(handle, atMost: Int64(transfer.bodySize)) }
         checkMulti(curl_multi_remove_handle(multi, handle), "curl_multi_remove_handle")
         curl_easy_cleanup(handle)
         curl_slist_free_all(transfer.headerList)

@@ -63,10 +63,18 @@ public struct SSEParser: Sendable {
                 if byte == 0x0A || byte == 0x0D { break }
                 end += 1
             }
-            if end > start { line.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<end])) }
-            guard end < count else { return }
+            guard end < count else {
+                if end > start { line.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<end])) }
+                return
+            }
             afterCR = bytes[end] == 0x0D
-            endLine(emit)
+            if line.isEmpty {
+                // The whole line is in this read (nearly always): taken in place, not copied.
+                endLine(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), emit)
+            } else {
+                if end > start { line.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<end])) }
+                endHeldLine(emit)
+            }
             start = end + 1
         }
     }
@@ -78,12 +86,20 @@ public struct SSEParser: Sendable {
     }
 
     public mutating func finishRaw(_ emit: (RawEvent) -> Void) {
-        if !line.isEmpty { endLine(emit) }
+        if !line.isEmpty { endHeldLine(emit) }
         dispatch(emit)
     }
 
-    private mutating func endLine(_ emit: (RawEvent) -> Void) {
-        defer { line.removeAll(keepingCapacity: true) }
+    /// Ends the line gathered across reads in `line`.
+    private mutating func endHeldLine(_ emit: (RawEvent) -> Void) {
+        var held: [UInt8] = []
+        swap(&held, &line)
+        held.withUnsafeBytes { endLine($0, emit) }
+        held.removeAll(keepingCapacity: true)
+        swap(&held, &line)
+    }
+
+    private mutating func endLine(_ line: UnsafeRawBufferPointer, _ emit: (RawEvent) -> Void) {
         if line.isEmpty {
             dispatch(emit)
             return
@@ -92,12 +108,13 @@ public struct SSEParser: Sendable {
             emit(.comment)
             return
         }
-        let colon = line.firstIndex(of: UInt8(ascii: ":")) ?? line.endIndex
-        guard line[..<colon].elementsEqual("data".utf8) else { return }  // event:, id:, retry: carry nothing we use
-        var valueStart = colon < line.endIndex ? colon + 1 : colon
-        if valueStart < line.endIndex && line[valueStart] == UInt8(ascii: " ") { valueStart += 1 }
+        let colon = line.firstIndex(of: UInt8(ascii: ":")) ?? line.count
+        guard colon == 4 && line[0] == UInt8(ascii: "d") && line[1] == UInt8(ascii: "a") && line[2] == UInt8(ascii: "t")
+            && line[3] == UInt8(ascii: "a") else { return }  // event:, id:, retry: carry nothing we use
+        var valueStart = colon < line.count ? colon + 1 : colon
+        if valueStart < line.count && line[valueStart] == UInt8(ascii: " ") { valueStart += 1 }
         if hasData { data.append(0x0A) }
-        data.append(contentsOf: line[valueStart...])
+        data.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[valueStart...]))
         hasData = true
     }
 
