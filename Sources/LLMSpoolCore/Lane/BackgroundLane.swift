@@ -457,15 +457,9 @@ public final class BackgroundLane: @unchecked Sendable {
                     logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) }
                     continue
                 }
-                do {
-                    let fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: layout.fileMode)
-                    if LaneTestPause.isSet("downloading") { http.midFile = { [logger] in LaneTestPause.at("downloading", group: id, logger: logger) } }
-                    defer { http.midFile = nil }
-                    if let failure = client.download(fileID: fileID, to: fd, path: path) { return failure }
-                    try fd.fsync()
-                } catch {
-                    return .failed(retryable: true, retryAfter: nil, message: "the download to \(path) failed: \(error)")
-                }
+                if let failure = http.downloadDurably(to: path, mode: layout.fileMode, group: id, logger: logger, { fd in
+                    client.download(fileID: fileID, to: fd, path: path)
+                }) { return failure }
             }
             logger.info("remote batch downloaded", ["group": LogValue(id), "batch": LogValue(intent.batchID ?? "?")])
             return .downloaded

@@ -44,15 +44,9 @@ struct MessageBatchSteps {
                 logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(output) }
                 return .downloaded
             }
-            do {
-                let fd = try FileDescriptor.open(output, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: layout.fileMode)
-                if LaneTestPause.isSet("downloading") { http.midFile = { [logger] in LaneTestPause.at("downloading", group: id, logger: logger) } }
-                defer { http.midFile = nil }
-                if let failure = client.downloadResults(batchID: batch, to: fd, path: output) { return failure }
-                try fd.fsync()
-            } catch {
-                return .failed(retryable: true, retryAfter: nil, message: "the download to \(output) failed: \(error)")
-            }
+            if let failure = http.downloadDurably(to: output, mode: layout.fileMode, group: id, logger: logger, { fd in
+                client.downloadResults(batchID: batch, to: fd, path: output)
+            }) { return failure }
             logger.info("remote batch downloaded", ["group": LogValue(id), "batch": LogValue(batch)])
             return .downloaded
         case .cancel:
