@@ -12,7 +12,7 @@ import Testing
 
     func config(_ harness: Harness, _ extra: [String: Any] = [:]) -> [String: Any] {
         var config = BackgroundLaneTests.lane
-        config["endpoints"] = [["name": "claude", "api": "anthropic", "base_url": harness.stubURL, "batch": true]]
+        config["endpoints"] = [["name": "messages-batch", "api": "anthropic", "base_url": harness.stubURL, "batch": true]]
         config.merge(extra) { $1 }
         return config
     }

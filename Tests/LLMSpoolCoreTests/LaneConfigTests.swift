@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test func anAnthropicEndpointServesTheLaneThroughMessageBatches() throws {
-        let config = try Config.parse(Array(#"{"endpoints": [{"name": "claude", "base_url": "http://127.0.0.1:1", "api": "anthropic", "batch": true}]}"#.utf8),
+        let config = try Config.parse(Array(#"{"endpoints": [{"name": "messages-batch", "base_url": "http://127.0.0.1:1", "api": "anthropic", "batch": true}]}"#.utf8),
                                       source: "lane.json")
         let endpoints = try config.resolvedEndpoints(environment: [:])
         #expect(endpoints.map(\.batch) == [true] && endpoints.map(\.api) == [.anthropic])

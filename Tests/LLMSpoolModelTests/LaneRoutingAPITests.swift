@@ -6,8 +6,8 @@ import Testing
 /// Messages request never reaches OpenAI's Batch API and a chat request never Anthropic's.
 @Suite struct LaneRoutingAPITests {
     let openAIBatch = LaneRouter.Endpoint(name: "openai", batch: true, api: .openai)
-    let anthropicBatch = LaneRouter.Endpoint(name: "claude", batch: true, api: .anthropic)
-    let anthropicLive = LaneRouter.Endpoint(name: "claude-live", batch: false, api: .anthropic)
+    let anthropicBatch = LaneRouter.Endpoint(name: "messages-batch", batch: true, api: .anthropic)
+    let anthropicLive = LaneRouter.Endpoint(name: "messages-live", batch: false, api: .anthropic)
 
     func task(_ dialect: String, window: String? = "24h") -> TaskDescriptor {
         var summary = RequestSummary(model: "m", stream: false, size: 10)

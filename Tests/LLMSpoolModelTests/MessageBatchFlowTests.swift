@@ -5,7 +5,7 @@ import Testing
 /// and reconciling by the list's sizes and the first results line's custom_id, at every
 /// point a daemon can die.
 @Suite struct MessageBatchFlowTests {
-    let fresh = RemoteIntent(group: "g1", endpoint: "claude", api: .anthropic, url: "/v1/messages", createdAt: 10_000,
+    let fresh = RemoteIntent(group: "g1", endpoint: "messages-batch", api: .anthropic, url: "/v1/messages", createdAt: 10_000,
                              members: [.init(id: "a", request: nil), .init(id: "b", request: nil)])
 
     func intent(_ state: RemoteBatchState, batch: String? = nil, results: String? = nil) -> RemoteIntent {
