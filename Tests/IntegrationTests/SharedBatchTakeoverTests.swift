@@ -97,8 +97,11 @@ import Testing
         // was paused end there unwritten, and the ones it had queued are dropped.
         let sentAfterWaking = posts.filter { $0.path.hasPrefix("/\(owner)/") && $0.at > continuedAt }
         let repeated = posts.count - Set(posts.map(\.prompt)).count
+        // Lines handed to libcurl before the pause and not yet sent: held back when it woke.
+        let heldBack = harness.extraLog(owner).components(separatedBy: "before the line went").count - 1
         print("paused batch of \(count) lines: \(owner) paused with \(committedAtStop.count) committed; \(other) resumed it; "
-              + "\(sentAfterWaking.count) lines sent by \(owner) after it woke; \(repeated) lines sent twice in all")
+              + "\(sentAfterWaking.count) lines sent by \(owner) after it woke; \(repeated) lines sent twice in all; "
+              + "\(heldBack) held back by libcurl's last check before sending")
         #expect(sentAfterWaking.isEmpty, "sent by the owner after it lost the claim: \(sentAfterWaking.prefix(5).map(\.prompt))")
         #expect(harness.files(in: harness.layout.outgoing).isEmpty)
         #expect(harness.files(in: harness.layout.incoming).sorted() == ["paused.batch.json", "paused.jsonl"])

@@ -42,6 +42,13 @@ final class Transfer {
     /// Told the local port of the connection libcurl placed this transfer on (multiplexing
     /// endpoints only; see `ConnectionPacing`).
     var placed: ((Int) -> Void)?
+    /// Asked once libcurl has a connection, just before the request goes: false holds the
+    /// request back unsent (a batch line whose claim's lease has run out here; see
+    /// `BatchLineStart`). A daemon paused with the transfer handed to libcurl and woken past
+    /// its lease would otherwise send it before its keeper learns the claim was taken.
+    var mayGo: (() -> Bool)?
+    /// `mayGo` said no: libcurl ends the transfer as aborted, and it was never sent.
+    var heldBack = false
     var headerList: UnsafeMutablePointer<curl_slist>?
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     var headers: [String: String] = [:]

@@ -910,9 +910,22 @@ public final class TransferEngine: @unchecked Sendable {
             // to the scheduler after libcurl returns, never from inside its callback.
             let id = transfer.task.id
             transfer.placed = { [unowned self] port in placements.append((id, port)) }
+        }
+        if let leases, leases.method == .leaseFiles, let line = BatchLineRef(id: transfer.task.id) {
+            let claim = BatchClaimRules.claimID(batch: line.batch)
+            transfer.mayGo = { [unowned leases] in
+                BatchLineStart.decide(leaseFilesOnly: true, leaseExpiresAt: leases.writtenExpiry(claim), now: LeaseManager.now()) == .start
+            }
+        }
+        if transfer.placed != nil || transfer.mayGo != nil {
             try CurlHandle.set(handle, CURLOPT_PREREQDATA, pointer: me)
             try CurlHandle.setPrerequest(handle) { context, _, _, _, localPort in
-                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().placed?(Int(localPort))
+                let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+                if let mayGo = transfer.mayGo, !mayGo() {
+                    transfer.heldBack = true
+                    return CURL_PREREQFUNC_ABORT
+                }
+                transfer.placed?(Int(localPort))
                 return CURL_PREREQFUNC_OK
             }
         }
@@ -964,6 +977,10 @@ public final class TransferEngine: @unchecked Sendable {
         while let message = curl_multi_info_read(multi, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
                   let transfer = transfers[handle] else { continue }
+            if transfer.heldBack {
+                holdBack(transfer)
+                continue
+            }
             end(transfer, as: TransferEngine.ending(of: transfer, code: llms_curlmsg_result(message), settings: settings))
         }
     }
@@ -1065,22 +1082,41 @@ public final class TransferEngine: @unchecked Sendable {
             stream: stream, requestSource: transfer.requestSource, rawPath: transfer.textPath != nil ? transfer.partialPath : nil))
     }
 
+    /// A batch line held back by `mayGo` before its request went: no attempt, nothing
+    /// sent. It waits as one the gate in `prepareStart` holds, until the keeper renews the
+    /// batch's claim (it then goes) or finds it taken (the batch is dropped, the line with it).
+    private func holdBack(_ transfer: Transfer) {
+        detach(transfer)
+        let now = Date().timeIntervalSince1970
+        logger.debug("the batch's claim passed its lease time before the line went; it waits for its renewal", id: transfer.task.id)
+        apply(scheduler.handle(.transferEnded(id: transfer.task.id, feedback: EndpointFeedback(.neutral)), now: now))
+        apply(scheduler.handle(.retry(transfer.task, at: now + BatchLineStart.waitSeconds), now: now))
+    }
+
+    /// Takes a transfer that never produced an outcome out of libcurl and the engine, and
+    /// removes what it had written.
+    private func detach(_ transfer: Transfer) {
+        let handle = transfer.handle
+        checkMulti(curl_multi_remove_handle(multi, handle), "curl_multi_remove_handle")
+        curl_easy_cleanup(handle)
+        curl_slist_free_all(transfer.headerList)
+        transfer.closeBody()
+        transfer.discardSpill()
+        transfer.closePartial()
+        logger.bestEffort("removing a stopped transfer's partial", id: transfer.task.id) { try Syscall.unlinkIfPresent(transfer.partialPath) }
+        transfer.closeText()
+        if let text = transfer.textPath {
+            logger.bestEffort("removing a stopped transfer's partial", id: transfer.task.id) { try Syscall.unlinkIfPresent(text) }
+        }
+        transfers[handle] = nil
+        transfersByID[transfer.task.id] = nil
+    }
+
     /// At the end of the grace period: stop what is still running. Requests stay in
     /// `outgoing`; the next run starts them again from zero.
     private func abortAll() {
-        for transfer in transfers.values {
-            let handle = transfer.handle
-            checkMulti(curl_multi_remove_handle(multi, handle), "curl_multi_remove_handle")
-            curl_easy_cleanup(handle)
-            curl_slist_free_all(transfer.headerList)
-            transfer.closeBody()
-            transfer.discardSpill()
-            transfer.closePartial()
-            logger.bestEffort("removing a stopped transfer's partial", id: transfer.task.id) { try Syscall.unlinkIfPresent(transfer.partialPath) }
-            transfer.closeText()
-            if let text = transfer.textPath {
-                logger.bestEffort("removing a stopped transfer's partial", id: transfer.task.id) { try Syscall.unlinkIfPresent(text) }
-            }
+        for transfer in Array(transfers.values) {
+            detach(transfer)
             leases?.release(transfer.task.id, ended: false)
             logger.info("transfer stopped by shutdown; it will restart on the next run", id: transfer.task.id)
         }
