@@ -82,6 +82,35 @@ import Testing
         #expect(AnthropicBatchAnswers.status(ofErrorType: "rate_limit_error") == 429 && AnthropicBatchAnswers.status(ofErrorType: "new_kind") == 500)
     }
 
+    /// Every error type the live lane knows maps to the status a live call answers with,
+    /// in a batch's result as in a stream: a `timeout_error` is a 504 (retried), never a 500.
+    @Test func anErroredLineMapsToTheStatusTheLiveLaneGivesTheSameError() throws {
+        let live: [(String, Int)] = [("invalid_request_error", 400), ("authentication_error", 401), ("billing_error", 402),
+                                     ("permission_error", 403), ("not_found_error", 404), ("request_too_large", 413),
+                                     ("rate_limit_error", 429), ("api_error", 500), ("timeout_error", 504), ("overloaded_error", 529)]
+        for (type, status) in live {
+            #expect(MessagesDialect.status(ofErrorType: type) == status, "the live table: \(type)")
+            #expect(AnthropicBatchAnswers.status(ofErrorType: type) == status, "the batch lane: \(type)")
+            let body = #"{"type":"error","error":{"type":"\#(type)","message":"m"}}"#
+            let line = Array(#"{"custom_id":"g1-0","result":{"type":"errored","error":\#(body)}}"#.utf8)
+            #expect(try AnthropicBatchAnswers.resultLine(line).result == .failed(code: type, message: "m", status: status, body: Array(body.utf8)))
+            // What a live stream's in-stream error of the same type amounts to.
+            let failure = MessagesDialect().streamFailure(message: "m", body: Array(body.utf8), status: 200)
+            #expect(failure.embeddedCode == status, "\(type) in a stream")
+        }
+        let timedOut = Array(#"{"custom_id":"g1-0","result":{"type":"errored","error":{"type":"error","error":{"type":"timeout_error","message":"slow"}}}}"#.utf8)
+        let verdict = LaneMemberVerdict.decide(line: try AnthropicBatchAnswers.resultLine(timedOut).result, batchStatus: "completed", batch: "msgbatch_1")
+        guard case .response(let status, _, _) = verdict else {
+            Issue.record("a timeout_error line is an answer with a status: \(verdict)")
+            return
+        }
+        #expect(status == 504)
+        // Types neither table knows are server errors in the batch lane (retried live).
+        for unknown in ["new_kind", "", "timeout"] {
+            #expect(AnthropicBatchAnswers.status(ofErrorType: unknown) == 500, "\(unknown)")
+        }
+    }
+
     @Test func unreadableResultLinesAreNamed() {
         let cases: [(String, String)] = [
             (#"{"result":{"type":"expired"}}"#, "no custom_id"),

@@ -118,7 +118,8 @@ public struct MessagesDialect: Dialect {
     }
 
     /// The HTTP status Anthropic answers a non-streamed request with for each error type:
-    /// inside a stream only the type says whether a retry can help.
+    /// inside a stream (and in a Message Batch's `errored` result) only the type says
+    /// whether a retry can help.
     static func status(ofErrorType type: String?) -> Int? {
         switch type {
         case "invalid_request_error": 400

@@ -115,19 +115,11 @@ public enum AnthropicBatchAnswers {
 
     /// The HTTP status a live call would have answered for an `errored` result's error
     /// type, so that the usual retry rules judge it (an invalid request is not retried,
-    /// an overloaded API is).
+    /// an overloaded API is). The live lane's table (`MessagesDialect`) is the one table,
+    /// so a line of a batch and a live call with the same error are judged alike (a
+    /// `timeout_error` is a 504 in both); a type it does not know is a server error.
     public static func status(ofErrorType type: String) -> Int {
-        switch type {
-        case "invalid_request_error": 400
-        case "authentication_error": 401
-        case "billing_error": 402
-        case "permission_error": 403
-        case "not_found_error": 404
-        case "request_too_large": 413
-        case "rate_limit_error": 429
-        case "overloaded_error": 529
-        default: 500
-        }
+        MessagesDialect.status(ofErrorType: type) ?? 500
     }
 
     /// One line of the results: `{"custom_id", "result": {"type": "succeeded", "message"}}`,
