@@ -12,6 +12,8 @@ final class AnthropicBatchSource: LaneBodySource {
     private let indices: [Int]
     private let bodySizes: [Int]
     private var pieces = LaneBodyPieces()
+    /// Tests only (`LaneTestPause`): called once, after the first member's body is sent.
+    var afterFirstMember: (() -> Void)?
 
     /// nil when a measured size is not that of a line for `url`, or the sizes overflow.
     /// `indices` are the lines' members' places in the intent (by default 0, 1, 2…).
@@ -46,6 +48,10 @@ final class AnthropicBatchSource: LaneBodySource {
     /// Piece 0 is the head, then one piece per member, then the tail.
     private func piece(_ number: Int) -> LaneBodyPieces.Piece {
         if number == 0 { return .bytes(AnthropicBatchAnswers.head) }
+        if number == 2, !lines.isEmpty, let pause = afterFirstMember {
+            afterFirstMember = nil
+            pause()
+        }
         let index = number - 1
         if index < lines.count {
             let line = lines[index]

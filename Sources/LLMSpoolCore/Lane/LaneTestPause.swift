@@ -4,8 +4,8 @@ import Glibc
 /// the point and waits there 30 seconds, so that a test can kill the daemon at a known
 /// step of a group's life instead of by luck. Points: `intent` (the intent is recorded,
 /// nothing remote exists), `created` (the provider answered the create, its id is not
-/// recorded yet), `uploading` (the first member's line of the upload is sent, the rest is
-/// not), `polled` (a poll said the batch runs on), `downloading` (half of the first bytes
+/// recorded yet), `uploading` (the first member's line of the upload, or of a Message
+/// Batch's create, is sent, the rest is not), `polled` (a poll said the batch runs on), `downloading` (half of the first bytes
 /// of the output are on disk), `split` (the first member's outcome is published, the
 /// others' are not).
 enum LaneTestPause {

@@ -62,8 +62,9 @@ struct MessageBatchSteps {
     }
 
     /// The create, from the members at hand. After a restart the members arrive again as
-    /// the watcher finds them: one whose file is there but not found yet is waited for; one
-    /// whose file is gone (deleted meanwhile) is left out, and the others keep their indices.
+    /// the watcher finds them (a batch file's lines, as its runner feeds them): one whose
+    /// file is there but not found yet is waited for; one whose file is gone (deleted or
+    /// replaced meanwhile) is left out, and the others keep their indices.
     private func create(_ group: LaneGroup) -> RemoteBatchMachine.Event {
         let intent = group.machine.intent
         let files = SpoolFiles(layout: layout)
@@ -71,11 +72,14 @@ struct MessageBatchSteps {
         var indices: [Int] = []
         for (index, member) in intent.members.enumerated() {
             guard let task = group.tasks[member.id] else {
+                // A batch file's line has no request file of its own: its batch's input
+                // is what the line was read from, and its runner feeds it again.
+                let path = BatchLineRef(id: member.id).map { layout.batchRequest($0.batch) } ?? layout.request(member.id)
                 let found: FileIdentity?
                 do {
-                    found = try files.identity(of: layout.request(member.id))
+                    found = try files.identity(of: path)
                 } catch {
-                    return .failed(retryable: true, retryAfter: 1, message: "cannot look at \(member.id) for the create: \(error)")
+                    return .failed(retryable: true, retryAfter: 1, message: "cannot look at \(path) for the create: \(error)")
                 }
                 guard LaneMembership.isSameRequest(recorded: member.request, found: found), found != nil else { continue }
                 return .failed(retryable: true, retryAfter: 1, message: "the request \(member.id) is not found again yet; the create waits for it")
@@ -97,6 +101,7 @@ struct MessageBatchSteps {
         guard let source = AnthropicBatchSource(group: intent.group, url: intent.url, lines: lines, indices: indices) else {
             return .failed(retryable: false, retryAfter: nil, message: "the group's create is too large to describe")
         }
+        if LaneTestPause.isSet("uploading") { source.afterFirstMember = { [logger] in LaneTestPause.at("uploading", group: intent.group, logger: logger) } }
         let event = client.create(source: source)
         switch event {
         case .created(let batch):
