@@ -123,6 +123,23 @@ import Testing
         #expect(try harness.arrivals(of: "Remote expired").count == 1, "the expired line went live")
         try waitUntil("the lane's records are gone", timeout: 20) { remoteRecords(harness).isEmpty }
         #expect(harness.files(in: harness.layout.incoming).sorted() == ["mixed.batch.json", "mixed.jsonl"], "no line leaves a file of its own")
+
+        // The lines' tokens per lane in status: the remote batches' lines apart from the
+        // live ones (the failed and the expired line were answered live).
+        func promptTokens(_ chosen: [String]) -> Int {
+            chosen.reduce(0) { $0 + ((((found[$1]?["response"] as? [String: Any])?["body"] as? [String: Any])?["usage"] as? [String: Any])?["prompt_tokens"] as? Int ?? 0) }
+        }
+        let batchPrompt = promptTokens(chat + embed)
+        let allPrompt = promptTokens(ids)
+        #expect(batchPrompt > 0 && allPrompt > batchPrompt)
+        var shown: [String: Any] = [:]
+        try waitUntil("status counts the lines' tokens per lane", timeout: 10) {
+            let text = try harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout
+            shown = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] ?? [:]
+            return (shown["batch_tokens"] as? [String: Int])?["prompt_tokens"] == batchPrompt
+        }
+        #expect((shown["batch_tokens"] as? [String: Int])?["prompt_tokens"] == batchPrompt, "\(shown)")
+        #expect((shown["tokens"] as? [String: Int])?["prompt_tokens"] == allPrompt, "\(shown)")
         #expect(!Syscall.isPresent(harness.layout.batchRequest("mixed")))
     }
 

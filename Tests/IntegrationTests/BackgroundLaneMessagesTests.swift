@@ -132,9 +132,11 @@ import Testing
         for id in ids { #expect(try harness.arrivals(of: "Lost \(id)").isEmpty) }
     }
 
-    /// A kill -9 while polling and mid-split: every request ends with exactly one result
-    /// and one hook, and the stub counts one creation.
-    @Test(arguments: ["polled", "split"])
+    /// A kill -9 at each of the lane's steps but the one after the create (above): after the
+    /// intent is recorded, mid-create (the first member's body sent, the rest not), while
+    /// polling, mid-download (part of the results on disk) and mid-split. Every request ends
+    /// with exactly one result and one hook, and the stub counts one creation.
+    @Test(arguments: ["intent", "uploading", "polled", "downloading", "split"])
     func aKillAtAStepEndsWithOneOutcomeEachAndOneBatch(point: String) throws {
         let harness = try Harness()
         defer { harness.stop() }
@@ -146,9 +148,19 @@ import Testing
         let ids = ["s1", "s2", "s3"]
         for id in ids { try harness.drop(id, Self.deferrable("Step \(point) \(id)")) }
         try waitUntil("the lane pauses at \(point)", timeout: 30) { harness.log.contains("lane test pause point=\(point)") }
-        #expect(try groupRecord(harness)["state"] as? String == (point == "polled" ? "created" : "split"))
+        let record = try groupRecord(harness)
+        let expected = ["intent": "intent", "uploading": "creating", "polled": "created", "downloading": "ended", "split": "split"][point]
+        #expect(record["state"] as? String == expected, "\(point): the record at the kill: \(record)")
+        if point == "downloading" {
+            let group = try #require(record["group"] as? String)
+            let cut = try Data(contentsOf: URL(fileURLWithPath: harness.layout.remote + "/" + group + ".output.jsonl"))
+            #expect(!cut.isEmpty && cut.last != 0x0A, "results cut short are on disk at the kill")
+        }
         #expect(ids.filter { Syscall.isPresent(harness.layout.result($0)) }.count == (point == "split" ? 1 : 0))
         harness.killDaemon()
+        if point == "intent" || point == "uploading" {
+            #expect(try lane.creations(harness).isEmpty, "\(point): no message batch existed at the kill")
+        }
         try start(harness, settings)
         try lane.waitForOutcomes(harness, ids)
         try SDKJudge.expectParses("Message", ids.map { harness.layout.result($0) })
@@ -164,6 +176,143 @@ import Testing
         }
         let made = try lane.creations(harness)
         #expect(made.count == 1 && made.values.first == 1, "\(point): one group, created once: \(made)")
+    }
+
+    /// One Anthropic batch line (`{"custom_id", "params"}`); such a line has no window of its
+    /// own, so the config's `default_completion_window` makes it deferrable.
+    static func anthropicLine(_ id: String, _ prompt: String, stream: Bool = false, stub: [String: Any] = [:]) -> String {
+        let params = AnthropicMessagesTests.messages(prompt, stream: stream, stub: stub)["body"] ?? [:]
+        let object: [String: Any] = ["custom_id": id, "params": params]
+        return String(decoding: try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+    }
+
+    /// The message of an Anthropic output line that succeeded.
+    static func message(of line: [String: Any]?) -> [String: Any]? {
+        (line?["result"] as? [String: Any])?["message"] as? [String: Any]
+    }
+
+    /// A `.jsonl` batch of Anthropic lines, deferrable by the config's default window: the
+    /// lines go through one message batch (a streamed one, which a batch cannot give, live),
+    /// and come back as the batch's output lines in Anthropic's shape, each a
+    /// `MessageBatchIndividualResponse` whose message is a `Message`. The lines' tokens are
+    /// counted per lane, in the metrics and in `status`: the batch's apart from the live ones'.
+    @Test func anAnthropicBatchFilesLinesGoThroughOneMessageBatchInAnthropicsShapeAndTheirTokensPerLane() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "3"])
+        try harness.startDaemon(config: config(harness, ["default_completion_window": "24h", "max_attempts": 2]),
+                                arguments: ["--metrics", "127.0.0.1:0"], environment: Self.environment)
+        let deferred = (1...4).map { "a-\($0)" }
+        var lines = deferred.map { Self.anthropicLine($0, "Batched \($0)") }
+        lines.append(Self.anthropicLine("streamed", "Streamed live", stream: true))
+        // An errored line (an api_error) is retried live; an expired one goes live (deferred_expired: live).
+        lines.append(Self.anthropicLine("flaky", "Remote errored", stub: ["batch_line": "fail"]))
+        lines.append(Self.anthropicLine("late", "Remote expired", stub: ["batch_line": "expire"]))
+        let live = ["streamed", "flaky", "late"]
+        let ids = deferred + live
+        try BatchTests.dropBatch(harness, "messages", lines.shuffled())
+
+        try waitUntil("the message batch is created", timeout: 30) { harness.log.contains("remote batch created") }
+        #expect(!Syscall.isPresent(harness.layout.batchSummary("messages")), "the batch runs on while its deferred lines wait")
+        let summary = try BatchTests.waitForSummary(harness, "messages", timeout: 90)
+        #expect(summary["status"] as? String == "completed", "\(summary)")
+        let counts = try #require(summary["request_counts"] as? [String: Any])
+        #expect(counts["total"] as? Int == ids.count && counts["completed"] as? Int == ids.count, "\(counts)")
+        let path = harness.layout.batchOutput("messages")
+        let output = try BatchTests.outputLines(path)
+        #expect(output.count == ids.count, "one output line per input line: \(output.count) for \(ids.count)")
+        let found = BatchTests.byID(output)
+        #expect(Set(found.keys) == Set(ids), "\(found.keys.sorted())")
+        try SDKJudge.expectParses("MessageBatchIndividualResponse", [path], jsonl: true)
+        let messages = try ids.map { id -> String in
+            let line = found[id]
+            #expect((line?["result"] as? [String: Any])?["type"] as? String == "succeeded", "\(id): \(line ?? [:])")
+            #expect(line?["id"] == nil && line?["response"] == nil, "\(id): Anthropic's shape, not OpenAI's: \(line ?? [:])")
+            return String(decoding: try JSONSerialization.data(withJSONObject: Self.message(of: line) ?? [:]), as: UTF8.self)
+        }
+        try Data((messages.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: harness.root + "/messages.jsonl"))
+        try SDKJudge.expectParses("Message", [harness.root + "/messages.jsonl"], jsonl: true)
+        for id in deferred {
+            #expect(AnthropicMessagesTests.text(of: Self.message(of: found[id]) ?? [:])?.hasPrefix("Echo: Batched \(id)") == true,
+                    "\(id) got another line's answer: \(found[id] ?? [:])")
+            #expect(try harness.arrivals(of: "Batched \(id)").isEmpty, "\(id) was answered by the message batch")
+        }
+        for prompt in ["Streamed live", "Remote errored", "Remote expired"] {
+            #expect(try harness.arrivals(of: prompt).count == 1, "\(prompt): sent live once")
+        }
+        let made = try lane.creations(harness)
+        #expect(made.count == 1 && made.values.first == 1, "one group, created once: \(made)")
+
+        // Tokens per lane: the lines the message batch answered count for the batch lane,
+        // the others (the streamed one, and the two retried live) for the live lane.
+        func inputTokens(_ chosen: [String]) -> Int {
+            chosen.reduce(0) { $0 + ((Self.message(of: found[$1])?["usage"] as? [String: Any])?["input_tokens"] as? Int ?? 0) }
+        }
+        let batchInput = inputTokens(deferred)
+        let liveInput = inputTokens(live)
+        #expect(batchInput > 0 && liveInput > 0)
+        let portText = try #require(harness.log.range(of: #"serving metrics address=127\.0\.0\.1:0 port=\d+"#, options: .regularExpression)
+            .map { String(harness.log[$0].split(separator: "=").last!) })
+        let port = try #require(UInt16(portText))
+        var metrics = ""
+        try waitUntil("the lanes' tokens are counted", timeout: 10) {
+            metrics = String(decoding: try LoopbackGet.body(port: port, path: "/metrics"), as: UTF8.self)
+            return metrics.contains("llmspool_lane_tokens_total{lane=\"batch\",kind=\"input\"} \(batchInput)\n")
+        }
+        #expect(metrics.contains("llmspool_lane_tokens_total{lane=\"batch\",kind=\"input\"} \(batchInput)\n"), "\(metrics)")
+        #expect(metrics.contains("llmspool_lane_tokens_total{lane=\"live\",kind=\"input\"} \(liveInput)\n"), "\(metrics)")
+        var shown: [String: Any] = [:]
+        try waitUntil("status counts the lines' tokens per lane", timeout: 10) {
+            let text = try harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout
+            shown = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] ?? [:]
+            return (shown["batch_tokens"] as? [String: Int])?["input_tokens"] == batchInput
+        }
+        #expect((shown["batch_tokens"] as? [String: Int])?["input_tokens"] == batchInput, "\(shown)")
+        #expect((shown["tokens"] as? [String: Int])?["input_tokens"] == batchInput + liveInput, "\(shown)")
+        let text = try harness.cli(["status", "--spool", harness.layout.root]).stdout
+        #expect(text.contains("of which through the background lane (batch rate):"), "\(text)")
+        try waitUntil("the lane's records are gone", timeout: 20) {
+            harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.isEmpty
+        }
+    }
+
+    /// A kill -9 mid-create and mid-download of a message batch carrying a `.jsonl` batch's
+    /// Anthropic lines: after the restart the batch resumes from its journal, the create
+    /// made again waits for the lines its runner feeds again (none is left out of it), and
+    /// every line ends with one output line, answered by the one message batch.
+    @Test(arguments: ["uploading", "downloading"])
+    func aKillCarryingAnAnthropicBatchFileEndsWithOneLinePerCustomIDAndOneMessageBatch(point: String) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "1"])
+        let settings = config(harness, ["default_completion_window": "24h"])
+        try harness.startDaemon(config: settings, environment: Self.environment.merging(["LLMSPOOL_TEST_LANE_PAUSE": point]) { $1 })
+        let ids = (1...5).map { "j-\($0)" }
+        try BatchTests.dropBatch(harness, "carried", ids.map { Self.anthropicLine($0, "Carried \(point) \($0)") })
+        try waitUntil("the lane pauses at \(point)", timeout: 30) { harness.log.contains("lane test pause point=\(point)") }
+        let record = try groupRecord(harness)
+        #expect(record["state"] as? String == (point == "uploading" ? "creating" : "ended"), "\(record)")
+        harness.killDaemon()
+        #expect(try lane.creations(harness).values.reduce(0, +) == (point == "uploading" ? 0 : 1))
+        try harness.startDaemon(config: settings, environment: Self.environment)
+        let summary = try BatchTests.waitForSummary(harness, "carried", timeout: 90)
+        #expect(summary["status"] as? String == "completed", "\(summary)")
+        let path = harness.layout.batchOutput("carried")
+        let output = try BatchTests.outputLines(path)
+        #expect(output.count == ids.count, "one output line per input line: \(output.count)")
+        let found = BatchTests.byID(output)
+        #expect(Set(found.keys) == Set(ids))
+        try SDKJudge.expectParses("MessageBatchIndividualResponse", [path], jsonl: true)
+        for id in ids {
+            #expect(AnthropicMessagesTests.text(of: Self.message(of: found[id]) ?? [:])?.hasPrefix("Echo: Carried \(point) \(id)") == true,
+                    "\(id): \(found[id] ?? [:])")
+            #expect(try harness.arrivals(of: "Carried \(point) \(id)").isEmpty, "\(id) was answered by the message batch, not live")
+        }
+        let made = try lane.creations(harness)
+        #expect(made.count == 1 && made.values.first == 1, "\(point): one group, created once: \(made)")
+        try waitUntil("the lane's records are gone", timeout: 20) {
+            harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.isEmpty
+        }
     }
 
     @Test func anExpiredLineGoesToTheLiveLane() throws {

@@ -54,12 +54,15 @@ public final class BatchRunner: @unchecked Sendable {
         public var summaryPath: String
     }
 
-    /// One line that ended, as the finisher reports it.
+    /// One line that ended, as the finisher reports it: `lane` and `endpoint` say where its
+    /// usage is counted once the line is committed.
     struct Ended {
         var entry: Int
         var customID: String?
         var result: BatchLineResult
         var usage: [String: Int]?
+        var lane: Metrics.Lane = .live
+        var endpoint: String?
     }
 
     /// A line's failed attempt that is retried: journalled, then the retry goes to the scheduler.
@@ -178,8 +181,9 @@ public final class BatchRunner: @unchecked Sendable {
     public func removed(_ name: String) { send(.removed(name)) }
 
     /// A line's task ended; the finisher says how. Its output is committed in a group.
-    func lineEnded(_ line: BatchLineRef, customID: String?, result: BatchLineResult, usage: [String: Int]?) {
-        send(.ended(batch: line.batch, Ended(entry: line.entry, customID: customID, result: result, usage: usage)))
+    func lineEnded(_ line: BatchLineRef, customID: String?, result: BatchLineResult, usage: [String: Int]?,
+                   lane: Metrics.Lane = .live, endpoint: String? = nil) {
+        send(.ended(batch: line.batch, Ended(entry: line.entry, customID: customID, result: result, usage: usage, lane: lane, endpoint: endpoint)))
     }
 
     /// A line's failed attempt is retried: its attempts (and its wait) are journalled with
@@ -752,6 +756,8 @@ public final class BatchRunner: @unchecked Sendable {
         let size = Int(batch.identity.size)
         var output: [UInt8] = []
         var entries: [BatchJournal.Entry] = []
+        // The usage of the lines committed here, counted once they are durable.
+        var usages: [(counts: [String: Int], lane: Metrics.Lane, endpoint: String?)] = []
         var seen = Set<Int>()
         for ended in batch.ended where !batch.journal.committed.contains(ended.entry) && seen.insert(ended.entry).inserted {
             var result = ended.result
@@ -761,6 +767,7 @@ public final class BatchRunner: @unchecked Sendable {
                                                                         path: batch.inputPath) else { continue }
             output += BatchOutputLine.encode(kind: batch.journal.header.kind, batch: batch.name, entry: ended.entry, customID: customID, result: result)
             let tokens = BatchCounts.tokens(of: ended.usage)
+            if let usage = ended.usage { usages.append((usage, ended.lane, ended.endpoint)) }
             entries.append(BatchJournal.Entry(entry: ended.entry, code: result.journalCode, outputEnd: batch.journal.outputLength + output.count,
                                               inputTokens: tokens.input, outputTokens: tokens.output))
         }
@@ -796,6 +803,8 @@ public final class BatchRunner: @unchecked Sendable {
             batch.journal.apply(entry)
             metrics.batchLines(BatchRunner.outcomeName(entry.code))
         }
+        // Per lane, as a request's usage is counted once its outcome is committed.
+        for usage in usages { metrics.usage(usage.counts, lane: usage.lane, endpoint: usage.endpoint) }
         for ended in batch.ended {
             batch.inWindow.remove(ended.entry)
             batch.laned.remove(ended.entry)

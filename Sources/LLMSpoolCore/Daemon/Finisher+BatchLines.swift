@@ -76,7 +76,8 @@ extension Finisher {
                 }
             }
         }
-        runner?.lineEnded(line, customID: customID, result: result, usage: usage)
+        runner?.lineEnded(line, customID: customID, result: result, usage: usage,
+                          lane: outcome.remoteBatch == nil ? .live : .batch, endpoint: outcome.endpointName)
         return .finalized(id: id)
     }
 }
