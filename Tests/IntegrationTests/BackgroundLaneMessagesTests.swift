@@ -294,6 +294,13 @@ import Testing
         #expect(record["state"] as? String == (point == "uploading" ? "creating" : "ended"), "\(record)")
         harness.killDaemon()
         #expect(try lane.creations(harness).values.reduce(0, +) == (point == "uploading" ? 0 : 1))
+        if point == "uploading" {
+            // A large batch that is refused at its last line, there at the restart: while the
+            // batch thread validates it, the carried batch's lines are not fed again, and the
+            // lane, finding no message batch of the group, makes its create meanwhile.
+            let filler = String(repeating: "x", count: 2000)
+            try BatchTests.dropBatch(harness, "blocker", (0..<2000).map { Self.anthropicLine("b-\($0)", "Blocker \($0) \(filler)") } + ["{not json"])
+        }
         try harness.startDaemon(config: settings, environment: Self.environment)
         let summary = try BatchTests.waitForSummary(harness, "carried", timeout: 90)
         #expect(summary["status"] as? String == "completed", "\(summary)")
@@ -310,6 +317,14 @@ import Testing
         }
         let made = try lane.creations(harness)
         #expect(made.count == 1 && made.values.first == 1, "\(point): one group, created once: \(made)")
+        let log = harness.log
+        if point == "uploading", let refused = log.range(of: "batch refused id=blocker"), let resumed = log.range(of: "batch resumed id=carried"),
+           refused.lowerBound < resumed.lowerBound {
+            // The blocker was validated first (the watcher's order): the create came before
+            // the lines, and waited for them rather than leave them out.
+            #expect(log.contains("is not found again yet; the create waits for it"), "the create waited for the lines")
+        }
+        #expect(!log.contains("no request of the group is left to create its batch"))
         try waitUntil("the lane's records are gone", timeout: 20) {
             harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.isEmpty
         }
