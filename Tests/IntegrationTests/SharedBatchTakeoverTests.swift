@@ -110,7 +110,9 @@ import Testing
 
     /// The owner is killed and the input deleted before the other daemon (paused meanwhile,
     /// so that it cannot take the batch over first) looks again: no daemon will ever cancel
-    /// or resume it, and the running daemon ends it, cancelled with the lines committed.
+    /// or resume it, and the running daemon ends it, cancelled: every line once, the
+    /// committed ones as they were and the rest `batch_cancelled`, named from the list of
+    /// custom_ids the owner kept at acceptance.
     @Test func aJournalWhoseInputLeftWhileNoDaemonRanItIsEndedByARunningDaemon() throws {
         let harness = try Harness()
         defer { harness.stop() }
@@ -134,29 +136,39 @@ import Testing
         victim.waitUntilExit()
         let committedAtKill = try Self.committed(harness.layout.batchJournal("orphan"))
         #expect(!committedAtKill.isEmpty && committedAtKill.count < count, "killed mid-batch: \(committedAtKill.count)")
+        #expect(Syscall.isPresent(harness.layout.batchIDList("orphan")), "the owner kept the batch's custom_ids")
+        let committedLength = try BatchCancelWhileStoppedTests.committedLength(harness.layout.batchJournal("orphan"))
+        let committedOutput = Array(try Data(contentsOf: URL(fileURLWithPath: harness.layout.batchPartial("orphan"))).prefix(committedLength))
         try Syscall.unlink(harness.layout.batchRequest("orphan"))
         kill(survivor.processIdentifier, SIGCONT)
         let summary = try BatchTests.waitForSummary(harness, "orphan", timeout: 30)
         #expect(summary["status"] as? String == "cancelled")
-        #expect(harness.extraLog(other).contains("it ends cancelled with the lines it had"), "\(harness.extraLog(other).suffix(2000))")
+        #expect(harness.extraLog(other).contains("its lines never sent named in its output as cancelled"), "\(harness.extraLog(other).suffix(2000))")
         #expect(!harness.extraLog(other).contains("batch resumed"), "ended as an orphan, not taken over")
         #expect(survivor.isRunning && harness.extraLog(other).components(separatedBy: "info: watching outgoing=").count == 2,
                 "by the running daemon, without a restart")
-        // The input is gone, so the lines never committed cannot be named: the output holds
-        // the committed ones, each once, and the summary counts the rest as not completed.
+        // The input is gone; the lines never committed are named from the kept list.
+        let outputBytes = Array(try Data(contentsOf: URL(fileURLWithPath: harness.layout.batchOutput("orphan"))))
+        #expect(outputBytes.starts(with: committedOutput), "the committed lines come first, unchanged")
         let output = try BatchTests.outputLines(harness.layout.batchOutput("orphan"))
         let found = BatchTests.byID(output)
-        #expect(output.count == committedAtKill.count && found.count == committedAtKill.count,
-                "each committed line once: \(output.count) lines, \(found.count) ids, \(committedAtKill.count) committed")
-        for index in committedAtKill {
+        #expect(output.count == count && found.count == count,
+                "every line once: \(output.count) lines, \(found.count) ids, \(committedAtKill.count) committed")
+        for index in 0..<count {
             let line = found["o-\(index)"] ?? [:]
-            #expect(line["error"] is NSNull, "o-\(index) was committed before the kill: \(line)")
+            if committedAtKill.contains(index) {
+                #expect(line["error"] is NSNull, "o-\(index) was committed before the kill: \(line)")
+            } else {
+                #expect((line["error"] as? [String: Any])?["code"] as? String == "batch_cancelled", "o-\(index) was not: \(line)")
+            }
         }
         let counts = summary["request_counts"] as? [String: Any]
         #expect(counts?["total"] as? Int == count)
         #expect(counts?["completed"] as? Int == committedAtKill.count)
+        #expect(counts?["failed"] as? Int == count - committedAtKill.count)
         #expect(try harness.stubPosts().filter { $0.path.hasPrefix("/\(other)/") }.isEmpty, "the other daemon sent none of its lines")
-        #expect(!Syscall.isPresent(harness.layout.batchJournal("orphan")))
+        // The summary comes first; the input, the list and the journal go after it.
+        try waitUntil("the batch's files in state go", timeout: 20) { harness.files(in: harness.layout.batches).isEmpty }
         #expect(harness.files(in: harness.layout.incoming).sorted() == ["orphan.batch.json", "orphan.jsonl"])
     }
 }

@@ -80,6 +80,7 @@ import Testing
             files.create(layout.batchRequest("b"), "{}\n")
             files.create(layout.batchPartial("b"), "line\n")
             files.create(layout.batchJournal("b"), "journal")
+            files.create(layout.batchIDList("b"), "ids")
             let identity = files.files[layout.batchRequest("b")].map(MemoryFiles.identity)
             return (files, PublicationPlan.batchEnd(name: "b", input: layout.batchRequest("b"), identity: identity, summary: Array("summary".utf8),
                                                     outputPublished: false, layout: layout), identity)
@@ -92,6 +93,8 @@ import Testing
                 counter.value = index
                 return index < stop
             }).run(steps)
+            #expect(files.files[layout.batchJournal("b")] != nil || files.files[layout.batchIDList("b")] == nil,
+                    "the list of custom_ids never outlives the journal (stop \(stop))")
             // Restart: the journal says every line is committed; where the output is decides the rest.
             if files.files[layout.batchJournal("b")] != nil {
                 let published = files.files[layout.batchPartial("b")] == nil
@@ -110,6 +113,7 @@ import Testing
             #expect(files.files[layout.batchPartial("b")] == nil)
             #expect(files.files[layout.batchRequest("b")] == nil)
             #expect(files.files[layout.batchJournal("b")] == nil)
+            #expect(files.files[layout.batchIDList("b")] == nil)
         }
     }
 

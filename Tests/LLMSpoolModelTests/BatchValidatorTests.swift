@@ -35,6 +35,21 @@ import Testing
         return validate(text, limits: limits, rereads: &rereads)
     }
 
+    /// The ids the list of custom_ids is written from: one per entry of a valid file, none
+    /// for a blank line or a line refused.
+    @Test func eachValidLineGivesItsCustomIDInEntryOrder() {
+        var validator = BatchValidator(fileSize: 1000)
+        let lines = [Self.chat("first"), "  ", Self.chat(#"se\"cond"#), #"{"custom_id":"bad"}"#]
+        var offset = 0
+        let ids = lines.enumerated().map { number, line -> String? in
+            defer { offset += line.utf8.count + 1 }
+            return validator.add(Array(line.utf8), number: number + 1, offset: offset) { _ in nil }
+        }
+        #expect(ids == ["first", nil, #"se"cond"#, nil])
+        #expect(validator.index.count == 3, "the refused line has an entry; its file is invalid")
+        #expect(!validator.isValid)
+    }
+
     @Test func aValidFileIsIndexedAndEachBodyIsTheFilesBytes() throws {
         let text = [Self.chat("a"), "", Self.chat("b", body: #"{"model":"m","stream":true,"messages":[]}"#)].joined(separator: "\n") + "\n"
         let validator = validate(text)

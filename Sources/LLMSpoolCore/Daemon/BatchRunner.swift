@@ -364,11 +364,15 @@ public final class BatchRunner: @unchecked Sendable {
             return
         }
         let limits = settings.withLock { $0.limits }
+        // Written on every reading, resumes included: a list left by an older file, or never
+        // finished, is replaced by one read from this file.
+        let ids = BatchIDListWriter(layout: layout, name: name, logger: logger)
+        defer { ids.discard() }
         let validator: BatchValidator
         let identity: FileIdentity
         do {
             let fingerprint: UInt64?
-            (validator, fingerprint) = try validate(fd: opened.fd, size: Int(opened.identity.size), path: path, limits: limits)
+            (validator, fingerprint) = try validate(fd: opened.fd, size: Int(opened.identity.size), path: path, limits: limits, ids: ids)
             // Through a copy: a closure may not capture the noncopyable `opened`.
             let seen = opened.identity
             identity = fingerprint.map { seen.with(contentHash: $0) } ?? seen
@@ -411,6 +415,8 @@ public final class BatchRunner: @unchecked Sendable {
                                   endpoint: validator.firstURL ?? "")
                 logger.info("batch accepted", id: name, ["lines": "\(validator.index.count)", "kind": LogValue(kind.rawValue)])
             }
+            // After the journal: a list is never newer than the journal it goes with.
+            ids.keep(for: batch.journal.header)
             batches[name] = batch
         } catch {
             logger.error("cannot start the batch; it stays in outgoing and is tried again", id: name, ["reason": "\(error)"])
@@ -482,7 +488,8 @@ public final class BatchRunner: @unchecked Sendable {
 
     /// Reads the file once, a megabyte at a time, line by line through the validator, and
     /// fingerprints it (nil when the validator stopped before the end).
-    private func validate(fd: Int32, size: Int, path: String, limits: BatchValidator.Limits) throws -> (BatchValidator, UInt64?) {
+    private func validate(fd: Int32, size: Int, path: String, limits: BatchValidator.Limits,
+                          ids: BatchIDListWriter) throws -> (BatchValidator, UInt64?) {
         var validator = BatchValidator(fileSize: size, limits: limits)
         if validator.stopped { return (validator, nil) }
         var fingerprint = FingerprintStream()
@@ -495,9 +502,10 @@ public final class BatchRunner: @unchecked Sendable {
             if overLong || pending.count > limits.maxLineBytes {
                 validator.addTooLong(number: number, length: end - lineStart)
             } else {
-                validator.add(pending, number: number, offset: lineStart) { range in
+                let customID = validator.add(pending, number: number, offset: lineStart) { range in
                     BatchRunner.customID(fd: fd, range: range, size: size, path: path)
                 }
+                if let customID { ids.add(customID) }
             }
             pending.removeAll(keepingCapacity: true)
             overLong = false
@@ -601,8 +609,9 @@ public final class BatchRunner: @unchecked Sendable {
             logger.warning("cannot list the batch journals", ["reason": "\(error)"])
             return
         }
-        for file in names where file.hasSuffix(".journal") && !file.hasPrefix(SpoolLayout.hiddenPrefix) {
-            let name = String(file.dropLast(".journal".count))
+        removeLeftoverIDLists(names)
+        for file in names where file.hasSuffix(SpoolLayout.batchJournalSuffix) && !file.hasPrefix(SpoolLayout.hiddenPrefix) {
+            let name = String(file.dropLast(SpoolLayout.batchJournalSuffix.count))
             let inputPresent = Syscall.isPresent(layout.batchRequest(name))
             let runningHere = batches[name] != nil
             // Another daemon may be ending this batch right now: its claim says.
@@ -618,7 +627,22 @@ public final class BatchRunner: @unchecked Sendable {
         }
     }
 
-    /// A journal whose input left: its batch is published with what it had.
+    /// Lists of custom_ids (and their unfinished temporaries) of no batch: neither a journal
+    /// nor an input under their name. A list goes before its journal at the end, so only a
+    /// crash while one was written (or a removal by hand) leaves one.
+    private func removeLeftoverIDLists(_ names: [String]) {
+        for file in names {
+            guard let name = BatchIDList.batchName(ofFile: file), !Syscall.isPresent(layout.batchJournal(name)),
+                  !Syscall.isPresent(layout.batchRequest(name)) else { continue }
+            logger.debug("removing a list of custom_ids that no batch has", id: name)
+            logger.bestEffort("removing a leftover list of custom_ids", id: name) {
+                try Syscall.unlinkIfPresent(layout.batches + "/" + file)
+            }
+        }
+    }
+
+    /// A journal whose input left: its batch is published, cancelled, with every line in
+    /// its output (those never committed named from its list of custom_ids).
     private func recoverOrphan(_ name: String) {
         guard let journal = loadJournal(name) else { return }
         let partialLength: Int?
@@ -630,10 +654,9 @@ public final class BatchRunner: @unchecked Sendable {
         }
         switch BatchRecovery.decide(journal: journal, input: nil, partialLength: partialLength) {
         case .publish(let journal, let published):
-            publish(name: name, fd: nil, identity: nil, journal: journal, outputPublished: published,
+            publish(name: name, fd: nil, identity: journal.header.input, journal: journal, outputPublished: published,
                     status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed)
         case .cancelled(let journal):
-            logger.warning("a batch's input left while no daemon ran it; it ends cancelled with the lines it had", id: name)
             if let partialLength, partialLength > journal.outputLength {
                 logger.bestEffort("cutting the output back to its committed length") {
                     let output = try FileDescriptor.open(layout.batchPartial(name), O_WRONLY | O_NOFOLLOW)
@@ -643,7 +666,27 @@ public final class BatchRunner: @unchecked Sendable {
             if partialLength == nil {
                 logger.bestEffort("creating the output") { try DurableFile.write([], to: layout.batchPartial(name), mode: layout.fileMode) }
             }
-            publish(name: name, fd: nil, identity: nil, journal: journal, outputPublished: false, status: .cancelled)
+            let claimID = BatchClaimRules.claimID(batch: name)
+            let ended: BatchJournal
+            switch BatchOrphanCanceller(layout: layout, logger: logger, maxLineBytes: settings.withLock { $0.limits.maxLineBytes }).fill(name, journal: journal, stillMine: { leases?.stillMine(claimID) ?? true }) {
+            case .filled(let filled):
+                logger.warning("a batch's input left while no daemon ran it; it ends cancelled, its lines never sent named in its output as cancelled",
+                               id: name, ["committed_before": "\(journal.committed.count)", "lines": "\(journal.header.lines)"])
+                ended = filled
+            case .committedOnly(let journal, let reason):
+                logger.warning("a batch's input left while no daemon ran it; it ends cancelled with the lines it had", id: name,
+                               ["reason": LogValue(reason), "committed": "\(journal.committed.count)", "lines": "\(journal.header.lines)"])
+                ended = journal
+            case .failed(_, let reason):
+                logger.error("cannot write the cancelled lines of a batch whose input left; it is ended on a later sweep", id: name,
+                             ["reason": LogValue(reason)])
+                return
+            case .lost:
+                logger.warning("the claim of a batch being ended was lost to another daemon; it ends there", id: name)
+                return
+            }
+            // The identity it was read under: a new file dropped under the name meanwhile stays.
+            publish(name: name, fd: nil, identity: journal.header.input, journal: ended, outputPublished: false, status: .cancelled)
         case .fresh, .resume:
             break
         }

@@ -12,7 +12,8 @@ public enum BatchOrphanRules {
         /// at again on the next sweep, in case that daemon dies.
         case lookAgain
         /// An orphan whose claim this daemon holds (or the spool is not shared): end it,
-        /// cancelled with the lines it committed, or published when they were all committed.
+        /// cancelled (its lines not committed named from its `BatchIDList`), or published
+        /// when they were all committed.
         case end
     }
 
@@ -29,6 +30,39 @@ public enum BatchOrphanRules {
     /// Whether the claim must be asked for before the journal is ended.
     public static func needsClaim(inputPresent: Bool, runningHere: Bool, shared: Bool) -> Bool {
         shared && !inputPresent && !runningHere
+    }
+
+    /// Where an orphan's lines never committed get their `custom_id`s from, the input being gone.
+    public enum Naming: Sendable, Equatable {
+        /// Its list (`BatchIDList`): every line is in the output, those not committed cancelled.
+        case idList
+        /// No usable list (never kept: the disk was full at acceptance, or a daemon older than
+        /// the list ran it; or damaged): the output holds the committed lines only, and the
+        /// summary counts the rest as not completed.
+        case committedOnly(reason: String)
+    }
+
+    /// `listProblem` is what reading the list through found (nil: whole and this input's);
+    /// `listPresent` false when there is none.
+    public static func naming(listPresent: Bool, listProblem: BatchIDList.Problem?) -> Naming {
+        guard listPresent else { return .committedOnly(reason: "its custom_ids were not kept") }
+        if let listProblem { return .committedOnly(reason: "its list of custom_ids cannot be used: \(listProblem)") }
+        return .idList
+    }
+
+    /// The output lines and journal entries of one group of an orphan's lines, each
+    /// cancelled (Anthropic's `canceled`), in the order given; lines already committed, and
+    /// repeats, are skipped. Committed like any group: output, then journal.
+    public static func cancelledGroup(_ ids: [(entry: Int, customID: String)], journal: BatchJournal,
+                                      batch: String) -> (output: [UInt8], entries: [BatchJournal.Entry]) {
+        var output: [UInt8] = []
+        var entries: [BatchJournal.Entry] = []
+        var seen = Set<Int>()
+        for (entry, customID) in ids where entry >= 0 && entry < journal.header.lines && !journal.committed.contains(entry) && seen.insert(entry).inserted {
+            output += BatchOutputLine.encode(kind: journal.header.kind, batch: batch, entry: entry, customID: customID, result: .cancelled)
+            entries.append(BatchJournal.Entry(entry: entry, code: BatchLineResult.cancelled.journalCode, outputEnd: journal.outputLength + output.count))
+        }
+        return (output, entries)
     }
 
     /// Seconds between sweeps: on a shared spool as often as a batch another daemon holds

@@ -71,30 +71,34 @@ public struct BatchValidator {
     /// Adds the line numbered `number` (1-based, in the file), found at `offset`, without its
     /// newline. `reread` gives the `custom_id` of the earlier line at that range of the file
     /// (a range, not the index: a caller holding a copy of the index while it grows would
-    /// make every append copy it).
-    public mutating func add(_ line: [UInt8], number: Int, offset: Int, reread: (Range<Int>) -> String?) {
-        guard !stopped else { return }
-        if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
+    /// make every append copy it). Returns the line's `custom_id` when the line is valid so
+    /// far (a later line may still repeat it), for the batch's `BatchIDList`.
+    @discardableResult
+    public mutating func add(_ line: [UInt8], number: Int, offset: Int, reread: (Range<Int>) -> String?) -> String? {
+        guard !stopped else { return nil }
+        if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return nil }
         guard index.count < limits.maxLines else {
             record(number, RequestProblem(.tooLarge, "the batch file has more than max_batch_lines (\(limits.maxLines)) lines"))
             stopped = true
-            return
+            return nil
         }
         let entry = index.count
         index.append(offset..<(offset + line.count), line: number)
         switch BatchLine.read(line, at: offset, fileSize: fileSize, maxDepth: limits.maxDepth, dialects: dialects) {
         case .failure(let problem):
             record(number, problem)
+            return nil
         case .success(let parsed):
             if let kind, parsed.kind != kind {
                 record(number, RequestProblem(.unsupported, "the line is \(parsed.kind.lineName), but the file's first line is \(kind.lineName); a batch file holds one kind", line: 1, column: 1))
-                return
+                return nil
             }
             if kind == nil {
                 kind = parsed.kind
                 firstURL = parsed.kind == .anthropic ? BatchLine.anthropicURL : DialectRegistry.dialect(id: parsed.summary.dialect)?.url
             }
             checkUnique(parsed.customID, entry: entry, number: number, reread: reread)
+            return parsed.customID
         }
     }
 

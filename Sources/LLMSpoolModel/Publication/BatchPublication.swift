@@ -1,8 +1,9 @@
 extension PublicationPlan {
     /// The end of a batch whose every line is committed in its journal (or cancelled): the
     /// output gets its name, then the summary appears, last, then the input and the journal
-    /// go. Each step can be run again after a crash: the journal stays until the last step,
-    /// and `BatchRecovery` says from where to go on.
+    /// go, the list of its `custom_id`s just before the journal. Each step can be run again
+    /// after a crash: the journal stays until the last step, and `BatchRecovery` says from
+    /// where to go on.
     public static func batchEnd(name: String, input: String, identity: FileIdentity?, summary: [UInt8], outputPublished: Bool,
                                 layout: SpoolLayout) -> [PublicationStep] {
         var steps: [PublicationStep] = []
@@ -15,6 +16,8 @@ extension PublicationPlan {
                   .syncFolder(layout.incoming),
                   .unlinkIfSame(input, identity: identity),
                   .syncFolder(folder(of: input)),
+                  // Before the journal: a journal without its list is one the end finishes.
+                  .unlinkIfPresent(layout.batchIDList(name)),
                   .unlinkIfPresent(layout.batchJournal(name)),
                   .syncFolder(layout.batches)]
         return steps

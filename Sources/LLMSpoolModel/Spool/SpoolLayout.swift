@@ -20,6 +20,7 @@
 /// | `incoming/<name>.batch.json` | the daemon | the batch ended; always its last file |
 /// | `failed/<name>.jsonl` | the daemon | an invalid batch, moved after its `failed/<name>.error.json` |
 /// | `state/batches/<name>.journal` | the daemon | the batch runs: its committed lines (`BatchJournal`) |
+/// | `state/batches/<name>.ids` | the daemon | the batch runs: its lines' `custom_id`s, read at acceptance, so that a cancellation names every line even once the input is gone (`BatchIDList`) |
 /// | `state/daemons/<host>.<pid>.json` | the daemon | its entry in the roster of daemons on the spool |
 /// | `state/.daemon.json` | the daemon | the live status that `status` reads while it runs |
 /// | `state/.lock` | the daemon | held (flock) by the daemon that owns a local spool |
@@ -109,6 +110,10 @@ public struct SpoolLayout: Sendable, Equatable {
     public func batchSummary(_ name: String) -> String { "\(incoming)/\(name)\(Self.batchSummarySuffix)" }
     public func failedBatch(_ name: String) -> String { "\(failed)/\(name)\(Self.batchSuffix)" }
     public func batchJournal(_ name: String) -> String { "\(batches)/\(name).journal" }
+    public static let batchJournalSuffix = ".journal"
+    public static let batchIDListSuffix = ".ids"
+    /// The `custom_id`s of a running batch's lines (`BatchIDList`).
+    public func batchIDList(_ name: String) -> String { "\(batches)/\(name)\(Self.batchIDListSuffix)" }
     /// The scheduler's id of a batch's line: hidden, so that its `.partial` and temporaries
     /// in `incoming` are never taken for a result, and no request file can have it.
     public static func lineID(batch name: String, entry: Int) -> String { "\(hiddenPrefix)\(name)\(batchSuffix).\(entry)" }
