@@ -146,8 +146,7 @@ final class Transfer {
         guard let textPath else { return }
         let bytes = Array(text.utf8)
         if textInode == nil {
-            try Syscall.unlinkIfPresent(textPath)
-            let file = try FileDescriptor.open(textPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: fileMode)
+            let file = try FileDescriptor.createNew(textPath, O_WRONLY | O_NOFOLLOW, mode: fileMode)
             textInode = UInt64(try file.fstat().st_ino)
             if holdsPartial { self.text = consume file }
         }
@@ -296,8 +295,7 @@ final class Transfer {
     /// out: picking a request up creates no file. A new file, never an old one truncated:
     /// a daemon that lost this request may still be writing to the old one.
     private func createPartial() throws {
-        try Syscall.unlinkIfPresent(partialPath)
-        let file = try FileDescriptor.open(partialPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: fileMode)
+        let file = try FileDescriptor.createNew(partialPath, O_WRONLY | O_NOFOLLOW, mode: fileMode)
         partialInode = UInt64(try file.fstat().st_ino)
         if holdsPartial { partial = consume file }
     }
@@ -316,8 +314,7 @@ final class Transfer {
     private func spill() throws {
         if spillFile?.rawValue == nil {
             // A new file, never an old one truncated: as for the `.partial`.
-            try Syscall.unlinkIfPresent(spillPath)
-            let file = try FileDescriptor.open(spillPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: fileMode)
+            let file = try FileDescriptor.createNew(spillPath, O_WRONLY | O_NOFOLLOW, mode: fileMode)
             try file.writeAll(assembler!.contentHead)
             spillFile = consume file
         }
