@@ -23,6 +23,20 @@ public struct FileDescriptor: ~Copyable, Sendable {
         FileDescriptor(owning: try Syscall.open(path, flags, mode: mode), path: path)
     }
 
+    /// Creates `path` as a new file (`O_CREAT | O_EXCL` added to `flags`), never an old one
+    /// truncated: a file of that name (a leftover, or one a daemon that lost the request may
+    /// still write to) is unlinked and the create tried once more. The unlink is made only
+    /// when a file is there, so the usual create costs one lookup of the name, not two.
+    public static func createNew(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws -> FileDescriptor {
+        let exclusive = flags | O_CREAT | O_EXCL
+        do {
+            return try open(path, exclusive, mode: mode)
+        } catch let error as SystemError where error.errno == EEXIST {
+            try Syscall.unlinkIfPresent(path)
+            return try open(path, exclusive, mode: mode)
+        }
+    }
+
     /// Closes now and reports a failure (EIO or ENOSPC from a network filesystem mean
     /// written data may be lost); the descriptor is gone either way.
     public consuming func close() throws {

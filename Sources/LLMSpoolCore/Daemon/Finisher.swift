@@ -385,8 +385,7 @@ public final class Finisher: Sendable {
             if let spill = outcome.stream?.spill?.take() {
                 file = consume spill
             } else {
-                try Syscall.unlinkIfPresent(source)
-                file = try FileDescriptor.open(source, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
+                file = try FileDescriptor.createNew(source, O_WRONLY | O_NOFOLLOW, mode: layout.fileMode)
             }
             try file.writeAll(assembled.head)
             try file.writeAll(assembled.content)

@@ -84,6 +84,9 @@ public final class Metrics: Sendable {
     /// dialect's usage is read under (`UsageNames`).
     static let tokenKinds = ["prompt_tokens", "completion_tokens", UsageNames.input, UsageNames.output,
                              UsageNames.cachedInput, UsageNames.reasoning]
+    /// Each kind with the name `llmspool_endpoint_tokens_total` gives it (no `_tokens`),
+    /// made once: `usage` runs for every result, under the lock.
+    static let endpointTokenKinds = tokenKinds.map { ($0, $0.replacingOccurrences(of: "_tokens", with: "")) }
 
     /// The lanes a result comes through: the live one, and the providers' Batch APIs.
     public enum Lane: String, Sendable, CaseIterable {
@@ -101,9 +104,8 @@ public final class Metrics: Sendable {
                 state.laneTokens[lane.rawValue, default: [:]][key] = TokenCount.sum(state.laneTokens[lane.rawValue]?[key] ?? 0, value)
             }
             if let endpoint {
-                for key in Metrics.tokenKinds {
+                for (key, kind) in Metrics.endpointTokenKinds {
                     guard let value = counts[key] else { continue }
-                    let kind = key.replacingOccurrences(of: "_tokens", with: "")
                     state.endpointTokens[endpoint, default: [:]][kind] = TokenCount.sum(state.endpointTokens[endpoint]?[kind] ?? 0, value)
                 }
             }

@@ -63,6 +63,13 @@ final class Transfer {
     var overLimit = false
     let responseLimit: Int64
     var readError: SystemError?
+    /// Response bytes not yet in the `.partial`: what libcurl handed over during one turn of
+    /// the event loop, written at the turn's end by `flushPartial()` in one `write`, however
+    /// many reads and chunks they came in.
+    private var unwritten: [UInt8] = []
+    /// Told when `unwritten` takes its first bytes, so that the engine flushes this transfer
+    /// at the end of the turn; nil writes each piece at once.
+    var needsFlush: ((Transfer) -> Void)?
     private var sse: SSEParser?
     /// A stream's result, assembled as the events arrive.
     private var assembler: (any StreamAssembling)?
@@ -80,6 +87,9 @@ final class Transfer {
     /// Text held in memory before it goes to the result's temporary: most answers stay
     /// below it and cost no extra descriptor.
     static let spillThreshold = 64 * 1024
+    /// Unwritten response bytes past this are written at once, within the turn: a large
+    /// answer arriving in one turn is not held in memory.
+    static let flushThreshold = 64 * 1024
     /// Writeback of the result is started every so many bytes, so that the final fsync
     /// of a long answer finds little left to write.
     static let writebackInterval = 8 << 20
@@ -146,8 +156,7 @@ final class Transfer {
         guard let textPath else { return }
         let bytes = Array(text.utf8)
         if textInode == nil {
-            try Syscall.unlinkIfPresent(textPath)
-            let file = try FileDescriptor.open(textPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: fileMode)
+            let file = try FileDescriptor.createNew(textPath, O_WRONLY | O_NOFOLLOW, mode: fileMode)
             textInode = UInt64(try file.fstat().st_ino)
             if holdsPartial { self.text = consume file }
         }
@@ -231,25 +240,25 @@ final class Transfer {
         }
     }
 
-    /// Response bytes go to the `.partial` as they arrive.
+    /// Response bytes go to the `.partial` as they arrive: gathered over the loop's turn
+    /// (see `unwritten`), so that a `tail -f` sees them within the turn that read them.
     func writeBody(_ buffer: UnsafeMutablePointer<CChar>, count: Int, now: Double) -> Int {
         let bytes = UnsafeRawBufferPointer(start: buffer, count: count)
         if bytesReceived + Int64(count) > responseLimit {
             overLimit = true
             return 0
         }
-        do {
-            if partialInode == nil { try createPartial() }
-            if let number = partial?.rawValue {
-                try Syscall.writeAll(number, bytes, path: partialPath)
-            } else {
-                try appendToPartial(bytes)
+        if unwritten.isEmpty, let needsFlush { needsFlush(self) }
+        unwritten.append(contentsOf: bytes)
+        if needsFlush == nil || unwritten.count >= Transfer.flushThreshold {
+            do {
+                try flushPartial()
+            } catch let error as SystemError {
+                diskError = error
+                return 0  // anything but `count` makes libcurl stop with CURLE_WRITE_ERROR
+            } catch {
+                return 0
             }
-        } catch let error as SystemError {
-            diskError = error
-            return 0  // anything but `count` makes libcurl stop with CURLE_WRITE_ERROR
-        } catch {
-            return 0
         }
         bytesReceived += Int64(count)
         if sse == nil {
@@ -292,12 +301,27 @@ final class Transfer {
         return count
     }
 
+    /// Writes the response bytes gathered since the last flush to the `.partial`. They are
+    /// dropped when the write fails: the attempt then ends as a disk error.
+    func flushPartial() throws {
+        guard !unwritten.isEmpty else { return }
+        // Not kept between turns: thousands of streams would each hold one for nothing.
+        defer { unwritten = [] }
+        if partialInode == nil { try createPartial() }
+        try unwritten.withUnsafeBytes { bytes in
+            if let number = partial?.rawValue {
+                try Syscall.writeAll(number, bytes, path: partialPath)
+            } else {
+                try appendToPartial(bytes)
+            }
+        }
+    }
+
     /// Creates the `.partial` at the first response byte, not before the request goes
     /// out: picking a request up creates no file. A new file, never an old one truncated:
     /// a daemon that lost this request may still be writing to the old one.
     private func createPartial() throws {
-        try Syscall.unlinkIfPresent(partialPath)
-        let file = try FileDescriptor.open(partialPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: fileMode)
+        let file = try FileDescriptor.createNew(partialPath, O_WRONLY | O_NOFOLLOW, mode: fileMode)
         partialInode = UInt64(try file.fstat().st_ino)
         if holdsPartial { partial = consume file }
     }
@@ -316,8 +340,7 @@ final class Transfer {
     private func spill() throws {
         if spillFile?.rawValue == nil {
             // A new file, never an old one truncated: as for the `.partial`.
-            try Syscall.unlinkIfPresent(spillPath)
-            let file = try FileDescriptor.open(spillPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: fileMode)
+            let file = try FileDescriptor.createNew(spillPath, O_WRONLY | O_NOFOLLOW, mode: fileMode)
             try file.writeAll(assembler!.contentHead)
             spillFile = consume file
         }

@@ -147,6 +147,9 @@ public final class TransferEngine: @unchecked Sendable {
     private var watchedSockets: Set<Int32> = []
     /// When libcurl wants `curl_multi_socket_action` called for its timeouts (monotonic).
     private var curlTimerDeadline: Double?
+    /// Transfers given response bytes during this turn of the loop, whose `.partial` is
+    /// written at its end (`flushPartials`).
+    private var unflushed: [Transfer] = []
     /// Transfers libcurl placed on a connection during the last call, for the scheduler.
     private var placements: [(id: String, connection: Int)] = []
     private let inbox = Mutex<[Message]>([])
@@ -361,6 +364,7 @@ public final class TransferEngine: @unchecked Sendable {
                 curlTimerDeadline = nil
                 checkMulti(curl_multi_socket_action(multi, llms_curl_socket_timeout, 0, &running), "curl_multi_socket_action(timeout)")
             }
+            flushPartials()
             collectCompleted()
             sweepIdle()
             publishSnapshot()
@@ -371,6 +375,7 @@ public final class TransferEngine: @unchecked Sendable {
                 if ready.failed { mask |= CURL_CSELECT_ERR }
                 checkMulti(curl_multi_socket_action(multi, ready.fd, mask, &running), "curl_multi_socket_action")
             }
+            flushPartials()
             collectCompleted()
         }
         stopClaimer()
@@ -865,6 +870,7 @@ public final class TransferEngine: @unchecked Sendable {
                                 responseLimit: settings.maxResponseBytes,
                                 now: TransferEngine.monotonic())
         transfer.requestSource = source
+        transfer.needsFlush = { [unowned self] in unflushed.append($0) }
         do {
             try configure(transfer, endpoint: endpoint)
             try CurlError.check(curl_multi_add_handle(multi, handle), "curl_multi_add_handle")
@@ -966,6 +972,23 @@ public final class TransferEngine: @unchecked Sendable {
         try CurlHandle.set(handle, CURLOPT_HTTPHEADER, list: transfer.headerList)
     }
 
+    /// Writes what each transfer received during this turn to its `.partial`: one write per
+    /// transfer and turn, whatever number of reads and chunks libcurl made of it. A write
+    /// that fails ends its attempt as a disk error.
+    private func flushPartials() {
+        guard !unflushed.isEmpty else { return }
+        let written = unflushed
+        unflushed.removeAll(keepingCapacity: true)
+        for transfer in written where transfers[transfer.handle] === transfer {
+            do {
+                try transfer.flushPartial()
+            } catch {
+                transfer.diskError = error as? SystemError ?? SystemError(errno: EIO, call: "write", path: transfer.partialPath)
+                end(transfer, as: .diskError("\(error)"))
+            }
+        }
+    }
+
     private func collectCompleted() {
         if !placements.isEmpty {
             let now = Date().timeIntervalSince1970
@@ -1057,7 +1080,17 @@ public final class TransferEngine: @unchecked Sendable {
     }
 
     /// Detaches a transfer and passes its outcome (and its `.partial` descriptor) on.
-    private func end(_ transfer: Transfer, as ending: AttemptOutcome.Ending) {
+    private func end(_ transfer: Transfer, as given: AttemptOutcome.Ending) {
+        var ending = given
+        if ending != .leaseLost && ending != .cancelled && transfer.diskError == nil && !transfer.overLimit {
+            // The finisher reads the answer (or the error body) from the `.partial`: it must be whole.
+            do {
+                try transfer.flushPartial()
+            } catch {
+                transfer.diskError = error as? SystemError ?? SystemError(errno: EIO, call: "write", path: transfer.partialPath)
+                if case .response = ending { ending = .diskError("\(error)") }
+            }
+        }
         let handle = transfer.handle
         if transfer.bodyHandedToCurl { transfer.bytesSent = CurlHandle.bytesUploaded(handle, atMost: Int64(transfer.bodySize)) }
         checkMulti(curl_multi_remove_handle(multi, handle), "curl_multi_remove_handle")
