@@ -189,7 +189,8 @@ import Testing
                 let id = "\(plan.name)\(position)"
                 let prompt = "chaos \(id)"
                 let offset = harness.log.utf8.count
-                try harness.startDaemon(config: config, environment: pause)
+                // Held in the step until killed: a kill that comes late still lands inside it.
+                try harness.startDaemon(config: config, environment: pause.merging(["LLMSPOOL_TEST_PUBLICATION_HOLD_AT": "\(position + 1)"]) { $1 })
                 if plan.suffix == ".md" {
                     let stub = String(decoding: try JSONSerialization.data(withJSONObject: plan.stub), as: UTF8.self)
                     let hidden = "\(harness.layout.outgoing)/.\(id).md.tmp"

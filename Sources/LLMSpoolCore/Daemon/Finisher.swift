@@ -53,13 +53,18 @@ public final class Finisher: Sendable {
 
     /// With `LLMSPOOL_TEST_PUBLICATION_PAUSE_MS` set (tests only), each publication step is
     /// logged and preceded by that pause, so that a test can kill the daemon inside a
-    /// known step instead of by luck.
+    /// known step instead of by luck. With `LLMSPOOL_TEST_PUBLICATION_HOLD_AT` = k as well,
+    /// the k-th step of the process (counted from 1) is logged and then waits for ever: a
+    /// kill that comes late on a loaded machine still lands inside that step.
     static func testPause(logger: Logger) -> @Sendable (Int, PublicationStep) -> Bool {
         guard let text = getenv("LLMSPOOL_TEST_PUBLICATION_PAUSE_MS").map({ String(cString: $0) }),
               let milliseconds = UInt32(text), milliseconds > 0 else { return { _, _ in true } }
+        let holdAt = getenv("LLMSPOOL_TEST_PUBLICATION_HOLD_AT").flatMap { Int(String(cString: $0)) }
+        let count = Atomic<Int>(0)
         return { index, step in
             logger.info("publication step", ["index": "\(index)", "step": LogValue(step.kind)])
-            usleep(milliseconds * 1000)
+            let number = count.wrappingAdd(1, ordering: .relaxed).newValue
+            repeat { usleep(milliseconds * 1000) } while number == holdAt
             return true
         }
     }
