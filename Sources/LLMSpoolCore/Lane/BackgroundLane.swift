@@ -428,6 +428,7 @@ public final class BackgroundLane: @unchecked Sendable {
         switch step {
         case .upload:
             var lines: [LaneUploadSource.Line] = []
+            lines.reserveCapacity(intent.members.count)
             for member in intent.members {
                 guard let task = group.tasks[member.id], let size = group.sizes[member.id] else {
                     return .failed(retryable: false, retryAfter: nil, message: "the request \(member.id) is not at hand for the upload")
