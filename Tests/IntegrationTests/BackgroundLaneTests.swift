@@ -205,6 +205,41 @@ import Testing
         #expect(made.count == 1 && made.values.first == 1, "\(point): one group, created once: \(made)")
     }
 
+    /// A daemon of the earlier record form (each member's request identity inline, no
+    /// `request_files`) killed while polling: the new daemon resumes its record, polls the
+    /// same remote batch, and every request ends once, from it.
+    @Test func aRecordInTheEarlierFormIsResumedAfterAnUpgrade() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "3"])
+        let settings = config(harness)
+        try harness.startDaemon(config: settings, environment: ["LLMSPOOL_TEST_LANE_PAUSE": "polled"])
+        let ids = ["u1", "u2", "u3"]
+        for id in ids { try harness.drop(id, Self.deferrable(id, "Upgrade \(id)")) }
+        try waitUntil("the lane pauses while polling", timeout: 30) { harness.log.contains("lane test pause point=polled") }
+        harness.killDaemon()
+        let name = try #require(harness.files(in: harness.layout.remote).first { $0.hasSuffix(".json") })
+        let path = harness.layout.remote + "/" + name
+        var record = try harness.json(path)
+        let files = try #require(record.removeValue(forKey: "request_files") as? [[String: Any]])
+        let members = try #require(record["members"] as? [[String: Any]])
+        record["members"] = try members.map { member -> [String: Any] in
+            var old = member
+            let place = try #require(old.removeValue(forKey: "request_file") as? Int)
+            old["request"] = files[place]
+            return old
+        }
+        try JSONSerialization.data(withJSONObject: record).write(to: URL(fileURLWithPath: path))
+        #expect(!(try String(contentsOfFile: path, encoding: .utf8)).contains("request_file"))
+        try harness.startDaemon(config: settings)
+        try waitForOutcomes(harness, ids)
+        try SDKJudge.expectParses("ChatCompletion", ids.map { harness.layout.result($0) })
+        for id in ids { #expect(try harness.arrivals(of: "Upgrade \(id)").isEmpty, "\(id) was answered by the batch") }
+        let made = try creations(harness)
+        #expect(made.count == 1 && made.values.first == 1, "one group, created once: \(made)")
+        #expect(!harness.log.contains("cannot be read"))
+    }
+
     @Test func uploadAndCreateFaultsAndALostCreateEndWithOneBatch() throws {
         let harness = try Harness()
         defer { harness.stop() }

@@ -26,6 +26,21 @@ import Testing
         #expect(try store.loadAll() == [])
     }
 
+    @Test func aGroupOfFiftyThousandLinesIsWrittenInPiecesAndReadBack() throws {
+        let layout = try spool()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        let store = RemoteIntentStore(layout: layout)
+        let batch = FileIdentity(device: 2049, inode: 77, size: 16_500_000, modifiedNanoseconds: 1_700_000_000_000_000_000, bornNanoseconds: 5,
+                                 contentHash: 0xfeed)
+        let intent = RemoteIntent(group: "g5", state: .polling, endpoint: "openai", url: "/v1/chat/completions", createdAt: 7,
+                                  members: (0..<50_000).map { .init(id: ".b4.jsonl.\($0)", request: batch) }, inputFileID: "file-1",
+                                  batchID: "batch_1")
+        try store.write(intent)
+        #expect(try store.loadAll() == [.intent(intent)])
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: layout.remoteIntent("g5"))[.size] as? Int)
+        #expect(size < 50_000 * 45, "the batch's identity once, not once a line: \(size) bytes")
+    }
+
     @Test func anUnreadableRecordIsNamedAndKept() throws {
         let layout = try spool()
         defer { try? FileManager.default.removeItem(atPath: layout.root) }

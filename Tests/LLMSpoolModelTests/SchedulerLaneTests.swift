@@ -61,6 +61,29 @@ import Testing
         #expect(s.counts.laned == 0)
     }
 
+    @Test func aLanedTaskIsHeldByTheLaneAloneAndTheReturnedOneIsTheOneThatStarts() {
+        var s = scheduler()
+        _ = s.handle(.arrived(.valid(task("a"))), now: 0)
+        #expect(s.heldTask(of: "a") == nil, "the lane holds a laned task; the scheduler keeps its state only")
+        // The lane hands the task back with what it learnt (here: an attempt more).
+        #expect(s.handle(.laneReturned(task("a", attempts: 2)), now: 0) == [.start(task("a", attempts: 2), endpoint: 0)])
+        #expect(s.heldTask(of: "a") == task("a", attempts: 2))
+    }
+
+    @Test func aReloadLeavesLanedTasksToTheLane() {
+        var s = scheduler()
+        _ = s.handle(.arrived(.valid(task("a"))), now: 0)
+        let actions = s.reconfigure(concurrency: 1, gates: [EndpointGate(concurrency: 1, now: 0), EndpointGate(concurrency: 1, now: 0)], now: 0)
+        #expect(actions.isEmpty)
+        #expect(s.state(of: "a") == .laned)
+    }
+
+    @Test func anEntryIsSmallWhateverATaskWeighs() {
+        // Every known id has an entry; a task inline would make each slot a task's size.
+        #expect(MemoryLayout<Scheduler.Entry>.stride <= 32)
+        #expect(MemoryLayout<TaskDescriptor>.stride > 64, "the test means something only while a task is larger than an entry")
+    }
+
     @Test func deletingALanedRequestAsksTheLaneToLetItGo() {
         var s = scheduler()
         _ = s.handle(.arrived(.valid(task("a"))), now: 0)

@@ -45,7 +45,9 @@ public final class BackgroundLane: @unchecked Sendable {
     }
 
     enum Message {
-        case deferred(TaskDescriptor, endpoint: String)
+        /// Indirect: the inbox can hold a whole group's worth of requests the thread has not
+        /// taken yet, and an array of tasks inline keeps its capacity (a task's size a slot).
+        indirect case deferred(TaskDescriptor, endpoint: String)
         case withdrawn(String)
         case reconfigure([Endpoint], Settings)
         case stop
@@ -70,7 +72,8 @@ public final class BackgroundLane: @unchecked Sendable {
     private var settings: Settings
     private var http: LaneHTTP
     private var grouper: LaneGrouper
-    private var waiting: [String: (task: TaskDescriptor, size: Int)] = [:]
+    /// The requests waiting for their group to be sent; each one's size is the grouper's.
+    private var waiting: [String: TaskDescriptor] = [:]
     var groups: [String: LaneGroup] = [:]
     private var groupOfMember: [String: String] = [:]
 
@@ -220,7 +223,7 @@ public final class BackgroundLane: @unchecked Sendable {
             post(.laneReturned(task))
             return
         }
-        waiting[task.id] = (task, size)
+        waiting[task.id] = task
         logger.debug("deferred to the background lane", id: task.id, ["endpoint": LogValue(endpoint)])
         apply(grouper.handle(.added(LaneGrouper.Member(id: task.id, bytes: size), LaneGrouper.Key(endpoint: endpoint, url: url(of: task)),
                                     at: Date().timeIntervalSince1970)))
@@ -234,14 +237,24 @@ public final class BackgroundLane: @unchecked Sendable {
         for action in actions {
             switch action {
             case .send(let key, let members, let reason):
-                form(key, members.compactMap { waiting.removeValue(forKey: $0.id) }, reason: reason)
-                // A dictionary keeps its capacity when emptied: 50,000 tasks' worth, held for nothing.
-                if waiting.isEmpty { waiting = [:] }
+                var tasks: [String: TaskDescriptor] = [:]
+                if members.count == waiting.count, members.allSatisfy({ waiting[$0.id] != nil }) {
+                    // Everything waiting goes: the table itself becomes the group's, not a copy.
+                    swap(&tasks, &waiting)
+                } else {
+                    tasks.reserveCapacity(members.count)
+                    for member in members {
+                        if let task = waiting.removeValue(forKey: member.id) { tasks[member.id] = task }
+                    }
+                    // A dictionary keeps its capacity when emptied: 50,000 tasks' worth, held for nothing.
+                    if waiting.isEmpty { waiting = [:] }
+                }
+                form(key, members.filter { tasks[$0.id] != nil }, tasks: tasks, reason: reason)
             case .tooLarge(let member, let key):
-                guard let entry = waiting.removeValue(forKey: member.id) else { continue }
+                guard let task = waiting.removeValue(forKey: member.id) else { continue }
                 logger.warning("the request alone passes batch_max_bytes; it goes live", id: member.id,
                                ["bytes": "\(member.bytes)", "endpoint": LogValue(key.endpoint)])
-                post(.laneReturned(entry.task))
+                post(.laneReturned(task))
             case .removed(let id, _):
                 waiting[id] = nil
                 finisher.withdrawn(id: id)
@@ -251,26 +264,29 @@ public final class BackgroundLane: @unchecked Sendable {
     }
 
     /// A group is sent: its intent is recorded durably, then its life begins.
-    private func form(_ key: LaneGrouper.Key, _ members: [(task: TaskDescriptor, size: Int)], reason: LaneGrouper.Reason) {
+    /// `members` in the grouper's order, each with its input line's size; `tasks` holds each one's task.
+    private func form(_ key: LaneGrouper.Key, _ members: [LaneGrouper.Member], tasks: [String: TaskDescriptor], reason: LaneGrouper.Reason) {
         guard !members.isEmpty else { return }
         let groupID = LaneMembership.newGroupID()
         let now = Date()
         let api = endpoints.first { $0.name == key.endpoint }?.api ?? .openai
         let intent = RemoteIntent(group: groupID, endpoint: key.endpoint, api: api, url: key.url, createdAt: Int(now.timeIntervalSince1970),
-                                  members: members.map { RemoteIntent.Member(id: $0.task.id, request: $0.task.identity) })
+                                  members: members.map { RemoteIntent.Member(id: $0.id, request: tasks[$0.id]?.identity) })
         do {
             try store.write(intent)
         } catch {
             logger.error("cannot record a group's intent; its requests go live", ["group": LogValue(groupID), "reason": "\(error)"])
-            for member in members { post(.laneReturned(member.task)) }
+            for member in members { if let task = tasks[member.id] { post(.laneReturned(task)) } }
             return
         }
         var group = LaneGroup(machine: RemoteBatchMachine(intent: intent, schedule: PollSchedule(initial: settings.pollSeconds, maximum: settings.pollMaxSeconds)),
                               startedAt: now)
+        group.tasks = tasks
+        group.sizes.reserveCapacity(members.count)
+        groupOfMember.reserveCapacity(groupOfMember.count + members.count)
         for member in members {
-            group.tasks[member.task.id] = member.task
-            group.sizes[member.task.id] = member.size
-            groupOfMember[member.task.id] = groupID
+            group.sizes[member.id] = member.bytes
+            groupOfMember[member.id] = groupID
         }
         groups[groupID] = group
         logger.info("group recorded", ["group": LogValue(groupID), "endpoint": LogValue(key.endpoint), "url": LogValue(key.url),
@@ -412,6 +428,7 @@ public final class BackgroundLane: @unchecked Sendable {
         switch step {
         case .upload:
             var lines: [LaneUploadSource.Line] = []
+            lines.reserveCapacity(intent.members.count)
             for member in intent.members {
                 guard let task = group.tasks[member.id], let size = group.sizes[member.id] else {
                     return .failed(retryable: false, retryAfter: nil, message: "the request \(member.id) is not at hand for the upload")

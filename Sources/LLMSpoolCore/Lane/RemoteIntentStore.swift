@@ -15,7 +15,10 @@ public struct RemoteIntentStore: Sendable {
         guard RemoteIntent.isValidGroup(intent.group) else {
             throw ConfigError("the group id \"\(intent.group)\" cannot name a file in \(layout.remote)")
         }
-        try DurableFile.write(intent.encoded(), to: layout.remoteIntent(intent.group), mode: layout.fileMode)
+        // Written as it is encoded: a record of 50,000 members is never whole in memory.
+        try DurableFile.write(to: layout.remoteIntent(intent.group), mode: layout.fileMode) { emit in
+            try intent.encode { (piece: [UInt8]) throws in try emit(piece) }
+        }
     }
 
     /// Removes a finished group's record, durably.

@@ -5,10 +5,17 @@ import Glibc
 /// new, never a torn mix.
 public enum DurableFile {
     public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600, syncDirectory: Bool = true) throws {
+        try write(to: path, mode: mode, syncDirectory: syncDirectory) { emit in try emit(bytes) }
+    }
+
+    /// As `write(_:to:)`, for content made in pieces: `produce` hands each piece to `emit`
+    /// as it is made, so a large file is never whole in memory.
+    public static func write(to path: String, mode: mode_t = 0o600, syncDirectory: Bool = true,
+                             _ produce: (_ emit: ([UInt8]) throws -> Void) throws -> Void) throws {
         let temporary = SpoolLayout.temporary(for: path)
         do {
             let file = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: mode)
-            try file.writeAll(bytes)
+            try produce { piece in try file.writeAll(piece) }
             try file.fsync()
             try file.close()
         } catch {

@@ -59,22 +59,32 @@ public struct RemoteIntent: Sendable, Equatable {
             && group.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D || $0 == 0x5F }
     }
 
+    /// The whole record (tests, and records small enough to hold): `encode` in one piece.
     public func encoded() -> [UInt8] {
+        var whole: [UInt8] = []
+        encode(chunkBytes: Int.max) { (chunk: [UInt8]) -> Void in whole += chunk }
+        return whole
+    }
+
+    /// Hands the record to `emit` in pieces of about `chunkBytes`, in order, so that a group
+    /// of 50,000 members is written as it is encoded instead of being built whole (it is
+    /// written at each of the group's changes of state).
+    ///
+    /// The request files' identities come first, once each (`request_files`), and each
+    /// member names its own by place (`request_file`): the lines of one batch file share
+    /// their file, so its identity is written once, not once per line. A member whose
+    /// identity is the one before it shares that entry; the decoder also reads the older
+    /// form, an identity inline in each member (`request`).
+    public func encode<Failure: Error>(chunkBytes: Int = 64 << 10, _ emit: ([UInt8]) throws(Failure) -> Void) throws(Failure) {
+        var out: [UInt8] = []
+        out.reserveCapacity(min(chunkBytes, 1 << 20) + 1024)
         func string(_ value: String?) -> [UInt8] { value.map(JSONWriter.quoted) ?? JSONWriter.null }
-        let members: [UInt8] = [0x5B] + self.members.enumerated().flatMap { index, member -> [UInt8] in
-            var fields: [(String, [UInt8])] = [("id", JSONWriter.quoted(member.id))]
-            if let identity = member.request {
-                var request: [(String, [UInt8])] = [("device", Array(String(identity.device).utf8)),
-                                                     ("inode", Array(String(identity.inode).utf8)),
-                                                     ("size", Array(String(identity.size).utf8)),
-                                                     ("mtime_ns", Array(String(identity.modifiedNanoseconds).utf8))]
-                if let born = identity.bornNanoseconds { request.append(("btime_ns", Array(String(born).utf8))) }
-                if let hash = identity.contentHash { request.append(("fnv1a", JSONWriter.quoted(String(hash, radix: 16)))) }
-                fields.append(("request", JSONWriter.object(request)))
-            }
-            return (index > 0 ? [0x2C, 0x0A] : [0x0A]) + JSONWriter.object(fields)
-        } + [0x0A, 0x5D]
-        return JSONWriter.object([
+        func flushIfFull() throws(Failure) {
+            guard out.count >= chunkBytes else { return }
+            try emit(out)
+            out.removeAll(keepingCapacity: true)
+        }
+        let head = JSONWriter.object([
             ("group", JSONWriter.quoted(group)),
             ("state", JSONWriter.quoted(state.rawValue)),
             ("endpoint", JSONWriter.quoted(endpoint)),
@@ -86,8 +96,50 @@ public struct RemoteIntent: Sendable, Equatable {
             ("output_file_id", string(outputFileID)),
             ("error_file_id", string(errorFileID)),
             ("remote_status", string(remoteStatus)),
-            ("members", members),
-        ]) + [0x0A]
+        ])
+        // The head's closing brace gives way to the two lists.
+        out += head.dropLast()
+        out += Array(",\n\"request_files\":[".utf8)
+        var files = 0
+        var previous: FileIdentity?
+        for member in members {
+            guard let identity = member.request, identity != previous else { continue }
+            previous = identity
+            out += files > 0 ? [0x2C, 0x0A] : [0x0A]
+            Self.append(identity, to: &out)
+            files += 1
+            try flushIfFull()
+        }
+        out += Array("\n],\n\"members\":[".utf8)
+        files = -1
+        previous = nil
+        for (index, member) in members.enumerated() {
+            out += index > 0 ? [0x2C, 0x0A] : [0x0A]
+            out += Array("{\"id\":".utf8)
+            out += JSONWriter.quoted(member.id)
+            if let identity = member.request {
+                if identity != previous {
+                    previous = identity
+                    files += 1
+                }
+                out += Array(",\"request_file\":".utf8)
+                out += Array(String(files).utf8)
+            }
+            out.append(0x7D)
+            try flushIfFull()
+        }
+        out += Array("\n]}\n".utf8)
+        try emit(out)
+    }
+
+    private static func append(_ identity: FileIdentity, to out: inout [UInt8]) {
+        var fields: [(String, [UInt8])] = [("device", Array(String(identity.device).utf8)),
+                                           ("inode", Array(String(identity.inode).utf8)),
+                                           ("size", Array(String(identity.size).utf8)),
+                                           ("mtime_ns", Array(String(identity.modifiedNanoseconds).utf8))]
+        if let born = identity.bornNanoseconds { fields.append(("btime_ns", Array(String(born).utf8))) }
+        if let hash = identity.contentHash { fields.append(("fnv1a", JSONWriter.quoted(String(hash, radix: 16)))) }
+        out += JSONWriter.object(fields)
     }
 
     /// Why a record cannot be read, for the log line that names its file.
@@ -124,24 +176,41 @@ public struct RemoteIntent: Sendable, Equatable {
             api = known
         }
         guard let createdAt = integer("created_at", in: root, as: Int.self) else { throw Problem(description: "no created_at") }
+        func identity(_ value: RawJSON.Value) -> FileIdentity? {
+            guard let device = integer("device", in: value, as: UInt64.self),
+                  let inode = integer("inode", in: value, as: UInt64.self),
+                  let size = integer("size", in: value, as: Int64.self),
+                  let modified = integer("mtime_ns", in: value, as: Int64.self) else { return nil }
+            return FileIdentity(device: device, inode: inode, size: size, modifiedNanoseconds: modified,
+                                bornNanoseconds: integer("btime_ns", in: value, as: Int64.self),
+                                contentHash: string("fnv1a", in: value).flatMap { UInt64($0, radix: 16) })
+        }
+        // Records written before `request_files` have none: each member carries its identity.
+        var files: [FileIdentity] = []
+        if let table = root["request_files"] {
+            guard case .array(let entries, _) = table else { throw Problem(description: "request_files is not a list") }
+            files.reserveCapacity(entries.count)
+            for (index, entry) in entries.enumerated() {
+                guard let read = identity(entry) else { throw Problem(description: "request file \(index) is a broken identity") }
+                files.append(read)
+            }
+        }
         guard case .array(let list, _)? = root["members"] else { throw Problem(description: "no members") }
         var members: [Member] = []
         members.reserveCapacity(list.count)
         for (index, item) in list.enumerated() {
             guard let id = string("id", in: item) else { throw Problem(description: "member \(index) has no id") }
-            var identity: FileIdentity?
-            if let request = item["request"] {
-                guard let device = integer("device", in: request, as: UInt64.self),
-                      let inode = integer("inode", in: request, as: UInt64.self),
-                      let size = integer("size", in: request, as: Int64.self),
-                      let modified = integer("mtime_ns", in: request, as: Int64.self) else {
-                    throw Problem(description: "member \(id) has a broken request identity")
+            var found: FileIdentity?
+            if let place = item["request_file"] {
+                guard case .number = place, let at = integer("request_file", in: item, as: Int.self), files.indices.contains(at) else {
+                    throw Problem(description: "member \(id) names a request file the record does not list")
                 }
-                identity = FileIdentity(device: device, inode: inode, size: size, modifiedNanoseconds: modified,
-                                        bornNanoseconds: integer("btime_ns", in: request, as: Int64.self),
-                                        contentHash: string("fnv1a", in: request).flatMap { UInt64($0, radix: 16) })
+                found = files[at]
+            } else if let request = item["request"] {
+                guard let read = identity(request) else { throw Problem(description: "member \(id) has a broken request identity") }
+                found = read
             }
-            members.append(Member(id: id, request: identity))
+            members.append(Member(id: id, request: found))
         }
         return RemoteIntent(group: group, state: state, endpoint: endpoint, api: api, url: url, createdAt: createdAt, members: members,
                             inputFileID: string("input_file_id", in: root), batchID: string("batch_id", in: root),

@@ -75,9 +75,31 @@ public struct Scheduler: Sendable {
         public var laned = 0
     }
 
+    /// What the scheduler knows of one id. The task is boxed: an entry is kept for every
+    /// known id, a background lane's 50,000 among them, and a task held inline would make
+    /// every slot of the table a task's size (about 340 bytes) whether it holds one or not.
     struct Entry: Sendable {
         var state: State
-        var task: TaskDescriptor?
+        private var box: Box?
+
+        init(state: State, task: TaskDescriptor?) {
+            self.state = state
+            box = task.map(Box.init)
+        }
+
+        var task: TaskDescriptor? {
+            get { box?.task }
+            set { box = newValue.map(Box.init) }
+        }
+
+        /// A task on the heap, shared by the entry's copies.
+        final class Box: Sendable {
+            let task: TaskDescriptor
+
+            init(_ task: TaskDescriptor) {
+                self.task = task
+            }
+        }
     }
 
     public private(set) var concurrency: Int
@@ -117,6 +139,8 @@ public struct Scheduler: Sendable {
     public var isIdle: Bool { entries.isEmpty }
     public var transferring: Int { counts.transferring }
     public func state(of id: String) -> State? { entries[id]?.state }
+    /// The task the scheduler keeps for `id` (none for a laned one: the lane has it).
+    func heldTask(of id: String) -> TaskDescriptor? { entries[id]?.task }
 
     /// When a `.tick` may next start something; nil when only an event can.
     public var nextWake: Double? {
@@ -143,7 +167,9 @@ public struct Scheduler: Sendable {
                 }
                 switch laneRouting.route(task) {
                 case .deferred(let endpoint):
-                    set(task.id, Entry(state: .laned, task: task))
+                    // The lane holds the task from here on and hands it back if it goes
+                    // live (`laneReturned`): one copy of a laned request is held, not two.
+                    set(task.id, Entry(state: .laned, task: nil))
                     return [.deferToLane(task, endpoint: endpoint)]
                 case .noEndpoint:
                     set(task.id, Entry(state: .finishing, task: nil))
