@@ -1075,11 +1075,13 @@ public final class TransferEngine: @unchecked Sendable {
         let feedback = EndpointFeedback.from(ending, headers: transfer.headers, now: now)
         apply(scheduler.handle(.transferEnded(id: transfer.task.id, feedback: feedback), now: now.timeIntervalSince1970))
         if feedback.outcome == .retryableFailure || feedback.pauseSeconds != nil { logNewEndpointWaits(now: now.timeIntervalSince1970) }
-        delegate.attemptEnded(AttemptOutcome(
+        var outcome = AttemptOutcome(
             task: transfer.task, ending: ending, partial: transfer.handOffPartial(), headers: transfer.headers,
             bytesSent: transfer.bytesSent, bytesReceived: transfer.bytesReceived,
             startedAt: transfer.startedAt, endedAt: now, endpointIndex: transfer.endpointIndex, endpointName: transfer.endpointName,
-            stream: stream, requestSource: transfer.requestSource, rawPath: transfer.textPath != nil ? transfer.partialPath : nil))
+            stream: stream, requestSource: transfer.requestSource, rawPath: transfer.textPath != nil ? transfer.partialPath : nil)
+        outcome.heldBody = transfer.takeHeldAnswer()
+        delegate.attemptEnded(outcome)
     }
 
     /// A batch line held back by `mayGo` before its request went: no attempt, nothing
