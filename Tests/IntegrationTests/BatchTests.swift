@@ -121,6 +121,65 @@ import Testing
         print("batch of \(count) lines: \(String(format: "%.1f", seconds)) s, \(String(format: "%.0f", Double(count) / seconds)) lines/s")
     }
 
+    /// A line's answer is held in memory and handed to the batch's output: no file of its
+    /// own appears in `incoming`, not even for a moment, except for an answer past the bound
+    /// held (64 KiB), which goes to the line's `.partial` and arrives whole all the same. A
+    /// long stream's raw events are not kept at all; an error's body still reaches the line.
+    @Test func aLineAnswerMakesNoFileOfItsOwnUnlessItOutgrowsWhatIsHeld() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["concurrency": 16, "max_attempts": 3])
+        let created = try CreatedNames(watching: harness.layout.incoming)
+        // 0-29 plain, 30-39 streamed, 40-41 plain of about 140 KB, 42-43 streamed of about
+        // 20 KB of text in about 400 KB of events, 44-46 refused (400), 47 a 500 and then an answer.
+        var lines: [String] = []
+        for index in 0..<48 {
+            let id = "line-\(index)"
+            switch index {
+            case 40, 41: lines.append(Self.line(id, stub: ["tokens": 20_000]))
+            case 42, 43: lines.append(Self.line(id, stream: true, stub: ["tokens": 3_000]))
+            case 44...46: lines.append(Self.line(id, stub: ["status": 400]))
+            case 47: lines.append(Self.line(id, stub: ["faults": [["status": 500]]]))
+            default: lines.append(Self.line(id, stream: (30..<40).contains(index)))
+            }
+        }
+        try Self.dropBatch(harness, "held", lines)
+        let summary = try Self.waitForSummary(harness, "held", timeout: 120)
+        #expect(summary["status"] as? String == "completed")
+        #expect((summary["request_counts"] as? [String: Any])?["failed"] as? Int == 3)
+
+        let names = try created.drain()
+        let lineFiles = Set(names.filter { SpoolLayout.isLineTemporary($0) })
+        let outgrown = Set([40, 41].map { SpoolLayout.lineID(batch: "held", entry: $0) + SpoolLayout.partialSuffix })
+        #expect(lineFiles == outgrown, "only the answers past 64 KiB had a file: \(lineFiles.sorted())")
+        #expect(names.contains("held.jsonl.partial"), "the watch saw the batch's own output created: \(names)")
+
+        let found = Self.byID(try Self.outputLines(harness.layout.batchOutput("held")))
+        #expect(found.count == 48)
+        for index in 0..<48 {
+            let line = found["line-\(index)"] ?? [:]
+            let response = line["response"] as? [String: Any]
+            if (44...46).contains(index) {
+                let error = line["error"] as? [String: Any]
+                #expect(error?["code"] as? String == "http", "line-\(index): \(line)")
+                #expect((error?["message"] as? String)?.contains("stub answered 400") == true, "the error's body was read: \(line)")
+                #expect(response?["status_code"] as? Int == 400)
+                continue
+            }
+            #expect(line["error"] is NSNull, "line-\(index): \(line)")
+            let content = Harness.content(of: response?["body"] as? [String: Any] ?? [:]) ?? ""
+            #expect(content.hasPrefix("Echo: prompt of line-\(index)"), "line-\(index): \(content.prefix(80))")
+            switch index {
+            case 40, 41: #expect(content.hasSuffix(" tök19999"), "the whole long answer: \(content.count) characters, ends \(content.suffix(20))")
+            case 42, 43: #expect(content.hasSuffix(" tök2999"), "the whole long stream: \(content.count) characters, ends \(content.suffix(20))")
+            default: break
+            }
+        }
+        try Self.judgeBodies(Array(found.values), in: harness.root)
+        #expect(harness.files(in: harness.layout.incoming).sorted() == ["held.batch.json", "held.jsonl"])
+    }
+
     @Test func anInvalidFileIsRefusedWithItsProblemsLines() throws {
         let harness = try Harness()
         defer { harness.stop() }

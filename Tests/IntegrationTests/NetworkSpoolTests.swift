@@ -481,12 +481,16 @@ struct NetworkSpoolTests {
         let incoming = harness.files(in: server.incoming)
         #expect(Set(incoming.filter { !$0.hasPrefix(".fuse_hidden") }) == ["shared.jsonl", "shared.batch.json"])
         let fuseHidden = incoming.filter { $0.hasPrefix(".fuse_hidden") }
+        // Line answers make no file any more (they are held in memory), so none of them can
+        // be left: a `.partial` of a line in flight at the kill is not among these.
+        #expect(!incoming.contains { SpoolLayout.isLineTemporary($0) })
         if kind == .sshfs {
-            // Found by this test, not mended yet: on sshfs, after the takeover, some line
-            // answers (`incoming/.shared.jsonl.<line>.partial`) are left as `.fuse_hidden*`
-            // (a file removed while a descriptor of it was open on that mount); one daemon
-            // alone leaves none. Recorded, not hidden.
-            withKnownIssue("sshfs: line answers left as .fuse_hidden after a batch takeover", isIntermittent: true) {
+            // Found by this test, not mended yet: on sshfs, after the takeover, a file of
+            // `incoming` is still left as `.fuse_hidden*` now and then (a file removed while
+            // a descriptor of it was open on that mount). It was taken for the lines'
+            // `.partial` files; those are gone, and in two runs since, the first still left
+            // one: another file, not identified yet. Recorded, not hidden.
+            withKnownIssue("sshfs: a file of incoming left as .fuse_hidden after a batch takeover", isIntermittent: true) {
                 #expect(fuseHidden.isEmpty, "\(fuseHidden.count) left: \(fuseHidden.prefix(5))")
             }
         } else {

@@ -11,6 +11,16 @@ import Testing
         #expect(BatchLineRef(id: "q1") == nil, "a request's id is no line's")
         #expect(BatchLineRef(id: "x.jsonl.3") == nil, "line ids are hidden")
         #expect(BatchLineRef(id: ".x.jsonl.three") == nil)
+        #expect(BatchLineRef(id: ".x.jsonl.5.6") == nil, "the entry is the last part alone")
+        #expect(BatchLineRef(id: ".x.json.5") == nil)
+        #expect(BatchLineRef(id: ".x.jsonl.") == nil)
+        #expect(BatchLineRef(id: ".jsonl.5") == nil, "too short to hold the suffix after its dot")
+        #expect(BatchLineRef(id: ".") == nil)
+        #expect(BatchLineRef(id: "") == nil)
+        let empty = try #require(BatchLineRef(id: "..jsonl.0"))
+        #expect(empty.batch == "" && empty.entry == 0)
+        let accented = try #require(BatchLineRef(id: SpoolLayout.lineID(batch: "é.jsonl", entry: 1_000_000)))
+        #expect(accented.batch == "é.jsonl" && accented.entry == 1_000_000)
     }
 
     @Test func aBatchsHookHasItsCounts() {

@@ -4,7 +4,8 @@ import Glibc
 extension Finisher {
     /// The end of one attempt of a batch's line: judged as a request's, retried by the same
     /// rules, but its outcome is an output line committed by the `BatchRunner` (no result
-    /// file, no task record, no hook of its own). The answer's files are removed here.
+    /// file, no task record, no hook of its own). The answer is the bytes the engine held,
+    /// or, for one that outgrew them, its `.partial`; the answer's files are removed here.
     func finishLine(_ outcome: AttemptOutcome, _ line: BatchLineRef) -> Scheduler.Event {
         let id = outcome.task.id
         let partial = layout.partial(id)
@@ -16,7 +17,10 @@ extension Finisher {
         defer {
             outcome.partial?.discard()
             discardSpill(outcome)
-            logger.bestEffort("removing a leftover", id: id) { try Syscall.unlinkIfPresent(partial) }
+            // An answer held in memory made no `.partial` (`BatchLineAnswer`).
+            if outcome.heldBody == nil {
+                logger.bestEffort("removing a leftover", id: id) { try Syscall.unlinkIfPresent(partial) }
+            }
         }
         switch verdict {
         case .cancelled:
@@ -34,6 +38,8 @@ extension Finisher {
                         body = try FileReader.prefix(path: stream.spillPath, limit: Finisher.plainAnswerLimit)
                     }
                     body += assembled.head + assembled.content + assembled.tail
+                } else if let held = outcome.heldBody {
+                    body = held
                 } else {
                     body = try FileReader.prefix(path: partial, limit: Finisher.plainAnswerLimit)
                 }

@@ -339,6 +339,7 @@ public final class Finisher: Sendable {
 
     func judge(_ outcome: AttemptOutcome, partial: String) -> AttemptJudge.Verdict {
         if let verdict = AttemptJudge.judgeEnding(outcome.ending, bodyPrefix: {
+            if let held = outcome.heldBody { return Array(held.prefix(Finisher.providerBodyLimit)) }
             do {
                 return try FileReader.prefix(path: partial, limit: Finisher.providerBodyLimit)
             } catch {
@@ -358,13 +359,15 @@ public final class Finisher: Sendable {
                 }
                 return AttemptJudge.judgeStream(status: status, verdict: stream.verdict, dialect: dialect)
             }
-            let body: [UInt8]
-            do {
-                body = try FileReader.prefix(path: partial, limit: Finisher.plainAnswerLimit)
-            } catch let error as SystemError where error.errno == ENOENT && outcome.bytesReceived == 0 {
-                // The `.partial` is created at the first byte: an empty answer has none. That
-                // is the endpoint's fault (malformed, counted by max_attempts), not the disk's.
-                body = []
+            var body: [UInt8] = outcome.heldBody ?? []
+            if outcome.heldBody == nil {
+                do {
+                    body = try FileReader.prefix(path: partial, limit: Finisher.plainAnswerLimit)
+                } catch let error as SystemError where error.errno == ENOENT && outcome.bytesReceived == 0 {
+                    // The `.partial` is created at the first byte: an empty answer has none. That
+                    // is the endpoint's fault (malformed, counted by max_attempts), not the disk's.
+                    body = []
+                }
             }
             return AttemptJudge.judgePlain(status: status, body: body, dialect: dialect)
         } catch {

@@ -42,6 +42,10 @@ public struct AttemptOutcome: Sendable {
     public let rawPath: String?
     /// The provider's batch that answered, for an outcome of the background lane.
     public var remoteBatch: String?
+    /// A batch line's answer held in memory instead of a `.partial` (`BatchLineAnswer`;
+    /// empty for a successful stream, whose raw events were not kept); nil when the answer
+    /// is in the `.partial`.
+    public var heldBody: [UInt8]?
 
     public init(task: TaskDescriptor, ending: Ending, partial: DescriptorOwner?, headers: [String: String] = [:], bytesSent: Int64 = 0,
                 bytesReceived: Int64 = 0, startedAt: Date, endedAt: Date, endpointIndex: Int, endpointName: String,

@@ -79,6 +79,12 @@ final class Transfer {
     let fileMode: mode_t
     private var spillFile: FileDescriptor?
     private var unflushedSpillBytes = 0
+    /// A batch line's answer is held here rather than in a `.partial` of its own, as
+    /// `BatchLineAnswer` decides; nil for every other request.
+    private var lineAnswer: BatchLineAnswer?
+    private var heldAnswer: [UInt8] = []
+    /// `BatchLineAnswer.rawBodyNeeded` for this response, decided at its first body byte.
+    private var rawBodyNeeded: Bool?
 
     /// Tests only: a response header of this name (from `LLMSPOOL_TEST_CRASH_HEADER`) makes
     /// the daemon die as a parser bug would, so that the crash guard can be tested for real.
@@ -127,6 +133,7 @@ final class Transfer {
             sse = SSEParser()
             assembler = DialectRegistry.dialect(for: task.summary).makeAssembler()
         }
+        if BatchLineRef(id: task.id) != nil { lineAnswer = BatchLineAnswer() }
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
     }
 
@@ -248,16 +255,27 @@ final class Transfer {
             overLimit = true
             return 0
         }
-        if unwritten.isEmpty, let needsFlush { needsFlush(self) }
-        unwritten.append(contentsOf: bytes)
-        if needsFlush == nil || unwritten.count >= Transfer.flushThreshold {
+        if lineAnswer != nil {
             do {
-                try flushPartial()
+                try keepLineAnswer(bytes)
             } catch let error as SystemError {
                 diskError = error
                 return 0  // anything but `count` makes libcurl stop with CURLE_WRITE_ERROR
             } catch {
                 return 0
+            }
+        } else {
+            if unwritten.isEmpty, let needsFlush { needsFlush(self) }
+            unwritten.append(contentsOf: bytes)
+            if needsFlush == nil || unwritten.count >= Transfer.flushThreshold {
+                do {
+                    try flushPartial()
+                } catch let error as SystemError {
+                    diskError = error
+                    return 0  // anything but `count` makes libcurl stop with CURLE_WRITE_ERROR
+                } catch {
+                    return 0
+                }
             }
         }
         bytesReceived += Int64(count)
@@ -315,6 +333,47 @@ final class Transfer {
                 try appendToPartial(bytes)
             }
         }
+    }
+
+    /// A batch line's piece of the answer: held, or written to the `.partial` once the
+    /// answer outgrows what is held (`BatchLineAnswer`).
+    private func keepLineAnswer(_ bytes: UnsafeRawBufferPointer) throws {
+        if rawBodyNeeded == nil {
+            rawBodyNeeded = BatchLineAnswer.rawBodyNeeded(requestedStream: task.summary.stream, contentType: headers["content-type"],
+                                                          status: CurlHandle.responseCode(handle))
+        }
+        switch lineAnswer!.arrive(bytes.count, rawNeeded: rawBodyNeeded!) {
+        case .hold:
+            heldAnswer.append(contentsOf: bytes)
+        case .spill:
+            try createPartial()
+            let held = heldAnswer
+            heldAnswer = []
+            if let number = partial?.rawValue {
+                try Syscall.writeAll(number, held, path: partialPath)
+                try Syscall.writeAll(number, bytes, path: partialPath)
+            } else {
+                try held.withUnsafeBytes { try appendToPartial($0) }
+                try appendToPartial(bytes)
+            }
+        case .write:
+            if let number = partial?.rawValue {
+                try Syscall.writeAll(number, bytes, path: partialPath)
+            } else {
+                try appendToPartial(bytes)
+            }
+        case .drop:
+            break
+        }
+    }
+
+    /// A batch line's answer, when it is held in memory (empty when it was not kept: a
+    /// successful stream, judged by its events); nil when it is in the `.partial`, or the
+    /// request is not a batch line.
+    func takeHeldAnswer() -> [UInt8]? {
+        guard let lineAnswer, lineAnswer.place != .file else { return nil }
+        defer { heldAnswer = [] }
+        return heldAnswer
     }
 
     /// Creates the `.partial` at the first response byte, not before the request goes

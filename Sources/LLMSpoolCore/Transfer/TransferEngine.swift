@@ -612,6 +612,12 @@ public final class TransferEngine: @unchecked Sendable {
                                          isRegularFile: info.st_mode & S_IFMT == S_IFREG, links: UInt64(info.st_nlink))
         guard verdict == .same else { throw UploadRefusal(verdict: verdict) }
         let body = task.summary.body
+        if BatchLineRef(id: task.id) != nil, body.count <= TransferEngine.smallBodyLimit {
+            // A batch line's body is a small range of a large file: read at once and sent
+            // from memory like a small request's, its file closed now, instead of a seek and
+            // reads from libcurl's callback into an upload buffer of its own.
+            return .memory(try lineBody(opened, task, usageMember: usageMember), offset: 0)
+        }
         if task.summary.size <= TransferEngine.smallBodyLimit, let bytes = try readWhole(opened, expected: task.summary.size, path: task.requestPath) {
             // A small body is read at once and its file closed (when `opened` ends here): ten
             // thousand requests starting together would otherwise hold ten thousand files
@@ -640,6 +646,18 @@ public final class TransferEngine: @unchecked Sendable {
         }
         file = consume opened
         return .spliced(prefix: prefix, sent: 0, fileBytes: body.upperBound - start)
+    }
+
+    /// A batch line's body from its file, already checked, with the usage member put in.
+    private func lineBody(_ file: borrowing FileDescriptor, _ task: TaskDescriptor, usageMember: [UInt8]) throws -> [UInt8] {
+        let body = task.summary.body
+        let bytes = try Syscall.preadAll(file.rawValue, count: body.count, at: body.lowerBound, path: task.requestPath)
+        guard bytes.count == body.count else {
+            throw SystemError(errno: EIO, call: "pread (the batch file shrank since it was validated)", path: task.requestPath)
+        }
+        guard let brace = task.summary.usageSplice, body.contains(brace) else { return bytes }
+        let at = brace - body.lowerBound
+        return Array(bytes[...at]) + usageMember + Array(bytes[(at + 1)...])
     }
 
     /// A batch line's body, read from the batch file once it is checked to be the file
@@ -1108,11 +1126,13 @@ public final class TransferEngine: @unchecked Sendable {
         let feedback = EndpointFeedback.from(ending, headers: transfer.headers, now: now)
         apply(scheduler.handle(.transferEnded(id: transfer.task.id, feedback: feedback), now: now.timeIntervalSince1970))
         if feedback.outcome == .retryableFailure || feedback.pauseSeconds != nil { logNewEndpointWaits(now: now.timeIntervalSince1970) }
-        delegate.attemptEnded(AttemptOutcome(
+        var outcome = AttemptOutcome(
             task: transfer.task, ending: ending, partial: transfer.handOffPartial(), headers: transfer.headers,
             bytesSent: transfer.bytesSent, bytesReceived: transfer.bytesReceived,
             startedAt: transfer.startedAt, endedAt: now, endpointIndex: transfer.endpointIndex, endpointName: transfer.endpointName,
-            stream: stream, requestSource: transfer.requestSource, rawPath: transfer.textPath != nil ? transfer.partialPath : nil))
+            stream: stream, requestSource: transfer.requestSource, rawPath: transfer.textPath != nil ? transfer.partialPath : nil)
+        outcome.heldBody = transfer.takeHeldAnswer()
+        delegate.attemptEnded(outcome)
     }
 
     /// A batch line held back by `mayGo` before its request went: no attempt, nothing
