@@ -157,6 +157,14 @@ import Testing
             #expect(!cut.isEmpty && cut.last != 0x0A, "results cut short are on disk at the kill")
         }
         #expect(ids.filter { Syscall.isPresent(harness.layout.result($0)) }.count == (point == "split" ? 1 : 0))
+        if point == "split" {
+            // A hook runs once, after its outcome is published, and is not run again by a
+            // restart: the kill waits until the published request's hook has run, or a kill
+            // in between (its process not yet started on a loaded machine) loses it.
+            try waitUntil("the published request's hook ran", timeout: 30) {
+                ((try? String(contentsOfFile: hooked, encoding: .utf8)) ?? "").split(separator: "\n").count >= 1
+            }
+        }
         harness.killDaemon()
         if point == "intent" || point == "uploading" {
             #expect(try lane.creations(harness).isEmpty, "\(point): no message batch existed at the kill")
