@@ -255,66 +255,37 @@ final class Transfer {
             overLimit = true
             return 0
         }
-        if lineAnswer != nil {
-            do {
+        do {
+            if lineAnswer != nil {
                 try keepLineAnswer(bytes)
-            } catch let error as SystemError {
-                diskError = error
-                return 0  // anything but `count` makes libcurl stop with CURLE_WRITE_ERROR
-            } catch {
-                return 0
+            } else {
+                if unwritten.isEmpty, let needsFlush { needsFlush(self) }
+                unwritten.append(contentsOf: bytes)
+                if needsFlush == nil || unwritten.count >= Transfer.flushThreshold { try flushPartial() }
             }
-        } else {
-            if unwritten.isEmpty, let needsFlush { needsFlush(self) }
-            unwritten.append(contentsOf: bytes)
-            if needsFlush == nil || unwritten.count >= Transfer.flushThreshold {
-                do {
-                    try flushPartial()
-                } catch let error as SystemError {
-                    diskError = error
-                    return 0  // anything but `count` makes libcurl stop with CURLE_WRITE_ERROR
-                } catch {
-                    return 0
-                }
-            }
-        }
-        bytesReceived += Int64(count)
-        if sse == nil {
-            clock.contentArrived(at: now)
-        } else {
-            var dataEvents = 0
-            var text = ""
-            sse!.feedRaw(bytes) { event in
-                if case .data(let payload) = event, assembler!.isContent(payload) {
-                    dataEvents += 1
-                    if textPath != nil, let delta = dialect.textDelta(ofEvent: Array(payload)) { text += delta }
-                }
-                assembler!.consume(event)
-            }
-            if dataEvents > 0 {
-                events += dataEvents
+            bytesReceived += Int64(count)
+            if sse == nil {
                 clock.contentArrived(at: now)
-            }
-            if !text.isEmpty {
-                do {
-                    try writeText(text)
-                } catch let error as SystemError {
-                    diskError = error
-                    return 0
-                } catch {
-                    return 0
+            } else {
+                var dataEvents = 0
+                var text = ""
+                sse!.feedRaw(bytes) { event in
+                    if case .data(let payload) = event, assembler!.isContent(payload) {
+                        dataEvents += 1
+                        if textPath != nil, let delta = dialect.textDelta(ofEvent: Array(payload)) { text += delta }
+                    }
+                    assembler!.consume(event)
                 }
-            }
-            if assembler!.heldContentCount >= Transfer.spillThreshold {
-                do {
-                    try spill()
-                } catch let error as SystemError {
-                    diskError = error
-                    return 0
-                } catch {
-                    return 0
+                if dataEvents > 0 {
+                    events += dataEvents
+                    clock.contentArrived(at: now)
                 }
+                if !text.isEmpty { try writeText(text) }
+                if assembler!.heldContentCount >= Transfer.spillThreshold { try spill() }
             }
+        } catch {
+            if let error = error as? SystemError { diskError = error }
+            return 0  // anything but `count` makes libcurl stop with CURLE_WRITE_ERROR
         }
         return count
     }

@@ -743,9 +743,7 @@ public final class TransferEngine: @unchecked Sendable {
         let isBatchLine = BatchLineRef(id: task.id) != nil
         if let leases, let line = BatchLineRef(id: task.id) {
             let now = Date().timeIntervalSince1970
-            let claim = BatchClaimRules.claimID(batch: line.batch)
-            if case .wait(let seconds) = BatchLineStart.decide(leaseFilesOnly: leases.method == .leaseFiles,
-                                                                leaseExpiresAt: leases.writtenExpiry(claim), now: now) {
+            if case .wait(let seconds) = TransferEngine.lineStart(line, leases: leases, now: now) {
                 // Not sent, not an attempt: it waits until the keeper has renewed the batch's
                 // claim or found it taken (the batch is then dropped, and the line with it).
                 logger.debug("the batch's claim is past its lease time here; the line waits for its renewal", id: task.id)
@@ -936,10 +934,7 @@ public final class TransferEngine: @unchecked Sendable {
             transfer.placed = { [unowned self] port in placements.append((id, port)) }
         }
         if let leases, leases.method == .leaseFiles, let line = BatchLineRef(id: transfer.task.id) {
-            let claim = BatchClaimRules.claimID(batch: line.batch)
-            transfer.mayGo = { [unowned leases] in
-                BatchLineStart.decide(leaseFilesOnly: true, leaseExpiresAt: leases.writtenExpiry(claim), now: LeaseManager.now()) == .start
-            }
+            transfer.mayGo = { [unowned leases] in TransferEngine.lineStart(line, leases: leases, now: LeaseManager.now()) == .start }
         }
         if transfer.placed != nil || transfer.mayGo != nil {
             try CurlHandle.set(handle, CURLOPT_PREREQDATA, pointer: me)
@@ -1133,6 +1128,13 @@ public final class TransferEngine: @unchecked Sendable {
             stream: stream, requestSource: transfer.requestSource, rawPath: transfer.textPath != nil ? transfer.partialPath : nil)
         outcome.heldBody = transfer.takeHeldAnswer()
         delegate.attemptEnded(outcome)
+    }
+
+    /// Whether a batch line may go now, by its batch's claim as this daemon last wrote it:
+    /// asked when the line is handed to libcurl and again just before its request goes.
+    private static func lineStart(_ line: BatchLineRef, leases: LeaseManager, now: Double) -> BatchLineStart.Decision {
+        BatchLineStart.decide(leaseFilesOnly: leases.method == .leaseFiles,
+                              leaseExpiresAt: leases.writtenExpiry(BatchClaimRules.claimID(batch: line.batch)), now: now)
     }
 
     /// A batch line held back by `mayGo` before its request went: no attempt, nothing
