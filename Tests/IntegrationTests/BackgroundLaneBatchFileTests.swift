@@ -240,4 +240,49 @@ import Testing
         #expect(harness.log.contains("batch cancelled: the input was replaced by a newer file"))
         #expect(try BackgroundLaneTests().creations(harness).values.allSatisfy { $0 == 1 })
     }
+
+    /// Deleting the input while its lines wait for their group (nothing sent yet): the
+    /// lines, held by the lane as their offsets in that input, end as `batch_cancelled`
+    /// and no remote batch is created for them.
+    @Test func deletingTheInputWhileItsLinesWaitCancelsThemAndSendsNothing() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: config(harness, ["batch_linger_seconds": 600]))
+        let deferred = (1...3).map { "w-\($0)" }
+        try BatchTests.dropBatch(harness, "waits", deferred.map { Self.line($0, "Waits \($0)") })
+        try waitUntil("the lines wait in the lane", timeout: 30) {
+            harness.log.components(separatedBy: "deferred to the background lane").count - 1 >= deferred.count
+        }
+        try Syscall.unlink(harness.layout.batchRequest("waits"))
+        let summary = try BatchTests.waitForSummary(harness, "waits", timeout: 30)
+        #expect(summary["status"] as? String == "cancelled", "\(summary)")
+        let found = try expectOneLineEach(harness, "waits", deferred)
+        for id in deferred {
+            #expect((found[id]?["error"] as? [String: Any])?["code"] as? String == "batch_cancelled", "\(id): \(found[id] ?? [:])")
+        }
+        #expect(try BackgroundLaneTests().creations(harness).isEmpty, "nothing was sent for a batch that left")
+        #expect(!harness.log.contains("group recorded"))
+        for id in deferred { #expect(try harness.arrivals(of: "Waits \(id)").isEmpty) }
+    }
+
+    /// A line that alone passes `batch_max_bytes` leaves the lane for the live lane: its
+    /// task is read back from its offsets in the input and answered live, while the
+    /// batch's other line goes through the remote batch.
+    @Test func aLineTooLargeForARemoteBatchIsReadBackAndAnsweredLive() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "1"])
+        try harness.startDaemon(config: config(harness, ["batch_max_bytes": 1024]))
+        let large = "Large " + String(repeating: "l", count: 1100)
+        try BatchTests.dropBatch(harness, "sizes", [Self.line("big", large), Self.line("small", "Small one")])
+        let summary = try BatchTests.waitForSummary(harness, "sizes", timeout: 60)
+        #expect(summary["status"] as? String == "completed", "\(summary)")
+        let found = try expectOneLineEach(harness, "sizes", ["big", "small"])
+        for id in ["big", "small"] { #expect(found[id]?["error"] is NSNull, "\(id): \(found[id] ?? [:])") }
+        #expect(harness.log.contains("the request alone passes batch_max_bytes; it goes live"))
+        #expect(try harness.arrivals(of: large).count == 1, "answered live, once")
+        #expect(try harness.arrivals(of: "Small one").isEmpty, "the small line went through the remote batch")
+        #expect(try BackgroundLaneTests().creations(harness).values.allSatisfy { $0 == 1 })
+    }
 }

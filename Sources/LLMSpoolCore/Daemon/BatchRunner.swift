@@ -741,8 +741,10 @@ public final class BatchRunner: @unchecked Sendable {
                 // A line retried before a restart goes on with the attempts it has left.
                 let history = batch.journal.attempts[entry].map { $0.history(firstSeen: created, maxAttempts: maxAttempts) }
                     ?? TaskHistory(firstSeen: created)
-                task = TaskDescriptor(id: SpoolLayout.lineID(batch: batch.name, entry: entry), requestPath: batch.inputPath,
-                                      summary: line.summary, identity: batch.identity, history: history)
+                var made = TaskDescriptor(id: SpoolLayout.lineID(batch: batch.name, entry: entry), requestPath: batch.inputPath,
+                                          summary: line.summary, identity: batch.identity, history: history)
+                made.line = range
+                task = made
             }
             let lane = BatchLineFeed.lane(of: routing.route(task))
             guard rule.admits(lane, live: batch.inWindow.count - batch.laned.count, background: batch.laned.count) else {

@@ -49,7 +49,7 @@ extension BackgroundLane {
     func lineReady(_ member: RemoteIntent.Member, group id: String, lookup: inout LaneLineLookup) -> Bool {
         // No copy of the group is held here: it would make each insert below copy its sets.
         guard let line = BatchLineRef(id: member.id), groups[id] != nil else { return false }
-        let atHand = groups[id]?.tasks[member.id] != nil
+        let atHand = groups[id]?.held[member.id] != nil
         let input: LaneLineFate.Input
         if let known = lookup.inputs[line.batch], known.recorded == member.request {
             input = known.input
@@ -86,7 +86,7 @@ extension BackgroundLane {
         guard groups[groupID]?.ended.contains(id) == false else { return }
         groups[groupID]?.ended.insert(id)
         logger.debug("a line of a sent group was withdrawn", id: id, ["group": LogValue(groupID)])
-        if groups[groupID]?.tasks[id] != nil {
+        if groups[groupID]?.held[id] != nil {
             post(.laneEnded(id: id))
             finisher.withdrawn(id: id)
             post(.finalized(id: id))

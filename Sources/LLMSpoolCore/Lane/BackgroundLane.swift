@@ -73,7 +73,12 @@ public final class BackgroundLane: @unchecked Sendable {
     private var http: LaneHTTP
     private var grouper: LaneGrouper
     /// The requests waiting for their group to be sent; each one's size is the grouper's.
-    private var waiting: [String: TaskDescriptor] = [:]
+    private var waiting: [String: LaneMember] = [:]
+    /// The shared part of the batch files' lines that wait, by batch name: one for all of
+    /// a batch's lines. Emptied when nothing waits (the groups' lines keep theirs).
+    private var lineBatches: [String: LaneLineBatch] = [:]
+    /// Members to return to the live lane whose line could not be read back yet.
+    private var returning: [LaneMember] = []
     var groups: [String: LaneGroup] = [:]
     private var groupOfMember: [String: String] = [:]
 
@@ -139,6 +144,12 @@ public final class BackgroundLane: @unchecked Sendable {
                 handle(message)
             }
             messages.removeAll(keepingCapacity: true)
+            if waiting.isEmpty && !lineBatches.isEmpty { lineBatches = [:] }
+            if !returning.isEmpty {
+                let members = returning
+                returning = []
+                for member in members { returnLive(member) }
+            }
             let now = Date().timeIntervalSince1970
             if let deadline = grouper.nextDeadline, deadline <= now { apply(grouper.handle(.tick(now: now))) }
             for id in groups.keys.sorted() {
@@ -164,6 +175,8 @@ public final class BackgroundLane: @unchecked Sendable {
                 apply(grouper.handle(.removed(id: id)))
             } else if groupOfMember[id] == nil {
                 // Not the lane's (any more): the scheduler still holds it, and must let go.
+                // One still to be returned live is not returned.
+                returning.removeAll { $0.id == id }
                 finisher.withdrawn(id: id)
                 post(.finalized(id: id))
             }
@@ -208,7 +221,7 @@ public final class BackgroundLane: @unchecked Sendable {
     private func join(_ task: TaskDescriptor, endpoint: String) {
         if let id = groupOfMember[task.id], let member = groups[id]?.machine.intent.members.first(where: { $0.id == task.id }),
            LaneMembership.isSameRequest(recorded: member.request, found: task.identity) {
-            groups[id]?.tasks[task.id] = task
+            groups[id]?.held[task.id] = memberForm(of: task)
             return
         }
         guard waiting[task.id] == nil else { return }
@@ -223,10 +236,57 @@ public final class BackgroundLane: @unchecked Sendable {
             post(.laneReturned(task))
             return
         }
-        waiting[task.id] = task
+        waiting[task.id] = memberForm(of: task)
         logger.debug("deferred to the background lane", id: task.id, ["endpoint": LogValue(endpoint)])
         apply(grouper.handle(.added(LaneGrouper.Member(id: task.id, bytes: size), LaneGrouper.Key(endpoint: endpoint, url: url(of: task)),
                                     at: Date().timeIntervalSince1970)))
+    }
+
+    /// How the lane keeps `task`: a batch's line by its offsets, against the one object its
+    /// batch's waiting lines share.
+    private func memberForm(of task: TaskDescriptor) -> LaneMember {
+        guard task.line != nil, let line = BatchLineRef(id: task.id), let found = LaneLineBatch(name: line.batch, task: task) else {
+            return .task(task)
+        }
+        if let known = lineBatches[line.batch], known == found { return LaneMember.holding(task, batch: known) }
+        lineBatches[line.batch] = found
+        return LaneMember.holding(task, batch: found)
+    }
+
+    /// Hands a member back to the live lane, its task read back first when it is a line:
+    /// a line whose batch's input changed is not wanted any more (its runner cancels the
+    /// batch), and one that cannot be read now is tried again on the next turn.
+    func returnLive(_ member: LaneMember) {
+        switch readBack(member) {
+        case .task(let task):
+            post(.laneReturned(task))
+        case .changed(let problem):
+            logger.warning("a line to be sent live is not in its batch any more; it is cancelled", id: member.id, ["problem": LogValue(problem)])
+            finisher.withdrawn(id: member.id)
+            post(.finalized(id: member.id))
+        case nil:
+            returning.append(member)
+        }
+    }
+
+    /// A member's task: its own, or its line's read back from its batch's input; nil when
+    /// the input cannot be read now (the failure is logged).
+    func readBack(_ member: LaneMember) -> LaneLine.ReadBack? {
+        switch member {
+        case .task(let task):
+            return .task(task)
+        case .line(let line):
+            do {
+                guard let bytes = try LaneUploadSource.readBody(path: line.batch.inputPath, range: line.line, identity: line.batch.identity) else {
+                    return .changed("\(line.batch.inputPath) is not the file the line was read from")
+                }
+                return line.task(from: bytes)
+            } catch {
+                logger.warning("cannot read a line back from its batch's input; will try again", id: line.id,
+                               ["path": LogValue(line.batch.inputPath), "reason": "\(error)"])
+                return nil
+            }
+        }
     }
 
     private func url(of task: TaskDescriptor) -> String {
@@ -237,24 +297,24 @@ public final class BackgroundLane: @unchecked Sendable {
         for action in actions {
             switch action {
             case .send(let key, let members, let reason):
-                var tasks: [String: TaskDescriptor] = [:]
+                var held: [String: LaneMember] = [:]
                 if members.count == waiting.count, members.allSatisfy({ waiting[$0.id] != nil }) {
                     // Everything waiting goes: the table itself becomes the group's, not a copy.
-                    swap(&tasks, &waiting)
+                    swap(&held, &waiting)
                 } else {
-                    tasks.reserveCapacity(members.count)
+                    held.reserveCapacity(members.count)
                     for member in members {
-                        if let task = waiting.removeValue(forKey: member.id) { tasks[member.id] = task }
+                        if let found = waiting.removeValue(forKey: member.id) { held[member.id] = found }
                     }
-                    // A dictionary keeps its capacity when emptied: 50,000 tasks' worth, held for nothing.
+                    // A dictionary keeps its capacity when emptied: 50,000 members' worth, held for nothing.
                     if waiting.isEmpty { waiting = [:] }
                 }
-                form(key, members.filter { tasks[$0.id] != nil }, tasks: tasks, reason: reason)
+                form(key, members.filter { held[$0.id] != nil }, held: held, reason: reason)
             case .tooLarge(let member, let key):
-                guard let task = waiting.removeValue(forKey: member.id) else { continue }
+                guard let found = waiting.removeValue(forKey: member.id) else { continue }
                 logger.warning("the request alone passes batch_max_bytes; it goes live", id: member.id,
                                ["bytes": "\(member.bytes)", "endpoint": LogValue(key.endpoint)])
-                post(.laneReturned(task))
+                returnLive(found)
             case .removed(let id, _):
                 waiting[id] = nil
                 finisher.withdrawn(id: id)
@@ -264,24 +324,24 @@ public final class BackgroundLane: @unchecked Sendable {
     }
 
     /// A group is sent: its intent is recorded durably, then its life begins.
-    /// `members` in the grouper's order, each with its input line's size; `tasks` holds each one's task.
-    private func form(_ key: LaneGrouper.Key, _ members: [LaneGrouper.Member], tasks: [String: TaskDescriptor], reason: LaneGrouper.Reason) {
+    /// `members` in the grouper's order, each with its input line's size; `held` holds each one.
+    private func form(_ key: LaneGrouper.Key, _ members: [LaneGrouper.Member], held: [String: LaneMember], reason: LaneGrouper.Reason) {
         guard !members.isEmpty else { return }
         let groupID = LaneMembership.newGroupID()
         let now = Date()
         let api = endpoints.first { $0.name == key.endpoint }?.api ?? .openai
         let intent = RemoteIntent(group: groupID, endpoint: key.endpoint, api: api, url: key.url, createdAt: Int(now.timeIntervalSince1970),
-                                  members: members.map { RemoteIntent.Member(id: $0.id, request: tasks[$0.id]?.identity) })
+                                  members: members.map { RemoteIntent.Member(id: $0.id, request: held[$0.id]?.identity) })
         do {
             try store.write(intent)
         } catch {
             logger.error("cannot record a group's intent; its requests go live", ["group": LogValue(groupID), "reason": "\(error)"])
-            for member in members { if let task = tasks[member.id] { post(.laneReturned(task)) } }
+            for member in members { if let found = held[member.id] { returnLive(found) } }
             return
         }
         var group = LaneGroup(machine: RemoteBatchMachine(intent: intent, schedule: PollSchedule(initial: settings.pollSeconds, maximum: settings.pollMaxSeconds)),
                               startedAt: now)
-        group.tasks = tasks
+        group.held = held
         group.sizes.reserveCapacity(members.count)
         groupOfMember.reserveCapacity(groupOfMember.count + members.count)
         for member in members {
@@ -290,7 +350,8 @@ public final class BackgroundLane: @unchecked Sendable {
         }
         groups[groupID] = group
         logger.info("group recorded", ["group": LogValue(groupID), "endpoint": LogValue(key.endpoint), "url": LogValue(key.url),
-                                       "requests": "\(members.count)", "reason": LogValue(reason.rawValue)])
+                                       "requests": "\(members.count)", "reason": LogValue(reason.rawValue),
+                                       "lines_by_offsets": "\(held.values.lazy.filter { if case .line = $0 { true } else { false } }.count)"])
         LaneTestPause.at("intent", group: groupID, logger: logger)
         guard let actions = groups[groupID]?.machine.handle(.start) else { return }
         drive(groupID, actions)
@@ -430,10 +491,10 @@ public final class BackgroundLane: @unchecked Sendable {
             var lines: [LaneUploadSource.Line] = []
             lines.reserveCapacity(intent.members.count)
             for member in intent.members {
-                guard let task = group.tasks[member.id], let size = group.sizes[member.id] else {
+                guard let held = group.held[member.id], let size = group.sizes[member.id] else {
                     return .failed(retryable: false, retryAfter: nil, message: "the request \(member.id) is not at hand for the upload")
                 }
-                lines.append(LaneUploadSource.Line(id: member.id, path: task.requestPath, body: task.summary.body, identity: task.identity, size: size))
+                lines.append(LaneUploadSource.Line(id: member.id, path: held.path, body: held.body, identity: held.identity, size: size))
             }
             guard let source = LaneUploadSource(group: id, url: intent.url, lines: lines) else {
                 return .failed(retryable: false, retryAfter: nil, message: "the group's input is too large to describe")
@@ -556,14 +617,14 @@ public final class BackgroundLane: @unchecked Sendable {
                     // Published before a restart, or deleted (or replaced) by its producer: the
                     // group's answer is not for the file there now.
                     groups[id]?.ended.insert(member.id)
-                    if group.tasks[member.id] != nil {
+                    if group.held[member.id] != nil {
                         post(.laneEnded(id: member.id))
                         finisher.withdrawn(id: member.id)
                         post(.finalized(id: member.id))
                     }
                     continue
                 }
-                guard group.tasks[member.id] != nil else {
+                guard group.held[member.id] != nil else {
                     // Its outcome was handed over before a restart when its record names this
                     // batch (a failed line now retried live); else the scheduler hands it over
                     // when the watcher finds it.
@@ -577,7 +638,24 @@ public final class BackgroundLane: @unchecked Sendable {
                     continue
                 }
             }
-            guard let task = group.tasks[member.id] else { continue }
+            guard let found = group.held[member.id] else { continue }
+            let task: TaskDescriptor
+            switch readBack(found) {
+            case .task(let read)?:
+                task = read
+            case .changed(let problem)?:
+                // Its batch's input is not the one it was read from: nobody wants its answer.
+                logger.warning("a line of a remote batch is not in its batch any more; its answer is discarded", id: member.id,
+                               ["problem": LogValue(problem)])
+                groups[id]?.ended.insert(member.id)
+                post(.laneEnded(id: member.id))
+                finisher.withdrawn(id: member.id)
+                post(.finalized(id: member.id))
+                continue
+            case nil:
+                done = false
+                continue
+            }
             groups[id]?.ended.insert(member.id)
             post(.laneEnded(id: member.id))
             switch finisher.prepare(outcome(of: task, group: group, endpoint: endpoint, endpointIndex: endpointIndex)) {
@@ -659,13 +737,13 @@ public final class BackgroundLane: @unchecked Sendable {
         guard let group = groups[id] else { return }
         logger.warning("a group cannot go through the Batch API; its requests go live", ["group": LogValue(id), "reason": LogValue(message)])
         for member in group.machine.intent.members where !group.ended.contains(member.id) {
-            guard let task = group.tasks[member.id] else { continue }
+            guard let found = group.held[member.id] else { continue }
             if group.deleted.contains(member.id) {
                 post(.laneEnded(id: member.id))
                 finisher.withdrawn(id: member.id)
                 post(.finalized(id: member.id))
             } else {
-                post(.laneReturned(task))
+                returnLive(found)
             }
         }
         groups[id]?.ended = Set(group.machine.intent.members.map(\.id))

@@ -1,11 +1,12 @@
 import Foundation
 
 /// One group of the background lane as its thread holds it: the remote batch's state
-/// machine, the members' tasks as the scheduler handed them over, and when its next step is due.
+/// machine, the members as the scheduler handed them over, and when its next step is due.
 struct LaneGroup {
     var machine: RemoteBatchMachine
-    /// The members' tasks; after a restart they arrive again as the watcher finds their files.
-    var tasks: [String: TaskDescriptor] = [:]
+    /// The members at hand (a batch's lines held by their offsets); after a restart they
+    /// arrive again as the watcher finds their files.
+    var held: [String: LaneMember] = [:]
     /// Each member's input line size, measured when it joined (fresh groups only).
     var sizes: [String: Int] = [:]
     var next: RemoteBatchMachine.Step?

@@ -71,7 +71,7 @@ struct MessageBatchSteps {
         var lines: [LaneUploadSource.Line] = []
         var indices: [Int] = []
         for (index, member) in intent.members.enumerated() {
-            guard let task = group.tasks[member.id] else {
+            guard let held = group.held[member.id] else {
                 // A batch file's line has no request file of its own: its batch's input
                 // is what the line was read from, and its runner feeds it again.
                 let path = BatchLineRef(id: member.id).map { layout.batchRequest($0.batch) } ?? layout.request(member.id)
@@ -87,14 +87,14 @@ struct MessageBatchSteps {
             var size = group.sizes[member.id]
             if size == nil {
                 do {
-                    size = try LaneUploadSource.readBody(path: task.requestPath, range: task.summary.body, identity: task.identity)
-                        .map { LaneUploadSource.line(id: task.id, url: intent.url, body: $0).count }
+                    size = try LaneUploadSource.readBody(path: held.path, range: held.body, identity: held.identity)
+                        .map { LaneUploadSource.line(id: held.id, url: intent.url, body: $0).count }
                 } catch {
-                    return .failed(retryable: false, retryAfter: nil, message: "reading \(task.requestPath) for the create failed: \(error)")
+                    return .failed(retryable: false, retryAfter: nil, message: "reading \(held.path) for the create failed: \(error)")
                 }
             }
-            guard let size else { return .failed(retryable: false, retryAfter: nil, message: "\(task.requestPath) changed after it joined the group") }
-            lines.append(LaneUploadSource.Line(id: member.id, path: task.requestPath, body: task.summary.body, identity: task.identity, size: size))
+            guard let size else { return .failed(retryable: false, retryAfter: nil, message: "\(held.path) changed after it joined the group") }
+            lines.append(LaneUploadSource.Line(id: member.id, path: held.path, body: held.body, identity: held.identity, size: size))
             indices.append(index)
         }
         guard !lines.isEmpty else { return .failed(retryable: false, retryAfter: nil, message: "no request of the group is left to create its batch") }

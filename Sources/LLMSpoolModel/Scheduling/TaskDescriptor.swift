@@ -64,6 +64,9 @@ public struct TaskDescriptor: Sendable, Equatable {
     public var takenOver = false
     /// The one endpoint (index) this task may go to: it waits for it, never falls back.
     public var pinnedEndpoint: Int?
+    /// Where a batch file's line lies in its input (`requestPath`), without its newline;
+    /// nil for a request file. The background lane holds a waiting line by it.
+    public var line: Range<Int>?
 
     public init(id: String, requestPath: String, summary: RequestSummary, identity: FileIdentity? = nil, history: TaskHistory? = nil) {
         self.id = id
