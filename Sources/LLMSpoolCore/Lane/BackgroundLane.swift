@@ -488,15 +488,23 @@ public final class BackgroundLane: @unchecked Sendable {
         let client = OpenAIBatchClient(endpoint: endpoint, http: http)
         switch step {
         case .upload:
-            var lines: [LaneUploadSource.Line] = []
-            lines.reserveCapacity(intent.members.count)
+            var linesBytes = 0
             for member in intent.members {
-                guard let held = group.held[member.id], let size = group.sizes[member.id] else {
+                guard group.held[member.id] != nil, let size = group.sizes[member.id] else {
                     return .failed(retryable: false, retryAfter: nil, message: "the request \(member.id) is not at hand for the upload")
                 }
-                lines.append(LaneUploadSource.Line(id: member.id, path: held.path, body: held.body, identity: held.identity, size: size))
+                let (sum, overflow) = linesBytes.addingReportingOverflow(size)
+                guard !overflow else { return .failed(retryable: false, retryAfter: nil, message: "the group's input is too large to describe") }
+                linesBytes = sum
             }
-            guard let source = LaneUploadSource(group: id, url: intent.url, lines: lines) else {
+            // The lines are read from the group's own tables as the upload reaches them (the
+            // lane's thread does nothing else meanwhile, so they are shared, not copied).
+            let members = intent.members, held = group.held, sizes = group.sizes
+            guard let source = LaneUploadSource(group: id, url: intent.url, count: members.count, linesBytes: linesBytes, line: { index in
+                let member = members[index]
+                guard let found = held[member.id], let size = sizes[member.id] else { return nil }
+                return LaneUploadSource.Line(id: member.id, path: found.path, body: found.body, identity: found.identity, size: size)
+            }) else {
                 return .failed(retryable: false, retryAfter: nil, message: "the group's input is too large to describe")
             }
             if LaneTestPause.isSet("uploading") { source.afterFirstLine = { [logger] in LaneTestPause.at("uploading", group: id, logger: logger) } }
