@@ -1,18 +1,25 @@
-/// How the stub's Batch API behaves: how long a batch runs, and the faults its uploads and
-/// creates meet, in order (the first upload meets the first upload fault, and so on).
+/// How the stub's Batch API behaves: how long a batch runs, and the faults its uploads,
+/// creates and output downloads meet, in order (the first upload meets the first upload
+/// fault, and so on).
 public struct StubBatchOptions: Sendable, Equatable {
-    /// One misbehaviour of one upload or create.
+    /// One misbehaviour of one upload, create or download.
     public enum Fault: Sendable, Equatable {
         /// Answer this status with an OpenAI error body and change nothing.
         case status(Int)
         /// Commit the create, then drop the connection before the answer's body ends.
         case lost
+        /// Send the first half of a batch's output (up to the end of a line, when one ends
+        /// there), then drop the connection.
+        case cut
     }
 
     /// Seconds from a batch's creation to its end (`metadata.stub_seconds` overrides it).
     public var seconds: Double
     public var uploadFaults: [Fault]
     public var createFaults: [Fault]
+    /// Met by the downloads of a batch's output: OpenAI's output and error files' content,
+    /// Anthropic's results (the first-line reads of reconciling included).
+    public var downloadFaults: [Fault]
     /// How every batch ends when its time comes: `completed`, or `expired` (the provider's
     /// window passed: only the lines not directed otherwise ran).
     public var ending: String
@@ -20,40 +27,50 @@ public struct StubBatchOptions: Sendable, Equatable {
     /// The endings `--batch-ending` takes.
     public static let endings = ["completed", "expired"]
 
-    public init(seconds: Double = 0, uploadFaults: [Fault] = [], createFaults: [Fault] = [], ending: String = "completed") {
+    public init(seconds: Double = 0, uploadFaults: [Fault] = [], createFaults: [Fault] = [], downloadFaults: [Fault] = [],
+                ending: String = "completed") {
         self.seconds = seconds
         self.ending = ending
         self.uploadFaults = uploadFaults
         self.createFaults = createFaults
+        self.downloadFaults = downloadFaults
     }
 
-    /// Reads `upload:500,create:429,create:lost`; a failure names the first entry it cannot read.
-    public static func faults(_ text: String) -> Result<(upload: [Fault], create: [Fault]), BatchFaultError> {
+    /// Reads `upload:500,create:429,create:lost,download:cut`; a failure names the first
+    /// entry it cannot read.
+    public static func faults(_ text: String) -> Result<(upload: [Fault], create: [Fault], download: [Fault]), BatchFaultError> {
         var upload: [Fault] = []
         var create: [Fault] = []
+        var download: [Fault] = []
         for entry in text.split(separator: ",") {
             let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
             guard parts.count == 2 else { return .failure(BatchFaultError(entry: String(entry))) }
             let fault: Fault
             if parts[1] == "lost" {
                 fault = .lost
+            } else if parts[1] == "cut" {
+                fault = .cut
             } else if let status = Int(parts[1]), (400...599).contains(status) {
                 fault = .status(status)
             } else {
                 return .failure(BatchFaultError(entry: String(entry)))
             }
-            switch parts[0] {
-            case "upload" where fault != .lost: upload.append(fault)
-            case "create": create.append(fault)
+            switch (parts[0], fault) {
+            case ("upload", .status): upload.append(fault)
+            case ("create", .status), ("create", .lost): create.append(fault)
+            case ("download", .cut): download.append(fault)
             default: return .failure(BatchFaultError(entry: String(entry)))
             }
         }
-        return .success((upload, create))
+        return .success((upload, create, download))
     }
 }
 
-/// A `--batch-faults` entry that is not `upload:<status>`, `create:<status>` or `create:lost`.
+/// A `--batch-faults` entry that is not `upload:<status>`, `create:<status>`, `create:lost`
+/// or `download:cut`.
 public struct BatchFaultError: Error, Sendable, Equatable, CustomStringConvertible {
     public var entry: String
-    public var description: String { "--batch-faults: \"\(entry)\" is not upload:<status>, create:<status> or create:lost" }
+    public var description: String {
+        "--batch-faults: \"\(entry)\" is not upload:<status>, create:<status>, create:lost or download:cut"
+    }
 }

@@ -9,8 +9,11 @@ import Synchronization
 /// answered as the live stub answers it, 2xx answers into the output file and others into
 /// the error file, unless the line's `"stub"` object says `"batch_line"`: `expire` (an
 /// error line with OpenAI's `batch_expired`), `fail` (an error line without a response) or
-/// `omit` (no line). With `StubBatchOptions.ending` `expired`, batches end `expired`. It counts creations per `metadata.llmspool_group`
-/// and lists the groups whose batch was cancelled (`counts`, served at `GET /stub/batches`), so tests can prove that no group was created twice. Files are
+/// `omit` (no line). With `StubBatchOptions.ending` `expired`, batches end `expired`. The
+/// downloads of a batch's output and error files meet the download faults. It counts
+/// creations and output downloads per `metadata.llmspool_group` and lists the groups whose
+/// batch was cancelled (`counts`, served at `GET /stub/batches`), so tests can prove that
+/// no group was created twice. Files are
 /// kept in memory: it is for tests, not for 200 MB inputs.
 final class StubBatches: Sendable {
     struct File {
@@ -44,8 +47,10 @@ final class StubBatches: Sendable {
         /// Oldest first; listed newest first.
         var batches: [Batch] = []
         var creations: [String: Int] = [:]
+        var downloads: [String: Int] = [:]
         var uploadFaults: [StubBatchOptions.Fault]
         var createFaults: [StubBatchOptions.Fault]
+        var downloadFaults: [StubBatchOptions.Fault]
         var next = 0
 
         mutating func id(_ prefix: String) -> String {
@@ -61,13 +66,16 @@ final class StubBatches: Sendable {
     init(options: StubBatchOptions, responder: StubResponder) {
         self.options = options
         self.responder = responder
-        state = Mutex(State(uploadFaults: options.uploadFaults, createFaults: options.createFaults))
+        state = Mutex(State(uploadFaults: options.uploadFaults, createFaults: options.createFaults, downloadFaults: options.downloadFaults))
     }
 
-    /// The groups created (with their counts) and the groups whose batch was cancelled.
-    var counts: (creations: [String: Int], cancelled: [String]) {
+    /// The groups created (with their counts), the groups whose batch was cancelled, and
+    /// the output downloads per group.
+    var counts: StubBatchCounts {
         state.withLock { state in
-            (state.creations, state.batches.filter { $0.cancelledAt != nil }.compactMap { $0.metadata[RemoteBatchListing.groupKey] })
+            StubBatchCounts(creations: state.creations,
+                            cancelled: state.batches.filter { $0.cancelledAt != nil }.compactMap { $0.metadata[RemoteBatchListing.groupKey] },
+                            downloads: state.downloads)
         }
     }
 
@@ -110,9 +118,16 @@ final class StubBatches: Sendable {
     }
 
     private func content(_ id: String) -> StubResponder.Response {
-        guard let file = state.withLock({ $0.files[id] }) else { return Self.error(404, "no file \(id)") }
-        return StubResponder.Response(status: 200, headers: [("Content-Type", "application/octet-stream")], latencyMs: 0,
-                                      pieces: [.init(bytes: file.bytes, delayMs: 0)])
+        state.withLock { state in
+            guard let file = state.files[id] else { return Self.error(404, "no file \(id)") }
+            // A batch's output or error file meets the download faults; an input file does not.
+            guard let batch = state.batches.first(where: { $0.outputFileID == id || $0.errorFileID == id }) else {
+                return StubResponder.Response(status: 200, headers: [("Content-Type", "application/octet-stream")], latencyMs: 0,
+                                              pieces: [.init(bytes: file.bytes, delayMs: 0)])
+            }
+            if let group = batch.metadata[RemoteBatchListing.groupKey] { state.downloads[group, default: 0] += 1 }
+            return StubDownloadFaults.answer(file.bytes, contentType: "application/octet-stream", faults: &state.downloadFaults)
+        }
     }
 
     private func create(_ body: [UInt8]) -> StubResponder.Response {

@@ -12,8 +12,9 @@ import Synchronization
 /// `"batch_line"`: `expire`, `fail` (an `api_error`) or `omit` (no line). With
 /// `StubBatchOptions.ending` `expired`, the requests not directed otherwise expire. A
 /// cancel answers `canceling`; the batch has ended by the next look, its unanswered
-/// requests `canceled`. It meets the create faults in its own order, and counts creations
-/// per group id: the custom_ids' prefix before their last `-`.
+/// requests `canceled`. It meets the create and download faults in its own order (a
+/// download is a results fetch), and counts creations and results fetches per group id:
+/// the custom_ids' prefix before their last `-`.
 final class StubMessageBatches: Sendable {
     struct Batch {
         var id: String
@@ -35,7 +36,9 @@ final class StubMessageBatches: Sendable {
         /// Oldest first; listed newest first.
         var batches: [Batch] = []
         var creations: [String: Int] = [:]
+        var downloads: [String: Int] = [:]
         var createFaults: [StubBatchOptions.Fault]
+        var downloadFaults: [StubBatchOptions.Fault]
         var next = 0
 
         mutating func id() -> String {
@@ -51,13 +54,16 @@ final class StubMessageBatches: Sendable {
     init(options: StubBatchOptions, responder: StubResponder) {
         self.options = options
         self.responder = responder
-        state = Mutex(State(createFaults: options.createFaults))
+        state = Mutex(State(createFaults: options.createFaults, downloadFaults: options.downloadFaults))
     }
 
-    /// The groups created (with their counts) and the groups whose batch was cancelled.
-    var counts: (creations: [String: Int], cancelled: [String]) {
+    /// The groups created (with their counts), the groups whose batch was cancelled, and
+    /// the results fetches per group.
+    var counts: StubBatchCounts {
         state.withLock { state in
-            (state.creations, state.batches.filter { $0.cancelInitiatedAt != nil }.compactMap { $0.requests.first.map { Self.group(of: $0.0) } })
+            StubBatchCounts(creations: state.creations,
+                            cancelled: state.batches.filter { $0.cancelInitiatedAt != nil }.compactMap { $0.requests.first.map { Self.group(of: $0.0) } },
+                            downloads: state.downloads)
         }
     }
 
@@ -167,8 +173,10 @@ final class StubMessageBatches: Sendable {
     private func results(_ id: String) -> StubResponder.Response {
         guard let batch = settled(id) else { return Self.error(404, "not_found_error", "no message batch \(id)") }
         guard batch.endedAt != nil else { return Self.error(400, "invalid_request_error", "message batch \(id) is still in progress") }
-        return StubResponder.Response(status: 200, headers: [("Content-Type", "application/binary")], latencyMs: 0,
-                                      pieces: [.init(bytes: batch.results, delayMs: 0)])
+        return state.withLock { state in
+            if let first = batch.requests.first { state.downloads[Self.group(of: first.0), default: 0] += 1 }
+            return StubDownloadFaults.answer(batch.results, contentType: "application/binary", faults: &state.downloadFaults)
+        }
     }
 
     /// The batch as it is now: one whose time has come (or whose cancel was asked) is run,

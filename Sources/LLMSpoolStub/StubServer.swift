@@ -96,14 +96,12 @@ public final class StubServer: @unchecked Sendable {
 
     func respond(method: String, path: String, query: [String: String] = [:], body: [UInt8], headers: [String: String] = [:], arrived: Double) -> StubResponder.Response {
         if method == "GET" && path == "/stub/batches" {
-            // Both batch APIs' creations per group id, so a test proves no group was created twice.
-            var (creations, cancelled) = batches.counts
-            let anthropic = messageBatches.counts
-            creations.merge(anthropic.creations, uniquingKeysWith: +)
-            cancelled += anthropic.cancelled
+            // Both batch APIs' creations per group id, so a test proves no group was created
+            // twice, and their output downloads, so it proves a cut one was fetched again.
+            let counts = batches.counts.merged(with: messageBatches.counts)
             return StubResponder.Response(status: 200, headers: [("Content-Type", "application/json")], latencyMs: 0,
-                                          pieces: [.init(bytes: StubResponder.json(["creations": creations, "batches": creations.values.reduce(0, +),
-                                                                                    "cancelled": cancelled]), delayMs: 0)])
+                                          pieces: [.init(bytes: StubResponder.json(["creations": counts.creations, "batches": counts.creations.values.reduce(0, +),
+                                                                                    "cancelled": counts.cancelled, "downloads": counts.downloads]), delayMs: 0)])
         }
         if let answer = messageBatches.respond(method: method, path: path, query: query, body: body, headers: headers) { return answer }
         if let answer = batches.respond(method: method, path: path, query: query, body: body) { return answer }

@@ -90,7 +90,8 @@ enum Help {
     anthropic-version; a batch ends --batch-seconds after its creation, each request's
     params answered as /v1/messages; "batch_line" says "expire", "fail" (api_error) or
     "omit" as above; GET /stub/batches counts these creations per custom_id prefix (all
-    before the last "-"). --batch-faults' create entries apply to each API in its own order.
+    before the last "-"). --batch-faults' create and download entries apply to each API in
+    its own order; GET /stub/batches also counts each group's output downloads.
 
     Options:
       --port N             port to listen on (default 8088; 0 picks a free one)
@@ -98,9 +99,10 @@ enum Help {
       --latency-ms N       delay before each answer's first byte (default 0)
       --token-delay-ms N   delay between streamed pieces (default 0)
       --batch-seconds N    how long a batch runs before it completes (default 0)
-      --batch-faults LIST  faults met in order by uploads and creates, such as
-                           upload:500,create:429,create:lost (lost: the create commits and
-                           its answer is cut off)
+      --batch-faults LIST  faults met in order by uploads, creates and output downloads,
+                           such as upload:500,create:429,create:lost,download:cut (lost: the
+                           create commits and its answer is cut off; cut: half the output
+                           is sent, up to a line's end, then the connection drops)
       --batch-ending E     completed (default) or expired: how every batch ends
       -h, --help           show this help
     """

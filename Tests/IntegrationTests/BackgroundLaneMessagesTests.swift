@@ -284,11 +284,14 @@ import Testing
         }
     }
 
-    /// A kill -9 mid-create and mid-download of a message batch carrying a `.jsonl` batch's
-    /// Anthropic lines: after the restart the batch resumes from its journal, the create
-    /// made again waits for the lines its runner feeds again (none is left out of it), and
-    /// every line ends with one output line, answered by the one message batch.
-    @Test(arguments: ["uploading", "downloading"])
+    /// A kill -9 at the lane's steps of a message batch carrying a `.jsonl` batch's
+    /// Anthropic lines: after the intent is recorded (nothing remote: the lines are grouped
+    /// again as the runner feeds them), mid-create, mid-download and mid-split (one line's
+    /// outcome committed to the batch's output, the others not). After the restart the
+    /// batch resumes from its journal, a create made again waits for the lines its runner
+    /// feeds again (none is left out of it), and every line ends with one output line,
+    /// answered by the one message batch.
+    @Test(arguments: ["intent", "uploading", "downloading", "split"])
     func aKillCarryingAnAnthropicBatchFileEndsWithOneLinePerCustomIDAndOneMessageBatch(point: String) throws {
         let harness = try Harness()
         defer { harness.stop() }
@@ -299,9 +302,18 @@ import Testing
         try BatchTests.dropBatch(harness, "carried", ids.map { Self.anthropicLine($0, "Carried \(point) \($0)") })
         try waitUntil("the lane pauses at \(point)", timeout: 30) { harness.log.contains("lane test pause point=\(point)") }
         let record = try groupRecord(harness)
-        #expect(record["state"] as? String == (point == "uploading" ? "creating" : "ended"), "\(record)")
+        let expected = ["intent": "intent", "uploading": "creating", "downloading": "ended", "split": "split"][point]
+        #expect(record["state"] as? String == expected, "\(point): the record at the kill: \(record)")
+        if point == "split" {
+            // The first line's outcome went to the batch runner, which commits it with its next group.
+            try waitUntil("the handed-over line is committed", timeout: 20) {
+                let text = (try? String(contentsOfFile: harness.layout.batchPartial("carried"), encoding: .utf8)) ?? ""
+                return ids.contains { text.contains("\"custom_id\":\"\($0)\"") }
+            }
+        }
         harness.killDaemon()
-        #expect(try lane.creations(harness).values.reduce(0, +) == (point == "uploading" ? 0 : 1))
+        let remoteBefore = point == "intent" || point == "uploading" ? 0 : 1
+        #expect(try lane.creations(harness).values.reduce(0, +) == remoteBefore, "\(point): message batches at the kill")
         if point == "uploading" {
             // A large batch that is refused at its last line, there at the restart: while the
             // batch thread validates it, the carried batch's lines are not fed again, and the
@@ -371,6 +383,14 @@ import Testing
         for id in ["x1", "x2"] { try harness.drop(id, Self.deferrable("Cancel \(id)")) }
         try waitUntil("the message batch is created", timeout: 30) { harness.log.contains("remote batch created") }
         let group = try #require(try lane.creations(harness).keys.first)
+        // The poll's counts reach `status` from the live status file, as an OpenAI batch's do.
+        try waitUntil("status shows the message batch's counts", timeout: 30) {
+            let shown = try harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout
+            let remote = (try JSONSerialization.jsonObject(with: Data(shown.utf8)) as? [String: Any])?["remote_batches"] as? [[String: Any]] ?? []
+            let text = try harness.cli(["status", "--spool", harness.layout.root]).stdout
+            return remote.count == 1 && (remote.first?["request_counts"] as? [String: Any])?["total"] as? Int == 2
+                && (remote.first?["batch_id"] as? String)?.hasPrefix("msgbatch_") == true && text.contains("(in_progress, 0 of 2 completed, 0 failed)")
+        }
         try Syscall.unlink(harness.layout.request("x1"))
         try waitUntil("the first deletion is seen", timeout: 20) { harness.log.contains("a member of a sent group was deleted id=x1") }
         #expect(try lane.cancelledGroups(harness).isEmpty, "one member is left: the batch runs on")

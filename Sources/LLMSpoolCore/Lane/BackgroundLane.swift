@@ -480,12 +480,15 @@ public final class BackgroundLane: @unchecked Sendable {
             retry(id, step, after: 60)
             return nil
         }
+        let anthropic = AnthropicBatchClient(endpoint: endpoint, http: http)
         if intent.api == .anthropic,
-           let event = MessageBatchSteps(client: AnthropicBatchClient(endpoint: endpoint, http: http), http: http, layout: layout, logger: logger)
+           let event = MessageBatchSteps(client: anthropic, http: http, layout: layout, logger: logger)
             .perform(step, group: group, output: outputPath(id), errors: errorsPath(id)) {
             return event
         }
         let client = OpenAIBatchClient(endpoint: endpoint, http: http)
+        // The steps both flows share (poll, cancel, split, publish) and OpenAI's own.
+        let batchClient: any RemoteBatchClient = intent.api == .anthropic ? anthropic : client
         switch step {
         case .upload:
             var linesBytes = 0
@@ -528,15 +531,7 @@ public final class BackgroundLane: @unchecked Sendable {
             }
             return event
         case .poll:
-            guard let batch = intent.batchID else { return .failed(retryable: false, retryAfter: nil, message: "no batch id is recorded") }
-            let event = client.poll(batchID: batch)
-            if case .polled(let status) = event { groups[id]?.lastPoll = status }
-            if case .polled(let status) = event, !status.hasEnded { LaneTestPause.at("polled", group: id, logger: logger) }
-            if case .polled(let status) = event {
-                logger.debug("remote batch polled", ["group": LogValue(id), "batch": LogValue(batch), "status": LogValue(status.status),
-                                                     "completed": "\(status.completed)", "failed": "\(status.failed)", "total": "\(status.total)"])
-            }
-            return event
+            return poll(id, client: batchClient)
         case .download(let output, let errors):
             for (fileID, path) in [(output, outputPath(id)), (errors, errorsPath(id))] {
                 guard let fileID else {
@@ -559,12 +554,7 @@ public final class BackgroundLane: @unchecked Sendable {
             }
             return .split
         case .cancel:
-            guard let batch = intent.batchID else { return .failed(retryable: false, retryAfter: nil, message: "no batch id is recorded") }
-            let event = client.cancel(batchID: batch)
-            if event == .cancelRequested {
-                logger.info("remote batch cancelled: every request of its group was deleted", ["group": LogValue(id), "batch": LogValue(batch)])
-            }
-            return event
+            return cancel(id, client: batchClient)
         case .publish:
             if groups[id]?.index == nil {
                 do {

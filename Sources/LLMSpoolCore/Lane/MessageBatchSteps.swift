@@ -3,16 +3,17 @@ import Glibc
 /// The remote steps of a group carried by Anthropic's Message Batches, which the lane
 /// calls for an intent whose api is `anthropic`: the create (the members' bodies streamed
 /// from their files by `AnthropicBatchSource`), the list and the inspection of a listed
-/// batch's first result while reconciling, the poll, the cancel and the results streamed
-/// to disk. The split and the publication are the lane's own, shared with OpenAI's flow.
+/// batch's first result while reconciling, and the results streamed to disk. The poll, the
+/// cancel (`BackgroundLane+PollAndCancel`, over `RemoteBatchClient`), the split and the
+/// publication are the lane's own, shared with OpenAI's flow.
 struct MessageBatchSteps {
     let client: AnthropicBatchClient
     let http: LaneHTTP
     let layout: SpoolLayout
     let logger: Logger
 
-    /// The event `step` amounts to, or nil for a step that is not the provider's (split,
-    /// publish). `output` and `errors` are where the group's downloads go.
+    /// The event `step` amounts to, or nil for a step that is not the provider's own (poll,
+    /// cancel, split, publish). `output` and `errors` are where the group's downloads go.
     func perform(_ step: RemoteBatchMachine.Step, group: LaneGroup, output: String, errors: String) -> RemoteBatchMachine.Event? {
         let intent = group.machine.intent
         let id = intent.group
@@ -29,15 +30,6 @@ struct MessageBatchSteps {
                 logger.info("remote batch found by its group id, in the custom_ids of its results", ["group": LogValue(id), "batch": LogValue(batchID)])
             }
             return event
-        case .poll:
-            guard let batch = intent.batchID else { return .failed(retryable: false, retryAfter: nil, message: "no batch id is recorded") }
-            let event = client.poll(batchID: batch)
-            if case .polled(let status) = event {
-                logger.debug("remote batch polled", ["group": LogValue(id), "batch": LogValue(batch), "status": LogValue(status.status),
-                                                     "completed": "\(status.completed)", "failed": "\(status.failed)", "total": "\(status.total)"])
-                if !status.hasEnded { LaneTestPause.at("polled", group: id, logger: logger) }
-            }
-            return event
         case .download(let results, _):
             logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(errors) }
             guard results != nil, let batch = intent.batchID else {
@@ -49,14 +41,7 @@ struct MessageBatchSteps {
             }) { return failure }
             logger.info("remote batch downloaded", ["group": LogValue(id), "batch": LogValue(batch)])
             return .downloaded
-        case .cancel:
-            guard let batch = intent.batchID else { return .failed(retryable: false, retryAfter: nil, message: "no batch id is recorded") }
-            let event = client.cancel(batchID: batch)
-            if event == .cancelRequested {
-                logger.info("remote batch cancelled: every request of its group was deleted", ["group": LogValue(id), "batch": LogValue(batch)])
-            }
-            return event
-        case .split, .publish:
+        case .poll, .cancel, .split, .publish:
             return nil
         }
     }
