@@ -20,12 +20,14 @@ public struct StubBatchOptions: Sendable, Equatable {
     /// Met by the downloads of a batch's output: OpenAI's output and error files' content,
     /// Anthropic's results (the first-line reads of reconciling included).
     public var downloadFaults: [Fault]
-    /// How every batch ends when its time comes: `completed`, or `expired` (the provider's
-    /// window passed: only the lines not directed otherwise ran).
+    /// How every batch ends when its time comes: `completed`, `expired` (the provider's
+    /// window passed: only the lines not directed otherwise ran), or `failed` (OpenAI only:
+    /// the input refused as a whole, no line ran; Anthropic's message batches have no such
+    /// ending and end `completed`).
     public var ending: String
 
     /// The endings `--batch-ending` takes.
-    public static let endings = ["completed", "expired"]
+    public static let endings = ["completed", "expired", "failed"]
 
     public init(seconds: Double = 0, uploadFaults: [Fault] = [], createFaults: [Fault] = [], downloadFaults: [Fault] = [],
                 ending: String = "completed") {

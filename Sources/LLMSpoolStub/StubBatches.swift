@@ -35,6 +35,8 @@ final class StubBatches: Sendable {
         var cancelledAt: Int?
         var completedAt: Int?
         var expiredAt: Int?
+        /// Set when the batch ended `failed` (`--batch-ending failed`): no line ran.
+        var failedAt: Int?
         var outputFileID: String?
         var errorFileID: String?
         var total = 0
@@ -183,7 +185,8 @@ final class StubBatches: Sendable {
     private func cancel(_ id: String) -> StubResponder.Response {
         let batch = state.withLock { state -> Batch? in
             guard let index = state.batches.firstIndex(where: { $0.id == id }) else { return nil }
-            if state.batches[index].completedAt == nil && state.batches[index].expiredAt == nil && state.batches[index].cancelledAt == nil {
+            if state.batches[index].completedAt == nil && state.batches[index].expiredAt == nil && state.batches[index].cancelledAt == nil
+                && state.batches[index].failedAt == nil {
                 state.batches[index].cancelledAt = Self.now()
             }
             return state.batches[index]
@@ -198,7 +201,15 @@ final class StubBatches: Sendable {
         state.withLock { state -> Batch? in
             guard let index = state.batches.firstIndex(where: { $0.id == id }) else { return nil }
             var batch = state.batches[index]
-            guard batch.completedAt == nil, batch.expiredAt == nil, batch.cancelledAt == nil, Date().timeIntervalSince1970 >= batch.endsAt else { return batch }
+            guard batch.completedAt == nil, batch.expiredAt == nil, batch.cancelledAt == nil, batch.failedAt == nil,
+                  Date().timeIntervalSince1970 >= batch.endsAt else { return batch }
+            // OpenAI fails a batch whose input it refuses as a whole: no line runs, and there
+            // is neither an output nor an error file, only the batch's `errors`.
+            if options.ending == "failed" {
+                batch.failedAt = Self.now()
+                state.batches[index] = batch
+                return batch
+            }
             var output: [UInt8] = []
             var errors: [UInt8] = []
             let input = state.files[batch.inputFileID]?.bytes ?? []
@@ -262,13 +273,16 @@ final class StubBatches: Sendable {
     }
 
     private static func object(_ batch: Batch) -> [String: Any] {
-        let status = batch.cancelledAt != nil ? "cancelled" : batch.completedAt != nil ? "completed" : batch.expiredAt != nil ? "expired" : "in_progress"
+        let status = batch.cancelledAt != nil ? "cancelled" : batch.completedAt != nil ? "completed" : batch.expiredAt != nil ? "expired"
+            : batch.failedAt != nil ? "failed" : "in_progress"
+        let errors: Any = batch.failedAt == nil ? NSNull()
+            : ["object": "list", "data": [["code": "invalid_request", "message": "the stub failed this batch as asked", "param": NSNull(), "line": NSNull()]]]
         func time(_ value: Int?) -> Any { value ?? NSNull() }
-        return ["id": batch.id, "object": "batch", "endpoint": batch.endpoint, "errors": NSNull(), "input_file_id": batch.inputFileID,
+        return ["id": batch.id, "object": "batch", "endpoint": batch.endpoint, "errors": errors, "input_file_id": batch.inputFileID,
                 "completion_window": batch.window, "status": status,
                 "output_file_id": batch.outputFileID ?? NSNull(), "error_file_id": batch.errorFileID ?? NSNull(),
                 "created_at": batch.createdAt, "in_progress_at": batch.createdAt, "expires_at": batch.createdAt + 86_400,
-                "finalizing_at": time(batch.completedAt), "completed_at": time(batch.completedAt), "failed_at": NSNull(),
+                "finalizing_at": time(batch.completedAt), "completed_at": time(batch.completedAt), "failed_at": time(batch.failedAt),
                 "expired_at": time(batch.expiredAt), "cancelling_at": time(batch.cancelledAt), "cancelled_at": time(batch.cancelledAt),
                 "request_counts": ["total": batch.total, "completed": batch.completed, "failed": batch.failed],
                 "metadata": batch.metadata.isEmpty ? NSNull() : batch.metadata]

@@ -103,7 +103,7 @@ enum Help {
                            such as upload:500,create:429,create:lost,download:cut (lost: the
                            create commits and its answer is cut off; cut: half the output
                            is sent, up to a line's end, then the connection drops)
-      --batch-ending E     completed (default) or expired: how every batch ends
+      --batch-ending E     completed (default), expired or failed (OpenAI: refused whole): how batches end
       -h, --help           show this help
     """
 

@@ -28,7 +28,7 @@ enum StubCommand {
         }
         if let ending = args["--batch-ending"] {
             guard StubBatchOptions.endings.contains(ending) else {
-                throw Arguments.UsageError(description: "--batch-ending must be completed or expired, not \"\(Logger.escape(ending))\"")
+                throw Arguments.UsageError(description: "--batch-ending must be completed, expired or failed, not \"\(Logger.escape(ending))\"")
             }
             batchOptions.ending = ending
         }

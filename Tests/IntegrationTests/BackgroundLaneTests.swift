@@ -338,6 +338,26 @@ import Testing
         #expect(try creations(harness).values.reduce(0, +) == 1)
     }
 
+    /// A batch that ends `failed` (the provider refused its input whole; no output or error
+    /// file): every member goes live untouched, once each, and no second batch is created.
+    @Test func aFailedBatchSendsEveryMemberLiveOnce() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "1", "--batch-ending", "failed"])
+        try harness.startDaemon(config: config(harness, ["max_attempts": 1]))
+        let ids = ["first", "second"]
+        for id in ids { try harness.drop(id, Self.deferrable(id, "Refused \(id)")) }
+        try waitForOutcomes(harness, ids)
+        try SDKJudge.expectParses("ChatCompletion", ids.map { harness.layout.result($0) })
+        for id in ids {
+            #expect(try harness.arrivals(of: "Refused \(id)").count == 1, "\(id) went live once")
+            let attempts = try #require(try harness.record(id)["attempts"] as? [[String: Any]])
+            #expect(attempts.last?["outcome"] as? String == "ok", "\(id): \(attempts)")
+            #expect(attempts.last?["remote_batch"] == nil, "\(id): its answer came from the live lane")
+        }
+        #expect(try creations(harness).values.reduce(0, +) == 1, "one batch created, none again")
+    }
+
     @Test func withDeferredExpiredFailAnExpiredMemberFailsAsExpiredAndAFailedLineIsRetriedLive() throws {
         let harness = try Harness()
         defer { harness.stop() }
