@@ -358,6 +358,47 @@ import Testing
         #expect(try creations(harness).values.reduce(0, +) == 1, "one batch created, none again")
     }
 
+    /// A create refused with a 400 (the provider takes none of it): nothing remote exists,
+    /// and the group's requests go live untouched, each once.
+    @Test func aCreateRefusedSendsTheGroupLiveOnce() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "1", "--batch-faults", "create:400"])
+        try harness.startDaemon(config: config(harness))
+        let ids = ["r1", "r2"]
+        for id in ids { try harness.drop(id, Self.deferrable(id, "Create refused \(id)")) }
+        try waitForOutcomes(harness, ids)
+        try SDKJudge.expectParses("ChatCompletion", ids.map { harness.layout.result($0) })
+        for id in ids {
+            #expect(try harness.arrivals(of: "Create refused \(id)").count == 1, "\(id) went live once")
+            let attempts = try #require(try harness.record(id)["attempts"] as? [[String: Any]])
+            #expect(attempts.count == 1 && attempts.first?["remote_batch"] == nil, "\(id): one live attempt: \(attempts)")
+        }
+        #expect(try creations(harness).isEmpty, "the refused create made nothing, and none was made again")
+    }
+
+    /// The output file's first download cut short at a line's end: it is fetched again from
+    /// the start, never split from the part on disk, so every request is answered by the
+    /// batch and none goes live.
+    @Test func aCutOutputDownloadIsFetchedAgainAndNothingGoesLive() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "1", "--batch-faults", "download:cut"])
+        try harness.startDaemon(config: config(harness))
+        let ids = ["c1", "c2", "c3", "c4"]
+        for id in ids { try harness.drop(id, Self.deferrable(id, "Cut download \(id)")) }
+        try waitForOutcomes(harness, ids)
+        try SDKJudge.expectParses("ChatCompletion", ids.map { harness.layout.result($0) })
+        for id in ids {
+            #expect(try harness.arrivals(of: "Cut download \(id)").isEmpty, "\(id) was answered by the batch, not live")
+        }
+        let counts = try stubBatches(harness)
+        let made = counts["creations"] as? [String: Int] ?? [:]
+        #expect(made.count == 1 && made.values.first == 1, "one batch in all: \(made)")
+        let group = try #require(made.keys.first)
+        #expect((counts["downloads"] as? [String: Int])?[group] == 2, "the cut download, then the whole one: \(counts)")
+    }
+
     @Test func withDeferredExpiredFailAnExpiredMemberFailsAsExpiredAndAFailedLineIsRetriedLive() throws {
         let harness = try Harness()
         defer { harness.stop() }
