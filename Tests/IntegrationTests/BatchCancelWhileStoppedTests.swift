@@ -46,7 +46,7 @@ import Testing
     /// Runs a batch of `count` lines, stops the daemon with some of them committed, then
     /// `tamper`s with the spool while no daemon runs, deletes the input, and starts the
     /// daemon again.
-    static func stopDeleteAndStart(_ kind: BatchKind, name: String, count: Int = 200,
+    static func stopDeleteAndStart(_ kind: BatchKind, name: String, count: Int = 200, replacement: [String]? = nil,
                                    tamper: (Harness) throws -> Void = { _ in }) throws -> Stopped {
         let harness = try Harness()
         try harness.startStub()
@@ -65,7 +65,12 @@ import Testing
         #expect(partial.count >= length)
         let sentAtStop = try harness.stubArrivals().count
         try tamper(harness)
-        try Syscall.unlink(harness.layout.batchRequest(name))
+        if let replacement {
+            // Renamed over the old input, as a producer replaces a file: another inode.
+            try BatchTests.dropBatch(harness, name, replacement)
+        } else {
+            try Syscall.unlink(harness.layout.batchRequest(name))
+        }
         try harness.startDaemon(config: config(kind, harness))
         return Stopped(harness: harness, count: count, committed: committed, committedOutput: Array(partial.prefix(length)), sentAtStop: sentAtStop)
     }
@@ -73,6 +78,19 @@ import Testing
     /// Every line once, committed ones as they were and the rest cancelled; nothing sent
     /// after the restart; no file of the batch left in `state`.
     static func expectEveryLineOnce(_ stopped: Stopped, name: String, kind: BatchKind) throws {
+        let harness = stopped.harness
+        try expectOutputHoldsEveryLine(stopped, name: name, kind: kind)
+        #expect(try harness.stubArrivals().count == stopped.sentAtStop, "no line is sent once the input is gone")
+        // The summary comes first; the input, the list and the journal go after it.
+        try waitUntil("the batch's files in state go", timeout: 20) { harness.files(in: harness.layout.batches).isEmpty }
+        #expect(harness.files(in: harness.layout.incoming).sorted() == ["\(name).batch.json", "\(name).jsonl"])
+        #expect(harness.files(in: harness.layout.outgoing).isEmpty)
+        #expect(harness.watchingLines == 2, "ended at start, not after another restart")
+    }
+
+    /// The cancelled batch's summary and output: every line once, the committed ones as they
+    /// were, the rest cancelled.
+    static func expectOutputHoldsEveryLine(_ stopped: Stopped, name: String, kind: BatchKind) throws {
         let harness = stopped.harness
         let summary = try BatchTests.waitForSummary(harness, name, timeout: 60)
         #expect(summary["status"] as? String == "cancelled")
@@ -101,12 +119,38 @@ import Testing
                 #expect((line["result"] as? [String: Any])?["type"] as? String == (committed ? "succeeded" : "canceled"), "\(name)-\(index): \(line)")
             }
         }
-        #expect(try harness.stubArrivals().count == stopped.sentAtStop, "no line is sent once the input is gone")
-        // The summary comes first; the input, the list and the journal go after it.
+    }
+
+    /// A batch's input replaced by another file while no daemon ran it: the old batch ends
+    /// first, cancelled with every line in its output (its committed lines are not thrown
+    /// away, nor sent again), then the new file runs as a batch of its own, under the same name.
+    @Test func aBatchReplacedWhileStoppedEndsCancelledThenTheNewFileRuns() throws {
+        // Slow enough that the old batch's end is read before the new one's replaces it.
+        let replacement = (0..<12).map { BatchTests.line("new-\($0)", stub: ["latency_ms": 1500]) }
+        let stopped = try Self.stopDeleteAndStart(.openai, name: "swapped", replacement: replacement)
+        let harness = stopped.harness
+        defer { harness.stop() }
+        try Self.expectOutputHoldsEveryLine(stopped, name: "swapped", kind: .openai)
+        #expect(harness.log.contains("the batch's input was replaced while no daemon ran it"), "\(harness.log.suffix(1500))")
+        try SDKJudge.expectParses("Batch", [harness.layout.batchSummary("swapped")])
+        try waitUntil("the new file's batch ends", timeout: 90) {
+            ((try? harness.json(harness.layout.batchSummary("swapped")))?["request_counts"] as? [String: Any])?["total"] as? Int == 12
+        }
+        let summary = try harness.json(harness.layout.batchSummary("swapped"))
+        #expect(summary["status"] as? String == "completed")
+        #expect((summary["request_counts"] as? [String: Any])?["completed"] as? Int == 12)
+        let output = try BatchTests.outputLines(harness.layout.batchOutput("swapped"))
+        let found = BatchTests.byID(output)
+        #expect(output.count == 12 && Set(found.keys) == Set((0..<12).map { "new-\($0)" }), "the new file's lines alone: \(found.keys.sorted())")
+        for (id, line) in found {
+            let content = Harness.content(of: (line["response"] as? [String: Any])?["body"] as? [String: Any] ?? [:])
+            #expect(line["error"] is NSNull && content?.hasPrefix("Echo: prompt of \(id)") == true, "\(id): \(line)")
+        }
+        let sent = try harness.stubArrivals()
+        #expect(sent.count == stopped.sentAtStop + 12, "the old batch's lines are not sent again: \(sent.count) after \(stopped.sentAtStop)")
         try waitUntil("the batch's files in state go", timeout: 20) { harness.files(in: harness.layout.batches).isEmpty }
-        #expect(harness.files(in: harness.layout.incoming).sorted() == ["\(name).batch.json", "\(name).jsonl"])
+        #expect(harness.files(in: harness.layout.incoming).sorted() == ["swapped.batch.json", "swapped.jsonl"])
         #expect(harness.files(in: harness.layout.outgoing).isEmpty)
-        #expect(harness.watchingLines == 2, "ended at start, not after another restart")
     }
 
     @Test func anOpenAIBatchStoppedThenDeletedEndsWithEveryLineCancelledOrAsItWas() throws {

@@ -61,12 +61,20 @@ import Testing
         #expect(try Syscall.lstat(original).st_size == Syscall.lstat(aside).st_size, "the same size")
         let before = try harness.stubArrivals().count
         try harness.startDaemon(config: ["concurrency": 8])
+        // The first batch's own journal and list: it ends cancelled before the new lines
+        // run (its summary is then replaced by theirs). The copied journal has no list
+        // that names it: it is not published as the second batch's.
         for name in ["first", "second"] {
-            let summary = try BatchTests.waitForSummary(harness, name, timeout: 120)
-            #expect(summary["status"] as? String == "completed")
+            try waitUntil("\(name)'s new lines end", timeout: 120) {
+                ((try? harness.json(harness.layout.batchSummary(name)))?["status"] as? String) == "completed"
+            }
         }
         let log = harness.log
         #expect(!log.contains("batch resumed"), "neither journal was the file's: \(log.suffix(2000))")
+        #expect(log.contains("the batch's input was replaced while no daemon ran it; the old batch ends first"), "\(log.suffix(2000))")
+        #expect(log.contains("a batch journal not vouched for by its list of custom_ids is not ended as the old batch"), "\(log.suffix(2000))")
+        #expect(log.split(separator: "\n").filter { $0.contains("batch cancelled") }.allSatisfy { $0.contains("first") },
+                "only the first batch's old lines end cancelled")
         try Self.expectAnswers(harness, "first", prefix: "z", count: count)
         try Self.expectAnswers(harness, "second", prefix: "b", count: count)
         let after = try harness.stubArrivals().dropFirst(before).map(\.prompt)

@@ -67,11 +67,11 @@ import Testing
         // The same device, another inode and other content: a replaced file on one mount.
         FileIdentity(device: 51, inode: 9_871_235, size: 900, modifiedNanoseconds: 1_796_140_181_123_456_789, contentHash: 0x1234),
     ])
-    func aReplacedFileWithTheSameNameStartsAfresh(found: FileIdentity) throws {
+    func aReplacedFileWithTheSameNameEndsTheOldBatchThenStartsAfresh(found: FileIdentity) throws {
         #expect(!BatchRecovery.journalNames(found, recorded: written))
-        #expect(BatchRecovery.decide(journal: try journal(), input: found, partialLength: 40) == .fresh)
-        #expect(BatchRecovery.decide(journal: try journal(lines: 1), input: found, partialLength: 40) == .fresh,
-                "a finished journal is not published for another file either")
+        #expect(BatchRecovery.decide(journal: try journal(), input: found, partialLength: 40) == .replaced(try journal()))
+        #expect(BatchRecovery.decide(journal: try journal(lines: 1), input: found, partialLength: 40) == .replaced(try journal(lines: 1)),
+                "a finished journal is published as its own batch, never as the new file's")
     }
 
     @Test func aCopyWithAnotherBirthTimeIsAnotherFileWhereBothKeepOne() throws {
@@ -86,7 +86,7 @@ import Testing
         // Journals written before the fingerprint was kept.
         let old = FileIdentity(device: 51, inode: 9_871_234, size: 900, modifiedNanoseconds: 1_796_140_181_123_456_789)
         let partial = try journal(input: old)
-        #expect(BatchRecovery.decide(journal: partial, input: throughAnotherMount, partialLength: 40) == .fresh)
+        #expect(BatchRecovery.decide(journal: partial, input: throughAnotherMount, partialLength: 40) == .replaced(partial))
         // Through its own mount it still resumes, as before.
         #expect(BatchRecovery.decide(journal: partial, input: written, partialLength: 40) == .resume(partial))
     }
@@ -94,7 +94,7 @@ import Testing
     @Test func onItsOwnMountContentChangedInPlaceIsAnotherBatch() throws {
         // Same inode, size and time (a writer that put the time back): the fingerprint tells.
         let edited = FileIdentity(device: 51, inode: 9_871_234, size: 900, modifiedNanoseconds: written.modifiedNanoseconds, contentHash: 0x1234)
-        #expect(BatchRecovery.decide(journal: try journal(lines: 1), input: edited, partialLength: 40) == .fresh)
+        #expect(BatchRecovery.decide(journal: try journal(lines: 1), input: edited, partialLength: 40) == .replaced(try journal(lines: 1)))
         #expect(BatchRecovery.decide(journal: try journal(), input: edited.with(contentHash: Self.fingerprint), partialLength: 40) == .resume(try journal()))
     }
 

@@ -174,4 +174,19 @@ import Testing
         #expect((object["result"] as? [String: Any])?["type"] as? String == "canceled")
         #expect(output.last == 0x0A)
     }
+
+    /// The cheap check that a replaced batch's journal is its list's: the list's last bytes.
+    @Test func aListEndsForTheInputItWasWrittenFor() {
+        let bytes = BatchIDListTests.list(["a", "b", "c"])
+        #expect(BatchIDList.ends(bytes[...], for: BatchIDListTests.header()))
+        let trailer = BatchIDList.trailer(for: BatchIDListTests.header()).count
+        #expect(BatchIDList.ends(bytes.suffix(trailer), for: BatchIDListTests.header()), "the tail alone is enough")
+        #expect(!BatchIDList.ends(bytes.suffix(trailer - 1), for: BatchIDListTests.header()), "shorter than the trailer")
+        #expect(!BatchIDList.ends(bytes.dropLast(1), for: BatchIDListTests.header()), "cut short")
+        #expect(!BatchIDList.ends((bytes + [0x0A])[...], for: BatchIDListTests.header()), "bytes after the trailer")
+        #expect(!BatchIDList.ends([][...], for: BatchIDListTests.header()), "empty")
+        let other = FileIdentity(device: 3, inode: 45, size: 5000, modifiedNanoseconds: 1_700_000_000_123_456_789, contentHash: 0xfeed)
+        #expect(!BatchIDList.ends(bytes[...], for: BatchIDListTests.header(input: other)), "another input under the name")
+        #expect(!BatchIDList.ends(bytes[...], for: BatchIDListTests.header(lines: 4)), "other lines")
+    }
 }

@@ -54,7 +54,7 @@ import Testing
         let all = try #require(BatchJournal.replay(journal(lines: 1, entries: [.init(entry: 0, code: UInt8(ascii: "s"), outputEnd: 40)])))
         let other = FileIdentity(device: 1, inode: 8, size: 900, modifiedNanoseconds: 5)
         #expect(BatchRecovery.decide(journal: nil, input: input, partialLength: nil) == .fresh)
-        #expect(BatchRecovery.decide(journal: partial, input: other, partialLength: 40) == .fresh, "a new file under the name")
+        #expect(BatchRecovery.decide(journal: partial, input: other, partialLength: 40) == .replaced(partial), "a new file under the name")
         #expect(BatchRecovery.decide(journal: partial, input: input, partialLength: 55) == .resume(partial), "cut back to 40")
         #expect(BatchRecovery.decide(journal: partial, input: input, partialLength: 39) == .fresh, "committed output lost")
         #expect(BatchRecovery.decide(journal: partial, input: input, partialLength: nil) == .fresh)
@@ -62,6 +62,10 @@ import Testing
         #expect(BatchRecovery.decide(journal: all, input: input, partialLength: nil) == .publish(all, outputPublished: true))
         #expect(BatchRecovery.decide(journal: all, input: nil, partialLength: nil) == .publish(all, outputPublished: true))
         #expect(BatchRecovery.decide(journal: partial, input: nil, partialLength: 40) == .cancelled(partial))
+        #expect(BatchRecovery.decide(journal: all, input: other, partialLength: nil) == .replaced(all),
+                "a finished batch replaced before its end was published ends as it was, then the new file starts")
+        #expect(BatchRecovery.decide(journal: partial, input: other, partialLength: nil) == .replaced(partial),
+                "replaced, whatever its output: the old batch's end decides what of it is published")
     }
 
     @Test func lineSetCounts() {

@@ -388,6 +388,20 @@ public final class BatchRunner: @unchecked Sendable {
         // With the fingerprint read in validation: it tells a journal written through another
         // mount, and content changed in place.
         let decision = BatchRecovery.decide(journal: journal, input: identity, partialLength: partialLength)
+        if case .replaced(let journal) = decision {
+            // The new file's list is still a temporary: the old one names the old lines.
+            if let doubt = listDoubt(name, journal: journal) {
+                logger.warning("a batch journal not vouched for by its list of custom_ids is not ended as the old batch; the new file starts afresh",
+                               id: name, ["reason": LogValue(doubt)])
+            } else {
+                logger.warning("the batch's input was replaced while no daemon ran it; the old batch ends first, then the new file starts",
+                               id: name, ["committed": "\(journal.committed.count)", "lines": "\(journal.header.lines)"])
+                guard endWithoutInput(name, journal: journal, partialLength: partialLength, keepClaim: true) else {
+                    settle(name, "the replaced batch has not ended yet")
+                    return
+                }
+            }
+        }
         if case .publish(let journal, let published) = decision {
             logger.info("batch ended before a restart or takeover; publishing it", id: name)
             publish(name: name, fd: opened.file, identity: identity, journal: journal, outputPublished: published,
@@ -652,10 +666,37 @@ public final class BatchRunner: @unchecked Sendable {
             logger.warning("cannot look at a batch's output; looked at again on the next start", id: name, ["reason": "\(error)"])
             return
         }
+        endWithoutInput(name, journal: journal, partialLength: partialLength, keepClaim: false)
+    }
+
+    /// Why the batch's list of custom_ids does not vouch for `journal` (nil when it ends
+    /// with the trailer of the journal's input). A journal copied from another batch, or
+    /// restored without its list, names lines this name never had: it is not published.
+    private func listDoubt(_ name: String, journal: BatchJournal) -> String? {
+        let path = layout.batchIDList(name)
+        do {
+            let list = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+            let size = Int(try list.fstat().st_size)
+            let want = BatchIDList.trailer(for: journal.header).count
+            let tail = try Syscall.preadAll(list.rawValue, count: min(size, want), at: max(0, size - want), path: path)
+            return BatchIDList.ends(tail[...], for: journal.header) ? nil : "its list of custom_ids was written for another input"
+        } catch let error as SystemError where error.errno == ENOENT {
+            return "it has no list of custom_ids"
+        } catch {
+            return "its list of custom_ids cannot be read: \(error)"
+        }
+    }
+
+    /// Ends the journal's batch as if its input had left: published when every line was
+    /// committed, else cancelled. `keepClaim` when a new file under the name starts next
+    /// under the same claim (a tombstone would leave it to nobody). Whether it ended.
+    @discardableResult
+    private func endWithoutInput(_ name: String, journal: BatchJournal, partialLength: Int?, keepClaim: Bool) -> Bool {
         switch BatchRecovery.decide(journal: journal, input: nil, partialLength: partialLength) {
         case .publish(let journal, let published):
-            publish(name: name, fd: nil, identity: journal.header.input, journal: journal, outputPublished: published,
-                    status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed)
+            return publish(name: name, fd: nil, identity: journal.header.input, journal: journal, outputPublished: published,
+                           status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed,
+                           releaseClaim: !keepClaim)
         case .cancelled(let journal):
             if let partialLength, partialLength > journal.outputLength {
                 logger.bestEffort("cutting the output back to its committed length") {
@@ -680,15 +721,17 @@ public final class BatchRunner: @unchecked Sendable {
             case .failed(_, let reason):
                 logger.error("cannot write the cancelled lines of a batch whose input left; it is ended on a later sweep", id: name,
                              ["reason": LogValue(reason)])
-                return
+                return false
             case .lost:
                 logger.warning("the claim of a batch being ended was lost to another daemon; it ends there", id: name)
-                return
+                return false
             }
             // The identity it was read under: a new file dropped under the name meanwhile stays.
-            publish(name: name, fd: nil, identity: journal.header.input, journal: ended, outputPublished: false, status: .cancelled)
-        case .fresh, .resume:
-            break
+            return publish(name: name, fd: nil, identity: journal.header.input, journal: ended, outputPublished: false, status: .cancelled,
+                           releaseClaim: !keepClaim)
+        case .fresh, .resume, .replaced:
+            // Not asked without an input.
+            return false
         }
     }
 
@@ -910,8 +953,9 @@ public final class BatchRunner: @unchecked Sendable {
     }
 
     /// Runs the end's publication plan; the input's descriptor is closed first, either way.
+    @discardableResult
     private func publish(name: String, fd: consuming FileDescriptor?, identity: FileIdentity?, journal: BatchJournal, outputPublished: Bool,
-                         status: BatchSummary.Status) {
+                         status: BatchSummary.Status, releaseClaim: Bool = true) -> Bool {
         // Before the plan removes the input: sshfs keeps a file removed while it is open as
         // `outgoing/.fuse_hidden*`, for good.
         fd = nil
@@ -924,9 +968,9 @@ public final class BatchRunner: @unchecked Sendable {
         if case .failed(_, let step, let error) = executor.run(steps) {
             // The journal stays: the next start (or scan) finishes the end.
             logger.error("cannot publish the batch's end; it is finished on the next start", id: name, ["step": LogValue(step.kind), "reason": "\(error)"])
-            return
+            return false
         }
-        leases?.release(BatchClaimRules.claimID(batch: name), ended: BatchClaimRules.releaseEnds(batchEnded: true))
+        if releaseClaim { leases?.release(BatchClaimRules.claimID(batch: name), ended: BatchClaimRules.releaseEnds(batchEnded: true)) }
         let counts = journal.counts
         metrics.batch(status.rawValue)
         logger.info(cancelled ? "batch \(status.rawValue)" : "batch done", id: name,
@@ -934,6 +978,7 @@ public final class BatchRunner: @unchecked Sendable {
                      "failed": "\(counts.notSucceeded)"])
         onEnd(EndReport(name: name, status: status.rawValue, total: journal.header.lines, succeeded: counts.succeeded,
                         failed: counts.notSucceeded, outputPath: layout.batchOutput(name), summaryPath: layout.batchSummary(name)))
+        return true
     }
 
     /// An invalid batch: its record lists the first problems with their lines; the file is

@@ -50,6 +50,14 @@ public enum BatchIDList {
         return Array(fields.joined(separator: " ").utf8) + [0x0A]
     }
 
+    /// Whether a list whose last bytes are `tail` (at least the trailer's length, when the
+    /// list is that long) was finished for the input `header` names: a journal copied from
+    /// another batch, or restored without its list, has no list that ends so.
+    public static func ends(_ tail: ArraySlice<UInt8>, for header: BatchJournal.Header) -> Bool {
+        let trailer = trailer(for: header)
+        return tail.count >= trailer.count && tail.suffix(trailer.count).elementsEqual(trailer)
+    }
+
     /// The batch whose list (or unfinished temporary of one) a file of `state/batches` is;
     /// nil for any other file.
     public static func batchName(ofFile file: String) -> String? {

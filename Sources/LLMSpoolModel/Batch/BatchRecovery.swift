@@ -10,6 +10,11 @@ public enum BatchRecovery {
         case publish(BatchJournal, outputPublished: Bool)
         /// The input left while no daemon ran the batch: it is cancelled with what it has.
         case cancelled(BatchJournal)
+        /// Another file took the name while no daemon ran the batch: the journal's batch ends
+        /// first, as if its input had left (cancelled, or published when every line was
+        /// committed), and the new file then starts afresh. Its committed lines were paid
+        /// for and are not thrown away.
+        case replaced(BatchJournal)
     }
 
     /// `input` is the identity of `outgoing/<name>.jsonl` (nil when gone), `partialLength`
@@ -22,7 +27,7 @@ public enum BatchRecovery {
             return complete ? .publish(journal, outputPublished: partialLength == nil) : .cancelled(journal)
         }
         // A new file under the name is a new batch; the journal was the old one's.
-        guard journalNames(input, recorded: journal.header.input) else { return .fresh }
+        guard journalNames(input, recorded: journal.header.input) else { return .replaced(journal) }
         if complete { return .publish(journal, outputPublished: partialLength == nil) }
         // Output the journal committed is missing: nothing honest can be resumed.
         guard let partialLength, partialLength >= journal.outputLength else { return .fresh }
