@@ -113,34 +113,51 @@ import Testing
     /// or resume it, and the running daemon ends it, cancelled: every line once, the
     /// committed ones as they were and the rest `batch_cancelled`, named from the list of
     /// custom_ids the owner kept at acceptance.
-    @Test func aJournalWhoseInputLeftWhileNoDaemonRanItIsEndedByARunningDaemon() throws {
-        let harness = try Harness()
-        defer { harness.stop() }
+    /// Two daemons on one spool; the batch's owner killed with the other paused, so that no
+    /// daemon runs the batch while `change` is made to its input; then the other wakes.
+    struct Orphaned {
+        var survivor: Process
+        var other: String
+        var committedAtKill: Set<Int>
+        var committedOutput: [UInt8]
+    }
+
+    static func orphan(_ harness: Harness, _ name: String, count: Int, change: () throws -> Void) throws -> Orphaned {
         try harness.startStub()
         let daemons = ["d1": try harness.startExtraDaemon("d1", config: Self.config("d1", harness)),
                        "d2": try harness.startExtraDaemon("d2", config: Self.config("d2", harness))]
-        let count = 400
         let lines = (0..<count).map { BatchTests.line("o-\($0)", stub: ["latency_ms": 100]) }
-        try BatchTests.dropBatch(harness, "orphan", lines)
-        try waitUntil("the output grows", timeout: 60) { Self.outputLength(harness, "orphan") > 10_000 }
+        try BatchTests.dropBatch(harness, name, lines)
+        try waitUntil("the output grows", timeout: 60) { Self.outputLength(harness, name) > 10_000 }
         let owner = try Self.owner(of: ["d1", "d2"], harness)
         let other = owner == "d1" ? "d2" : "d1"
         let survivor = try #require(daemons[other])
         let victim = try #require(daemons[owner])
         kill(survivor.processIdentifier, SIGSTOP)
-        defer {
-            kill(survivor.processIdentifier, SIGCONT)
-            kill(survivor.processIdentifier, SIGTERM)
-        }
         kill(victim.processIdentifier, SIGKILL)
         victim.waitUntilExit()
-        let committedAtKill = try Self.committed(harness.layout.batchJournal("orphan"))
+        let committedAtKill = try Self.committed(harness.layout.batchJournal(name))
         #expect(!committedAtKill.isEmpty && committedAtKill.count < count, "killed mid-batch: \(committedAtKill.count)")
-        #expect(Syscall.isPresent(harness.layout.batchIDList("orphan")), "the owner kept the batch's custom_ids")
-        let committedLength = try BatchCancelWhileStoppedTests.committedLength(harness.layout.batchJournal("orphan"))
-        let committedOutput = Array(try Data(contentsOf: URL(fileURLWithPath: harness.layout.batchPartial("orphan"))).prefix(committedLength))
-        try Syscall.unlink(harness.layout.batchRequest("orphan"))
+        #expect(Syscall.isPresent(harness.layout.batchIDList(name)), "the owner kept the batch's custom_ids")
+        let committedLength = try BatchCancelWhileStoppedTests.committedLength(harness.layout.batchJournal(name))
+        let committedOutput = Array(try Data(contentsOf: URL(fileURLWithPath: harness.layout.batchPartial(name))).prefix(committedLength))
+        do {
+            try change()
+        } catch {
+            kill(survivor.processIdentifier, SIGCONT)
+            throw error
+        }
         kill(survivor.processIdentifier, SIGCONT)
+        return Orphaned(survivor: survivor, other: other, committedAtKill: committedAtKill, committedOutput: committedOutput)
+    }
+
+    @Test func aJournalWhoseInputLeftWhileNoDaemonRanItIsEndedByARunningDaemon() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let count = 400
+        let orphaned = try Self.orphan(harness, "orphan", count: count) { try Syscall.unlink(harness.layout.batchRequest("orphan")) }
+        let (survivor, other, committedAtKill, committedOutput) = (orphaned.survivor, orphaned.other, orphaned.committedAtKill, orphaned.committedOutput)
+        defer { kill(survivor.processIdentifier, SIGTERM) }
         let summary = try BatchTests.waitForSummary(harness, "orphan", timeout: 30)
         #expect(summary["status"] as? String == "cancelled")
         #expect(harness.extraLog(other).contains("its lines never sent named in its output as cancelled"), "\(harness.extraLog(other).suffix(2000))")
@@ -170,5 +187,35 @@ import Testing
         // The summary comes first; the input, the list and the journal go after it.
         try waitUntil("the batch's files in state go", timeout: 20) { harness.files(in: harness.layout.batches).isEmpty }
         #expect(harness.files(in: harness.layout.incoming).sorted() == ["orphan.batch.json", "orphan.jsonl"])
+    }
+
+    /// The same, but the input replaced by another file while no daemon ran it: the daemon
+    /// that wakes ends the old batch (cancelled, every line once) and then runs the new
+    /// file under the claim it holds, to the end, with no line of either sent twice.
+    @Test func aJournalWhoseInputWasReplacedWhileNoDaemonRanItEndsThenTheNewFileRuns() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let count = 400
+        let replacement = (0..<40).map { BatchTests.line("n-\($0)", stub: ["latency_ms": 700]) }
+        let orphaned = try Self.orphan(harness, "swap", count: count) { try BatchTests.dropBatch(harness, "swap", replacement) }
+        defer { kill(orphaned.survivor.processIdentifier, SIGTERM) }
+        let log = { harness.extraLog(orphaned.other) }
+        let first = try BatchTests.waitForSummary(harness, "swap", timeout: 30)
+        #expect(first["status"] as? String == "cancelled", "the old batch ends first: \(first)")
+        let counts = first["request_counts"] as? [String: Any]
+        #expect(counts?["total"] as? Int == count && counts?["completed"] as? Int == orphaned.committedAtKill.count, "\(String(describing: counts))")
+        #expect(log().contains("the batch's input was replaced while no daemon ran it"), "\(log().suffix(2000))")
+        try waitUntil("the new file's batch ends", timeout: 120) {
+            ((try? harness.json(harness.layout.batchSummary("swap")))?["request_counts"] as? [String: Any])?["total"] as? Int == 40
+        }
+        let summary = try harness.json(harness.layout.batchSummary("swap"))
+        #expect(summary["status"] as? String == "completed" && (summary["request_counts"] as? [String: Any])?["completed"] as? Int == 40,
+                "\(summary) \(log().suffix(2000))")
+        let output = try BatchTests.outputLines(harness.layout.batchOutput("swap"))
+        #expect(output.count == 40 && Set(BatchTests.byID(output).keys) == Set((0..<40).map { "n-\($0)" }))
+        let sent = try harness.stubPosts().filter { $0.path.hasPrefix("/\(orphaned.other)/") }.map(\.prompt)
+        #expect(sent.count == 40 && Set(sent) == Set((0..<40).map { "prompt of n-\($0)" }),
+                "the waking daemon sent the new lines once each and none of the old: \(sent.count)")
+        try waitUntil("the batch's files in state go", timeout: 20) { harness.files(in: harness.layout.batches).isEmpty }
     }
 }
