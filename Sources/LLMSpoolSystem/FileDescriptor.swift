@@ -45,6 +45,26 @@ public struct FileDescriptor: ~Copyable, Sendable {
         try Syscall.closeChecked(fd, path: path)
     }
 
+    /// Removes `path`, the file this descriptor is open on, and only then closes it: a file
+    /// that is done with goes this way, not by a close and then an unlink.
+    ///
+    /// sshfs (libfuse with `hard_remove` off) renames a file unlinked while open on its
+    /// mount to `.fuse_hidden*`, and deletes that when the last descriptor's release comes.
+    /// A close's release reaches it after close has returned, so an unlink made just after
+    /// a close can overtake it: the file, still counted open, is hidden, and the release
+    /// already under way misses the hidden name; the file is left for good (one in five of
+    /// a create, close, unlink on sshfs 3.7). Unlinked while open, the hiding is over before
+    /// the unlink returns, and the close's release deletes the hidden file, a SIGKILL's too.
+    /// Elsewhere an open file's unlink is plain POSIX (NFS removes its `.nfs*` at the close).
+    /// A missing file is no failure; the descriptor is closed whatever the unlink said, and
+    /// the unlink's failure is the one reported.
+    public consuming func unlinkThenClose(_ path: String) throws {
+        var failure: (any Error)?
+        do { try Syscall.unlinkIfPresent(path) } catch { failure = error }
+        do { try close() } catch { failure = failure ?? error }
+        if let failure { throw failure }
+    }
+
     /// Gives up ownership without closing: the caller closes the number by convention.
     public consuming func release() -> Int32 {
         let fd = rawValue

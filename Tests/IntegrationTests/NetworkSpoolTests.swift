@@ -403,6 +403,32 @@ struct NetworkSpoolTests {
                               logs: ["d1", "d2", "d3"].map { harness.extraLog($0) }, heldOpenByOthers: true)
     }
 
+    /// The probes every start makes (extended attributes in `incoming`, locks in
+    /// `state/leases`) and the disk-health probe create a file and remove it. Closed and then
+    /// removed, one in five was left on sshfs as `.fuse_hidden*`: the close's release reached
+    /// sshfs after the unlink, which hid the file as still open, and nothing removed it. It
+    /// was the `.fuse_hidden*` of `incoming` (empty, from each daemon's start) that the
+    /// takeover and kill tests found. Removed while open, none is left.
+    @Test func theProbesLeaveNothingBehindOnSSHFS() throws {
+        let mounts = try NetworkMounts()
+        defer { mounts.down() }
+        let layout = mounts.spool(.sshfs, 0)
+        try layout.create()
+        let leases = LeaseManager(layout: layout, hostID: "probe", seconds: 10, logger: Logger(minimum: .error))
+        let rounds = 60
+        for _ in 0..<rounds {
+            if case .failed(let reason) = ResultMarkProbe.run(layout) { Issue.record("the attribute probe failed: \(reason)") }
+            #expect(layout.probeWritable() == nil)
+            _ = leases.chooseMethod()
+        }
+        let hidden = { Self.leftovers(mounts.server(.sshfs)).filter { ($0 as NSString).lastPathComponent.hasPrefix(".fuse_hidden") } }
+        // A file removed while open is hidden until the close's release deletes it, a moment
+        // later; one left by the race stays.
+        try? waitUntil("no .fuse_hidden is left", timeout: 5) { hidden().isEmpty }
+        let left = hidden()
+        #expect(left.isEmpty, "\(left.count) left after \(rounds) rounds of the probes: \(left.prefix(5))")
+    }
+
     /// A batch dropped on the share, run by a daemon on one mount; killed mid-batch, the
     /// daemon on another mount (its own device and, on sshfs, inode numbers) takes the claim
     /// over and resumes from the journal: no line the journal had committed is sent again,
@@ -484,18 +510,9 @@ struct NetworkSpoolTests {
         // Line answers make no file any more (they are held in memory), so none of them can
         // be left: a `.partial` of a line in flight at the kill is not among these.
         #expect(!incoming.contains { SpoolLayout.isLineTemporary($0) })
-        if kind == .sshfs {
-            // Found by this test, not mended yet: on sshfs, after the takeover, a file of
-            // `incoming` is still left as `.fuse_hidden*` now and then (a file removed while
-            // a descriptor of it was open on that mount). It was taken for the lines'
-            // `.partial` files; those are gone, and in two runs since, the first still left
-            // one: another file, not identified yet. Recorded, not hidden.
-            withKnownIssue("sshfs: a file of incoming left as .fuse_hidden after a batch takeover", isIntermittent: true) {
-                #expect(fuseHidden.isEmpty, "\(fuseHidden.count) left: \(fuseHidden.prefix(5))")
-            }
-        } else {
-            #expect(fuseHidden.isEmpty)
-        }
+        // On sshfs this found `.fuse_hidden*` files in `incoming` now and then: each daemon's
+        // start probe, closed and then removed (`theProbesLeaveNothingBehindOnSSHFS`).
+        #expect(fuseHidden.isEmpty, "\(fuseHidden.count) left: \(fuseHidden.prefix(5))")
     }
 }
 

@@ -119,4 +119,35 @@ import Testing
         #expect(owner.take()?.rawValue == nil)
         owner.discard()
     }
+
+    @Test func unlinkThenCloseRemovesTheFileAndClosesIt() throws {
+        defer { unlink(path) }
+        let number = try openHigh()
+        try FileDescriptor(owning: number, path: path).unlinkThenClose(path)
+        #expect(target(number) == nil)
+        #expect(!Syscall.isPresent(path))
+    }
+
+    @Test func unlinkThenCloseTakesAMissingFileForRemoved() throws {
+        let number = try openHigh()
+        unlink(path)
+        try FileDescriptor(owning: number, path: path).unlinkThenClose(path)
+        #expect(target(number) == nil)
+    }
+
+    @Test func unlinkThenCloseClosesWhenTheUnlinkFailsAndReportsTheUnlink() throws {
+        defer { unlink(path) }
+        let number = try openHigh()
+        let folder = path + ".folder"
+        try Syscall.mkdir(folder, mode: 0o700)
+        defer { rmdir(folder) }
+        var reported: SystemError?
+        do {
+            try FileDescriptor(owning: number, path: path).unlinkThenClose(folder)
+        } catch let error as SystemError {
+            reported = error
+        }
+        #expect(reported?.call == "unlink" && reported?.errno == EISDIR, "\(String(describing: reported))")
+        #expect(target(number) == nil, "closed all the same")
+    }
 }

@@ -932,12 +932,15 @@ public final class BatchRunner: @unchecked Sendable {
             batch.next = batch.index.count
         }
         guard batch.journal.committed.count >= batch.index.count, batch.inWindow.isEmpty else { return }
-        closeOutputs(batch)
+        // The output is renamed, not removed: closed now. The journal is removed by the plan,
+        // its descriptor goes there with the input's (see `publish`).
+        batch.outputFile = nil
+        let journalFile = batch.journalFile.take()
         for attempted in batch.attempted { answer(attempted, durable: false) }
         batches[batch.name] = nil
         stopping.withLock { _ = $0.remove(batch.name) }
-        publish(name: batch.name, fd: batch.input.take(), identity: batch.identity, journal: batch.journal, outputPublished: false,
-                status: batch.expiring ? .expired : batch.cancelled ? .cancelled : .completed)
+        publish(name: batch.name, fd: batch.input.take(), journalFile: journalFile, identity: batch.identity, journal: batch.journal,
+                outputPublished: false, status: batch.expiring ? .expired : batch.cancelled ? .cancelled : .completed)
         // A newer file under the name waits for this one's end.
         if Syscall.isPresent(layout.batchRequest(batch.name)) { consider(batch.name) }
     }
@@ -952,13 +955,18 @@ public final class BatchRunner: @unchecked Sendable {
         batch.input = nil
     }
 
-    /// Runs the end's publication plan; the input's descriptor is closed first, either way.
+    /// Runs the end's publication plan; the input's and the journal's descriptors are closed
+    /// after it, either way.
     @discardableResult
-    private func publish(name: String, fd: consuming FileDescriptor?, identity: FileIdentity?, journal: BatchJournal, outputPublished: Bool,
-                         status: BatchSummary.Status, releaseClaim: Bool = true) -> Bool {
-        // Before the plan removes the input: sshfs keeps a file removed while it is open as
-        // `outgoing/.fuse_hidden*`, for good.
-        fd = nil
+    private func publish(name: String, fd: consuming FileDescriptor?, journalFile: consuming FileDescriptor? = nil, identity: FileIdentity?,
+                         journal: BatchJournal, outputPublished: Bool, status: BatchSummary.Status, releaseClaim: Bool = true) -> Bool {
+        // Held open while the plan removes the input and the journal, closed after: on sshfs,
+        // a close followed at once by the unlink can leave the file as `.fuse_hidden*` for
+        // good, an unlink while open never does (`FileDescriptor.unlinkThenClose`).
+        defer {
+            fd = nil
+            journalFile = nil
+        }
         let cancelled = status != .completed
         let summary = BatchSummary(name: name, status: status, endpoint: journal.header.endpoint, total: journal.header.lines,
                                    counts: journal.counts, createdAt: journal.header.createdAt, endedAt: Int(Date().timeIntervalSince1970),

@@ -15,12 +15,13 @@ extension Finisher {
         var result: BatchLineResult
         var usage: [String: Int]?
         defer {
-            outcome.partial?.discard()
-            discardSpill(outcome)
-            // An answer held in memory made no `.partial` (`BatchLineAnswer`).
+            // An answer held in memory made no `.partial` (`BatchLineAnswer`). Removed before
+            // its descriptor closes (`FileDescriptor.unlinkThenClose`).
             if outcome.heldBody == nil {
                 logger.bestEffort("removing a leftover", id: id) { try Syscall.unlinkIfPresent(partial) }
             }
+            outcome.partial?.discard()
+            discardSpill(outcome)
         }
         switch verdict {
         case .cancelled:

@@ -145,9 +145,10 @@ public final class Finisher: Sendable {
         entry.providerRequestID = ProviderRequestID.from(headers: outcome.headers)
         switch verdict {
         case .cancelled:
+            // Removed before their descriptors close (`FileDescriptor.unlinkThenClose`).
+            removePartials()
             outcome.partial?.discard()
             discardSpill(outcome)
-            removePartials()
             entry.outcome = "cancelled"
             task.history.attempts.append(entry)
             // The request may have left because another daemon answered it: its record stays.
@@ -166,9 +167,10 @@ public final class Finisher: Sendable {
                 return .ended(postpone(task, because: "publishing the result failed: \(error)"))
             }
         case .failure(let failure):
+            // Removed before their descriptors close (`FileDescriptor.unlinkThenClose`).
+            removePartials()
             outcome.partial?.discard()
             discardSpill(outcome)
-            removePartials()
             if failure.kind == .disk { diskHealth.writeFailed() }
             entry.outcome = failure.kind.rawValue
             entry.message = failure.message
@@ -523,10 +525,14 @@ public final class Finisher: Sendable {
         return .retry(next, at: Date().timeIntervalSince1970 + delay)
     }
 
-    /// Closes and removes the result's temporary of an attempt that produced no result.
+    /// Removes the result's temporary of an attempt that produced no result, then closes it:
+    /// closed first, sshfs can keep it as `incoming/.fuse_hidden*` (`FileDescriptor.unlinkThenClose`).
     func discardSpill(_ outcome: AttemptOutcome) {
         guard let stream = outcome.stream, let spill = stream.spill?.take() else { return }
-        _ = consume spill
-        logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(stream.spillPath) }
+        do {
+            try spill.unlinkThenClose(stream.spillPath)
+        } catch {
+            logger.warning("removing a leftover failed; carrying on", ["reason": "\(error)"])
+        }
     }
 }

@@ -327,28 +327,42 @@ public final class LeaseManager: Sendable {
     /// and granted it once the first lets go.
     func probeLocks() -> ClaimMethod.Probe {
         let path = "\(layout.leases)/.probe-\(owner.replacingOccurrences(of: ":", with: "-"))"
-        defer { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) } }
         // A probe that cannot open its file fails with the errno: the caller logs the method
         // it chose and why.
         let first: FileDescriptor
         do {
             first = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_NOFOLLOW, mode: layout.fileMode)
         } catch {
+            logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) }
             return .failed(errno: (error as? SystemError)?.errno ?? EIO)
         }
-        let second: FileDescriptor
+        let probe: ClaimMethod.Probe
         do {
-            second = try FileDescriptor.open(path, O_RDWR | O_NOFOLLOW)
+            let second = try FileDescriptor.open(path, O_RDWR | O_NOFOLLOW)
+            probe = LeaseManager.probeLocks(first.rawValue, second.rawValue)
         } catch {
-            return .failed(errno: (error as? SystemError)?.errno ?? EIO)
+            probe = .failed(errno: (error as? SystemError)?.errno ?? EIO)
         }
-        guard llms_ofd_lock(first.rawValue, llms_lock_write) == 0 else { return .failed(errno: errno) }
-        if llms_ofd_lock(second.rawValue, llms_lock_write) == 0 { return .noConflict }
+        // Removed while `first` is still open: a close followed at once by the unlink left it
+        // on sshfs as `state/leases/.fuse_hidden*` now and then (`FileDescriptor.unlinkThenClose`).
+        do {
+            try first.unlinkThenClose(path)
+        } catch let error as SystemError where error.errno == ENOENT {
+        } catch {
+            logger.warning("removing a leftover failed; carrying on", ["reason": "\(error)"])
+        }
+        return probe
+    }
+
+    /// The lock probe proper, on two descriptors of one file.
+    private static func probeLocks(_ first: Int32, _ second: Int32) -> ClaimMethod.Probe {
+        guard llms_ofd_lock(first, llms_lock_write) == 0 else { return .failed(errno: errno) }
+        if llms_ofd_lock(second, llms_lock_write) == 0 { return .noConflict }
         guard errno == EAGAIN || errno == EACCES else { return .failed(errno: errno) }
-        guard llms_ofd_lock(first.rawValue, llms_lock_unlock) == 0 else { return .failed(errno: errno) }
+        guard llms_ofd_lock(first, llms_lock_unlock) == 0 else { return .failed(errno: errno) }
         // A network lock manager may take a moment to hand the lock on.
         for _ in 0..<50 {
-            if llms_ofd_lock(second.rawValue, llms_lock_write) == 0 { return .works }
+            if llms_ofd_lock(second, llms_lock_write) == 0 { return .works }
             usleep(10_000)
         }
         return .neverReleased

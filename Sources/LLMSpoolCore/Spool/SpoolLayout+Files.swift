@@ -36,8 +36,9 @@ extension SpoolLayout {
         for directory in publicationFolders {
             let probe = directory + "/.llmspool-probe"
             do {
-                try FileDescriptor.open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: fileMode).close()
-                try Syscall.unlinkIfPresent(probe)
+                // Removed while open: closed first, sshfs can keep it as `.fuse_hidden*`
+                // (`FileDescriptor.unlinkThenClose`).
+                try FileDescriptor.open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: fileMode).unlinkThenClose(probe)
             } catch let error as SystemError {
                 return error
             } catch {

@@ -397,12 +397,12 @@ final class Transfer {
         return result
     }
 
-    /// Closes and removes the result's temporary of an attempt that will not be finished.
+    /// Removes the result's temporary of an attempt that will not be finished, then closes
+    /// it: closed first, sshfs can keep it as `.fuse_hidden*` (`FileDescriptor.unlinkThenClose`).
     func discardSpill() {
-        guard spillFile?.rawValue != nil else { return }
-        spillFile = nil
+        guard let file = spillFile.take() else { return }
         do {
-            try Syscall.unlinkIfPresent(spillPath)
+            try file.unlinkThenClose(spillPath)
         } catch {
             // A hidden temporary: no reader takes it for a result, and the next start's
             // leftover sweep removes it (SpoolDaemon.removeLeftovers, which logs its failures).
