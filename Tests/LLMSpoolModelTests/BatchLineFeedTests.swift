@@ -35,6 +35,20 @@ import Testing
         #expect(!feed.admits(.background, live: 0, background: 3))
     }
 
+    @Test func theLanesBacklogHoldsBackOnlyLinesThatMayWait() {
+        let feed = BatchLineFeed(liveWindow: 2, backgroundWindow: 10, laneBacklogLimit: 4)
+        #expect(feed.admits(.background, live: 0, background: 3, laneBacklog: 3))
+        #expect(!feed.admits(.background, live: 0, background: 3, laneBacklog: 4), "the lane has not taken in the last 4 yet")
+        #expect(feed.waitsForLane(.background, background: 3, laneBacklog: 4), "held by the backlog alone: looked at again soon")
+        #expect(feed.admits(.live, live: 1, background: 3, laneBacklog: 1_000), "live lines do not wait for the lane")
+        #expect(!feed.waitsForLane(.live, background: 3, laneBacklog: 1_000))
+        #expect(!feed.admits(.background, live: 0, background: 10, laneBacklog: 0))
+        #expect(!feed.waitsForLane(.background, background: 10, laneBacklog: 9), "a full window waits for lines to end, not for the lane")
+        #expect(!feed.waitsForLane(.background, background: 3, laneBacklog: 3), "admitted: nothing to wait for")
+        #expect(BatchLineFeed(liveWindow: 1, backgroundWindow: 1, laneBacklogLimit: 0).laneBacklogLimit == 1)
+        #expect(BatchLineFeed(liveWindow: 1, backgroundWindow: 1).laneBacklogLimit == BatchLineFeed.defaultLaneBacklogLimit)
+    }
+
     @Test func windowsAreAtLeastOne() {
         let feed = BatchLineFeed(liveWindow: 0, backgroundWindow: -5)
         #expect(feed.liveWindow == 1 && feed.backgroundWindow == 1)

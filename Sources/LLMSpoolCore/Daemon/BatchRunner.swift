@@ -148,6 +148,11 @@ public final class BatchRunner: @unchecked Sendable {
     private var batches: [String: Batch] = [:]
     private var settling: [String: Double] = [:]
     private var draining = false
+    /// The lines handed to the background lane that its thread has not taken in yet.
+    private let laneBacklog: @Sendable () -> Int
+    /// A feed held back only by the lane's backlog: the next round comes soon, not when a
+    /// line ends.
+    private var feedWaitsForLane = false
     /// When journals are next looked at for orphans.
     private var orphanSweepDue = 0.0
     /// Names of batches being cancelled, for the finisher threads: their lines are not retried.
@@ -156,7 +161,9 @@ public final class BatchRunner: @unchecked Sendable {
     private let leases: LeaseManager?
 
     public init(layout: SpoolLayout, settings: Settings, logger: Logger, metrics: Metrics = Metrics(), leases: LeaseManager? = nil,
-                post: @escaping @Sendable (Scheduler.Event) -> Void, onEnd: @escaping @Sendable (EndReport) -> Void = { _ in }) {
+                post: @escaping @Sendable (Scheduler.Event) -> Void, onEnd: @escaping @Sendable (EndReport) -> Void = { _ in },
+                laneBacklog: @escaping @Sendable () -> Int = { 0 }) {
+        self.laneBacklog = laneBacklog
         self.leases = leases
         self.metrics = metrics
         self.layout = layout
@@ -230,7 +237,8 @@ public final class BatchRunner: @unchecked Sendable {
     private func run() {
         recoverOrphans()
         while true {
-            _ = wake.wait(timeout: .now() + 0.5)
+            _ = wake.wait(timeout: .now() + (feedWaitsForLane ? 0.01 : 0.5))
+            feedWaitsForLane = false
             var messages: [Message] = []
             inbox.withLock { swap(&messages, &$0.messages) }
             var stop = false
@@ -743,6 +751,8 @@ public final class BatchRunner: @unchecked Sendable {
             ($0.window, $0.maxLifetimeSeconds, $0.maxAttempts, $0.routing, $0.backgroundWindow)
         }
         let rule = BatchLineFeed(liveWindow: window, backgroundWindow: backgroundWindow)
+        // Counted on as lines are fed: they reach the lane's inbox after this round.
+        var backlog = laneBacklog()
         let created = Date(timeIntervalSince1970: Double(batch.journal.header.createdAt))
         if Date().timeIntervalSince(created) > lifetime {
             batch.expiring = true
@@ -767,7 +777,11 @@ public final class BatchRunner: @unchecked Sendable {
             } else {
                 // Neither lane can take a line: nothing is read.
                 let live = batch.inWindow.count - batch.laned.count
-                guard rule.admits(.live, live: live, background: batch.laned.count) || rule.admits(.background, live: live, background: batch.laned.count) else { break }
+                guard rule.admits(.live, live: live, background: batch.laned.count)
+                    || rule.admits(.background, live: live, background: batch.laned.count, laneBacklog: backlog) else {
+                    if rule.waitsForLane(.background, background: batch.laned.count, laneBacklog: backlog) { feedWaitsForLane = true }
+                    break
+                }
                 let range = batch.index.range(entry)
                 let line: BatchLine
                 do {
@@ -790,14 +804,18 @@ public final class BatchRunner: @unchecked Sendable {
                 task = made
             }
             let lane = BatchLineFeed.lane(of: routing.route(task))
-            guard rule.admits(lane, live: batch.inWindow.count - batch.laned.count, background: batch.laned.count) else {
+            guard rule.admits(lane, live: batch.inWindow.count - batch.laned.count, background: batch.laned.count, laneBacklog: backlog) else {
+                if rule.waitsForLane(lane, background: batch.laned.count, laneBacklog: backlog) { feedWaitsForLane = true }
                 batch.peeked = (entry, task)
                 break
             }
             batch.peeked = nil
             batch.next += 1
             batch.inWindow.insert(entry)
-            if lane == .background { batch.laned.insert(entry) }
+            if lane == .background {
+                batch.laned.insert(entry)
+                backlog += 1
+            }
             fed += 1
             post(.arrived(.valid(task)))
         }

@@ -97,7 +97,8 @@ public final class SpoolDaemon: Sendable {
         let batches = BatchRunner(layout: layout, settings: batchSettings, logger: logger, metrics: metrics, leases: leases, post: post,
                                   onEnd: { report in
                                       hooks.handleBatch(report)
-                                  })
+                                  },
+                                  laneBacklog: { lane.backlog })
         finisher.batches.withLock { $0 = batches }
         var watcherDelegate = Watcher.Delegate(found: { post(.arrived($0)) }, removed: { id, path in engineBox.withLock { $0 }?.removed(id: id, path: path) })
         watcherDelegate.foundBatch = { batches.found($0) }

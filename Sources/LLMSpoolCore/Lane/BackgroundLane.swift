@@ -67,6 +67,8 @@ public final class BackgroundLane: @unchecked Sendable {
     private let stopped = DispatchSemaphore(value: 0)
     private let progressBox = Mutex<[Progress]>([])
     private let running = Atomic<Bool>(false)
+    /// Requests handed over by `deferred` that the thread has not taken in yet.
+    private let backlogCount = Atomic<Int>(0)
 
     private var endpoints: [Endpoint]
     private var settings: Settings
@@ -108,8 +110,13 @@ public final class BackgroundLane: @unchecked Sendable {
 
     /// A request that may wait, from the scheduler (any thread).
     public func deferred(_ task: TaskDescriptor, endpoint: String) {
+        backlogCount.add(1, ordering: .relaxed)
         enqueue(.deferred(task, endpoint: endpoint))
     }
+
+    /// Requests handed over that the lane's thread has not taken in yet: a batch file's
+    /// feed waits while there are many (`BatchLineFeed.laneBacklogLimit`).
+    public var backlog: Int { backlogCount.load(ordering: .relaxed) }
 
     /// A laned request's file left `outgoing` (any thread).
     public func withdrawn(id: String) {
@@ -170,6 +177,7 @@ public final class BackgroundLane: @unchecked Sendable {
         switch message {
         case .deferred(let task, let endpoint):
             join(task, endpoint: endpoint)
+            backlogCount.subtract(1, ordering: .relaxed)
         case .withdrawn(let id):
             if waiting[id] != nil {
                 apply(grouper.handle(.removed(id: id)))

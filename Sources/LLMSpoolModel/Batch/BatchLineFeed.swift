@@ -15,10 +15,20 @@ public struct BatchLineFeed: Sendable, Equatable {
     public var liveWindow: Int
     /// Lines in the background lane, at most (`batch_max_requests` by default).
     public var backgroundWindow: Int
+    /// Lines handed to the background lane that its thread has not taken in yet, at most,
+    /// before more lines that may wait are fed. Each one waits there as a whole task; when
+    /// the lane's thread falls behind (a busy machine), a window of 50,000 would otherwise
+    /// pile up in its inbox, and the daemon's peak memory would follow the load.
+    public var laneBacklogLimit: Int
 
-    public init(liveWindow: Int, backgroundWindow: Int) {
+    /// Lines the lane's inbox may hold before the feed waits for it: a couple of the
+    /// runner's rounds, so that the lane never runs dry while it keeps up.
+    public static let defaultLaneBacklogLimit = 4096
+
+    public init(liveWindow: Int, backgroundWindow: Int, laneBacklogLimit: Int = BatchLineFeed.defaultLaneBacklogLimit) {
         self.liveWindow = max(1, liveWindow)
         self.backgroundWindow = max(1, backgroundWindow)
+        self.laneBacklogLimit = max(1, laneBacklogLimit)
     }
 
     /// The lane the scheduler will send a line's task to: a line that may wait and that
@@ -31,11 +41,17 @@ public struct BatchLineFeed: Sendable, Equatable {
     }
 
     /// Whether a line of `lane` may be fed with `live` live lines and `background` lines
-    /// of the background lane in flight.
-    public func admits(_ lane: Lane, live: Int, background: Int) -> Bool {
+    /// of the background lane in flight, `laneBacklog` of them not yet taken in by the lane.
+    public func admits(_ lane: Lane, live: Int, background: Int, laneBacklog: Int = 0) -> Bool {
         switch lane {
         case .live: live < liveWindow
-        case .background: background < backgroundWindow
+        case .background: background < backgroundWindow && laneBacklog < laneBacklogLimit
         }
+    }
+
+    /// Whether a line of `lane` that is not admitted waits only for the lane's inbox to
+    /// drain: no line ends to make room then, so the feed looks again soon by itself.
+    public func waitsForLane(_ lane: Lane, background: Int, laneBacklog: Int) -> Bool {
+        lane == .background && background < backgroundWindow && laneBacklog >= laneBacklogLimit
     }
 }
