@@ -143,9 +143,16 @@ public enum Syscall {
         _ = try retrying("unlink", path) { Glibc.unlink(path) }
     }
 
-    /// Unlinks, treating an already-missing file as success.
-    public static func unlinkIfPresent(_ path: String) throws {
-        do { try unlink(path) } catch let error as SystemError where error.errno == ENOENT {}
+    /// Unlinks, treating an already-missing file as success. Returns whether this call
+    /// removed it: false when it was gone already.
+    @discardableResult
+    public static func unlinkIfPresent(_ path: String) throws -> Bool {
+        do {
+            try unlink(path)
+            return true
+        } catch let error as SystemError where error.errno == ENOENT {
+            return false
+        }
     }
 
     /// The folder gets exactly `mode`, whatever the umask (see `open`).

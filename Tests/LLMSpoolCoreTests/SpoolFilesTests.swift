@@ -27,3 +27,16 @@ import Testing
         #expect(error?.path == path)
     }
 }
+
+/// Only the unlink can say whether a file was still there: a lookup before it may be
+/// answered from a network mount's stale cache.
+@Suite struct SpoolFilesUnlinkTests {
+    @Test func theUnlinkSaysWhetherItRemovedTheFile() throws {
+        let path = "/tmp/llmspool-unlink-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let file = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL)
+        try file.close()
+        let files = SpoolFiles(layout: SpoolLayout(root: "/tmp"))
+        #expect(try files.unlinkIfPresent(path))
+        #expect(try !files.unlinkIfPresent(path), "gone already")
+    }
+}

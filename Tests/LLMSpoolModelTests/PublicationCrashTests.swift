@@ -133,18 +133,24 @@ final class MemoryFiles: PublicationFiles, @unchecked Sendable {
         pending.append(.rename(from, to))
     }
 
+    /// Paths a lookup still finds after their removal, as through a network mount's stale
+    /// cache, with the identity they had.
+    var staleLookups: [String: FileIdentity] = [:]
+
     func identity(of path: String) throws(Failure) -> FileIdentity? {
-        files[path].map { Self.identity($0) }
+        files[path].map { Self.identity($0) } ?? staleLookups[path]
     }
 
     static func identity(_ file: File) -> FileIdentity {
         FileIdentity(device: 1, inode: file.inode, size: Int64(file.bytes.count), modifiedNanoseconds: 0, bornNanoseconds: Int64(file.inode))
     }
 
-    func unlinkIfPresent(_ path: String) throws(Failure) {
+    @discardableResult
+    func unlinkIfPresent(_ path: String) throws(Failure) -> Bool {
         try guardPath(path)
-        guard names.removeValue(forKey: path) != nil else { return }
+        guard names.removeValue(forKey: path) != nil else { return false }
         pending.append(.unlink(path))
+        return true
     }
 
     func exists(_ path: String) throws(Failure) -> Bool { names[path] != nil }
@@ -454,6 +460,32 @@ final class StepCounter: @unchecked Sendable {
         // After a restart the newer file is not mistaken for the finished one.
         let identity = try? files.identity(of: layout.request(id))
         #expect(Recovery.decide(record: files.records[id], identity: identity, resultInode: files.files[layout.result(id)]?.inode) == .fresh)
+    }
+
+    /// On a shared spool a daemon can find a request through its mount's stale cache after
+    /// the daemon that ended it removed it. Completing that task again must say nothing
+    /// ended here: the unlink, not the lookup before it, tells.
+    @Test func aRequestAnotherDaemonRemovedIsNotCompletedTwice() throws {
+        let files = MemoryFiles()
+        files.create(layout.request(id), requestText)
+        let identity = try #require(try files.identity(of: layout.request(id)))
+        let record = TaskRecord(id: id, status: .done, request: identity, history: TaskHistory(firstSeen: Date(timeIntervalSince1970: 0)))
+        files.createRecord(record)
+        let steps = PublicationPlan.completion(of: record, requestPath: layout.request(id), identity: identity, errorRecordExists: false, layout: layout)
+        try files.unlinkIfPresent(layout.request(id))
+        files.staleLookups[layout.request(id)] = identity
+        guard case .completed(let notes) = PublicationExecutor(files: files).run(steps) else {
+            Issue.record("the plan completes")
+            return
+        }
+        #expect(notes == [.alreadyGone(layout.request(id))])
+        // Without the stale lookup the check before the unlink says so as well.
+        files.staleLookups = [:]
+        guard case .completed(let again) = PublicationExecutor(files: files).run(steps) else {
+            Issue.record("the plan completes")
+            return
+        }
+        #expect(again == [.alreadyGone(layout.request(id))])
     }
 
     @Test func aNewerRequestIsNotMovedToFailedWithTheOldOnesRecord() {

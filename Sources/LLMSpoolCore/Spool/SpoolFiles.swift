@@ -58,7 +58,8 @@ public struct SpoolFiles: PublicationFiles, Sendable {
         return FileIdentity(info).with(bornNanoseconds: FileIdentity.birthTime(path: path))
     }
 
-    public func unlinkIfPresent(_ path: String) throws {
+    @discardableResult
+    public func unlinkIfPresent(_ path: String) throws -> Bool {
         try Syscall.unlinkIfPresent(path)
     }
 

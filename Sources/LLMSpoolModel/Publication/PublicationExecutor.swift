@@ -11,7 +11,11 @@ public protocol PublicationFiles {
     func rename(_ from: String, _ to: String) throws(Failure)
     /// The identity of the file now at `path`, or nil when there is none.
     func identity(of path: String) throws(Failure) -> FileIdentity?
-    func unlinkIfPresent(_ path: String) throws(Failure)
+    /// Removes a file if it is there; false when it was gone already. Only the unlink can
+    /// say: through a network mount's stale cache a lookup just before can still find a
+    /// file another mount has removed.
+    @discardableResult
+    func unlinkIfPresent(_ path: String) throws(Failure) -> Bool
     func exists(_ path: String) throws(Failure) -> Bool
     func syncFolder(_ path: String) throws(Failure)
     /// Creates a folder if it is missing.
@@ -109,7 +113,8 @@ public struct PublicationExecutor<Files: PublicationFiles> {
             try files.rename(from, to)
         case .unlinkIfSame(let path, let identity):
             if let note = try check(path, identity) { return note }
-            try files.unlinkIfPresent(path)
+            // Seen through a stale cache, removed by another daemon since: nothing ended here.
+            guard try files.unlinkIfPresent(path) else { return .alreadyGone(path) }
         case .unlinkIfPresent(let path):
             try files.unlinkIfPresent(path)
         case .archiveIfPresent(let path, let folder):
