@@ -93,7 +93,7 @@ struct NetworkSpoolTests {
     static func config(_ host: String, spool: SpoolLayout, harness: Harness, name: String? = nil) -> [String: Any] {
         // `auto`: the daemons must find out by themselves that these are network mounts.
         ["spool": spool.root, "watch_mode": "auto", "poll_interval_seconds": 0.2, "lease_seconds": 10, "host_id": host, "concurrency": 16,
-         "rescan_interval_seconds": 5, "base_url": Self.url(harness, of: name ?? host)]
+         "rescan_interval_seconds": 5, "log_level": "debug", "base_url": Self.url(harness, of: name ?? host)]
     }
 
     static func url(_ harness: Harness, of daemon: String) -> String {
@@ -188,7 +188,12 @@ struct NetworkSpoolTests {
         #expect(thrice.isEmpty, "at most once more each: \(thrice) \(Self.linesAbout(thrice.prefix(2), in: logs))")
         let done = Self.doneIDs(logs)
         let doneTwice = ids.filter { done[$0, default: 0] > 1 }
-        #expect(doneTwice.isEmpty, "ended done more than once: \(doneTwice.prefix(20)) (\(doneTwice.count))")
+        #expect(doneTwice.isEmpty, "ended done more than once: \(doneTwice.prefix(20)) (\(doneTwice.count)) \(Self.linesAbout(doneTwice.prefix(2), in: logs))")
+        // Nobody withdraws a request here: a request seen leaving because another daemon
+        // ended it must not be reported cancelled besides.
+        let cancelledLines = logs.flatMap { $0.split(separator: "\n") }.filter { $0.contains("info: cancelled: ") }
+        let cancelled = ids.filter { id in cancelledLines.contains { $0.contains(" id=\(id) ") || $0.hasSuffix(" id=\(id)") } }
+        #expect(cancelled.isEmpty, "reported cancelled: \(cancelled.prefix(20)) \(Self.linesAbout(cancelled.prefix(2), in: logs))")
         // A daemon killed between publishing and logging leaves a result without its line.
         let unlogged = ids.filter { done[$0, default: 0] == 0 && !sentTwiceAllowed.contains($0) }
         #expect(unlogged.isEmpty, "every request ended done once: \(unlogged.prefix(20))")

@@ -331,10 +331,15 @@ public final class Finisher: Sendable {
         guard claimForEnding(id, "a withdrawal") else { return }
         defer { leases?.release(id, ended: true) }
         var record = TaskRecord.load(layout, id: id) ?? TaskRecord(id: id, status: .cancelled, request: nil, history: TaskHistory(firstSeen: Date()))
-        if LeaseRules.mayRecordCancelled(over: record.status) {
-            record.status = .cancelled
-            logger.bestEffort("an informational write") { try record.write(layout, durable: false) }
+        // Ended already, its outcome reported where it ended: by another daemon that was
+        // killed before its claim said so, or by this one before a restart. Its removal is
+        // that end's clean-up, not a withdrawal.
+        guard LeaseRules.mayRecordCancelled(over: record.status) else {
+            logger.debug("the removed request had ended already; nothing to report", id: id, ["status": LogValue(record.status.rawValue)])
+            return
         }
+        record.status = .cancelled
+        logger.bestEffort("an informational write") { try record.write(layout, durable: false) }
         logger.info("cancelled: the request was removed before it started", id: id)
         report(TaskReport(id: id, outcome: .cancelled))
     }

@@ -1,0 +1,57 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import LLMSpoolCore
+
+/// A request's file leaving `outgoing` before its task ran is a withdrawal, unless its task
+/// had ended already: on a shared spool, a daemon killed between its result and its claim's
+/// tombstone leaves the others to see the request go as if withdrawn.
+@Suite struct FinisherWithdrawalTests {
+    let layout = SpoolLayout(root: NSTemporaryDirectory() + "llmspool-withdrawal-\(UUID().uuidString)")
+
+    /// What the finisher reported, in order.
+    final class Reports: Sendable {
+        let list = Mutex<[TaskReport]>([])
+        var all: [TaskReport] { list.withLock { $0 } }
+    }
+
+    func finisher(_ reports: Reports) -> Finisher {
+        Finisher(layout: layout, logger: Logger(minimum: .error), retry: RetrySettings(), endpointCount: 1) { report in
+            reports.list.withLock { $0.append(report) }
+        }
+    }
+
+    func record(_ id: String, _ status: TaskRecord.Status) throws {
+        try TaskRecord(id: id, status: status, request: nil, history: TaskHistory(firstSeen: Date())).write(layout, durable: false)
+    }
+
+    @Test(arguments: [TaskRecord.Status.done, .failed])
+    func aRequestWhoseTaskEndedIsNotReportedCancelled(_ status: TaskRecord.Status) throws {
+        try layout.create()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        try record("w1", status)
+        let reports = Reports()
+        finisher(reports).withdrawn(id: "w1")
+        #expect(reports.all.isEmpty, "an ended task's removal reports nothing")
+        #expect(TaskRecord.load(layout, id: "w1")?.status == status, "its record keeps its end")
+    }
+
+    @Test(arguments: [TaskRecord.Status.active, .cancelled])
+    func aRequestRemovedBeforeItsTaskEndedIsCancelledOnce(_ status: TaskRecord.Status) throws {
+        try layout.create()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        try record("w2", status)
+        let reports = Reports()
+        finisher(reports).withdrawn(id: "w2")
+        #expect(reports.all == [TaskReport(id: "w2", outcome: .cancelled)])
+        #expect(TaskRecord.load(layout, id: "w2")?.status == .cancelled)
+    }
+
+    @Test func aRequestWithoutARecordIsCancelled() throws {
+        try layout.create()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        let reports = Reports()
+        finisher(reports).withdrawn(id: "w3")
+        #expect(reports.all == [TaskReport(id: "w3", outcome: .cancelled)])
+    }
+}
