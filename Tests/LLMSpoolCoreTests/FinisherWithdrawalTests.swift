@@ -21,9 +21,11 @@ import Testing
         }
     }
 
-    func record(_ id: String, _ status: TaskRecord.Status) throws {
-        try TaskRecord(id: id, status: status, request: nil, history: TaskHistory(firstSeen: Date())).write(layout, durable: false)
+    func record(_ id: String, _ status: TaskRecord.Status, request: FileIdentity? = nil) throws {
+        try TaskRecord(id: id, status: status, request: request, history: TaskHistory(firstSeen: Date())).write(layout, durable: false)
     }
+
+    static let ended = FileIdentity(device: 7, inode: 70, size: 120, modifiedNanoseconds: 1_000_000_000, contentHash: 0xfeed)
 
     @Test(arguments: [TaskRecord.Status.done, .failed])
     func aRequestWhoseTaskEndedIsNotReportedCancelled(_ status: TaskRecord.Status) throws {
@@ -34,6 +36,32 @@ import Testing
         finisher(reports).withdrawn(id: "w1")
         #expect(reports.all.isEmpty, "an ended task's removal reports nothing")
         #expect(TaskRecord.load(layout, id: "w1")?.status == status, "its record keeps its end")
+    }
+
+    /// The same request's file, seen through this mount (its own device and inode numbers)
+    /// as it was when another mount's daemon ended it.
+    @Test func theEndedFileSeenThroughAnotherMountIsNotReportedCancelled() throws {
+        try layout.create()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        try record("w4", .done, request: Self.ended)
+        let reports = Reports()
+        let throughThisMount = FileIdentity(device: 9, inode: 4711, size: 120, modifiedNanoseconds: 1_000_000_000, contentHash: 0xfeed)
+        finisher(reports).withdrawn(id: "w4", identity: throughThisMount)
+        #expect(reports.all.isEmpty)
+    }
+
+    /// A newer file dropped under a finished request's name, deleted before it started:
+    /// that one is withdrawn, and the old end's record stays.
+    @Test(arguments: [TaskRecord.Status.done, .failed])
+    func aNewerFileUnderAnEndedTasksNameIsCancelled(_ status: TaskRecord.Status) throws {
+        try layout.create()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        try record("w5", status, request: Self.ended)
+        let reports = Reports()
+        let newer = FileIdentity(device: 7, inode: 71, size: 133, modifiedNanoseconds: 5_000_000_000, contentHash: 0xbeef)
+        finisher(reports).withdrawn(id: "w5", identity: newer)
+        #expect(reports.all == [TaskReport(id: "w5", outcome: .cancelled)])
+        #expect(TaskRecord.load(layout, id: "w5")?.status == status)
     }
 
     @Test(arguments: [TaskRecord.Status.active, .cancelled])

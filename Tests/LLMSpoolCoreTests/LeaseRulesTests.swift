@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import Testing
 @testable import LLMSpoolCore
@@ -128,5 +129,30 @@ import Testing
         #expect(nfs?.type == "nfs", "mountinfo escapes spaces")
         #expect(nfs?.options.contains("nolock") == true, "superblock options count")
         #expect(ClaimMethod.mount(of: "/x", mountinfo: "garbage line\n") == nil)
+    }
+}
+
+/// A request's file leaving `outgoing`: the clean-up of an end, or a withdrawal.
+@Suite struct RemovalAfterAnEndTests {
+    static let file = FileIdentity(device: 1, inode: 10, size: 100, modifiedNanoseconds: 2_000_000_123, contentHash: 0xabc)
+
+    func record(_ status: TaskRecord.Status, _ request: FileIdentity?) -> TaskRecord {
+        TaskRecord(id: "r", status: status, request: request, history: TaskHistory(firstSeen: Date(timeIntervalSince1970: 0)))
+    }
+
+    @Test func onlyAnEndedRecordOfTheSameFileMakesTheRemovalACleanUp() {
+        let otherMount = FileIdentity(device: 2, inode: 99, size: 100, modifiedNanoseconds: 2_000_000_000, contentHash: 0xabc)
+        let newer = FileIdentity(device: 1, inode: 11, size: 100, modifiedNanoseconds: 9_000_000_000, contentHash: 0xdef)
+        for status in [TaskRecord.Status.done, .failed] {
+            #expect(LeaseRules.removalFollowsAnEnd(record: record(status, Self.file), removed: Self.file))
+            #expect(LeaseRules.removalFollowsAnEnd(record: record(status, Self.file), removed: otherMount), "the same file through another mount")
+            #expect(!LeaseRules.removalFollowsAnEnd(record: record(status, Self.file), removed: newer), "a newer file of the same name")
+            #expect(LeaseRules.removalFollowsAnEnd(record: record(status, Self.file), removed: nil), "unknown: the end stands")
+            #expect(LeaseRules.removalFollowsAnEnd(record: record(status, nil), removed: newer), "an end without its file's identity stands")
+        }
+        for status in [TaskRecord.Status.active, .cancelled] {
+            #expect(!LeaseRules.removalFollowsAnEnd(record: record(status, Self.file), removed: Self.file))
+        }
+        #expect(!LeaseRules.removalFollowsAnEnd(record: nil, removed: Self.file))
     }
 }

@@ -77,6 +77,18 @@ import Testing
         #expect(s.handle(.tick, now: 200).isEmpty, "a withdrawn retry never starts")
     }
 
+    /// The withdrawal names the file the task was read from: the finisher tells by it a
+    /// withdrawn request from an ended one whose file another daemon removed.
+    @Test func aWithdrawalCarriesTheIdentityOfTheFileItsTaskWasReadFrom() {
+        var s = scheduler(concurrency: 1)
+        _ = arrive(&s, "a")
+        let identity = FileIdentity(device: 1, inode: 2, size: 10, modifiedNanoseconds: 3, contentHash: 4)
+        let queued = TaskDescriptor(id: "b", requestPath: "/s/outgoing/b.json", summary: RequestSummary(model: "m", stream: false, size: 10),
+                                    identity: identity, history: TaskHistory(firstSeen: Date(timeIntervalSince1970: 0)))
+        _ = s.handle(.arrived(.valid(queued)), now: 0)
+        #expect(s.handle(.requestRemoved(id: "b"), now: 0) == [.withdrawn(id: "b", identity: identity)])
+    }
+
     @Test func aRetryHoldsNoSlotAndStartsWhenDue() {
         var s = scheduler(concurrency: 1)
         _ = arrive(&s, "a")

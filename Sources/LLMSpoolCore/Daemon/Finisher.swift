@@ -321,8 +321,9 @@ public final class Finisher: Sendable {
         return loaded.identity.isSameInstanceAcrossMounts(as: recorded) ? loaded.identity : recorded
     }
 
-    /// A queued or waiting request was withdrawn by deleting its file.
-    public func withdrawn(id: String) {
+    /// A queued or waiting request was withdrawn by deleting its file; `identity` is the
+    /// file's as it was read, when known.
+    public func withdrawn(id: String, identity: FileIdentity? = nil) {
         if let line = BatchLineRef(id: id) {
             batches.withLock { $0 }?.lineEnded(line, customID: nil, result: .cancelled, usage: nil)
             return
@@ -334,12 +335,15 @@ public final class Finisher: Sendable {
         // Ended already, its outcome reported where it ended: by another daemon that was
         // killed before its claim said so, or by this one before a restart. Its removal is
         // that end's clean-up, not a withdrawal.
-        guard LeaseRules.mayRecordCancelled(over: record.status) else {
+        guard !LeaseRules.removalFollowsAnEnd(record: record, removed: identity) else {
             logger.debug("the removed request had ended already; nothing to report", id: id, ["status": LogValue(record.status.rawValue)])
             return
         }
-        record.status = .cancelled
-        logger.bestEffort("an informational write") { try record.write(layout, durable: false) }
+        // A newer file under an ended task's name keeps the old end's record.
+        if LeaseRules.mayRecordCancelled(over: record.status) {
+            record.status = .cancelled
+            logger.bestEffort("an informational write") { try record.write(layout, durable: false) }
+        }
         logger.info("cancelled: the request was removed before it started", id: id)
         report(TaskReport(id: id, outcome: .cancelled))
     }

@@ -83,7 +83,7 @@ public final class SpoolDaemon: Sendable {
                 },
                 rejected: { id, path, problem in pool.submit { post(finisher.reject(id: id, requestPath: path, problem: problem)) } },
                 alreadyEnded: { id, path in pool.submit { post(finisher.completeEnded(id: id, requestPath: path)) } },
-                withdrawn: { id in pool.submit { finisher.withdrawn(id: id) } },
+                withdrawn: { id, identity in pool.submit { finisher.withdrawn(id: id, identity: identity) } },
                 unservable: { task, message in pool.submit { post(finisher.unservable(task: task, message: message)) } })
         engineDelegate.deferred = { task, endpoint in lane.deferred(task, endpoint: endpoint) }
         engineDelegate.laneWithdrawn = { id in lane.withdrawn(id: id) }

@@ -91,6 +91,16 @@ public enum LeaseRules {
         }
     }
 
+    /// Whether a request's file leaving `outgoing` is the clean-up of its task's end (no
+    /// outcome to report) rather than a withdrawal: the record says the task ended, and
+    /// for the file that left, when its identity is known, not for an older file of the
+    /// same name. Records written through another mount are compared as such.
+    public static func removalFollowsAnEnd(record: TaskRecord?, removed: FileIdentity?) -> Bool {
+        guard let record, record.status == .done || record.status == .failed else { return false }
+        guard let removed, let recorded = record.request else { return true }
+        return removed.isSameInstance(as: recorded) || removed.isSameInstanceAcrossMounts(as: recorded)
+    }
+
     /// Whether a starting daemon may remove a leftover (`.partial`, hidden temporary) of
     /// request `id`: not while another live daemon holds the id, since it is that
     /// daemon's file.

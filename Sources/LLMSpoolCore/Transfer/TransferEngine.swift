@@ -63,7 +63,7 @@ public final class TransferEngine: @unchecked Sendable {
         /// A request's record says it already ended; the finisher completes its clean-up.
         public var alreadyEnded: @Sendable (_ id: String, _ requestPath: String) -> Void
         /// A queued or waiting request was withdrawn by deleting its file.
-        public var withdrawn: @Sendable (_ id: String) -> Void
+        public var withdrawn: @Sendable (_ id: String, _ identity: FileIdentity?) -> Void
         /// No configured endpoint speaks the request's dialect; the finisher fails it.
         public var unservable: @Sendable (_ task: TaskDescriptor, _ message: String) -> Void
         /// A request that may wait goes to the background lane of the endpoint named.
@@ -74,7 +74,7 @@ public final class TransferEngine: @unchecked Sendable {
         public init(attemptEnded: @escaping @Sendable (AttemptOutcome) -> Void,
                     rejected: @escaping @Sendable (String, String, RequestProblem) -> Void,
                     alreadyEnded: @escaping @Sendable (String, String) -> Void,
-                    withdrawn: @escaping @Sendable (String) -> Void,
+                    withdrawn: @escaping @Sendable (String, FileIdentity?) -> Void,
                     unservable: @escaping @Sendable (TaskDescriptor, String) -> Void) {
             self.unservable = unservable
             self.attemptEnded = attemptEnded
@@ -507,9 +507,9 @@ public final class TransferEngine: @unchecked Sendable {
                 } else if awaitingClaim[id] != nil {
                     cancelledWhileClaiming.insert(id)
                 }
-            case .withdrawn(let id):
+            case .withdrawn(let id, let identity):
                 forget(id)
-                delegate.withdrawn(id)
+                delegate.withdrawn(id, identity)
             case .noEndpoint(let task, let message):
                 delegate.unservable(task, message)
             case .deferToLane(let task, let endpoint):

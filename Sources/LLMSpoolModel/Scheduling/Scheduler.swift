@@ -55,8 +55,9 @@ public struct Scheduler: Sendable {
         case completeEnded(id: String, requestPath: String)
         /// Abort a running transfer; its outcome is a cancellation.
         case cancelTransfer(id: String)
-        /// A queued or deferred task was withdrawn before it started.
-        case withdrawn(id: String)
+        /// A queued or deferred task was withdrawn before it started; `identity` is the file
+        /// it was read from, which tells a withdrawal from the clean-up of an ended task.
+        case withdrawn(id: String, identity: FileIdentity? = nil)
         /// No endpoint speaks the task's dialect: it fails (kind `no-endpoint`) with `message`,
         /// which names what is configured.
         case noEndpoint(TaskDescriptor, message: String)
@@ -214,8 +215,9 @@ public struct Scheduler: Sendable {
             case .queued?, .deferred?:
                 // Queue and timer entries stay and are skipped when reached: removing
                 // them from the middle would cost a scan.
+                let identity = entries[id]?.task?.identity
                 set(id, nil)
-                return [.withdrawn(id: id)]
+                return [.withdrawn(id: id, identity: identity)]
             case .transferring?:
                 return [.cancelTransfer(id: id)]
             case .laned?:
