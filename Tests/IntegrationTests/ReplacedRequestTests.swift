@@ -35,6 +35,30 @@ import Testing
         #expect(harness.files(in: harness.layout.failed).isEmpty)
     }
 
+    /// A request answered, then a newer file under its name deleted while it waits for a
+    /// slot: the newer one is withdrawn (reported cancelled), the first one's end stands.
+    @Test func aNewerFileUnderAFinishedNameDeletedWhileQueuedIsCancelled() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["concurrency": 1])
+        try harness.drop("again", Harness.request("first again"))
+        try waitUntil("the first is answered", timeout: 20) { (try? harness.record("again"))?["status"] as? String == "done" }
+        try harness.drop("busy", Harness.request("hold the slot", stub: ["latency_ms": 4000]))
+        try waitUntil("the slot is taken", timeout: 20) { try harness.stubArrivals().contains { $0.prompt == "hold the slot" } }
+        try harness.drop("again", Harness.request("second again"))
+        try waitUntil("the newer file is read", timeout: 20) { harness.log.components(separatedBy: "validated id=again ").count - 1 >= 2 }
+        try Syscall.unlink(harness.layout.request("again"))
+        try waitUntil("the newer file is withdrawn", timeout: 20) {
+            harness.log.contains("cancelled: the request was removed before it started id=again")
+        }
+        try waitUntil("the slot's request is answered", timeout: 20) { (try? harness.record("busy"))?["status"] as? String == "done" }
+        #expect(try !harness.stubArrivals().contains { $0.prompt == "second again" }, "the withdrawn file was never sent")
+        #expect((try? harness.record("again"))?["status"] as? String == "done", "the first one's end stands")
+        #expect(Harness.content(of: try harness.json(harness.layout.result("again"))) == StubAnswer.content(prompt: "first again", tokens: 8))
+        #expect(!harness.log.contains("the removed request had ended already; nothing to report id=again"))
+    }
+
     @Test func aSecondFailureOfAnIdKeepsTheFirst() throws {
         let harness = try Harness()
         defer { harness.stop() }
