@@ -244,6 +244,31 @@ import Testing
     /// Deleting the input while its lines wait for their group (nothing sent yet): the
     /// lines, held by the lane as their offsets in that input, end as `batch_cancelled`
     /// and no remote batch is created for them.
+    /// A batch file's lines that may wait are fed only while few wait in the lane's inbox
+    /// (here 4, by the tests' variable, instead of 4,096): the feed waits and comes back
+    /// as the lane takes them in, and the whole file still makes one group, one remote
+    /// batch, every line answered from it and none live.
+    @Test func aFeedPacedByTheLanesBacklogStillMakesOneRemoteBatch() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "1"])
+        let count = 300
+        try harness.startDaemon(config: config(harness, ["batch_linger_seconds": 600, "batch_max_requests": count]),
+                                environment: [SpoolDaemon.laneBacklogVariable: "4"])
+        let ids = (1...count).map { "p-\($0)" }
+        try BatchTests.dropBatch(harness, "paced", ids.map { Self.line($0, "Paced \($0)") })
+        let summary = try BatchTests.waitForSummary(harness, "paced", timeout: 120)
+        #expect(summary["status"] as? String == "completed", "\(summary)")
+        let found = try expectOneLineEach(harness, "paced", ids)
+        let failed = ids.filter { found[$0]?["error"] is [String: Any] }
+        #expect(failed.isEmpty, "every line answered: \(failed.prefix(5))")
+        #expect(harness.log.contains("the batch's lines that may wait are fed as the background lane takes them in id=paced"), "the feed waited for the lane")
+        let creations = try BackgroundLaneTests().creations(harness)
+        #expect(creations.count == 1 && creations.values.allSatisfy { $0 == 1 }, "one group, created once: \(creations)")
+        let live = try harness.stubArrivals().filter { $0.prompt.hasPrefix("Paced ") }
+        #expect(live.isEmpty, "no line went live: \(live.prefix(3).map(\.prompt))")
+    }
+
     @Test func deletingTheInputWhileItsLinesWaitCancelsThemAndSendsNothing() throws {
         let harness = try Harness()
         defer { harness.stop() }

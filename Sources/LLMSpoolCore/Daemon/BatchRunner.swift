@@ -29,6 +29,9 @@ public final class BatchRunner: @unchecked Sendable {
         public var routing = LaneRouting()
         /// Lines of one batch in the background lane, at most: one remote batch's worth.
         public var backgroundWindow: Int
+        /// Lines handed to the lane and not yet taken in by its thread past which lines
+        /// that may wait are not fed (`BatchLineFeed.laneBacklogLimit`).
+        public var laneBacklogLimit = BatchLineFeed.defaultLaneBacklogLimit
 
         public init(_ config: Config) {
             limits = BatchValidator.Limits(maxLines: config.maxBatchLines, maxBytes: config.maxBatchBytes,
@@ -109,6 +112,8 @@ public final class BatchRunner: @unchecked Sendable {
         var laned = Set<Int>()
         /// The line at `next`, read but not fed: its lane had no room.
         var peeked: (entry: Int, task: TaskDescriptor)?
+        /// Whether its feed has waited for the lane's backlog (logged once).
+        var waitedForLane = false
         /// Ended lines not yet committed (a write that failed is tried again).
         var ended: [Ended] = []
         /// Retried lines whose attempts are not journalled yet.
@@ -745,12 +750,21 @@ public final class BatchRunner: @unchecked Sendable {
 
     // MARK: running
 
+    /// The feed stops for the lane's backlog and comes back soon, not when a line ends.
+    private func waitForLane(_ batch: Batch, _ backlog: Int) {
+        feedWaitsForLane = true
+        guard !batch.waitedForLane else { return }
+        batch.waitedForLane = true
+        logger.debug("the batch's lines that may wait are fed as the background lane takes them in", id: batch.name,
+                     ["lane_backlog": "\(backlog)", "fed": "\(batch.next)"])
+    }
+
     private func feed(_ batch: Batch) {
         guard !batch.cancelled, !batch.abandoned, !draining else { return }
-        let (window, lifetime, maxAttempts, routing, backgroundWindow) = settings.withLock {
-            ($0.window, $0.maxLifetimeSeconds, $0.maxAttempts, $0.routing, $0.backgroundWindow)
+        let (window, lifetime, maxAttempts, routing, backgroundWindow, backlogLimit) = settings.withLock {
+            ($0.window, $0.maxLifetimeSeconds, $0.maxAttempts, $0.routing, $0.backgroundWindow, $0.laneBacklogLimit)
         }
-        let rule = BatchLineFeed(liveWindow: window, backgroundWindow: backgroundWindow)
+        let rule = BatchLineFeed(liveWindow: window, backgroundWindow: backgroundWindow, laneBacklogLimit: backlogLimit)
         // Counted on as lines are fed: they reach the lane's inbox after this round.
         var backlog = laneBacklog()
         let created = Date(timeIntervalSince1970: Double(batch.journal.header.createdAt))
@@ -779,7 +793,7 @@ public final class BatchRunner: @unchecked Sendable {
                 let live = batch.inWindow.count - batch.laned.count
                 guard rule.admits(.live, live: live, background: batch.laned.count)
                     || rule.admits(.background, live: live, background: batch.laned.count, laneBacklog: backlog) else {
-                    if rule.waitsForLane(.background, background: batch.laned.count, laneBacklog: backlog) { feedWaitsForLane = true }
+                    if rule.waitsForLane(.background, background: batch.laned.count, laneBacklog: backlog) { waitForLane(batch, backlog) }
                     break
                 }
                 let range = batch.index.range(entry)
@@ -805,7 +819,7 @@ public final class BatchRunner: @unchecked Sendable {
             }
             let lane = BatchLineFeed.lane(of: routing.route(task))
             guard rule.admits(lane, live: batch.inWindow.count - batch.laned.count, background: batch.laned.count, laneBacklog: backlog) else {
-                if rule.waitsForLane(lane, background: batch.laned.count, laneBacklog: backlog) { feedWaitsForLane = true }
+                if rule.waitsForLane(lane, background: batch.laned.count, laneBacklog: backlog) { waitForLane(batch, backlog) }
                 batch.peeked = (entry, task)
                 break
             }

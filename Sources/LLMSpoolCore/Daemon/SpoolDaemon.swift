@@ -33,6 +33,19 @@ public final class SpoolDaemon: Sendable {
     /// Set to `lease-files` in the environment, claims on a shared spool are lease files
     /// whatever the filesystem's locks (for tests of a spool without locks).
     public static let leaseFilesVariable = "LLMSPOOL_TEST_CLAIMS"
+    /// A number (1 to 1,000,000) in the environment replaces the lane's backlog limit for a
+    /// batch file's feed (tests: a small file reaches it).
+    public static let laneBacklogVariable = "LLMSPOOL_TEST_LANE_BACKLOG"
+
+    /// The batch runner's settings: the config's, its lines routed as the endpoints say.
+    static func batchSettings(_ config: Config, _ endpoints: [Endpoint]) -> BatchRunner.Settings {
+        var settings = BatchRunner.Settings(config)
+        settings.routing = TransferEngine.laneRouting(endpoints, TransferEngine.Settings(config))
+        if let text = ProcessInfo.processInfo.environment[SpoolDaemon.laneBacklogVariable], let limit = Int(text), (1...1_000_000).contains(limit) {
+            settings.laneBacklogLimit = limit
+        }
+        return settings
+    }
 
     /// `onReport` is called on a worker thread each time a task ends (or is postponed).
     public init(config: Config, endpoints: [Endpoint], logger: Logger, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
@@ -92,8 +105,7 @@ public final class SpoolDaemon: Sendable {
             diskHealth: diskHealth, leases: leases, delegate: engineDelegate, logger: logger)
         engineBox.withLock { $0 = engine }
         self.lane = lane
-        var batchSettings = BatchRunner.Settings(config)
-        batchSettings.routing = TransferEngine.laneRouting(endpoints, TransferEngine.Settings(config))
+        let batchSettings = SpoolDaemon.batchSettings(config, endpoints)
         let batches = BatchRunner(layout: layout, settings: batchSettings, logger: logger, metrics: metrics, leases: leases, post: post,
                                   onEnd: { report in
                                       hooks.handleBatch(report)
@@ -270,8 +282,7 @@ public final class SpoolDaemon: Sendable {
     /// spool, the watcher's settings and logging keep their values until a restart.
     public func reload(config: Config, endpoints: [Endpoint]) {
         finisher.reconfigure(retry: config.retry, endpointCount: endpoints.count)
-        var batchSettings = BatchRunner.Settings(config)
-        batchSettings.routing = TransferEngine.laneRouting(endpoints, TransferEngine.Settings(config))
+        let batchSettings = SpoolDaemon.batchSettings(config, endpoints)
         batches.reconfigure(batchSettings)
         lane.reconfigure(endpoints: endpoints, settings: BackgroundLane.Settings(config))
         engine.reconfigure(endpoints: endpoints, settings: TransferEngine.Settings(config))
