@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LLMSpoolCore
+@testable import LLMSpoolStub
 import Testing
 
 /// The background lane with the real daemon and the stub's Files and Batches API: requests
@@ -311,6 +312,28 @@ import Testing
         #expect(!hooks.contains("late") && !hooks.contains("early"), "no hook for a discarded answer: \(hooks)")
         let made = try creations(harness)
         #expect(made.values.reduce(0, +) == 1, "the first group was never sent: \(made)")
+    }
+
+    /// A request answered live, then a newer file under its name that may wait, deleted
+    /// while it waits in the lane: the newer one is withdrawn (cancelled), the first one's
+    /// record and result stand, nothing is sent for it.
+    @Test func aNewerFileUnderAFinishedNameDeletedInTheLaneIsCancelled() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "3"])
+        try harness.startDaemon(config: config(harness, ["batch_linger_seconds": 600]))
+        try harness.drop("again", Harness.request("Live first"))
+        try waitUntil("the first is answered", timeout: 20) { (try? harness.record("again"))?["status"] as? String == "done" }
+        try harness.drop("again", Self.deferrable("again", "Waits second"))
+        try waitUntil("the newer file is deferred", timeout: 20) { harness.log.contains("deferred to the background lane id=again") }
+        try Syscall.unlink(harness.layout.request("again"))
+        try waitUntil("the newer file is withdrawn", timeout: 20) {
+            harness.log.contains("cancelled: the request was removed before it started id=again")
+        }
+        #expect(try harness.arrivals(of: "Waits second").isEmpty)
+        #expect(try creations(harness).isEmpty, "no group was sent")
+        #expect((try? harness.record("again"))?["status"] as? String == "done", "the first one's end stands")
+        #expect(Harness.content(of: try harness.json(harness.layout.result("again"))) == StubAnswer.content(prompt: "Live first", tokens: 8))
     }
 
     /// A batch that ends `expired`: the line that ran is published from the batch; the

@@ -21,8 +21,15 @@ import Testing
         }
     }
 
-    func record(_ id: String, _ status: TaskRecord.Status, request: FileIdentity? = nil) throws {
-        try TaskRecord(id: id, status: status, request: request, history: TaskHistory(firstSeen: Date())).write(layout, durable: false)
+    func record(_ id: String, _ status: TaskRecord.Status, request: FileIdentity? = nil, resultInode: UInt64? = nil) throws {
+        try TaskRecord(id: id, status: status, request: request, history: TaskHistory(firstSeen: Date()), resultInode: resultInode)
+            .write(layout, durable: false)
+    }
+
+    /// Publishes a result for `id` and returns its inode.
+    func result(_ id: String) throws -> UInt64 {
+        try DurableFile.write(Array(#"{"object":"chat.completion"}"#.utf8), to: layout.result(id))
+        return UInt64(try Syscall.lstat(layout.result(id)).st_ino)
     }
 
     static let ended = FileIdentity(device: 7, inode: 70, size: 120, modifiedNanoseconds: 1_000_000_000, contentHash: 0xfeed)
@@ -43,11 +50,34 @@ import Testing
     @Test func theEndedFileSeenThroughAnotherMountIsNotReportedCancelled() throws {
         try layout.create()
         defer { try? FileManager.default.removeItem(atPath: layout.root) }
-        try record("w4", .done, request: Self.ended)
+        try record("w4", .done, request: Self.ended, resultInode: 1234)
+        _ = try result("w4")
         let reports = Reports()
         let throughThisMount = FileIdentity(device: 9, inode: 4711, size: 120, modifiedNanoseconds: 1_000_000_000, contentHash: 0xfeed)
         finisher(reports).withdrawn(id: "w4", identity: throughThisMount)
         #expect(reports.all.isEmpty)
+    }
+
+    /// The request's own file, its done record naming the result published.
+    @Test func theEndedFileWithItsResultIsNotReportedCancelled() throws {
+        try layout.create()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        try record("w6", .done, request: Self.ended, resultInode: try result("w6"))
+        let reports = Reports()
+        finisher(reports).withdrawn(id: "w6", identity: Self.ended)
+        #expect(reports.all.isEmpty)
+    }
+
+    /// A done record written before its result got its name, the daemon killed in between
+    /// (the two-fsync order): the request runs again, and deleted before it does, it is
+    /// withdrawn, as a restart would decide.
+    @Test func aDoneRecordWhoseResultNeverGotItsNameProvesNoEnd() throws {
+        try layout.create()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        try record("w7", .done, request: Self.ended, resultInode: 99_999)
+        let reports = Reports()
+        finisher(reports).withdrawn(id: "w7", identity: Self.ended)
+        #expect(reports.all == [TaskReport(id: "w7", outcome: .cancelled)])
     }
 
     /// A newer file dropped under a finished request's name, deleted before it started:

@@ -331,11 +331,12 @@ public final class Finisher: Sendable {
         // On a shared spool a request usually leaves because another daemon answered it.
         guard claimForEnding(id, "a withdrawal") else { return }
         defer { leases?.release(id, ended: true) }
-        var record = TaskRecord.load(layout, id: id) ?? TaskRecord(id: id, status: .cancelled, request: nil, history: TaskHistory(firstSeen: Date()))
+        let loaded = TaskRecord.load(layout, id: id)
+        var record = loaded ?? TaskRecord(id: id, status: .cancelled, request: nil, history: TaskHistory(firstSeen: Date()))
         // Ended already, its outcome reported where it ended: by another daemon that was
         // killed before its claim said so, or by this one before a restart. Its removal is
         // that end's clean-up, not a withdrawal.
-        guard !LeaseRules.removalFollowsAnEnd(record: record, removed: identity) else {
+        guard !endedBefore(id: id, record: loaded, removed: identity) else {
             logger.debug("the removed request had ended already; nothing to report", id: id, ["status": LogValue(record.status.rawValue)])
             return
         }
@@ -346,6 +347,29 @@ public final class Finisher: Sendable {
         }
         logger.info("cancelled: the request was removed before it started", id: id)
         report(TaskReport(id: id, outcome: .cancelled))
+    }
+
+    /// Whether the task of the removed file had ended: what a restart would decide
+    /// (`Recovery.decide`, with the result as it is now), so that a done record whose
+    /// result never got its name (a daemon killed in between) proves nothing. Without the
+    /// file's identity (a request the lane returned to the scheduler), an ended record
+    /// stands (`LeaseRules.removalFollowsAnEnd`).
+    private func endedBefore(id: String, record: TaskRecord?, removed: FileIdentity?) -> Bool {
+        guard let removed else { return LeaseRules.removalFollowsAnEnd(record: record, removed: nil) }
+        let resultPath = layout.result(id)
+        var result: FileIdentity?
+        do {
+            result = FileIdentity(try Syscall.lstat(resultPath))
+        } catch let error as SystemError where error.errno == ENOENT {
+            result = nil
+        } catch {
+            // Unreadable is not proof of an end: the withdrawal is reported.
+            logger.warning("cannot look at the result of a removed request", id: id, ["reason": "\(error)"])
+            result = nil
+        }
+        let mark = result != nil && commitOrder == .resultMarked ? ResultMarkReader.read(resultPath, id: id, logger: logger) : nil
+        return Recovery.decide(record: record, identity: removed, resultInode: result?.inode,
+                               resultModifiedNanoseconds: result?.modifiedNanoseconds, resultMark: mark) == .alreadyEnded
     }
 
     func judge(_ outcome: AttemptOutcome, partial: String) -> AttemptJudge.Verdict {

@@ -324,8 +324,8 @@ public final class BackgroundLane: @unchecked Sendable {
                                ["bytes": "\(member.bytes)", "endpoint": LogValue(key.endpoint)])
                 returnLive(found)
             case .removed(let id, _):
-                waiting[id] = nil
-                finisher.withdrawn(id: id)
+                let member = waiting.removeValue(forKey: id)
+                finisher.withdrawn(id: id, identity: member?.identity)
                 post(.finalized(id: id))
             }
         }
@@ -623,9 +623,9 @@ public final class BackgroundLane: @unchecked Sendable {
                     // Published before a restart, or deleted (or replaced) by its producer: the
                     // group's answer is not for the file there now.
                     groups[id]?.ended.insert(member.id)
-                    if group.held[member.id] != nil {
+                    if let held = group.held[member.id] {
                         post(.laneEnded(id: member.id))
-                        finisher.withdrawn(id: member.id)
+                        finisher.withdrawn(id: member.id, identity: held.identity)
                         post(.finalized(id: member.id))
                     }
                     continue
@@ -746,7 +746,7 @@ public final class BackgroundLane: @unchecked Sendable {
             guard let found = group.held[member.id] else { continue }
             if group.deleted.contains(member.id) {
                 post(.laneEnded(id: member.id))
-                finisher.withdrawn(id: member.id)
+                finisher.withdrawn(id: member.id, identity: found.identity)
                 post(.finalized(id: member.id))
             } else {
                 returnLive(found)

@@ -92,9 +92,11 @@ public enum LeaseRules {
     }
 
     /// Whether a request's file leaving `outgoing` is the clean-up of its task's end (no
-    /// outcome to report) rather than a withdrawal: the record says the task ended, and
-    /// for the file that left, when its identity is known, not for an older file of the
-    /// same name. Records written through another mount are compared as such.
+    /// outcome to report) rather than a withdrawal, by the record alone: it says the task
+    /// ended, and for the file that left, when its identity is known, not for an older
+    /// file of the same name. Records written through another mount are compared as such.
+    /// The finisher asks this only without the file's identity; with it, what a restart
+    /// would decide (`Recovery.decide`) answers, the result included.
     public static func removalFollowsAnEnd(record: TaskRecord?, removed: FileIdentity?) -> Bool {
         guard let record, record.status == .done || record.status == .failed else { return false }
         guard let removed, let recorded = record.request else { return true }
