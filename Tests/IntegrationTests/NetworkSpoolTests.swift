@@ -408,6 +408,89 @@ struct NetworkSpoolTests {
                               logs: ["d1", "d2", "d3"].map { harness.extraLog($0) }, heldOpenByOthers: true)
     }
 
+    /// A producer deletes requests through its own mount while three daemons hold them
+    /// queued or in flight: each deleted request a daemon had seen ends exactly once,
+    /// cancelled (by the one daemon that claims its end) or done when its answer won the
+    /// race; one deleted before any daemon read it has no outcome and leaves nothing; every
+    /// other request is done once and never reported cancelled.
+    @Test(arguments: NetworkMounts.Kind.allCases)
+    func requestsDeletedWhileQueuedEndOnceEach(_ kind: NetworkMounts.Kind) throws {
+        let mounts = try NetworkMounts()
+        let harness = try Harness()
+        var daemons: [Process] = []
+        defer {
+            Self.stopAll(daemons)
+            harness.stop()
+            mounts.down()
+        }
+        try harness.startStub()
+        let producer = mounts.spool(kind, 3)
+        try producer.create()
+        for (index, name) in ["d1", "d2", "d3"].enumerated() {
+            var config = Self.config(name, spool: mounts.spool(kind, index), harness: harness)
+            config["concurrency"] = 4
+            daemons.append(try harness.startExtraDaemon(name, config: config))
+        }
+        let count = 120
+        let ids = (0..<count).map { "w\($0)" }
+        for (index, id) in ids.enumerated() {
+            try Self.drop(producer, id, Self.request(index, prefix: "\(kind) withdrawn", stub: ["tokens": 8, "token_delay_ms": 100]))
+        }
+        try waitUntil("the daemons are sending", timeout: 60) {
+            ["d1", "d2", "d3"].contains { harness.extraLog($0).contains("upload started") }
+        }
+        // Every third request, the last ones first: most are still queued, some in flight.
+        let deleted = Set(ids.enumerated().filter { $0.offset % 3 == 0 }.map(\.element))
+        for id in ids.reversed() where deleted.contains(id) { try Syscall.unlinkIfPresent(producer.request(id)) }
+        let kept = ids.filter { !deleted.contains($0) }
+        let logs = { ["d1", "d2", "d3"].map { harness.extraLog($0) } }
+        func cancelled(_ logs: [String]) -> [String: Int] {
+            var counts: [String: Int] = [:]
+            for line in logs.flatMap({ $0.split(separator: "\n") }) where line.contains("info: cancelled: ") {
+                guard let range = line.range(of: " id=") else { continue }
+                counts[String(line[range.upperBound...].prefix { $0 != " " }), default: 0] += 1
+            }
+            return counts
+        }
+        // The daemons log every request they read (`validated`, at level debug).
+        func seen(_ id: String, _ now: [String]) -> Bool { !Self.linesAbout([id], in: now).isEmpty }
+        func unended(_ now: [String]) -> [String] {
+            let done = Self.doneIDs(now)
+            let gone = cancelled(now)
+            return kept.filter { done[$0] == nil } + deleted.filter { done[$0] == nil && gone[$0] == nil && seen($0, now) }.sorted()
+        }
+        do {
+            try waitUntil("every request has ended", timeout: 120) { unended(logs()).isEmpty }
+        } catch {
+            let missing = unended(logs())
+            Issue.record("\(missing.count) without an outcome: \(missing.prefix(10)) \(Self.linesAbout(missing.prefix(2), in: logs()))")
+        }
+        // Time for a late second report to show.
+        Thread.sleep(forTimeInterval: 3)
+        Self.stopAll(daemons)
+        let final = logs()
+        let done = Self.doneIDs(final)
+        let gone = cancelled(final)
+        let unseen = deleted.filter { !seen($0, final) }
+        let twice = ids.filter { done[$0, default: 0] + gone[$0, default: 0] != (unseen.contains($0) ? 0 : 1) }
+        #expect(twice.isEmpty, "one outcome each: \(twice.prefix(10)) \(Self.linesAbout(twice.prefix(2), in: final))")
+        for id in unseen {
+            #expect(!Syscall.isPresent(mounts.server(kind).taskRecord(id)) && !Syscall.isPresent(mounts.server(kind).result(id)),
+                    "\(id), deleted before any daemon read it, leaves nothing")
+        }
+        let keptCancelled = kept.filter { gone[$0] != nil }
+        #expect(keptCancelled.isEmpty, "a request nobody deleted is never cancelled: \(keptCancelled.prefix(10))")
+        let cancelledWithResult = deleted.filter { gone[$0] != nil && Syscall.isPresent(mounts.server(kind).result($0)) }
+        #expect(cancelledWithResult.isEmpty, "a cancelled request has no result: \(cancelledWithResult.prefix(10))")
+        #expect(harness.files(in: mounts.server(kind).outgoing).isEmpty, "outgoing is empty")
+        #expect(harness.files(in: mounts.server(kind).failed).isEmpty, "nothing failed")
+        let answered = deleted.filter { done[$0] != nil }.count
+        let withdrawn = deleted.filter { gone[$0] != nil }.count
+        print("\(kind): \(deleted.count) deleted: \(withdrawn) cancelled, \(answered) answered before their deletion took, "
+              + "\(unseen.count) deleted before any daemon read them")
+        #expect(withdrawn > 0, "some deletions found their request queued or in flight")
+    }
+
     /// The probes every start makes (extended attributes in `incoming`, locks in
     /// `state/leases`) and the disk-health probe create a file and remove it. Closed and then
     /// removed, one in five was left on sshfs as `.fuse_hidden*`: the close's release reached
