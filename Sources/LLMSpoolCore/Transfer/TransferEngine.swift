@@ -828,10 +828,12 @@ public final class TransferEngine: @unchecked Sendable {
             }
         } catch let error as SystemError where RequestFile.isGone(error.errno) {
             // Finished or withdrawn since intake saw it. On a shared spool another daemon
-            // may have just finished it: its records are not ours to touch.
-            if let leases {
-                leases.release(task.id, ended: true)
+            // may have just finished it (killed before its claim said so): under the claim
+            // still held, the finisher tells which, as for any withdrawal, and reports a
+            // withdrawal only.
+            if leases != nil {
                 skip(task)
+                delegate.withdrawn(task.id, task.identity)
             } else {
                 endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
             }
