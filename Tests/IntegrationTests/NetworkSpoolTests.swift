@@ -119,15 +119,36 @@ struct NetworkSpoolTests {
 
     /// Ids each daemon logged as done, counted.
     static func doneIDs(_ logs: [String]) -> [String: Int] {
+        idCounts(logs) { $0.contains("info: done ") || $0.contains("info: done (completed after a restart)") }
+    }
+
+    /// The ids reported cancelled, each with how many times.
+    static func cancelledIDs(_ logs: [String]) -> [String: Int] {
+        idCounts(logs) { $0.contains("info: cancelled: ") }
+    }
+
+    /// How many of the lines `matches` takes name each id (` id=<id>`).
+    static func idCounts(_ logs: [String], _ matches: (Substring) -> Bool) -> [String: Int] {
         var counts: [String: Int] = [:]
         for log in logs {
-            for line in log.split(separator: "\n") where line.contains("info: done ") || line.contains("info: done (completed after a restart)") {
+            for line in log.split(separator: "\n") where matches(line) {
                 guard let range = line.range(of: " id=") else { continue }
                 let id = line[range.upperBound...].prefix { $0 != " " }
                 counts[String(id), default: 0] += 1
             }
         }
         return counts
+    }
+
+    /// Starts a daemon on mount `index` of `kind` for each name, in order, each with
+    /// `extra` over the tests' config.
+    static func startDaemons(_ names: [String], _ kind: NetworkMounts.Kind, _ mounts: NetworkMounts, _ harness: Harness,
+                             extra: [String: Any] = [:]) throws -> [Process] {
+        try names.enumerated().map { index, name in
+            var config = config(name, spool: mounts.spool(kind, index), harness: harness)
+            config.merge(extra) { $1 }
+            return try harness.startExtraDaemon(name, config: config)
+        }
     }
 
     /// The log lines about `ids`, each prefixed with its log's index, to explain a failure.
@@ -191,8 +212,8 @@ struct NetworkSpoolTests {
         #expect(doneTwice.isEmpty, "ended done more than once: \(doneTwice.prefix(20)) (\(doneTwice.count)) \(Self.linesAbout(doneTwice.prefix(2), in: logs))")
         // Nobody withdraws a request here: a request seen leaving because another daemon
         // ended it must not be reported cancelled besides.
-        let cancelledLines = logs.flatMap { $0.split(separator: "\n") }.filter { $0.contains("info: cancelled: ") }
-        let cancelled = ids.filter { id in cancelledLines.contains { $0.contains(" id=\(id) ") || $0.hasSuffix(" id=\(id)") } }
+        let reportedCancelled = Self.cancelledIDs(logs)
+        let cancelled = ids.filter { reportedCancelled[$0] != nil }
         #expect(cancelled.isEmpty, "reported cancelled: \(cancelled.prefix(20)) \(Self.linesAbout(cancelled.prefix(2), in: logs))")
         // A daemon killed between publishing and logging leaves a result without its line.
         let unlogged = ids.filter { done[$0, default: 0] == 0 && !sentTwiceAllowed.contains($0) }
@@ -257,9 +278,7 @@ struct NetworkSpoolTests {
         let producer = mounts.spool(kind, 3)
         try producer.create()
         let names = ["d1", "d2", "d3"]
-        for (index, name) in names.enumerated() {
-            daemons.append(try harness.startExtraDaemon(name, config: Self.config(name, spool: mounts.spool(kind, index), harness: harness)))
-        }
+        daemons += try Self.startDaemons(names, kind, mounts, harness)
         #expect(harness.extraLog("d1").contains("watching by polling"), "auto polls a network mount")
         let count = Int(ProcessInfo.processInfo.environment["LLMSPOOL_NETFS_REQUESTS"] ?? "") ?? 1000
         let ids = (0..<count).map { "n\($0)" }
@@ -426,11 +445,7 @@ struct NetworkSpoolTests {
         try harness.startStub()
         let producer = mounts.spool(kind, 3)
         try producer.create()
-        for (index, name) in ["d1", "d2", "d3"].enumerated() {
-            var config = Self.config(name, spool: mounts.spool(kind, index), harness: harness)
-            config["concurrency"] = 4
-            daemons.append(try harness.startExtraDaemon(name, config: config))
-        }
+        daemons += try Self.startDaemons(["d1", "d2", "d3"], kind, mounts, harness, extra: ["concurrency": 4])
         let count = 120
         let ids = (0..<count).map { "w\($0)" }
         for (index, id) in ids.enumerated() {
@@ -444,19 +459,11 @@ struct NetworkSpoolTests {
         for id in ids.reversed() where deleted.contains(id) { try Syscall.unlinkIfPresent(producer.request(id)) }
         let kept = ids.filter { !deleted.contains($0) }
         let logs = { ["d1", "d2", "d3"].map { harness.extraLog($0) } }
-        func cancelled(_ logs: [String]) -> [String: Int] {
-            var counts: [String: Int] = [:]
-            for line in logs.flatMap({ $0.split(separator: "\n") }) where line.contains("info: cancelled: ") {
-                guard let range = line.range(of: " id=") else { continue }
-                counts[String(line[range.upperBound...].prefix { $0 != " " }), default: 0] += 1
-            }
-            return counts
-        }
         // The daemons log every request they read (`validated`, at level debug).
         func seen(_ id: String, _ now: [String]) -> Bool { !Self.linesAbout([id], in: now).isEmpty }
         func unended(_ now: [String]) -> [String] {
             let done = Self.doneIDs(now)
-            let gone = cancelled(now)
+            let gone = Self.cancelledIDs(now)
             return kept.filter { done[$0] == nil } + deleted.filter { done[$0] == nil && gone[$0] == nil && seen($0, now) }.sorted()
         }
         do {
@@ -470,7 +477,7 @@ struct NetworkSpoolTests {
         Self.stopAll(daemons)
         let final = logs()
         let done = Self.doneIDs(final)
-        let gone = cancelled(final)
+        let gone = Self.cancelledIDs(final)
         let unseen = deleted.filter { !seen($0, final) }
         let twice = ids.filter { done[$0, default: 0] + gone[$0, default: 0] != (unseen.contains($0) ? 0 : 1) }
         #expect(twice.isEmpty, "one outcome each: \(twice.prefix(10)) \(Self.linesAbout(twice.prefix(2), in: final))")

@@ -6,8 +6,17 @@ import Testing
 /// A request's file leaving `outgoing` before its task ran is a withdrawal, unless its task
 /// had ended already: on a shared spool, a daemon killed between its result and its claim's
 /// tombstone leaves the others to see the request go as if withdrawn.
-@Suite struct FinisherWithdrawalTests {
+@Suite final class FinisherWithdrawalTests {
+    // Each test gets its own instance: its own spool, removed when the test is done.
     let layout = SpoolLayout(root: NSTemporaryDirectory() + "llmspool-withdrawal-\(UUID().uuidString)")
+
+    init() throws {
+        try layout.create()
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: layout.root)
+    }
 
     /// What the finisher reported, in order.
     final class Reports: Sendable {
@@ -36,8 +45,6 @@ import Testing
 
     @Test(arguments: [TaskRecord.Status.done, .failed])
     func aRequestWhoseTaskEndedIsNotReportedCancelled(_ status: TaskRecord.Status) throws {
-        try layout.create()
-        defer { try? FileManager.default.removeItem(atPath: layout.root) }
         try record("w1", status)
         let reports = Reports()
         finisher(reports).withdrawn(id: "w1")
@@ -48,8 +55,6 @@ import Testing
     /// The same request's file, seen through this mount (its own device and inode numbers)
     /// as it was when another mount's daemon ended it.
     @Test func theEndedFileSeenThroughAnotherMountIsNotReportedCancelled() throws {
-        try layout.create()
-        defer { try? FileManager.default.removeItem(atPath: layout.root) }
         try record("w4", .done, request: Self.ended, resultInode: 1234)
         _ = try result("w4")
         let reports = Reports()
@@ -60,8 +65,6 @@ import Testing
 
     /// The request's own file, its done record naming the result published.
     @Test func theEndedFileWithItsResultIsNotReportedCancelled() throws {
-        try layout.create()
-        defer { try? FileManager.default.removeItem(atPath: layout.root) }
         try record("w6", .done, request: Self.ended, resultInode: try result("w6"))
         let reports = Reports()
         finisher(reports).withdrawn(id: "w6", identity: Self.ended)
@@ -72,8 +75,6 @@ import Testing
     /// (the two-fsync order): the request runs again, and deleted before it does, it is
     /// withdrawn, as a restart would decide.
     @Test func aDoneRecordWhoseResultNeverGotItsNameProvesNoEnd() throws {
-        try layout.create()
-        defer { try? FileManager.default.removeItem(atPath: layout.root) }
         try record("w7", .done, request: Self.ended, resultInode: 99_999)
         let reports = Reports()
         finisher(reports).withdrawn(id: "w7", identity: Self.ended)
@@ -84,8 +85,6 @@ import Testing
     /// that one is withdrawn, and the old end's record stays.
     @Test(arguments: [TaskRecord.Status.done, .failed])
     func aNewerFileUnderAnEndedTasksNameIsCancelled(_ status: TaskRecord.Status) throws {
-        try layout.create()
-        defer { try? FileManager.default.removeItem(atPath: layout.root) }
         try record("w5", status, request: Self.ended)
         let reports = Reports()
         let newer = FileIdentity(device: 7, inode: 71, size: 133, modifiedNanoseconds: 5_000_000_000, contentHash: 0xbeef)
@@ -96,8 +95,6 @@ import Testing
 
     @Test(arguments: [TaskRecord.Status.active, .cancelled])
     func aRequestRemovedBeforeItsTaskEndedIsCancelledOnce(_ status: TaskRecord.Status) throws {
-        try layout.create()
-        defer { try? FileManager.default.removeItem(atPath: layout.root) }
         try record("w2", status)
         let reports = Reports()
         finisher(reports).withdrawn(id: "w2")
@@ -106,8 +103,6 @@ import Testing
     }
 
     @Test func aRequestWithoutARecordIsCancelled() throws {
-        try layout.create()
-        defer { try? FileManager.default.removeItem(atPath: layout.root) }
         let reports = Reports()
         finisher(reports).withdrawn(id: "w3")
         #expect(reports.all == [TaskReport(id: "w3", outcome: .cancelled)])

@@ -15,7 +15,7 @@ import Testing
     }
 
     static func anthropicLine(_ id: String) -> [UInt8] {
-        Array(#"{"custom_id":"\#(id)","params":{"model":"claude","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}}"#.utf8)
+        Array(#"{"custom_id":"\#(id)","params":{"model":"stub-messages","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}}"#.utf8)
     }
 
     /// The task the batch runner makes of the line at `offset`: `BatchLine.read`'s summary,
