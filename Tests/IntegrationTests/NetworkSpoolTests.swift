@@ -597,6 +597,10 @@ struct NetworkSpoolTests {
         #expect(Set(posts.map(\.prompt)).count == count)
         #expect(repeated <= sentByOwner.count - committedAtKill.count, "only lines the killed daemon had sent and not committed were sent again")
         #expect(sentByOther <= count - committedAtKill.count, "the other sent only what the journal did not have")
+        // On sshfs the input removed while its daemon still has it open is `.fuse_hidden*`
+        // until the last descriptor's release reaches sshfs (seen once in about ten runs):
+        // that is waited for, a bounded time, and then it must be gone.
+        try? waitUntil("outgoing is empty", timeout: 10) { harness.files(in: server.outgoing).isEmpty }
         #expect(harness.files(in: server.outgoing).isEmpty)
         #expect(!Syscall.isPresent(server.batchJournal("shared")))
         let incoming = harness.files(in: server.incoming)
