@@ -40,3 +40,30 @@ import Testing
         #expect(try !files.unlinkIfPresent(path), "gone already")
     }
 }
+
+/// The same for a move to `failed/`: `ENOENT` is taken for a source already gone only while
+/// the destination's folder is there.
+@Suite struct SpoolFilesRenameTests {
+    let folder = "/tmp/llmspool-rename-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+
+    @Test func theRenameSaysWhetherTheSourceWasThere() throws {
+        try Syscall.mkdir(folder, mode: 0o700)
+        defer { rmdir(folder) }
+        let source = folder + ".request"
+        try FileDescriptor.open(source, O_WRONLY | O_CREAT | O_EXCL).close()
+        let files = SpoolFiles(layout: SpoolLayout(root: "/tmp"))
+        #expect(try files.renameIfPresent(source, folder + "/moved"))
+        #expect(try !files.renameIfPresent(source, folder + "/moved"), "gone already")
+        try Syscall.unlink(folder + "/moved")
+    }
+
+    @Test func aMissingDestinationFolderIsAnError() throws {
+        let source = folder + ".request"
+        try FileDescriptor.open(source, O_WRONLY | O_CREAT | O_EXCL).close()
+        defer { unlink(source) }
+        let files = SpoolFiles(layout: SpoolLayout(root: "/tmp"))
+        let error = #expect(throws: SystemError.self) { try files.renameIfPresent(source, folder + "/moved") }
+        #expect(error?.errno == ENOENT)
+        #expect(try Syscall.exists(source), "the request stays where it was")
+    }
+}

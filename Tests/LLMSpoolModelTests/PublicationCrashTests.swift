@@ -133,6 +133,12 @@ final class MemoryFiles: PublicationFiles, @unchecked Sendable {
         pending.append(.rename(from, to))
     }
 
+    func renameIfPresent(_ from: String, _ to: String) throws(Failure) -> Bool {
+        guard names[from] != nil else { return false }
+        try rename(from, to)
+        return true
+    }
+
     /// Paths a lookup still finds after their removal, as through a network mount's stale
     /// cache, with the identity they had.
     var staleLookups: [String: FileIdentity] = [:]
@@ -486,6 +492,27 @@ final class StepCounter: @unchecked Sendable {
             return
         }
         #expect(again == [.alreadyGone(layout.request(id))])
+    }
+
+    /// The same for a failed task's clean-up: the request another daemon moved to `failed/`
+    /// is still found in `outgoing` by a stale cache, and the move must say it was gone, not
+    /// fail (which logged an error and tried again on every scan).
+    @Test func aFailedRequestAnotherDaemonMovedIsNotMovedTwice() throws {
+        let files = MemoryFiles()
+        files.create(layout.request(id), requestText)
+        let identity = try #require(try files.identity(of: layout.request(id)))
+        let record = TaskRecord(id: id, status: .failed, request: identity, history: TaskHistory(firstSeen: Date(timeIntervalSince1970: 0)),
+                                errorRecord: Array("{}".utf8))
+        files.createRecord(record)
+        let steps = PublicationPlan.completion(of: record, requestPath: layout.request(id), identity: identity, errorRecordExists: true, layout: layout)
+        try files.rename(layout.request(id), layout.failedRequest(id))
+        files.staleLookups[layout.request(id)] = identity
+        guard case .completed(let notes) = PublicationExecutor(files: files).run(steps) else {
+            Issue.record("the plan completes")
+            return
+        }
+        #expect(notes == [.alreadyGone(layout.request(id))])
+        #expect(files.text(layout.failedRequest(id)) == requestText, "the failed request moved once stays as it was")
     }
 
     @Test func aNewerRequestIsNotMovedToFailedWithTheOldOnesRecord() {

@@ -48,6 +48,19 @@ public struct SpoolFiles: PublicationFiles, Sendable {
         try Syscall.rename(from, to)
     }
 
+    /// `ENOENT` names either side of a rename: the source is taken as gone only while the
+    /// destination's folder is there (a deleted `failed/` is an error, tried again).
+    public func renameIfPresent(_ from: String, _ to: String) throws -> Bool {
+        do {
+            try Syscall.rename(from, to)
+            return true
+        } catch let error as SystemError where error.errno == ENOENT || error.errno == ESTALE {
+            let folder = to.lastIndex(of: "/").map { String(to[..<$0]) } ?? "."
+            guard try Syscall.exists(folder) else { throw error }
+            return false
+        }
+    }
+
     public func identity(of path: String) throws -> FileIdentity? {
         let info: stat
         do {

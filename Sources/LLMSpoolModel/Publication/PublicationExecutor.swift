@@ -9,6 +9,9 @@ public protocol PublicationFiles {
     /// Writes `state/<id>.json` through a hidden temporary; fsynced when `durable`.
     func writeRecord(_ record: TaskRecord, durable: Bool) throws(Failure)
     func rename(_ from: String, _ to: String) throws(Failure)
+    /// Renames a producer's file if it is there; false when it was gone already. As with
+    /// `unlinkIfPresent`, only the rename can say through a stale cache.
+    func renameIfPresent(_ from: String, _ to: String) throws(Failure) -> Bool
     /// The identity of the file now at `path`, or nil when there is none.
     func identity(of path: String) throws(Failure) -> FileIdentity?
     /// Removes a file if it is there; false when it was gone already. Only the unlink can
@@ -110,7 +113,8 @@ public struct PublicationExecutor<Files: PublicationFiles> {
             try files.rename(from, to)
         case .moveIfSame(let from, let to, let identity):
             if let note = try check(from, identity) { return note }
-            try files.rename(from, to)
+            // Seen through a stale cache, moved or removed by another daemon since.
+            guard try files.renameIfPresent(from, to) else { return .alreadyGone(from) }
         case .unlinkIfSame(let path, let identity):
             if let note = try check(path, identity) { return note }
             // Seen through a stale cache, removed by another daemon since: nothing ended here.
