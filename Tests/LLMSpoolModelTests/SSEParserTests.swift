@@ -56,4 +56,32 @@ import Testing
             }
         }
     }
+
+    /// The word-at-a-time scan finds a line end at every offset within and across words,
+    /// among bytes that differ from LF and CR by one bit, as a byte loop does.
+    @Test func lineEndsAreFoundAtEveryOffsetOfAWord() {
+        let fillers: [UInt8] = [0x0B, 0x0C, 0x0E, 0x8A, 0x8D, 0x4A, 0xFF, 0x00, UInt8(ascii: "x")]
+        for filler in fillers {
+            for length in 0..<40 {
+                let value = [UInt8](repeating: filler, count: length)
+                for ending in [[0x0A], [0x0D], [0x0D, 0x0A]] as [[UInt8]] {
+                    let stream = Array("data: ".utf8) + value + ending + ending + Array("data: z".utf8) + ending + ending
+                    let got = events([stream])
+                    #expect(got == [.data(String(decoding: value, as: UTF8.self)), .data("z")], "filler \(filler), length \(length), ending \(ending)")
+                }
+            }
+        }
+    }
+
+    @Test func theWordTestFlagsExactlyTheWordsWithALineEnd() {
+        for position in 0..<8 {
+            for byte in 0...255 {
+                var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 8)
+                bytes[position] = UInt8(byte)
+                var word: UInt64 = 0
+                for (index, value) in bytes.enumerated() { word |= UInt64(value) << (8 * UInt64(index)) }
+                #expect(SSEParser.holdsLineEnd(word) == (byte == 0x0A || byte == 0x0D), "byte \(byte) at \(position)")
+            }
+        }
+    }
 }

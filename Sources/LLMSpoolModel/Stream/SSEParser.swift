@@ -47,6 +47,10 @@ public struct SSEParser: Sendable {
     /// Scans for line ends and copies whole runs between them: big answers are not
     /// handled byte by byte.
     public mutating func feedRaw(_ bytes: UnsafeRawBufferPointer, _ emit: (RawEvent) -> Void) {
+        // An event's one data line whole in this read is handed out in place at its blank
+        // line, not copied into `data` first; kept past this call, it is copied.
+        var pending: UnsafeRawBufferPointer?
+        defer { if let pending { data.append(contentsOf: pending) } }
         var start = 0
         let count = bytes.count
         while start < count {
@@ -58,6 +62,14 @@ public struct SSEParser: Sendable {
                 }
             }
             var end = start
+            if let base = bytes.baseAddress {
+                // Eight bytes at a time to the word holding the line end: a long answer's
+                // events are kilobytes, and the byte loop was a fifth of a 1 GiB stream's CPU.
+                while count - end >= 8,
+                      !SSEParser.holdsLineEnd(UInt64(littleEndian: (base + end).loadUnaligned(as: UInt64.self))) {
+                    end += 8
+                }
+            }
             while end < count {
                 let byte = bytes[end]
                 if byte == 0x0A || byte == 0x0D { break }
@@ -70,13 +82,23 @@ public struct SSEParser: Sendable {
             afterCR = bytes[end] == 0x0D
             if line.isEmpty {
                 // The whole line is in this read (nearly always): taken in place, not copied.
-                endLine(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), emit)
+                endLine(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), inPlace: true, pending: &pending, emit)
             } else {
                 if end > start { line.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<end])) }
-                endHeldLine(emit)
+                endHeldLine(pending: &pending, emit)
             }
             start = end + 1
         }
+    }
+
+    /// Whether any of eight bytes is a LF or a CR: zero-byte detection on the word XORed
+    /// with each, which never misses one (a word it flags is then read byte by byte).
+    @inline(__always)
+    static func holdsLineEnd(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let lf = word ^ (ones &* 0x0A)
+        let cr = word ^ (ones &* 0x0D)
+        return (((lf &- ones) & ~lf) | ((cr &- ones) & ~cr)) & 0x8080_8080_8080_8080 != 0
     }
 
     /// Ends the stream. An event that was not closed by a blank line is still delivered:
@@ -86,22 +108,25 @@ public struct SSEParser: Sendable {
     }
 
     public mutating func finishRaw(_ emit: (RawEvent) -> Void) {
-        if !line.isEmpty { endHeldLine(emit) }
-        dispatch(emit)
+        var pending: UnsafeRawBufferPointer?
+        if !line.isEmpty { endHeldLine(pending: &pending, emit) }
+        dispatch(pending: &pending, emit)
     }
 
     /// Ends the line gathered across reads in `line`.
-    private mutating func endHeldLine(_ emit: (RawEvent) -> Void) {
+    private mutating func endHeldLine(pending: inout UnsafeRawBufferPointer?, _ emit: (RawEvent) -> Void) {
         var held: [UInt8] = []
         swap(&held, &line)
-        held.withUnsafeBytes { endLine($0, emit) }
+        held.withUnsafeBytes { endLine($0, inPlace: false, pending: &pending, emit) }
         held.removeAll(keepingCapacity: true)
         swap(&held, &line)
     }
 
-    private mutating func endLine(_ line: UnsafeRawBufferPointer, _ emit: (RawEvent) -> Void) {
+    /// `inPlace`: the line's bytes stay valid until `feedRaw` returns.
+    private mutating func endLine(_ line: UnsafeRawBufferPointer, inPlace: Bool, pending: inout UnsafeRawBufferPointer?,
+                                  _ emit: (RawEvent) -> Void) {
         if line.isEmpty {
-            dispatch(emit)
+            dispatch(pending: &pending, emit)
             return
         }
         if line[0] == UInt8(ascii: ":") {
@@ -113,15 +138,30 @@ public struct SSEParser: Sendable {
             && line[3] == UInt8(ascii: "a") else { return }  // event:, id:, retry: carry nothing we use
         var valueStart = colon < line.count ? colon + 1 : colon
         if valueStart < line.count && line[valueStart] == UInt8(ascii: " ") { valueStart += 1 }
+        let value = UnsafeRawBufferPointer(rebasing: line[valueStart...])
+        if inPlace && !hasData {
+            pending = value
+            hasData = true
+            return
+        }
+        if let held = pending {
+            data.append(contentsOf: held)
+            pending = nil
+        }
         if hasData { data.append(0x0A) }
-        data.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[valueStart...]))
+        data.append(contentsOf: value)
         hasData = true
     }
 
-    private mutating func dispatch(_ emit: (RawEvent) -> Void) {
+    private mutating func dispatch(pending: inout UnsafeRawBufferPointer?, _ emit: (RawEvent) -> Void) {
         guard hasData else { return }
-        data.withUnsafeBytes { emit(.data($0)) }
-        data.removeAll(keepingCapacity: true)
+        if let value = pending {
+            emit(.data(value))
+            pending = nil
+        } else {
+            data.withUnsafeBytes { emit(.data($0)) }
+            data.removeAll(keepingCapacity: true)
+        }
         hasData = false
     }
 }
