@@ -234,6 +234,43 @@ import Testing
     }
 }
 
+/// Past a success's commit point (its result renamed into `incoming`) a step that fails
+/// leaves the request ended: it is not sent again, no failure is written for it, and a
+/// later scan removes it.
+@Suite(.serialized) struct CommittedOutcomeTests {
+    @Test func aRequestThatCannotBeRemovedAfterItsResultIsNotSentAgain() throws {
+        guard Harness.isRoot, let chattr = Harness.which("chattr") else {
+            print("skipped: needs root and chattr to make a folder unwritable for root")
+            return
+        }
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["retry_max_seconds": 0.2, "rescan_interval_seconds": 1])
+        let outgoing = harness.layout.outgoing
+        let prompt = "a stream that ends while outgoing is immutable"
+        try harness.drop("stuck", Harness.request(prompt, stream: true, stub: ["tokens": 20, "token_delay_ms": 100]))
+        try waitUntil("the stream is under way", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.partial("stuck")) }
+        guard (try? Harness.run(chattr, ["+i", outgoing])) != nil else {
+            print("skipped: the filesystem does not support the immutable flag")
+            return
+        }
+        defer { _ = try? Harness.run(chattr, ["-i", outgoing]) }
+        try waitUntil("the result is published", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.result("stuck")) }
+        try waitUntil("the removal's failure is logged", timeout: 30) {
+            harness.log.contains("the result is published, but the request could not be removed from outgoing")
+        }
+        // Several rescans while the request cannot be removed: none sends it again.
+        try waitUntil("two more rescans", timeout: 30) { harness.log.components(separatedBy: "cannot complete the clean-up").count > 2 }
+        _ = try Harness.run(chattr, ["-i", outgoing])
+        try waitUntil("a later scan removes the request", timeout: 30) { !FileManager.default.fileExists(atPath: harness.layout.request("stuck")) }
+        #expect(try harness.arrivals(of: prompt).count == 1, "sent once")
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.errorRecord("stuck")), "no failure written for a request that succeeded")
+        #expect(!harness.log.contains("outcome not written"), "never postponed as if nothing had been published")
+        #expect(harness.log.components(separatedBy: "done (completed after a restart)").count == 1, "reported done once, by the commit")
+    }
+}
+
 @Suite(.serialized) struct ByteOrderMarkIntegrationTests {
     @Test(arguments: [false, true]) func aRequestWithAByteOrderMarkIsSentWithoutIt(large: Bool) throws {
         let harness = try Harness()

@@ -17,18 +17,26 @@ import Testing
         let (certificate, key) = (harness.root + "/ca.pem", harness.root + "/key.pem")
         try Harness.run(openssl, ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "1",
                                   "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"])
-        let port = Int.random(in: 40_000...50_000)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: openssl)
-        server.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-www", "-quiet"]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
+        // A random port can be taken (the ephemeral range covers it): a server that exits
+        // at once is started again on another.
+        var port = 0
+        var server = Process()
+        for _ in 0..<10 {
+            port = Int.random(in: 40_000...50_000)
+            server = Process()
+            server.executableURL = URL(fileURLWithPath: openssl)
+            server.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-www", "-quiet"]
+            server.standardOutput = FileHandle.nullDevice
+            server.standardError = FileHandle.nullDevice
+            try server.run()
+            try waitUntil("the TLS server listens or exits", timeout: 60) { !server.isRunning || Self.connects(port: UInt16(port)) }
+            if server.isRunning { break }
+        }
         defer {
             if server.isRunning { kill(server.processIdentifier, SIGKILL) }
             server.waitUntilExit()
         }
-        try waitUntil("the TLS server listens", timeout: 20) { Self.connects(port: UInt16(port)) }
+        try #require(server.isRunning, "openssl s_server listens on one of ten random ports")
         let url = "https://127.0.0.1:\(port)/v1"
 
         // The system's CAs: curl 60, with the hint, and not retried.

@@ -30,6 +30,9 @@ public final class Finisher: Sendable {
     /// Set when daemons share the spool: nothing is published without the lease.
     private let leases: LeaseManager?
     private let diskHealth: DiskHealth
+    /// Tasks whose outcome this run committed and reported, with their request still in
+    /// `outgoing` (its removal failed): the scan that removes it reports nothing again.
+    private let reportedAwaitingCleanUp = Mutex<Set<String>>([])
     private let formats: FormatContext
     /// How successes commit on this spool, decided once at start (`CommitOrder.choose`).
     let commitOrder: PublicationPlan.CommitOrder
@@ -281,7 +284,10 @@ public final class Finisher: Sendable {
             // cache), or replaced by a newer file: nothing ended here, nothing to report.
             logger.debug("the ended request's clean-up found nothing to do", id: id, ["notes": "\(notes)"])
         case .completed, .stopped:
-            if record.status == .done {
+            if reportedAwaitingCleanUp.withLock({ $0.remove(id) }) != nil {
+                // Reported when it was committed, earlier in this run.
+                logger.info("the ended request's clean-up is complete", id: id, ["status": LogValue(record.status.rawValue)])
+            } else if record.status == .done {
                 logger.info("done (completed after a restart)", id: id, ["result": LogValue(layout.result(id))])
                 report(TaskReport(id: id, outcome: .succeeded(resultPath: layout.result(id))))
             } else {
@@ -498,13 +504,21 @@ public final class Finisher: Sendable {
     /// the steps is that of a single success; only the folder fsyncs are shared. Returns
     /// one event per success, in order.
     public func commit(_ batch: [PreparedSuccess]) -> [Scheduler.Event] {
-        let failed = executor.runBatch(batch.map { PublicationPlan.commit($0.success, layout: layout, order: $0.order) })
+        let plans = batch.map { PublicationPlan.commit($0.success, layout: layout, order: $0.order) }
+        let failed = executor.runBatch(plans)
         return batch.indices.map { index in
             let prepared = batch[index]
             let id = prepared.task.id
-            if let reason = failed[index] {
-                leases?.release(id, ended: false)
-                return postpone(prepared.task, because: "publishing the result failed: \(reason)")
+            if let failure = failed[index] {
+                guard let point = PublicationPlan.commitPoint(of: plans[index], result: layout.result(id)), failure.index > point else {
+                    leases?.release(id, ended: false)
+                    return postpone(prepared.task, because: "publishing the result failed: \(failure)")
+                }
+                // The result has its name: the request ended. Sending it again would make a
+                // second outcome; its removal from `outgoing` is left to a later scan.
+                logger.warning("the result is published, but the request could not be removed from outgoing; a later scan does it",
+                               id: id, ["reason": LogValue(failure.description)])
+                reportedAwaitingCleanUp.withLock { _ = $0.insert(id) }
             }
             let outcome = prepared.outcome
             if let usage = prepared.usage { metrics.usage(usage, lane: outcome.remoteBatch == nil ? .live : .batch, endpoint: outcome.endpointName) }
@@ -524,9 +538,16 @@ public final class Finisher: Sendable {
         let bytes = ErrorRecord.encode(id: id, failure: failure, history: task.history, problem: problem, requestFile: layout.failedRequest(id, like: task.requestPath),
                                        originalName: layout.loadOriginalName(id))
         let record = commit ? TaskRecord(id: id, status: .failed, request: task.identity, history: task.history, errorRecord: bytes) : nil
-        switch executor.run(PublicationPlan.failure(task: task, errorRecord: bytes, record: record, layout: layout)) {
-        case .failed(_, _, let error):
-            return postpone(task, because: "writing the failure record failed: \(error)")
+        let steps = PublicationPlan.failure(task: task, errorRecord: bytes, record: record, layout: layout)
+        switch executor.run(steps) {
+        case .failed(let index, _, let error):
+            guard let point = PublicationPlan.commitPoint(of: steps, result: layout.result(id)), index > point else {
+                return postpone(task, because: "writing the failure record failed: \(error)")
+            }
+            // The durable record says it failed: the rest (the error record, the request's
+            // move to `failed`) is left to a later scan, never another attempt.
+            logger.warning("the failure is recorded, but publishing it did not finish; a later scan does it", id: id, ["reason": LogValue("\(error)")])
+            reportedAwaitingCleanUp.withLock { _ = $0.insert(id) }
         case .completed(let notes):
             for note in notes {
                 switch note {

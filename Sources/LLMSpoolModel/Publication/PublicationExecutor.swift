@@ -69,32 +69,42 @@ public struct PublicationExecutor<Files: PublicationFiles> {
         case stopped(at: Int)
     }
 
+    /// A step of one plan in a batch that failed (or a shared folder fsync that did).
+    public struct StepFailure: Sendable, Equatable, CustomStringConvertible {
+        /// The step's index in its plan.
+        public let index: Int
+        public let description: String
+    }
+
     /// Runs several plans of the same shape step by step, all plans' first steps, then
     /// all second steps, and so on: a folder fsync that several plans reach at once is done
     /// once for all of them. A plan whose step fails runs no further steps; the others go on.
-    /// Returns, per plan, nil when it completed or the failure's description.
-    public func runBatch(_ plans: [[PublicationStep]]) -> [String?] {
-        var failures = [String?](repeating: nil, count: plans.count)
+    /// Returns, per plan, nil when it completed or the step that failed.
+    public func runBatch(_ plans: [[PublicationStep]]) -> [StepFailure?] {
+        var failures = [StepFailure?](repeating: nil, count: plans.count)
         let length = plans.map(\.count).max() ?? 0
         var counter = 0
         for position in 0..<length {
             var syncedFolders: [String: String?] = [:]
+            func failure(_ text: String?) -> StepFailure? { text.map { StepFailure(index: position, description: $0) } }
             for (plan, steps) in plans.enumerated() where failures[plan] == nil && position < steps.count {
                 let step = steps[position]
                 if let folder = step.sharedFolder, let done = syncedFolders[folder] {
-                    failures[plan] = done
+                    failures[plan] = failure(done)
                     continue
                 }
-                guard beforeStep(counter, step) else { return failures.map { $0 ?? "stopped" } }
+                guard beforeStep(counter, step) else {
+                    return failures.enumerated().map { $1 ?? StepFailure(index: min(position, plans[$0].count), description: "stopped") }
+                }
                 counter += 1
-                var failure: String?
+                var text: String?
                 do throws(Files.Failure) {
                     _ = try perform(step)
                 } catch {
-                    failure = "\(error)"
+                    text = "\(error)"
                 }
-                failures[plan] = failure
-                if let folder = step.sharedFolder { syncedFolders[folder] = .some(failure) }
+                failures[plan] = failure(text)
+                if let folder = step.sharedFolder { syncedFolders[folder] = .some(text) }
             }
         }
         return failures

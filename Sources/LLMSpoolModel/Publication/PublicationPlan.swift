@@ -110,6 +110,20 @@ public enum PublicationPlan {
         return steps
     }
 
+    /// The index of a plan's commit point: the rename that gives a success's result its
+    /// name, or the durable record of a failure. A step after it that fails leaves the
+    /// outcome standing; what is left is the clean-up's (`completion`, on a later scan),
+    /// never a reason to send the request again. Nil for a plan without one.
+    public static func commitPoint(of steps: [PublicationStep], result: String) -> Int? {
+        steps.firstIndex { step in
+            switch step {
+            case .rename(_, let to): to == result
+            case .writeRecord(let record, true, nil): record.status == .failed
+            default: false
+            }
+        }
+    }
+
     /// A final failure. `record` is nil for a rejection at intake: validation is repeatable,
     /// so a crash only means the same rejection again, and no commit point is needed.
     public static func failure(task: TaskDescriptor, errorRecord: [UInt8], record: TaskRecord?, layout: SpoolLayout) -> [PublicationStep] {
