@@ -89,7 +89,8 @@ import Testing
         guard case .warn(let message)? = create.first else { Issue.record("\(create)"); return }
         #expect(message.contains("paid twice"), "the provider cannot guard a create not yet listed: \(message)")
         #expect(machine.handle(.createUncertain) == [.perform(.list(after: nil))])
-        #expect(machine.handle(.listed(page)).last == .perform(.create), "a batch proved another's is not inspected again")
+        #expect(machine.handle(.listed(page)).last == .wait(seconds: 4, then: .create),
+                "a batch proved another's is not inspected again; the create after one that got no answer waits")
     }
 
     @Test func aCandidateStillRunningIsWaitedForThenInspected() {

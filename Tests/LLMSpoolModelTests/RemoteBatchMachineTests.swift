@@ -80,6 +80,57 @@ import Testing
         #expect(ended.handle(.listed(.init(entries: [], hasMore: false))) == [.perform(.create)])
     }
 
+    /// A provider that commits each create, drops the answer and never lists the batch: a
+    /// few creates, each later than the last, then none; the list is read on, and a batch
+    /// of the group it shows at last is taken.
+    @Test(arguments: [EndpointAPI.openai, .anthropic])
+    func createsWhoseBatchNoListShowsAreFewAndSpacedOut(api: EndpointAPI) {
+        var start = fresh
+        start.api = api
+        var machine = RemoteBatchMachine(intent: start)
+        var actions = machine.handle(.start)
+        if api == .openai { actions = machine.handle(.uploaded(fileID: "file-1")) }
+        var creates = 0
+        var createWaits: [Double] = []
+        for _ in 0..<50 {
+            if actions.contains(.perform(.create)) || actions.contains(where: { if case .wait(_, .create) = $0 { true } else { false } }) {
+                creates += 1
+                for case .wait(let seconds, .create) in actions { createWaits.append(seconds) }
+                actions = machine.handle(.createUncertain)
+            }
+            #expect(!actions.contains(.perform(.create)), "a create that got no answer is followed by a list")
+            actions = machine.handle(.listed(.init(entries: [], hasMore: false)))
+        }
+        #expect(creates == RemoteBatchMachine.maximumUnprovenCreates, "three creates in all, not one per round trip")
+        #expect(createWaits == [4, 8], "each create again waits longer")
+        #expect(actions.contains(.wait(seconds: 30, then: .list(after: nil))), "then the list is read at the poll interval")
+        guard api == .openai else { return }
+        let found = machine.handle(.listed(.init(entries: [.init(id: "batch_late", group: "g1", createdAt: 10_001)], hasMore: false)))
+        #expect(recorded(found)?.batchID == "batch_late" && recorded(found)?.state == .created)
+    }
+
+    /// OpenAI's list whose pages lead back to one read: it cannot say there is no batch of
+    /// the group, so nothing is created; it is read again later, from the start.
+    @Test func anOpenAIListThatRepeatsItselfCreatesNothing() {
+        var machine = RemoteBatchMachine(intent: intent(.uploaded))
+        #expect(machine.handle(.start) == [.perform(.list(after: nil))])
+        let page = RemoteBatchListing(entries: [.init(id: "batch_stranger", group: "g9", createdAt: 10_100)], hasMore: true)
+        #expect(machine.handle(.listed(page)) == [.perform(.list(after: "batch_stranger"))])
+        let again = machine.handle(.listed(page))
+        #expect(!again.contains(.perform(.create)) && !again.contains(.perform(.list(after: "batch_stranger"))))
+        #expect(again.last == .wait(seconds: 2, then: .list(after: nil)))
+        #expect(machine.handle(.listed(page)) == [.perform(.list(after: "batch_stranger"))], "read again from the start")
+        let looped = machine.handle(.listed(page))
+        #expect(looped.last == .wait(seconds: 4, then: .list(after: nil)), "and later each time")
+    }
+
+    @Test func aProvidersRetryAfterIsHonouredUpToTheLimit() {
+        var machine = RemoteBatchMachine(intent: intent(.polling, batch: "batch_1"), schedule: PollSchedule(maximumRetryAfter: 3))
+        #expect(machine.handle(.start).last == .perform(.poll))
+        #expect(machine.handle(.failed(retryable: true, retryAfter: 99_999_999_999, message: "429")) == [.wait(seconds: 3, then: .poll)])
+        #expect(machine.handle(.failed(retryable: true, retryAfter: 8, message: "429")) == [.wait(seconds: 4, then: .poll)], "the backoff, not the 8 s asked")
+    }
+
     @Test func failedCreatesMapToUncertainUnlessTheAnswerProvesNothingWasCreated() {
         #expect(RemoteBatchMachine.eventForFailedCreate(status: nil, retryAfter: nil, message: "reset") == .createUncertain)
         #expect(RemoteBatchMachine.eventForFailedCreate(status: 500, retryAfter: nil, message: "x") == .createUncertain)

@@ -19,12 +19,15 @@ public final class BackgroundLane: @unchecked Sendable {
         public var limits: LaneGrouper.Limits
         public var pollSeconds: Double
         public var pollMaxSeconds: Double
+        /// The longest Retry-After honoured (`max_retry_after_seconds`).
+        public var maxRetryAfterSeconds: Double
         var http: LaneHTTP.Settings
 
         public init(_ config: Config) {
             limits = config.batchLimits
             pollSeconds = config.batchPollSeconds
             pollMaxSeconds = config.batchPollMaxSeconds
+            maxRetryAfterSeconds = config.retry.maxRetryAfterSeconds
             http = LaneHTTP.Settings(connectTimeoutSeconds: config.connectTimeoutSeconds, idleTimeoutSeconds: config.idleTimeoutSeconds,
                                      caFile: config.caFile, caDirectory: config.caDirectory)
         }
@@ -67,6 +70,9 @@ public final class BackgroundLane: @unchecked Sendable {
     private let stopped = DispatchSemaphore(value: 0)
     private let progressBox = Mutex<[Progress]>([])
     private let running = Atomic<Bool>(false)
+    /// Set by `finish`: a group's steps that follow each other without a wait stop at the
+    /// next one (the record on disk is at or behind the remote truth, and resumes).
+    private let stopRequested = Atomic<Bool>(false)
     /// Requests handed over by `deferred` that the thread has not taken in yet.
     private let backlogCount = Atomic<Int>(0)
 
@@ -131,6 +137,7 @@ public final class BackgroundLane: @unchecked Sendable {
     /// (no intent was recorded for it), and every recorded group resumes on the next start.
     public func finish() {
         guard running.load(ordering: .relaxed) else { return }
+        stopRequested.store(true, ordering: .relaxed)
         enqueue(.stop)
         stopped.wait()
     }
@@ -347,7 +354,7 @@ public final class BackgroundLane: @unchecked Sendable {
             for member in members { if let found = held[member.id] { returnLive(found) } }
             return
         }
-        var group = LaneGroup(machine: RemoteBatchMachine(intent: intent, schedule: PollSchedule(initial: settings.pollSeconds, maximum: settings.pollMaxSeconds)),
+        var group = LaneGroup(machine: RemoteBatchMachine(intent: intent, schedule: PollSchedule(initial: settings.pollSeconds, maximum: settings.pollMaxSeconds, maximumRetryAfter: settings.maxRetryAfterSeconds)),
                               startedAt: now)
         group.held = held
         group.sizes.reserveCapacity(members.count)
@@ -387,7 +394,8 @@ public final class BackgroundLane: @unchecked Sendable {
                 logger.bestEffort("removing a record") { try store.remove(group: intent.group) }
             case .intent(let intent):
                 var group = LaneGroup(machine: RemoteBatchMachine(intent: intent, schedule: PollSchedule(initial: settings.pollSeconds,
-                                                                                                          maximum: settings.pollMaxSeconds)),
+                                                                                                          maximum: settings.pollMaxSeconds,
+                                                                                                          maximumRetryAfter: settings.maxRetryAfterSeconds)),
                                       startedAt: Date(timeIntervalSince1970: Double(intent.createdAt)))
                 for member in intent.members { groupOfMember[member.id] = intent.group }
                 if case .perform(let step)? = group.machine.handle(.start).first { group.next = step }
@@ -423,7 +431,7 @@ public final class BackgroundLane: @unchecked Sendable {
     private func drive(_ id: String, _ actions: [RemoteBatchMachine.Action]) {
         var pending = actions[...]
         while let action = pending.popFirst() {
-            guard groups[id] != nil else { return }
+            guard groups[id] != nil, !stopRequested.load(ordering: .relaxed) else { return }
             switch action {
             case .record(let intent):
                 guard record(id, intent) else {

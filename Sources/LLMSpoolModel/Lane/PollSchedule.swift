@@ -4,12 +4,15 @@
 public struct PollSchedule: Sendable, Equatable {
     public let initial: Double
     public let maximum: Double
+    /// The longest wait a provider's `Retry-After` may ask for (`max_retry_after_seconds`).
+    public let maximumRetryAfter: Double
     public private(set) var interval: Double
     private var lastSeen: RemoteBatchStatus?
 
-    public init(initial: Double = 30, maximum: Double = 600) {
+    public init(initial: Double = 30, maximum: Double = 600, maximumRetryAfter: Double = 3600) {
         self.initial = max(1, initial)
         self.maximum = max(self.initial, maximum)
+        self.maximumRetryAfter = max(0, maximumRetryAfter)
         interval = self.initial
     }
 

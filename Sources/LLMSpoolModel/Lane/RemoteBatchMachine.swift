@@ -79,11 +79,19 @@ public struct RemoteBatchMachine: Sendable {
     public static let listingSlackSeconds = 600
     /// Backoff of a failed step: `min(2^n, 300)` seconds.
     public static let maximumBackoff = 300.0
+    /// Creates whose outcome was unknown and whose batch no list then showed, after which
+    /// none is made: each may be a batch the provider made and hides, and paid for.
+    public static let maximumUnprovenCreates = 3
 
     public private(set) var intent: RemoteIntent
     public private(set) var schedule: PollSchedule
     private var pending: Step?
     private var failures = 0
+    /// Creates in this run whose outcome was unknown and that no list has shown since.
+    public private(set) var unprovenCreates = 0
+    /// The pages of OpenAI's list read since its first: a page that leads back to one
+    /// would page forever.
+    private var listedPages: Set<String> = []
     /// Every member was deleted: the batch is cancelled as soon as its id is known.
     public private(set) var isWithdrawn = false
     /// Anthropic's reconciling: what one reading of the list found.
@@ -125,28 +133,45 @@ public struct RemoteBatchMachine: Sendable {
             return advance(to: .created, then: .poll, wait: schedule.interval)
         case .createUncertain:
             guard pending == .create else { return [] }
+            unprovenCreates += 1
             return perform(.list(after: nil))
         case .listed(let page):
             guard case .list(let after) = pending else { return [] }
             if intent.api == .anthropic { return listedMessageBatches(page, after: after) }
             if let mine = page.entries.first(where: { $0.group == intent.group }) {
                 intent.batchID = mine.id
+                unprovenCreates = 0
                 return advance(to: .created, then: isWithdrawn ? .cancel : .poll)
             }
+            if after == nil { listedPages = [] }
             let horizon = intent.createdAt - Self.listingSlackSeconds
             if page.hasMore, let last = page.entries.last, last.createdAt >= horizon {
+                guard last.id != after, listedPages.insert(last.id).inserted else {
+                    // As for Anthropic's list: one that leads back to a page read cannot say
+                    // there is no batch of the group, so nothing is created.
+                    if isWithdrawn {
+                        pending = nil
+                        return [.abandon(message: "every request of the group was deleted; the provider's list repeats itself after \(last.id), so a batch of the group cannot be found to cancel it")]
+                    }
+                    failures += 1
+                    pending = .list(after: nil)
+                    let backoff = min(Double(1 << min(failures, 20)), Self.maximumBackoff)
+                    return [.warn(message: "the provider's list of batches repeats itself after \(last.id); it is read again in \(Int(backoff)) s, and nothing is created until it ends"),
+                            .wait(seconds: backoff, then: .list(after: nil))]
+                }
                 return perform(.list(after: last.id))
             }
             if isWithdrawn {
                 pending = nil
                 return [.abandon(message: "every request of the group was deleted and no batch of it exists")]
             }
-            return perform(.create)
+            return createAgain()
         case .inspected(let batchID, let group):
             guard pending == .inspect(batchID: batchID) else { return [] }
             candidates.toInspect.removeAll { $0 == batchID }
             if group == intent.group {
                 intent.batchID = batchID
+                unprovenCreates = 0
                 return advance(to: .created, then: isWithdrawn ? .cancel : .poll)
             }
             notOurs.insert(batchID)
@@ -222,8 +247,36 @@ public struct RemoteBatchMachine: Sendable {
             }
             failures += 1
             let backoff = min(Double(1 << min(failures, 20)), Self.maximumBackoff)
-            return [.wait(seconds: max(retryAfter ?? 0, backoff), then: step)]
+            // A provider's Retry-After is honoured up to `max_retry_after_seconds`.
+            let asked = min(retryAfter ?? 0, schedule.maximumRetryAfter)
+            return [.wait(seconds: max(asked, backoff), then: step)]
         }
+    }
+
+    /// The create after a list that shows no batch of the group. After a create whose
+    /// outcome was unknown, the next waits, longer each time, and past
+    /// `maximumUnprovenCreates` none is made: the list is read again at the poll interval,
+    /// and a batch of the group it shows is taken. A provider that commits creates it
+    /// never lists costs a few batches, not one per round trip.
+    private mutating func createAgain() -> [Action] {
+        guard unprovenCreates > 0 else {
+            // A message batch carries no group: one made but not listed yet cannot be seen.
+            let warning: [Action] = intent.api == .anthropic
+                ? [.warn(message: "no message batch of the group was found: it is created again; one created but not yet listed by the provider would be paid twice")]
+                : []
+            return warning + perform(.create)
+        }
+        guard unprovenCreates < Self.maximumUnprovenCreates else {
+            pending = .list(after: nil)
+            return [.warn(message: "\(unprovenCreates) creates got no answer and no list shows their batch; none is made again, "
+                          + "and the list is read again in \(Int(schedule.interval)) s"),
+                    .wait(seconds: schedule.interval, then: .list(after: nil))]
+        }
+        pending = .create
+        let wait = min(Double(1 << min(unprovenCreates + 1, 20)), Self.maximumBackoff)
+        return [.warn(message: "no batch of the group was found after a create that got no answer: it is created again in \(Int(wait)) s; "
+                      + "one created but not yet listed by the provider would be paid twice"),
+                .wait(seconds: wait, then: .create)]
     }
 
     /// The event a create that got no success amounts to: `status` is its HTTP status, nil
@@ -283,8 +336,7 @@ public struct RemoteBatchMachine: Sendable {
             pending = nil
             return [.abandon(message: "every request of the group was deleted and no batch of it exists")]
         }
-        return [.warn(message: "no message batch of the group was found: it is created again; one created but not yet listed by the provider would be paid twice")]
-            + perform(.create)
+        return createAgain()
     }
 
     private mutating func perform(_ step: Step?) -> [Action] {
