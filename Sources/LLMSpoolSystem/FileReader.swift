@@ -20,6 +20,27 @@ public struct FileReader {
         }
     }
 
+    /// A path that names something other than a regular file.
+    public struct NotARegularFile: Error, Sendable, CustomStringConvertible {
+        public let path: String
+        public var description: String { "\(path) is not a regular file (a FIFO, device or folder is never read)" }
+    }
+
+    /// Reads at most `limit` bytes from the start of a regular file, refusing anything else
+    /// before a read: a FIFO would block the reader until someone writes to it (opened
+    /// with `O_NONBLOCK`, its open does not wait for a writer either).
+    public static func prefixOfRegularFile(path: String, limit: Int) throws -> [UInt8] {
+        let file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        guard try file.fstat().st_mode & S_IFMT == S_IFREG else { throw NotARegularFile(path: path) }
+        var bytes: [UInt8] = []
+        try forEachChunk(fd: file.rawValue, path: path) { chunk in
+            let room = limit - bytes.count
+            if room <= 0 { return }
+            bytes.append(contentsOf: chunk.prefix(room))
+        }
+        return bytes
+    }
+
     /// Reads at most `limit` bytes from the start of the file.
     public static func prefix(path: String, limit: Int) throws -> [UInt8] {
         var bytes: [UInt8] = []

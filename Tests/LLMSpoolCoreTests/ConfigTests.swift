@@ -100,3 +100,23 @@ import Testing
         #expect(try RequestValidator.validate(Array(text.utf8)).get().estimatedTokens == 1 + (1 << 40))
     }
 }
+
+/// A config path that names a FIFO is refused at once: reading it would block the reload
+/// (and every signal after it) until someone wrote to it.
+@Suite struct ConfigFileKindTests {
+    @Test func aFIFOIsRefusedWithoutWaitingForAWriter() throws {
+        let path = "/tmp/llmspool-config-fifo-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).json"
+        #expect(mkfifo(path, 0o600) == 0)
+        defer { unlink(path) }
+        let error = #expect(throws: ConfigError.self) { try Config.load(path: path) }
+        #expect(error?.description.contains("is not a regular file") == true, "\(String(describing: error))")
+    }
+
+    @Test func aFolderIsRefusedByName() throws {
+        let path = "/tmp/llmspool-config-folder-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        #expect(mkdir(path, 0o700) == 0)
+        defer { rmdir(path) }
+        let error = #expect(throws: ConfigError.self) { try Config.load(path: path) }
+        #expect(error?.description.contains("\(path) is not a regular file") == true, "\(String(describing: error))")
+    }
+}
