@@ -10,6 +10,9 @@ public struct StubDirectives: Sendable, Equatable {
     public var faults: [StubFault] = []
     /// For a stream: about this many bytes of content, in 16 KiB events (benchmarks).
     public var bulkBytes = 0
+    /// With a status other than 200: the error's message repeats the bearer token sent, as
+    /// a provider rejecting a key does (the daemon must blank it out).
+    public var echoKey = false
 
     public init(status: Int = 200, tokens: Int = 8, latencyMs: Int = 0, tokenDelayMs: Int = 0, faults: [StubFault] = []) {
         self.status = status
@@ -27,6 +30,7 @@ public struct StubDirectives: Sendable, Equatable {
         if let value = stub["latency_ms"] as? Int { result.latencyMs = max(0, value) }
         if let value = stub["token_delay_ms"] as? Int { result.tokenDelayMs = max(0, value) }
         if let value = stub["bulk_bytes"] as? Int { result.bulkBytes = max(0, value) }
+        if let value = stub["echo_key"] as? Bool { result.echoKey = value }
         if let list = stub["faults"] as? [Any] {
             result.faults = list.map { StubFault(($0 as? [String: Any]) ?? [:]) }
         }

@@ -63,15 +63,15 @@ public struct StubResponder: Sendable {
         let fault = attempt <= directives.faults.count ? directives.faults[attempt - 1] : nil
         var response = messages
             ? StubMessages.respond(request, body: body, headers: headers, directives: directives, fault: fault, attempt: attempt)
-            : answer(request, body: body, dialect: dialect!, directives: directives, fault: fault, attempt: attempt)
+            : answer(request, body: body, headers: headers, dialect: dialect!, directives: directives, fault: fault, attempt: attempt)
         response.headers += fault?.headers ?? []
         // OpenAI names each request it answers; the Messages stub sends Anthropic's request-id.
         if !messages { response.headers.append(("x-request-id", "req_stub_\(attempt)")) }
         return response
     }
 
-    private func answer(_ request: [String: Any], body: [UInt8], dialect: any StubDialectAnswer, directives: StubDirectives,
-                        fault: StubFault?, attempt: Int) -> Response {
+    private func answer(_ request: [String: Any], body: [UInt8], headers: [String: String], dialect: any StubDialectAnswer,
+                        directives: StubDirectives, fault: StubFault?, attempt: Int) -> Response {
         if let fault, fault.emptyBody {
             return Response(status: fault.status ?? 200, headers: [], latencyMs: fault.headerDelayMs, pieces: [])
         }
@@ -83,6 +83,11 @@ public struct StubResponder: Sendable {
             return response
         }
         guard directives.status == 200 else {
+            if directives.echoKey {
+                let key = (headers["authorization"] ?? "").replacingOccurrences(of: "Bearer ", with: "")
+                return error(directives.status, "Incorrect API key provided: \(key). You can find your API key in your account.",
+                             latency: directives.latencyMs)
+            }
             return error(directives.status, "stub answered \(directives.status) as asked", latency: directives.latencyMs)
         }
         let latency = directives.latencyMs + (fault?.headerDelayMs ?? 0)

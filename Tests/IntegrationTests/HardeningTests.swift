@@ -271,6 +271,25 @@ import Testing
     }
 }
 
+/// A provider that repeats the key it was sent in its error: the key reaches no record
+/// and no log line.
+@Suite(.serialized) struct EchoedKeyTests {
+    @Test func aKeyTheProviderEchoesIsBlankedOut() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        try harness.drop("echo", Harness.request("a rejected key", stub: ["status": 401, "echo_key": true]))
+        try waitUntil("echo failed", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.errorRecord("echo")) }
+        let failure = try String(contentsOfFile: harness.layout.errorRecord("echo"), encoding: .utf8)
+        #expect(failure.contains("Incorrect API key provided: <redacted>"), "\(failure)")
+        var everything = failure + harness.log
+        everything += try String(contentsOfFile: harness.layout.taskRecord("echo"), encoding: .utf8)
+        #expect(!everything.contains(Harness.secret), "the key is in no record and no log line")
+        #expect(!everything.contains("SECRET"), "nor any part of it")
+    }
+}
+
 @Suite(.serialized) struct ByteOrderMarkIntegrationTests {
     @Test(arguments: [false, true]) func aRequestWithAByteOrderMarkIsSentWithoutIt(large: Bool) throws {
         let harness = try Harness()

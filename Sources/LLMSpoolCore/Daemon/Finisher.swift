@@ -33,6 +33,8 @@ public final class Finisher: Sendable {
     /// Tasks whose outcome this run committed and reported, with their request still in
     /// `outgoing` (its removal failed): the scan that removes it reports nothing again.
     private let reportedAwaitingCleanUp = Mutex<Set<String>>([])
+    /// The endpoints' keys, blanked out of every failure before it is recorded or logged.
+    private let redaction = Mutex(SecretRedaction())
     private let formats: FormatContext
     /// How successes commit on this spool, decided once at start (`CommitOrder.choose`).
     let commitOrder: PublicationPlan.CommitOrder
@@ -70,6 +72,11 @@ public final class Finisher: Sendable {
             repeat { usleep(milliseconds * 1000) } while number == holdAt
             return true
         }
+    }
+
+    /// The keys a provider might echo back (the endpoints' and the lane's).
+    public func redact(secrets: [String]) {
+        redaction.withLock { $0 = SecretRedaction(secrets: secrets) }
     }
 
     public func reconfigure(retry: RetrySettings, endpointCount: Int) {
@@ -379,6 +386,12 @@ public final class Finisher: Sendable {
     }
 
     func judge(_ outcome: AttemptOutcome, partial: String) -> AttemptJudge.Verdict {
+        let verdict = judgeAsSent(outcome, partial: partial)
+        guard case .failure(let failure) = verdict else { return verdict }
+        return .failure(redaction.withLock { $0 }.redact(failure))
+    }
+
+    private func judgeAsSent(_ outcome: AttemptOutcome, partial: String) -> AttemptJudge.Verdict {
         if let verdict = AttemptJudge.judgeEnding(outcome.ending, bodyPrefix: {
             if let held = outcome.heldBody { return Array(held.prefix(Finisher.providerBodyLimit)) }
             do {

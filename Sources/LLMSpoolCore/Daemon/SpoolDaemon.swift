@@ -79,6 +79,7 @@ public final class SpoolDaemon: Sendable {
                                     hooks.handle(report)
                                     onReport?(report)
                                 })
+        finisher.redact(secrets: endpoints.compactMap { $0.apiKey?.value })
         // The engine and its delegate refer to each other; the box breaks the knot.
         let engineBox = Mutex<TransferEngine?>(nil)
         let post: @Sendable (Scheduler.Event) -> Void = { event in engineBox.withLock { $0 }?.post(event) }
@@ -282,6 +283,7 @@ public final class SpoolDaemon: Sendable {
     /// spool, the watcher's settings and logging keep their values until a restart.
     public func reload(config: Config, endpoints: [Endpoint]) {
         finisher.reconfigure(retry: config.retry, endpointCount: endpoints.count)
+        finisher.redact(secrets: endpoints.compactMap { $0.apiKey?.value })
         let batchSettings = SpoolDaemon.batchSettings(config, endpoints)
         batches.reconfigure(batchSettings)
         lane.reconfigure(endpoints: endpoints, settings: BackgroundLane.Settings(config))

@@ -1,0 +1,31 @@
+import Testing
+@testable import LLMSpoolModel
+
+@Suite struct SecretRedactionTests {
+    let redaction = SecretRedaction(secrets: ["sk-test-SECRET-5f1a9c", "short", "sk-test-SECRET-5f1a9c-longer-one"])
+
+    @Test func everyOccurrenceIsBlankedAndTheRestKept() {
+        let text = "Incorrect API key provided: sk-test-SECRET-5f1a9c. Again sk-test-SECRET-5f1a9csk-test-SECRET-5f1a9c!"
+        #expect(redaction.redact(text) == "Incorrect API key provided: <redacted>. Again <redacted><redacted>!")
+        #expect(redaction.redact(Array("sk-test-SECRET-5f1a9".utf8)) == Array("sk-test-SECRET-5f1a9".utf8), "a prefix is not the key")
+    }
+
+    @Test func aKeyThatContainsAnotherIsBlankedWhole() {
+        #expect(redaction.redact("x sk-test-SECRET-5f1a9c-longer-one y") == "x <redacted> y")
+    }
+
+    @Test func shortValuesAreNotSearchedFor() {
+        #expect(redaction.redact("a short text") == "a short text")
+        #expect(SecretRedaction(secrets: ["", "1234567"]).isEmpty)
+    }
+
+    @Test func aFailuresMessageAndBodyAreBlanked() {
+        let body = Array(#"{"error": {"message": "Incorrect API key provided: sk-test-SECRET-5f1a9c"}}"#.utf8)
+        let failure = AttemptFailure(.http, "the endpoint answered HTTP 401: Incorrect API key provided: sk-test-SECRET-5f1a9c",
+                                     httpStatus: 401, providerBody: body)
+        let redacted = redaction.redact(failure)
+        #expect(redacted.message == "the endpoint answered HTTP 401: Incorrect API key provided: <redacted>")
+        #expect(redacted.providerBody == Array(#"{"error": {"message": "Incorrect API key provided: <redacted>"}}"#.utf8))
+        #expect(redacted.kind == .http && redacted.httpStatus == 401)
+    }
+}
