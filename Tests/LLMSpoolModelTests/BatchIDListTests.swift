@@ -90,6 +90,19 @@ import Testing
         #expect(reader.finish() == .notAList)
     }
 
+    @Test func aLookupNamesTheEntriesAskedForOnlyFromAWholeListOfThisInput() throws {
+        var lookup = BatchIDList.Lookup(header: Self.header(), entries: [0, 2])
+        for byte in Self.list(["a", "b", "c"]) { lookup.add([byte]) }
+        #expect(try lookup.finish().get() == [0: "a", 2: "c"])
+        var cut = BatchIDList.Lookup(header: Self.header(), entries: [0])
+        cut.add(Self.list(["a", "b", "c"]).dropLast())
+        #expect(throws: BatchIDList.Problem.self, "a list cut short names nothing") { try cut.finish().get() }
+        let other = Self.input.with(contentHash: 0xbeef)
+        var another = BatchIDList.Lookup(header: Self.header(), entries: [1])
+        another.add(Self.list(["a", "b", "c"], header: Self.header(input: other)))
+        #expect(throws: BatchIDList.Problem.otherInput) { try another.finish().get() }
+    }
+
     @Test func theFilesOfAListAreKnownByName() {
         let layout = SpoolLayout(root: "/spool")
         #expect(layout.batchIDList("run") == "/spool/state/batches/run.ids")

@@ -118,6 +118,9 @@ public final class BatchRunner: @unchecked Sendable {
         var ended: [Ended] = []
         /// Retried lines whose attempts are not journalled yet.
         var attempted: [Attempted] = []
+        /// Lines ended that no custom_id could be found for (`commit`): never committed, they
+        /// must not hold the batch's end up.
+        var unnamed = Set<Int>()
         var cancelled = false
         /// `max_lifetime_seconds` passed: stopped like a cancellation, its lines end `expired`.
         var expiring = false
@@ -275,6 +278,7 @@ public final class BatchRunner: @unchecked Sendable {
             }
             if stop { draining = true }
             for batch in Array(batches.values) {
+                noticeChangeInPlace(batch)
                 commit(batch)
                 feed(batch)
                 finishIfDone(batch)
@@ -579,6 +583,33 @@ public final class BatchRunner: @unchecked Sendable {
         }
     }
 
+    /// The custom_ids of `entries` from the batch's list; none when the list cannot be used.
+    private func listedCustomIDs(_ batch: Batch, _ entries: Set<Int>) -> [Int: String] {
+        let path = layout.batchIDList(batch.name)
+        var lookup = BatchIDList.Lookup(header: batch.journal.header, entries: entries,
+                                        maxLineBytes: settings.withLock { $0.limits.maxLineBytes })
+        do {
+            let list = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+            var position = 0
+            while true {
+                let chunk = try Syscall.preadAll(list.rawValue, count: 1 << 20, at: position, path: path)
+                if chunk.isEmpty { break }
+                lookup.add(chunk)
+                position += chunk.count
+            }
+        } catch {
+            logger.warning("cannot read the batch's list of custom_ids", id: batch.name, ["reason": "\(error)", "lines": "\(entries.count)"])
+            return [:]
+        }
+        switch lookup.finish() {
+        case .success(let found):
+            return found
+        case .failure(let problem):
+            logger.warning("the batch's list of custom_ids cannot be used", id: batch.name, ["reason": LogValue(problem.description)])
+            return [:]
+        }
+    }
+
     /// The size of the file at `path`, nil when there is none.
     private func length(of path: String) throws -> Int? {
         try SpoolFiles(layout: layout).identity(of: path).map { Int($0.size) }
@@ -836,6 +867,23 @@ public final class BatchRunner: @unchecked Sendable {
         if !batch.ended.isEmpty { wake.signal() }
     }
 
+    /// The input held open changed in place since it was validated (cut short, appended to,
+    /// rewritten): it is no longer the batch accepted, which is cancelled as for a newer file.
+    /// Looked at before each commit, not left to the watcher: the engine refuses every line
+    /// of a changed file at once, and those refusals, committed first, would run the whole
+    /// batch down as failed lines instead of cancelling it.
+    private func noticeChangeInPlace(_ batch: Batch) {
+        guard !batch.cancelled, !batch.abandoned, batch.fd >= 0 else { return }
+        let now: FileIdentity
+        do {
+            now = FileIdentity(try Syscall.fstat(batch.fd, path: batch.inputPath))
+        } catch {
+            logger.warning("cannot look at the batch's input", id: batch.name, ["reason": "\(error)"])
+            return
+        }
+        if !now.isSameInstance(as: batch.identity) { cancel(batch.name, because: "the input was changed in place since it was validated") }
+    }
+
     /// The batch's claim is another daemon's now: its lines in flight here are stopped and
     /// nothing more is written. The new holder resumes from the journal, which holds only
     /// what was committed while the claim was this daemon's.
@@ -879,12 +927,29 @@ public final class BatchRunner: @unchecked Sendable {
         // The usage of the lines committed here, counted once they are durable.
         var usages: [(counts: [String: Int], lane: Metrics.Lane, endpoint: String?)] = []
         var seen = Set<Int>()
-        for ended in batch.ended where !batch.journal.committed.contains(ended.entry) && seen.insert(ended.entry).inserted {
+        let fresh = batch.ended.filter { !batch.journal.committed.contains($0.entry) && seen.insert($0.entry).inserted }
+        var customIDs: [Int: String] = [:]
+        var unreadable = Set<Int>()
+        for ended in fresh where ended.customID == nil {
+            if let customID = BatchRunner.customID(fd: batch.fd, range: batch.index.range(ended.entry), size: size, path: batch.inputPath) {
+                customIDs[ended.entry] = customID
+            } else {
+                unreadable.insert(ended.entry)
+            }
+        }
+        // The input cut short (or rewritten) in place since it was validated no longer holds
+        // these lines at their offsets; skipping them would leave a cancelled batch waiting
+        // for them for good.
+        if !unreadable.isEmpty { customIDs.merge(listedCustomIDs(batch, unreadable)) { read, _ in read } }
+        var unnamed = Set<Int>()
+        for ended in fresh {
             var result = ended.result
             if batch.cancelled, case .failed = result, ended.customID == nil { result = .cancelled }
             if batch.expiring, result == .cancelled { result = .expired }
-            guard let customID = ended.customID ?? BatchRunner.customID(fd: batch.fd, range: batch.index.range(ended.entry), size: size,
-                                                                        path: batch.inputPath) else { continue }
+            guard let customID = ended.customID ?? customIDs[ended.entry] else {
+                unnamed.insert(ended.entry)
+                continue
+            }
             output += BatchOutputLine.encode(kind: batch.journal.header.kind, batch: batch.name, entry: ended.entry, customID: customID, result: result)
             let tokens = BatchCounts.tokens(of: ended.usage)
             if let usage = ended.usage { usages.append((usage, ended.lane, ended.endpoint)) }
@@ -923,6 +988,11 @@ public final class BatchRunner: @unchecked Sendable {
             batch.journal.apply(entry)
             metrics.batchLines(BatchRunner.outcomeName(entry.code))
         }
+        if !unnamed.isEmpty {
+            logger.warning("lines whose custom_id neither the input nor the batch's list holds any more are left out of its output",
+                           id: batch.name, ["lines": "\(unnamed.count)"])
+            batch.unnamed.formUnion(unnamed)
+        }
         // Per lane, as a request's usage is counted once its outcome is committed.
         for usage in usages { metrics.usage(usage.counts, lane: usage.lane, endpoint: usage.endpoint) }
         for ended in batch.ended {
@@ -950,11 +1020,11 @@ public final class BatchRunner: @unchecked Sendable {
     /// sent are written as cancelled, then the batch is published.
     private func finishIfDone(_ batch: Batch) {
         guard !batch.abandoned else { return }
-        if batch.cancelled && batch.inWindow.isEmpty && batch.journal.committed.count < batch.index.count {
+        if batch.cancelled && batch.inWindow.isEmpty && batch.journal.committed.count + batch.unnamed.count < batch.index.count {
             var entry = 0
             while entry < batch.index.count {
                 let upper = min(batch.index.count, entry + 4096)
-                for line in entry..<upper where !batch.journal.committed.contains(line) {
+                for line in entry..<upper where !batch.journal.committed.contains(line) && !batch.unnamed.contains(line) {
                     batch.ended.append(Ended(entry: line, customID: nil, result: batch.expiring ? .expired : .cancelled, usage: nil))
                 }
                 commit(batch)
@@ -963,7 +1033,7 @@ public final class BatchRunner: @unchecked Sendable {
             }
             batch.next = batch.index.count
         }
-        guard batch.journal.committed.count >= batch.index.count, batch.inWindow.isEmpty else { return }
+        guard batch.journal.committed.count + batch.unnamed.count >= batch.index.count, batch.inWindow.isEmpty else { return }
         // The output is renamed, not removed: closed now. The journal is removed by the plan,
         // its descriptor goes there with the input's (see `publish`).
         batch.outputFile = nil

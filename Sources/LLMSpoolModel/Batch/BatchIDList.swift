@@ -72,6 +72,29 @@ public enum BatchIDList {
         return String(file.dropLast(suffix.count))
     }
 
+    /// The ids of some entries, read from a list a chunk at a time: a running batch's lines
+    /// whose input no longer holds them at their offsets (cut short or rewritten in place)
+    /// are named from here. None is given unless the list is whole and this input's.
+    public struct Lookup: Sendable {
+        var reader: Reader
+        let wanted: Set<Int>
+        var found: [Int: String] = [:]
+
+        public init(header: BatchJournal.Header, entries: Set<Int>, maxLineBytes: Int = 32 << 20) {
+            reader = Reader(header: header, maxLineBytes: maxLineBytes)
+            wanted = entries
+        }
+
+        public mutating func add(_ chunk: some Collection<UInt8>) {
+            for (entry, id) in reader.add(chunk) where wanted.contains(entry) { found[entry] = id }
+        }
+
+        public mutating func finish() -> Result<[Int: String], Problem> {
+            if let problem = reader.finish() { return .failure(problem) }
+            return .success(found)
+        }
+    }
+
     /// Reads a list a chunk at a time and checks it against the journal's header: every id
     /// in entry order, then the trailer of the same input, then nothing. A caller that acts
     /// on the ids reads the list through once first, to know it whole.
