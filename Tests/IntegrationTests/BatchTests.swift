@@ -205,6 +205,30 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: harness.layout.batchPartial("bad")))
     }
 
+    /// A byte order mark opening the file is skipped as a request file's is: the batch runs,
+    /// and line 1 goes to the endpoint without it.
+    @Test func aByteOrderMarkOpeningTheFileIsSkipped() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        let lines = (0..<3).map { Self.line("m-\($0)") }
+        let hidden = "\(harness.layout.outgoing)/.marked.jsonl.tmp"
+        try DurableFile.write([0xEF, 0xBB, 0xBF] + Array((lines.joined(separator: "\n") + "\n").utf8), to: hidden, syncDirectory: false)
+        try Syscall.rename(hidden, harness.layout.batchRequest("marked"))
+        let summary = try Self.waitForSummary(harness, "marked", timeout: 30)
+        #expect(summary["status"] as? String == "completed", "\(summary)")
+        let found = Self.byID(try Self.outputLines(harness.layout.batchOutput("marked")))
+        #expect(found.count == 3)
+        for index in 0..<3 {
+            let line = found["m-\(index)"] ?? [:]
+            let content = Harness.content(of: (line["response"] as? [String: Any])?["body"] as? [String: Any] ?? [:])
+            #expect(line["error"] is NSNull && content?.hasPrefix("Echo: prompt of m-\(index)") == true, "m-\(index): \(line)")
+        }
+        // The stub reads each body as JSON to echo its prompt: a mark sent with line 1 would not parse.
+        #expect(try harness.stubArrivals().map(\.prompt).sorted() == (0..<3).map { "prompt of m-\($0)" })
+    }
+
     @Test func deletingTheInputCancelsTheBatch() throws {
         let harness = try Harness()
         defer { harness.stop() }

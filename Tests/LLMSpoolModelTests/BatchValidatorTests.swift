@@ -67,6 +67,25 @@ import Testing
         #expect(line.customID == "b")
     }
 
+    /// The index gives every later read its range: line 1's starts after the mark, so the
+    /// line read again and the body sent from it have no mark.
+    @Test func aByteOrderMarkOpeningTheFileIsNotPartOfTheFirstLine() throws {
+        let mark = "\u{FEFF}"
+        let text = mark + [Self.chat("a"), Self.chat("b")].joined(separator: "\n") + "\n"
+        let validator = validate(text)
+        #expect(validator.isValid, "\(validator.problems)")
+        #expect(validator.index.range(0) == 3..<(3 + Self.chat("a").utf8.count))
+        let bytes = Array(text.utf8)
+        let first = Array(bytes[validator.index.range(0)])
+        let line = try BatchLine.read(first, at: validator.index.starts[0], fileSize: bytes.count).get()
+        #expect(line.customID == "a")
+        #expect(String(decoding: bytes[line.summary.body], as: UTF8.self) == #"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#)
+
+        #expect(!validate(Self.chat("a") + "\n" + mark + Self.chat("b")).isValid, "only the file's first bytes may be a mark")
+        #expect(!validate(mark + mark + Self.chat("a")).isValid, "one mark, not two")
+        #expect(!validate(mark + "\n").isValid, "a mark alone is a file without lines")
+    }
+
     @Test func eachProblemHasItsLineNumberAndTheFirstHundredAreKept() {
         var lines: [String] = []
         for index in 0..<150 { lines.append(index == 0 ? Self.chat("ok") : "{not json \(index)") }

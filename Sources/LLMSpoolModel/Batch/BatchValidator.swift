@@ -71,11 +71,20 @@ public struct BatchValidator {
     /// Adds the line numbered `number` (1-based, in the file), found at `offset`, without its
     /// newline. `reread` gives the `custom_id` of the earlier line at that range of the file
     /// (a range, not the index: a caller holding a copy of the index while it grows would
-    /// make every append copy it). Returns the line's `custom_id` when the line is valid so
-    /// far (a later line may still repeat it), for the batch's `BatchIDList`.
+    /// make every append copy it). A UTF-8 byte order mark opening the file is not part of
+    /// its first line. Returns the line's `custom_id` when the line is valid so far (a later
+    /// line may still repeat it), for the batch's `BatchIDList`.
     @discardableResult
     public mutating func add(_ line: [UInt8], number: Int, offset: Int, reread: (Range<Int>) -> String?) -> String? {
         guard !stopped else { return nil }
+        // Skipped as a request file's mark is, since most JSON readers skip it: the first
+        // line's range starts after it, so no later read of the line sends it.
+        var line = line
+        var offset = offset
+        if offset == 0, line.starts(with: RequestValidator.byteOrderMark) {
+            line.removeFirst(RequestValidator.byteOrderMark.count)
+            offset = RequestValidator.byteOrderMark.count
+        }
         if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return nil }
         guard index.count < limits.maxLines else {
             record(number, RequestProblem(.tooLarge, "the batch file has more than max_batch_lines (\(limits.maxLines)) lines"))
