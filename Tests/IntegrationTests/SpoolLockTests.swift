@@ -25,6 +25,25 @@ import Testing
         #expect(harness.daemonIsRunning)
     }
 
+    /// `state` deleted while the daemon runs takes its lock file with it: the daemon locks
+    /// the new one within a second or two, and a second daemon is still refused.
+    @Test func aDeletedLockFileIsLockedAgain() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["watch_mode": "inotify"])
+        try FileManager.default.removeItem(atPath: harness.layout.state)
+        try waitUntil("the daemon locks the spool again", timeout: 20) {
+            harness.log.contains("the spool's lock file was removed or replaced; it is locked again")
+        }
+        let second = try Harness.spawnAndWait(["/usr/bin/timeout", "20", Harness.binary, "run", "--config", harness.configPath])
+        #expect(second.status != 0 && second.status != 124, "the second daemon exits at once with an error: \(second.status)")
+        #expect(second.stderr.contains("another llmspool daemon is running on"), "\(second.stderr)")
+        try harness.drop("after", Harness.request("served once after state was deleted"))
+        try waitUntil("the first daemon answers", timeout: 20) { Syscall.isPresent(harness.layout.result("after")) }
+        #expect(try harness.arrivals(of: "served once after state was deleted").count == 1)
+    }
+
     @Test func withLeasesSeveralDaemonsShareASpool() throws {
         let harness = try Harness()
         defer { harness.stop() }

@@ -25,6 +25,8 @@ public final class SpoolDaemon: Sendable {
     private let statusStop = Atomic<Bool>(false)
     /// The `flock` that keeps a second daemon without leases off this spool.
     private let spoolLock = Mutex<DescriptorOwner?>(nil)
+    /// The device and inode of the file `spoolLock` holds locked.
+    private let spoolLockFile = Mutex<(device: UInt64, inode: UInt64)?>(nil)
     private let statusStopped = DispatchSemaphore(value: 0)
     /// What `start` started, stopped in reverse by `stop`.
     private let services = Mutex(ServiceGroup([]))
@@ -230,6 +232,7 @@ public final class SpoolDaemon: Sendable {
         }
         NamedThread.start("status") { [self] in
             while !statusStop.load(ordering: .relaxed) {
+                keepSpoolLock()
                 let snapshot = engine.snapshot
                 if let roster, let leases {
                     let entry = DaemonRoster.Entry(host: leases.hostID, pid: getpid(), updatedAt: Date(), queued: snapshot.queued,
@@ -311,8 +314,38 @@ public final class SpoolDaemon: Sendable {
             throw ConfigError("another llmspool daemon is running on \(layout.root) (\(path) is locked); without leases only one may run "
                 + "per spool, or each request is sent by both: stop the other one, or set \"leases\": true in every daemon's config")
         }
+        let info = try file.fstat()
         let lock = DescriptorOwner(file)
         spoolLock.withLock { $0 = lock }
+        spoolLockFile.withLock { $0 = (UInt64(info.st_dev), UInt64(info.st_ino)) }
+    }
+
+    /// `state/.lock` deleted (with all of `state`, say) would let a second daemon start
+    /// beside this one, and each would send every request. Looked at once a second: when
+    /// the path no longer leads to the file this daemon holds locked, the file there now is
+    /// locked instead; when another daemon already holds that one, this daemon stops.
+    func keepSpoolLock() {
+        guard let held = spoolLockFile.withLock({ $0 }) else { return }
+        let path = layout.lock
+        do {
+            let info = try Syscall.lstat(path)
+            if UInt64(info.st_dev) == held.device && UInt64(info.st_ino) == held.inode { return }
+        } catch let error as SystemError where error.errno == ENOENT {
+        } catch {
+            logger.warning("cannot look at the spool's lock file", ["path": LogValue(path), "reason": "\(error)"])
+            return
+        }
+        layout.recreateMissingFolders(logger: logger)
+        do {
+            try lockSpool()
+            logger.warning("the spool's lock file was removed or replaced; it is locked again", ["path": LogValue(path)])
+        } catch let error as ConfigError {
+            logger.error("another daemon locked this spool after its lock file was removed; this one stops, or both would send every request",
+                            ["path": LogValue(path), "reason": LogValue(error.description)])
+            kill(getpid(), SIGTERM)
+        } catch {
+            logger.warning("cannot lock the spool again; trying again in a second", ["path": LogValue(path), "reason": "\(error)"])
+        }
     }
 
     /// Before anything runs, every `.partial` and hidden temporary of this daemon's is from
