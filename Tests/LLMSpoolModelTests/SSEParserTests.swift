@@ -25,6 +25,20 @@ import Testing
         #expect(events(stream.map { [$0] }) == whole)
     }
 
+    /// One UTF-8 byte order mark at the start of the stream is not part of its first line,
+    /// wherever the reads split it; elsewhere, or not whole, its bytes are content.
+    @Test func aLeadingByteOrderMarkIsIgnored() {
+        let stream: [UInt8] = [0xEF, 0xBB, 0xBF] + Array("data: x\n\ndata: \u{FEFF}y\n\n".utf8)
+        let whole = events([stream])
+        #expect(whole == [.data("x"), .data("\u{FEFF}y")])
+        for cut in 0...stream.count {
+            #expect(events([Array(stream[..<cut]), Array(stream[cut...])]) == whole, "cut at \(cut)")
+        }
+        #expect(events(stream.map { [$0] }) == whole)
+        #expect(events([[0xEF, 0xBB], Array("data: z\n\n".utf8)]) == [], "a partial mark is the start of a line that is not a field")
+        #expect(events([[0xEF], Array("\ndata: z\n\n".utf8)]) == [.data("z")])
+    }
+
     @Test func commentsAreReportedAndCarryNoData() {
         #expect(events([Array(": ping\n\n:\n\n".utf8)]) == [.comment, .comment])
     }

@@ -20,6 +20,10 @@ public struct SSEParser: Sendable {
     private var data: [UInt8] = []
     private var hasData = false
     private var afterCR = false
+    /// How many bytes of a leading UTF-8 byte order mark were seen; 3 once the stream's
+    /// start is past (the event-stream standard ignores one mark at the start).
+    private var markBytes = 0
+    private static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
 
     public init() {}
 
@@ -46,7 +50,23 @@ public struct SSEParser: Sendable {
 
     /// Scans for line ends and copies whole runs between them: big answers are not
     /// handled byte by byte.
-    public mutating func feedRaw(_ bytes: UnsafeRawBufferPointer, _ emit: (RawEvent) -> Void) {
+    public mutating func feedRaw(_ input: UnsafeRawBufferPointer, _ emit: (RawEvent) -> Void) {
+        var bytes = input
+        if markBytes < 3 {
+            var index = 0
+            while markBytes < 3 && index < bytes.count {
+                guard bytes[index] == Self.byteOrderMark[markBytes] else {
+                    // Not a mark after all: the bytes taken for one are the stream's.
+                    let taken = markBytes
+                    markBytes = 3
+                    if taken > 0 { Self.byteOrderMark.prefix(taken).withUnsafeBytes { feedRaw($0, emit) } }
+                    break
+                }
+                markBytes += 1
+                index += 1
+            }
+            bytes = UnsafeRawBufferPointer(rebasing: bytes[index...])
+        }
         // An event's one data line whole in this read is handed out in place at its blank
         // line, not copied into `data` first; kept past this call, it is copied.
         var pending: UnsafeRawBufferPointer?
