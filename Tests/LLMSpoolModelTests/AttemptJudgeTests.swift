@@ -40,6 +40,17 @@ import Testing
         #expect(AttemptJudge.judgePlain(status: 200, body: Array(#"{"error":null,"choices":[]}"#.utf8)) == .success(assembled: nil, usage: nil))
     }
 
+    /// A JSON object that is no chat completion is not published as one.
+    @Test(arguments: [#"{}"#, #"{"choices":"nope"}"#, #"{"choices":null}"#, #"{"id":"x","object":"chat.completion"}"#])
+    func aChatAnswerWithoutChoicesIsMalformed(body: String) {
+        guard case .failure(let failure) = AttemptJudge.judgePlain(status: 200, body: Array(body.utf8), dialect: ChatCompletionsDialect()) else {
+            Issue.record("\(body) is not a chat completion")
+            return
+        }
+        #expect(failure.kind == .malformedResponse)
+        #expect(failure.message.contains("\"choices\""))
+    }
+
     @Test func onlyARequestedEventStreamIsParsedAsOne() {
         #expect(AttemptJudge.isEventStream(requested: true, headers: ["content-type": "text/event-stream; charset=utf-8"]))
         #expect(!AttemptJudge.isEventStream(requested: true, headers: ["content-type": "application/json"]))

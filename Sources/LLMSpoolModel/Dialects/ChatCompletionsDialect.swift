@@ -11,6 +11,14 @@ public struct ChatCompletionsDialect: Dialect {
 
     public var usageMember: [UInt8] { Array(#""stream_options":{"include_usage":true},"#.utf8) }
 
+    /// A chat completion carries its answers in `choices`; `object` is not required, as some
+    /// compatible servers leave it out. Without this, `{}` or a body cut short to one was
+    /// published as a success.
+    public func plainAnswerProblem(_ answer: RawJSON.Value, in body: [UInt8]) -> String? {
+        guard case .array? = answer["choices"] else { return "the answer is not a chat completion (no \"choices\" array)" }
+        return nil
+    }
+
     public func summarise(_ request: RawJSON.Value, in bytes: [UInt8]) -> Result<RequestSummary, RequestProblem> {
         guard let modelValue = request["model"] else {
             return .failure(RequestProblem(.missingField, "the request has no \"model\""))
