@@ -12,7 +12,15 @@
 #include <sys/vfs.h>
 #include <sys/xattr.h>
 #include <linux/stat.h>
+#include <spawn.h>
 #include <unistd.h>
+
+/// posix_spawn_file_actions_addclosefrom_np (glibc 2.34): the child closes every
+/// descriptor from `from` up. glibc declares it only under _GNU_SOURCE.
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+static inline int llms_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
 
 /// The filesystem type (f_type) of `path`, or -1 with errno set.
 static inline long llms_filesystem_type(const char *path) {

@@ -183,3 +183,24 @@ import Testing
 func JSONObject(_ text: String) -> [String: Any]? {
     try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
 }
+
+/// A hook past `hook_timeout_seconds` is killed with the children it started: one that
+/// ignores SIGTERM does not outlive it.
+@Suite(.serialized) struct HookTimeoutTests {
+    @Test func aHookPastItsTimeIsKilledWithItsChildren() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let pidFile = harness.root + "/child.pid"
+        try harness.startDaemon(config: [
+            "hook_timeout_seconds": 1,
+            "on_complete": "sh -c 'trap \"\" TERM; echo $$ > \(pidFile); exec sleep 600' & wait",
+        ])
+        try harness.drop("hooked", Harness.request("a hook that overstays"))
+        try waitUntil("the hook is killed", timeout: 30) { harness.log.contains("hook killed after hook_timeout_seconds") }
+        let text = try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let child = try #require(pid_t(text))
+        // Reaped by init once killed; gone within a moment.
+        try waitUntil("the hook's child is gone", timeout: 10) { kill(child, 0) != 0 }
+    }
+}

@@ -1,3 +1,4 @@
+import CSystem
 import Foundation
 import Glibc
 import Synchronization
@@ -127,9 +128,19 @@ public final class HookRunner: Sendable {
         // bounded, never the daemon's stderr raw.
         posix_spawn_file_actions_adddup2(&actions, output.write, 1)
         posix_spawn_file_actions_adddup2(&actions, output.write, 2)
+        // Nothing else of the daemon's: its sockets, spool files and whatever it inherited
+        // would stay open in every child a hook leaves behind.
+        llms_spawn_close_from(&actions, 3)
+        // Its own process group: a hook past its time is killed with every child it started
+        // that stayed in the group (a `sleep` that ignores SIGTERM outlived the hook).
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+        posix_spawnattr_setpgroup(&attributes, 0)
         var pid: pid_t = 0
         let started = Date()
-        let spawned = posix_spawnp(&pid, argv[0], &actions, nil, cArgs, cEnv)
+        let spawned = posix_spawnp(&pid, argv[0], &actions, &attributes, cArgs, cEnv)
         // The child holds its own copies; the parent's write end goes, so the read end sees
         // the end of the output when the child exits.
         do {
@@ -177,7 +188,7 @@ public final class HookRunner: Sendable {
             }
             if Date().timeIntervalSince(started) > settings.timeoutSeconds && !timedOut {
                 timedOut = true
-                kill(pid, SIGKILL)
+                kill(-pid, SIGKILL)
             }
             usleep(20_000)
         }
