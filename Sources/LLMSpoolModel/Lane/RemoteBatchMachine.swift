@@ -146,19 +146,7 @@ public struct RemoteBatchMachine: Sendable {
             if after == nil { listedPages = [] }
             let horizon = intent.createdAt - Self.listingSlackSeconds
             if page.hasMore, let last = page.entries.last, last.createdAt >= horizon {
-                guard last.id != after, listedPages.insert(last.id).inserted else {
-                    // As for Anthropic's list: one that leads back to a page read cannot say
-                    // there is no batch of the group, so nothing is created.
-                    if isWithdrawn {
-                        pending = nil
-                        return [.abandon(message: "every request of the group was deleted; the provider's list repeats itself after \(last.id), so a batch of the group cannot be found to cancel it")]
-                    }
-                    failures += 1
-                    pending = .list(after: nil)
-                    let backoff = min(Double(1 << min(failures, 20)), Self.maximumBackoff)
-                    return [.warn(message: "the provider's list of batches repeats itself after \(last.id); it is read again in \(Int(backoff)) s, and nothing is created until it ends"),
-                            .wait(seconds: backoff, then: .list(after: nil))]
-                }
+                guard last.id != after, listedPages.insert(last.id).inserted else { return listRepeats(after: last.id, what: "batches") }
                 return perform(.list(after: last.id))
             }
             if isWithdrawn {
@@ -302,22 +290,24 @@ public struct RemoteBatchMachine: Sendable {
             }
         }
         if page.hasMore, let last = page.entries.last, last.createdAt >= horizon {
-            guard last.id != after, candidates.pages.insert(last.id).inserted else {
-                // A page that leads back to one read: the list cannot say there is no batch
-                // of the group, so nothing is created; it is read again from the start.
-                if isWithdrawn {
-                    pending = nil
-                    return [.abandon(message: "every request of the group was deleted; the provider's list repeats itself after \(last.id), so a batch of the group cannot be found to cancel it")]
-                }
-                failures += 1
-                pending = .list(after: nil)
-                let backoff = min(Double(1 << min(failures, 20)), Self.maximumBackoff)
-                return [.warn(message: "the provider's list of message batches repeats itself after \(last.id); it is read again in \(Int(backoff)) s, and nothing is created until it ends"),
-                        .wait(seconds: backoff, then: .list(after: nil))]
-            }
+            guard last.id != after, candidates.pages.insert(last.id).inserted else { return listRepeats(after: last.id, what: "message batches") }
             return perform(.list(after: last.id))
         }
         return nextCandidate()
+    }
+
+    /// A list whose page leads back to one read cannot say there is no batch of the group:
+    /// nothing is created, and it is read again from the start, later each time.
+    private mutating func listRepeats(after id: String, what: String) -> [Action] {
+        if isWithdrawn {
+            pending = nil
+            return [.abandon(message: "every request of the group was deleted; the provider's list repeats itself after \(id), so a batch of the group cannot be found to cancel it")]
+        }
+        failures += 1
+        pending = .list(after: nil)
+        let backoff = min(Double(1 << min(failures, 20)), Self.maximumBackoff)
+        return [.warn(message: "the provider's list of \(what) repeats itself after \(id); it is read again in \(Int(backoff)) s, and nothing is created until it ends"),
+                .wait(seconds: backoff, then: .list(after: nil))]
     }
 
     /// Anthropic's reconciling, the list read: inspect the next ended candidate; wait for one
