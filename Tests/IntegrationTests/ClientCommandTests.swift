@@ -376,3 +376,19 @@ extension Harness {
         #expect(try harness.arrivals(of: "kept back").count == 1)
     }
 }
+
+/// A provider's error text is printed to a terminal with its control characters escaped:
+/// an escape sequence in it must not reach the user's terminal raw.
+@Suite(.serialized) struct FollowedFailureTextTests {
+    @Test func aFailuresMessageIsPrintedEscaped() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let record: [String: Any] = ["id": "painted", "status": "failed", "kind": "http",
+                                     "message": "the endpoint answered HTTP 400: \u{1B}[31mred\u{1B}[0m\nforged line"]
+        try JSONSerialization.data(withJSONObject: record).write(to: URL(fileURLWithPath: harness.layout.errorRecord("painted")))
+        let waited = try harness.cli(["wait", "painted", "--spool", harness.layout.root, "--timeout", "10"])
+        #expect(waited.status == 1, "\(waited.stderr)")
+        #expect(!waited.stderr.contains("\u{1B}"), "no escape character reaches the terminal: \(waited.stderr.debugDescription)")
+        #expect(waited.stderr.contains(#"\x1b[31mred\x1b[0m\x0aforged line"#), "\(waited.stderr.debugDescription)")
+    }
+}

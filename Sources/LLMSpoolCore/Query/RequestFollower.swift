@@ -115,7 +115,8 @@ public final class RequestFollower {
             case .failed:
                 // An unreadable record still ends the wait as failed, without its message.
                 let record = (try? FileReader.prefix(path: layout.errorRecord(id), limit: 1 << 20)).flatMap(JSONObject.parse)
-                return .failed(message: record?["message"] as? String ?? "the request failed", recordPath: layout.errorRecord(id))
+                // A provider's words, bound for a terminal: its control characters escaped.
+                return .failed(message: TextEscaping.escape(record?["message"] as? String ?? "the request failed"), recordPath: layout.errorRecord(id))
             case .cancelled:
                 return .cancelled
             case .unknown where sawRequest:
@@ -161,7 +162,7 @@ public final class RequestFollower {
         if state != .inFlight {
             let verdict = query.waitVerdict(id, record: record, live: live, now: now)
             current.nextAttemptAt = verdict.nextAttempt.map(Date.init(timeIntervalSince1970:))
-            current.lastError = record?.history.attempts.last?.message
+            current.lastError = record?.history.attempts.last?.message.map(TextEscaping.escape)
             current.waitingFor = verdict.holdingReason
             // As `queue` says it: nothing will send a queued request until a daemon runs.
             if live == nil && state == .queued { current.waitingFor = "no daemon running" }
