@@ -208,20 +208,34 @@ import Testing
         #expect(harness.log.contains("a spool folder was missing; recreated"))
     }
 
-    @Test func anUnwritableIncomingHoldsRequestsUnsent() throws {
+    /// `chattr`, when this machine can make a folder unwritable even for root; nil, with
+    /// the reason printed, when it cannot.
+    static func chattrForRoot() -> String? {
         guard Harness.isRoot, let chattr = Harness.which("chattr") else {
             print("skipped: needs root and chattr to make a folder unwritable for root")
-            return
+            return nil
         }
+        return chattr
+    }
+
+    /// Sets the immutable flag on `folder`; false, with the reason printed, when its
+    /// filesystem has none.
+    static func makeImmutable(_ folder: String, with chattr: String) -> Bool {
+        guard (try? Harness.run(chattr, ["+i", folder])) != nil else {
+            print("skipped: the filesystem does not support the immutable flag")
+            return false
+        }
+        return true
+    }
+
+    @Test func anUnwritableIncomingHoldsRequestsUnsent() throws {
+        guard let chattr = Self.chattrForRoot() else { return }
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()
         try harness.startDaemon(config: ["retry_max_seconds": 0.2])
         let incoming = harness.layout.incoming
-        guard (try? Harness.run(chattr, ["+i", incoming])) != nil else {
-            print("skipped: the filesystem does not support the immutable flag")
-            return
-        }
+        guard Self.makeImmutable(incoming, with: chattr) else { return }
         defer { _ = try? Harness.run(chattr, ["-i", incoming]) }
         try harness.drop("held", Harness.request("hold me while incoming is immutable"))
         try waitUntil("the daemon held the request several times", timeout: 30) {
@@ -239,10 +253,7 @@ import Testing
 /// later scan removes it.
 @Suite(.serialized) struct CommittedOutcomeTests {
     @Test func aRequestThatCannotBeRemovedAfterItsResultIsNotSentAgain() throws {
-        guard Harness.isRoot, let chattr = Harness.which("chattr") else {
-            print("skipped: needs root and chattr to make a folder unwritable for root")
-            return
-        }
+        guard let chattr = SpoolFolderTests.chattrForRoot() else { return }
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()
@@ -251,10 +262,7 @@ import Testing
         let prompt = "a stream that ends while outgoing is immutable"
         try harness.drop("stuck", Harness.request(prompt, stream: true, stub: ["tokens": 20, "token_delay_ms": 100]))
         try waitUntil("the stream is under way", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.partial("stuck")) }
-        guard (try? Harness.run(chattr, ["+i", outgoing])) != nil else {
-            print("skipped: the filesystem does not support the immutable flag")
-            return
-        }
+        guard SpoolFolderTests.makeImmutable(outgoing, with: chattr) else { return }
         defer { _ = try? Harness.run(chattr, ["-i", outgoing]) }
         try waitUntil("the result is published", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.result("stuck")) }
         try waitUntil("the removal's failure is logged", timeout: 30) {

@@ -55,8 +55,7 @@ public struct SpoolFiles: PublicationFiles, Sendable {
             try Syscall.rename(from, to)
             return true
         } catch let error as SystemError where error.errno == ENOENT || error.errno == ESTALE {
-            let folder = to.lastIndex(of: "/").map { String(to[..<$0]) } ?? "."
-            guard try Syscall.exists(folder) else { throw error }
+            guard try Syscall.exists(PublicationPlan.folder(of: to)) else { throw error }
             return false
         }
     }

@@ -168,7 +168,8 @@ public enum PublicationPlan {
         }
     }
 
-    static func folder(of path: String) -> String {
+    /// The folder a path is in, as written (`.` for a bare name).
+    public static func folder(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
