@@ -50,7 +50,7 @@ public final class BackgroundLane: @unchecked Sendable {
     enum Message {
         /// Indirect: the inbox can hold a whole group's worth of requests the thread has not
         /// taken yet, and an array of tasks inline keeps its capacity (a task's size a slot).
-        indirect case deferred(TaskDescriptor, endpoint: String)
+        indirect case deferred(TaskDescriptor, endpoint: String?)
         case withdrawn(String)
         case reconfigure([Endpoint], Settings)
         case stop
@@ -114,8 +114,9 @@ public final class BackgroundLane: @unchecked Sendable {
         NamedThread.start("lane") { [self] in run() }
     }
 
-    /// A request that may wait, from the scheduler (any thread).
-    public func deferred(_ task: TaskDescriptor, endpoint: String) {
+    /// A request that may wait, from the scheduler (any thread); with no endpoint, a member
+    /// of a resumed remote batch found again.
+    public func deferred(_ task: TaskDescriptor, endpoint: String?) {
         backlogCount.add(1, ordering: .relaxed)
         enqueue(.deferred(task, endpoint: endpoint))
     }
@@ -233,10 +234,18 @@ public final class BackgroundLane: @unchecked Sendable {
 
     /// A deferrable request joins its recovered group (the same file, found again after a
     /// restart) or a group being formed.
-    private func join(_ task: TaskDescriptor, endpoint: String) {
+    private func join(_ task: TaskDescriptor, endpoint: String?) {
         if let id = groupOfMember[task.id], let member = groups[id]?.machine.intent.members.first(where: { $0.id == task.id }),
            LaneMembership.isSameRequest(recorded: member.request, found: task.identity) {
             groups[id]?.held[task.id] = memberForm(of: task)
+            logger.debug("found again for its remote batch", id: task.id, ["group": LogValue(id)])
+            return
+        }
+        guard let endpoint else {
+            // Sent to its resumed batch although the config no longer batches it, but the
+            // file is not the one in the batch (replaced meanwhile): it is a new request.
+            logger.info("the request is not the one in its remote batch; it goes live", id: task.id)
+            post(.laneReturned(task))
             return
         }
         guard waiting[task.id] == nil else { return }
@@ -383,6 +392,9 @@ public final class BackgroundLane: @unchecked Sendable {
             logger.error("cannot read the background lane's records", ["folder": LogValue(layout.remote), "reason": "\(error)"])
             return
         }
+        var resumed: [String] = []
+        // Before the watcher starts: the scheduler learns them before any of them arrives.
+        defer { if !resumed.isEmpty { post(.laneResumed(ids: resumed)) } }
         for entry in found {
             switch entry {
             case .unreadable(let path, let problem):
@@ -398,6 +410,7 @@ public final class BackgroundLane: @unchecked Sendable {
                                                                                                           maximumRetryAfter: settings.maxRetryAfterSeconds)),
                                       startedAt: Date(timeIntervalSince1970: Double(intent.createdAt)))
                 for member in intent.members { groupOfMember[member.id] = intent.group }
+                resumed += intent.members.map(\.id)
                 if case .perform(let step)? = group.machine.handle(.start).first { group.next = step }
                 if intent.state < .ended, intent.members.allSatisfy({ !isPresent($0) }) {
                     // Every member was deleted while no daemon ran.
@@ -490,8 +503,11 @@ public final class BackgroundLane: @unchecked Sendable {
     private func perform(_ step: RemoteBatchMachine.Step, _ id: String) -> RemoteBatchMachine.Event? {
         guard let group = groups[id] else { return nil }
         let intent = group.machine.intent
-        guard let endpoint = endpoints.first(where: { $0.name == intent.endpoint && $0.batch }) else {
-            logger.error("the endpoint of a remote batch is not configured with \"batch\": true; the batch waits",
+        // A batch already created is followed to its end on its endpoint even when the
+        // config no longer batches there: `"batch": false` stops new groups, and sending the
+        // members live instead would pay for them twice.
+        guard let endpoint = endpoints.first(where: { $0.name == intent.endpoint }) else {
+            logger.error("the endpoint of a remote batch is not in the config; the batch and its requests wait until it is again",
                          ["group": LogValue(id), "endpoint": LogValue(intent.endpoint)])
             retry(id, step, after: 60)
             return nil

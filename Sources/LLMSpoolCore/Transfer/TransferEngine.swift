@@ -66,8 +66,9 @@ public final class TransferEngine: @unchecked Sendable {
         public var withdrawn: @Sendable (_ id: String, _ identity: FileIdentity?) -> Void
         /// No configured endpoint speaks the request's dialect; the finisher fails it.
         public var unservable: @Sendable (_ task: TaskDescriptor, _ message: String) -> Void
-        /// A request that may wait goes to the background lane of the endpoint named.
-        public var deferred: @Sendable (_ task: TaskDescriptor, _ endpoint: String) -> Void = { _, _ in }
+        /// A task for the background lane: to group on `endpoint`, or (nil) back to the
+        /// remote batch the lane resumed for it.
+        public var deferred: @Sendable (_ task: TaskDescriptor, _ endpoint: String?) -> Void = { _, _ in }
         /// A laned request's file left `outgoing`.
         public var laneWithdrawn: @Sendable (_ id: String) -> Void = { _ in }
 
@@ -514,6 +515,8 @@ public final class TransferEngine: @unchecked Sendable {
                 delegate.unservable(task, message)
             case .deferToLane(let task, let endpoint):
                 delegate.deferred(task, endpoints[endpoint].name)
+            case .rejoinLane(let task):
+                delegate.deferred(task, nil)
             case .withdrawFromLane(let id):
                 delegate.laneWithdrawn(id)
             }

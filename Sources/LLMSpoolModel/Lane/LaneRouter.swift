@@ -30,6 +30,10 @@ public enum LaneRouter {
         case deferred(endpoint: Int)
         /// Fails with `no-endpoint`: the request asked to wait and nothing can batch it.
         case noEndpoint
+
+        public var isDeferred: Bool {
+            if case .deferred = self { true } else { false }
+        }
     }
 
     /// `window` is the request's own `completion_window` (nil when it has none); the

@@ -46,6 +46,10 @@ public struct Scheduler: Sendable {
         case laneEnded(id: String)
         /// The lane cannot carry a laned task (its group was refused): it goes live.
         case laneReturned(TaskDescriptor)
+        /// The lane found, after a restart, remote batches already created for these
+        /// requests: each one goes back to its batch when it arrives, whatever the config
+        /// says now about batching (sending it live as well would pay for it twice).
+        case laneResumed(ids: [String])
     }
 
     public enum Action: Equatable, Sendable {
@@ -63,6 +67,8 @@ public struct Scheduler: Sendable {
         case noEndpoint(TaskDescriptor, message: String)
         /// Send the task through the background lane of `endpoint`.
         case deferToLane(TaskDescriptor, endpoint: Int)
+        /// Hand the task back to the remote batch the lane resumed for it (`laneResumed`).
+        case rejoinLane(TaskDescriptor)
         /// A laned task's file left `outgoing`: the lane drops it, or discards its answer.
         case withdrawFromLane(id: String)
     }
@@ -124,6 +130,8 @@ public struct Scheduler: Sendable {
     private var sendingNow: Set<String> = []
     /// Where requests that may wait go; by default nowhere, so every request is live.
     public var laneRouting = LaneRouting()
+    /// Members of the remote batches the lane resumed that have not arrived yet.
+    private var resumedLaneMembers: Set<String> = []
 
     struct Timer: Sendable {
         let due: Double
@@ -166,7 +174,15 @@ public struct Scheduler: Sendable {
                     timers.push(Timer(due: notBefore, id: task.id))
                     return []
                 }
-                switch laneRouting.route(task) {
+                let route = laneRouting.route(task)
+                // A member not yet handed over (no attempt recorded) belongs to its remote
+                // batch; with the config still batching it the lane finds it by the usual
+                // way, which also lets a replaced file form a new group.
+                if resumedLaneMembers.remove(task.id) != nil, task.history.attempts.isEmpty, !route.isDeferred {
+                    set(task.id, Entry(state: .laned, task: nil))
+                    return [.rejoinLane(task)]
+                }
+                switch route {
                 case .deferred(let endpoint):
                     // The lane holds the task from here on and hands it back if it goes
                     // live (`laneReturned`): one copy of a laned request is held, not two.
@@ -207,6 +223,7 @@ public struct Scheduler: Sendable {
             timers.push(Timer(due: at, id: task.id))
             return releaseDue(now) + fill(now)
         case .finalized(let id):
+            resumedLaneMembers.remove(id)
             let wasFinishing = entries[id]?.state == .finishing
             set(id, nil)
             return wasFinishing ? fill(now) : []
@@ -272,6 +289,9 @@ public struct Scheduler: Sendable {
             set(task.id, Entry(state: .queued, task: task))
             enqueue(task, inFront: false)
             return fill(now)
+        case .laneResumed(let ids):
+            resumedLaneMembers.formUnion(ids)
+            return []
         }
     }
 

@@ -1,0 +1,72 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+import Testing
+
+/// An operator who changes the batch endpoint while a remote batch runs and no daemon does
+/// (kill -9, new config, restart): the batch already created is followed to its end, and
+/// none of its requests is sent live as well, which would pay for it twice.
+@Suite(.serialized) struct LaneConfigChangeTests {
+    static func config(_ harness: Harness, name: String, batch: Bool) -> [String: Any] {
+        var config = BackgroundLaneTests.lane
+        config["endpoints"] = [["name": name, "base_url": harness.stubURL, "batch": batch]]
+        return config
+    }
+
+    /// A group killed while its remote batch runs, then restarted with `settings`.
+    func killWhilePolling(_ harness: Harness, _ ids: [String], prompt: String) throws {
+        try harness.startStub(["--batch-seconds", "3"])
+        try harness.startDaemon(config: Self.config(harness, name: "batchy", batch: true), environment: ["LLMSPOOL_TEST_LANE_PAUSE": "polled"])
+        for id in ids { try harness.drop(id, BackgroundLaneTests.deferrable(id, "\(prompt) \(id)")) }
+        try waitUntil("the lane pauses while polling", timeout: 30) { harness.log.contains("lane test pause point=polled") }
+        harness.killDaemon()
+    }
+
+    func expectAnsweredByTheBatchOnce(_ harness: Harness, _ ids: [String], prompt: String) throws {
+        try BackgroundLaneTests().waitForOutcomes(harness, ids)
+        try SDKJudge.expectParses("ChatCompletion", ids.map { harness.layout.result($0) })
+        for id in ids {
+            #expect(try harness.arrivals(of: "\(prompt) \(id)").isEmpty, "\(id) was sent live as well as in its batch")
+            let attempts = try #require(try harness.record(id)["attempts"] as? [[String: Any]])
+            #expect(attempts.count == 1, "\(id): \(attempts)")
+        }
+        let made = try BackgroundLaneTests().creations(harness)
+        #expect(made.count == 1 && made.values.first == 1, "one group, created once: \(made)")
+        #expect(try BackgroundLaneTests().cancelledGroups(harness).isEmpty, "the remote batch was not cancelled")
+    }
+
+    @Test func batchTurnedOffWhileItsRemoteBatchRunsIsFollowedNotSentLive() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let ids = ["f1", "f2", "f3"]
+        try killWhilePolling(harness, ids, prompt: "Off")
+        try harness.startDaemon(config: Self.config(harness, name: "batchy", batch: false))
+        try expectAnsweredByTheBatchOnce(harness, ids, prompt: "Off")
+    }
+
+    /// With its endpoint gone from the config, the batch cannot be followed: its requests
+    /// wait, sent nowhere, until the endpoint is back.
+    @Test func aRemoteBatchWhoseEndpointLeftTheConfigWaitsForIt() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let ids = ["g1", "g2", "g3"]
+        try killWhilePolling(harness, ids, prompt: "Gone")
+        for batch in [false, true] {
+            try harness.startDaemon(config: Self.config(harness, name: "renamed", batch: batch))
+            try waitUntil("the lane says the endpoint is missing", timeout: 30) {
+                harness.log.components(separatedBy: "the endpoint of a remote batch is not in the config").count > (batch ? 2 : 1)
+            }
+            let run = batch ? 2 : 1
+            try waitUntil("every request is back with its batch", timeout: 30) {
+                ids.allSatisfy { harness.log.components(separatedBy: "found again for its remote batch id=\($0) ").count > run }
+            }
+            for id in ids {
+                #expect(try harness.arrivals(of: "Gone \(id)").isEmpty, "\(id) was sent live while its batch waits (batch \(batch))")
+                #expect(!Syscall.isPresent(harness.layout.result(id)) && !Syscall.isPresent(harness.layout.errorRecord(id)), "\(id)")
+            }
+            harness.stopDaemon()
+        }
+        try harness.startDaemon(config: Self.config(harness, name: "batchy", batch: false))
+        try expectAnsweredByTheBatchOnce(harness, ids, prompt: "Gone")
+    }
+}
