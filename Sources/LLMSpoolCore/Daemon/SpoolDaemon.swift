@@ -103,6 +103,9 @@ public final class SpoolDaemon: Sendable {
                 unservable: { task, message in pool.submit { post(finisher.unservable(task: task, message: message)) } })
         engineDelegate.deferred = { task, endpoint in lane.deferred(task, endpoint: endpoint) }
         engineDelegate.laneWithdrawn = { id in lane.withdrawn(id: id) }
+        // The watcher is made after the engine, which must know where to send this.
+        let watcherBox = Mutex<Watcher?>(nil)
+        engineDelegate.claimedElsewhere = { path in watcherBox.withLock { $0 }?.claimedElsewhere(path: path) }
         let engine = try TransferEngine(
             layout: layout, endpoints: endpoints, settings: TransferEngine.Settings(config), known: known, metrics: metrics,
             diskHealth: diskHealth, leases: leases, delegate: engineDelegate, logger: logger)
@@ -122,6 +125,7 @@ public final class SpoolDaemon: Sendable {
         watcherSettings.markedResults = commitOrder == .resultMarked
         self.watcher = Watcher(layout: layout, settings: watcherSettings, known: known, metrics: metrics, leases: leases,
                                delegate: watcherDelegate, logger: logger)
+        watcherBox.withLock { [watcher] in $0 = watcher }
         self.batches = batches
         self.layout = layout
         self.engine = engine

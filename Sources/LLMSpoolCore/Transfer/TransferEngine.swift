@@ -71,6 +71,9 @@ public final class TransferEngine: @unchecked Sendable {
         public var deferred: @Sendable (_ task: TaskDescriptor, _ endpoint: String?) -> Void = { _, _ in }
         /// A laned request's file left `outgoing`.
         public var laneWithdrawn: @Sendable (_ id: String) -> Void = { _ in }
+        /// Another daemon claimed the request first: intake looks at its file again later,
+        /// in case that daemon dies holding it.
+        public var claimedElsewhere: @Sendable (_ requestPath: String) -> Void = { _ in }
 
         public init(attemptEnded: @escaping @Sendable (AttemptOutcome) -> Void,
                     rejected: @escaping @Sendable (String, String, RequestProblem) -> Void,
@@ -734,6 +737,7 @@ public final class TransferEngine: @unchecked Sendable {
         case .heldElsewhere:
             logger.debug("another daemon holds this request", id: task.id)
             skip(task)
+            delegate.claimedElsewhere(task.requestPath)
         case .failed(let reason):
             logger.warning("cannot claim the request; will look again", id: task.id, ["reason": LogValue(reason)])
             skip(task)

@@ -79,6 +79,8 @@ public final class Watcher: @unchecked Sendable {
     private let stopped = DispatchSemaphore(value: 0)
     private let ready = DispatchSemaphore(value: 0)
     private let startError = Mutex<String?>(nil)
+    /// Names of requests the engine found claimed by another daemon (`claimedElsewhere`).
+    private let claimedElsewhereInbox = Mutex<[String]>([])
 
     private var mode = WatchMode.inotify
     private var lastScan = 0.0
@@ -92,6 +94,11 @@ public final class Watcher: @unchecked Sendable {
     private var lastRead: [String: IntakeRereadRule.Snapshot] = [:]
     /// Names seen by the last poll, to notice removals without inotify.
     private var polledNames = Set<String>()
+    /// Watching with inotify: requests held by another daemon's claim, looked at again
+    /// soon (polling looks at every name each interval anyway).
+    private var heldElsewhere = ClaimRecheckQueue()
+    /// Set when a look finds a claim whose holder is gone.
+    private var foundAbandoned = false
     private var intakePaused = false
     private var lastSpaceCheck = -1.0
 
@@ -163,6 +170,7 @@ public final class Watcher: @unchecked Sendable {
                 if Watcher.now() - lastScan >= settings.pollInterval { scan(reason: "poll") }
             }
             recheckSettling()
+            recheckClaims()
             if intakePaused && hasFreeSpace() { scan(reason: "free space is back") }
         }
     }
@@ -272,9 +280,35 @@ public final class Watcher: @unchecked Sendable {
         }
     }
 
+    /// A request another daemon claimed before this one could (any thread): looked at
+    /// again with those intake found held.
+    public func claimedElsewhere(path: String) {
+        guard let slash = path.lastIndex(of: "/") else { return }
+        let name = String(path[path.index(after: slash)...])
+        claimedElsewhereInbox.withLock { $0.append(name) }
+    }
+
+    /// Looks again at a few requests another daemon's claim held. One whose holder is gone
+    /// is likely not alone (a daemon dies with all its claims): every name is looked at.
+    private func recheckClaims() {
+        let claimed = claimedElsewhereInbox.withLock { inbox in defer { inbox = [] }; return inbox }
+        // Polling looks at every name each interval anyway.
+        guard mode == .inotify else { return }
+        for name in claimed { heldElsewhere.add(name) }
+        let due = heldElsewhere.due(now: Watcher.now())
+        guard !due.isEmpty else { return }
+        foundAbandoned = false
+        for name in due where !stopping { consider(name, force: false) }
+        if foundAbandoned {
+            logger.info("a claim's holder is gone; looking at every request")
+            scan(reason: "abandoned claim")
+        }
+    }
+
     /// A request file left `outgoing`. Another file of the same id (`a.md` beside `a.json`)
     /// waited for it (see `RequestFormatRegistry`): it is looked at now.
     private func left(_ name: String, id: String) {
+        heldElsewhere.remove(name)
         delegate.removed(id, "\(layout.outgoing)/\(name)")
         for suffix in RequestFormatRegistry.suffixes where id + suffix != name {
             // Read again even if unchanged: the engine keeps one waiting file per id, so
@@ -388,8 +422,12 @@ public final class Watcher: @unchecked Sendable {
             var abandoned = false
             if let leases {
                 switch leases.look(id) {
-                case .heldElsewhere: return
-                case .abandoned: abandoned = true
+                case .heldElsewhere:
+                    if mode == .inotify { heldElsewhere.add(name) }
+                    return
+                case .abandoned:
+                    abandoned = true
+                    foundAbandoned = true
                 case .free: break
                 }
             }
