@@ -48,6 +48,18 @@ import Testing
         #expect(RetryPolicy.requestedDelay([:], now: now) == nil)
     }
 
+    /// What `Double` reads but no provider means: hexadecimal, exponents, infinities, signs.
+    @Test func aDelayIsDigitsWithAnOptionalFractionAndNothingElse() {
+        for text in ["0x10", "1e3", "1E3", "inf", "infinity", "nan", "+5", "-0", ".5", "5.", "1.2.3", "1_000", "١٢", "0x1p4"] {
+            #expect(RetryPolicy.requestedDelay(["retry-after": text], now: now) == nil, "\(text)")
+            #expect(RetryPolicy.requestedDelay(["retry-after-ms": text], now: now) == nil, "ms \(text)")
+        }
+        #expect(RetryPolicy.requestedDelay(["retry-after": " 0010 "], now: now) == 10)
+        #expect(RetryPolicy.requestedDelay(["retry-after": "0"], now: now) == 0)
+        #expect(RetryPolicy.requestedDelay(["retry-after-ms": "0x10", "retry-after": "7"], now: now) == 7, "a bad ms header falls back")
+        #expect(RetryPolicy.requestedDelay(["retry-after": String(repeating: "9", count: 400)], now: now) == nil, "too large to be finite")
+    }
+
     @Test func backoffDoublesUpToTheCapAndJitterOnlyShortens() {
         #expect(RetryPolicy.backoff(afterAttempts: 1, settings: settings, random: 0) == 0.5)
         #expect(RetryPolicy.backoff(afterAttempts: 2, settings: settings, random: 0) == 1)

@@ -182,8 +182,8 @@ final class LaneHTTP {
         let line = String(decoding: UnsafeRawBufferPointer(start: buffer, count: count), as: UTF8.self)
         if line.lowercased().hasPrefix("retry-after:") {
             let value = line.dropFirst("retry-after:".count).trimmingCharacters(in: .whitespacesAndNewlines)
-            // A number from the network: a sane one or none.
-            if let seconds = Double(value), seconds.isFinite, seconds >= 0 { retryAfter = min(seconds, 3600) }
+            // A number from the network: a sane one or none, read as the live lane reads it.
+            if let seconds = RetryPolicy.requestedDelay(["retry-after": value], now: Date()) { retryAfter = min(seconds, 3600) }
         }
         return count
     }

@@ -147,13 +147,28 @@ public enum RetryPolicy {
     /// as an HTTP date. Nil when it asked for none. Always finite and non-negative, however
     /// absurd the header.
     public static func requestedDelay(_ headers: [String: String], now: Date) -> Double? {
-        if let text = headers["retry-after-ms"], let ms = Double(TextEscaping.trimmed(text)), ms >= 0, ms.isFinite {
+        if let text = headers["retry-after-ms"], let ms = decimal(TextEscaping.trimmed(text)) {
             return ms / 1000
         }
         guard let text = headers["retry-after"].map(TextEscaping.trimmed), !text.isEmpty else { return nil }
-        if let seconds = Double(text), seconds >= 0, seconds.isFinite { return seconds }
+        if let seconds = decimal(text) { return seconds }
         if let date = HTTPDate.parse(text) { return max(0, date.timeIntervalSince(now)) }
         return nil
+    }
+
+    /// Digits with an optional fraction, as providers write a delay (RFC 9110 allows only
+    /// digits): `Double` alone would also read `0x10` as 16, `1e9`, `inf` and `-0`.
+    static func decimal(_ text: String) -> Double? {
+        var sawDigit = false, sawPoint = false
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): sawDigit = true
+            case UInt8(ascii: ".") where sawDigit && !sawPoint: sawPoint = true
+            default: return nil
+            }
+        }
+        guard sawDigit, text.utf8.last != UInt8(ascii: "."), let value = Double(text), value.isFinite else { return nil }
+        return value
     }
 
     /// The exponential backoff before attempt `attempts + 1`, shortened by the jitter.
