@@ -78,8 +78,10 @@ enum SetupCommand {
             if endpoint.batch {
                 line += endpoint.api == .anthropic ? "  batch: \(endpoint.url(for: MessagesDialect()))/batches" : "  batch: \(endpoint.baseURL)/files + /batches"
             }
-            if endpoint.requestsPerMinute > 0 { line += "  \(Int(endpoint.requestsPerMinute)) requests/min" }
-            if endpoint.tokensPerMinute > 0 { line += "  \(Int(endpoint.tokensPerMinute)) tokens/min" }
+            // A limit below one a minute (0.5: one request every two minutes) is shown as is.
+            let perMinute = { (value: Double) in value == value.rounded() ? "\(Int(value))" : "\(value)" }
+            if endpoint.requestsPerMinute > 0 { line += "  \(perMinute(endpoint.requestsPerMinute)) requests/min" }
+            if endpoint.tokensPerMinute > 0 { line += "  \(perMinute(endpoint.tokensPerMinute)) tokens/min" }
             line += "  http \(endpoint.httpVersion.rawValue)"
             if let ca = endpoint.caFile, endpoint.isHTTPS, ca != config.caFile { line += "  ca_file \(ca)" }
             lines.append(line)

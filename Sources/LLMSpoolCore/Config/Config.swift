@@ -400,8 +400,8 @@ public struct EndpointSettings: Sendable, Equatable {
     }
 
     func resolve(environment: [String: String], defaults: Config) throws -> Endpoint {
-        guard baseURL.hasPrefix("http://") || baseURL.hasPrefix("https://") else {
-            throw ConfigError("endpoint \(name): base_url \"\(baseURL)\" must start with http:// or https://")
+        if let problem = BaseURLRule.problem(baseURL) {
+            throw ConfigError("endpoint \(name): base_url \"\(Logger.escape(BaseURLRule.shown(baseURL)))\" \(problem)")
         }
         var key: Secret?
         var keyOrigin = "$\(apiKeyEnv)"
