@@ -460,7 +460,7 @@ public final class BackgroundLane: @unchecked Sendable {
                 guard let event = perform(step, id) else { return }
                 guard let next = groups[id]?.machine.handle(event) else { return }
                 if case .failed(_, _, let message) = event {
-                    logger.warning("a remote batch step failed", ["group": LogValue(id), "step": LogValue("\(step)"), "reason": LogValue(message)])
+                    logger.warning("a remote batch step failed", ["group": LogValue(id), "step": LogValue(step.name), "reason": LogValue(message)])
                 }
                 pending.append(contentsOf: next)
             case .wait(let seconds, let step):

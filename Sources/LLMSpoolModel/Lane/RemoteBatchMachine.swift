@@ -57,6 +57,21 @@ public struct RemoteBatchMachine: Sendable {
         case publish
         /// Cancel the remote batch (`POST …/cancel`): every member was deleted.
         case cancel
+
+        /// The step as the log names it, with the provider's id it acts on.
+        public var name: String {
+            switch self {
+            case .upload: "upload"
+            case .create: "create"
+            case .list(let after): after.map { "list after \($0)" } ?? "list"
+            case .inspect(let batch): "inspect \(batch)"
+            case .poll: "poll"
+            case .download(let output, let errors): "download" + (output.map { " output \($0)" } ?? "") + (errors.map { " errors \($0)" } ?? "")
+            case .split: "split"
+            case .publish: "publish"
+            case .cancel: "cancel"
+            }
+        }
     }
 
     public enum Action: Sendable, Equatable {
