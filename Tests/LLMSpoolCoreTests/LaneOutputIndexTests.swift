@@ -22,11 +22,15 @@ import Testing
             line("mine.jsonl.1", content: "a look-alike without the dot"),
         ].joined(separator: "\n") + "\n"
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-        let index = try LaneOutputIndex(paths: [path]) { line in
+        let index = try LaneOutputIndex(paths: [path], members: [".mine.jsonl.0", ".mine.jsonl.1"]) { line in
             let read = try LaneOutputLine.read(line)
             return (read.customID, read.result)
         }
         #expect(index.problems.count == 1 && index.problems[0].contains("line 3"), "\(index.problems)")
+        #expect(index.strangers == 2 && index.firstStranger?.contains("line 1: custom_id .other.jsonl.0") == true,
+                "lines for no member are counted for the log: \(index.strangers) \(index.firstStranger ?? "none")")
+        #expect(index.repeats == 1)
+        #expect(try index.line(of: ".other.jsonl.0") == nil && index.places.count == 1, "only members are indexed")
 
         let mine = try #require(try index.line(of: ".mine.jsonl.0"))
         let read = try LaneOutputLine.read(mine)

@@ -610,9 +610,17 @@ public final class BackgroundLane: @unchecked Sendable {
     private func index(_ id: String) throws {
         let paths = [outputPath(id), errorsPath(id)].filter { Syscall.isPresent($0) }
         guard let intent = groups[id]?.machine.intent else { return }
-        let index = try LaneOutputIndex(paths: paths, reader: LaneOutputIndex.reader(for: intent))
+        let index = try LaneOutputIndex(paths: paths, members: Set(intent.members.map(\.id)), reader: LaneOutputIndex.reader(for: intent))
         for problem in index.problems.prefix(20) {
             logger.warning("a line of a remote batch's output cannot be read", ["group": LogValue(id), "problem": LogValue(problem)])
+        }
+        if let first = index.firstStranger {
+            logger.warning("lines of a remote batch's output name no request of its group; they are ignored",
+                           ["group": LogValue(id), "lines": "\(index.strangers)", "first": LogValue(first)])
+        }
+        if index.repeats > 0 {
+            logger.warning("requests have more than one line in a remote batch's output; the first of each counts",
+                           ["group": LogValue(id), "lines": "\(index.repeats)"])
         }
         groups[id]?.index = index
     }

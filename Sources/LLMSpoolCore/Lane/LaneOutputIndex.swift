@@ -35,8 +35,14 @@ struct LaneOutputIndex {
     private(set) var places: [String: Place] = [:]
     /// Lines that could not be read, with their file and line number, for the log.
     private(set) var problems: [String] = []
+    /// Lines read whose custom_id names no member of the group (given `members`), and the
+    /// first of them: the provider's mistake, or a stranger's batch, said once in the log.
+    private(set) var strangers = 0
+    private(set) var firstStranger: String?
+    /// Second and later lines of one member: only the first counts.
+    private(set) var repeats = 0
 
-    init(paths: [String], reader: @escaping Reader) throws {
+    init(paths: [String], members: Set<String>? = nil, reader: @escaping Reader) throws {
         self.paths = paths
         self.reader = reader
         for (index, path) in paths.enumerated() {
@@ -48,8 +54,17 @@ struct LaneOutputIndex {
                 guard !line.isEmpty else { return }
                 do {
                     let read = try reader(line)
+                    if let members, !members.contains(read.member) {
+                        strangers += 1
+                        if firstStranger == nil { firstStranger = "\(path) line \(lineNumber): custom_id \(read.member)" }
+                        return
+                    }
                     // The first line of a member counts; a repeated one is the provider's mistake.
-                    if places[read.member] == nil { places[read.member] = Place(file: index, offset: offset, length: line.count) }
+                    if places[read.member] == nil {
+                        places[read.member] = Place(file: index, offset: offset, length: line.count)
+                    } else {
+                        repeats += 1
+                    }
                 } catch {
                     problems.append("\(path) line \(lineNumber): \(error)")
                 }
