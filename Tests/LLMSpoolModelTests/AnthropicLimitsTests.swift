@@ -41,6 +41,23 @@ import Testing
         #expect(gate.readiness(estimatedTokens: 1, now: 1) == .waitUntil(30))
     }
 
+    /// A 429 that gives no Retry-After but says when its used-up limit resets waits for
+    /// the reset, not one second (after which it would only be refused again).
+    @Test func a429WithoutRetryAfterWaitsForTheExhaustedLimitsReset() {
+        let anthropic = ["anthropic-ratelimit-tokens-remaining": "0", "anthropic-ratelimit-tokens-reset": "2026-12-01T16:00:40Z"]
+        let openai = ["x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "12s"]
+        for headers in [anthropic, openai] {
+            let feedback = EndpointFeedback.from(.response(status: 429), headers: headers, now: Self.now)
+            #expect(feedback.outcome == .retryableFailure)
+            #expect(feedback.pauseSeconds == (headers == anthropic ? 40 : 12) && feedback.pauseCause == .providerRateLimit, "\(feedback)")
+        }
+        var withRetryAfter = anthropic
+        withRetryAfter["retry-after"] = "3"
+        let asked = EndpointFeedback.from(.response(status: 429), headers: withRetryAfter, now: Self.now)
+        #expect(asked.pauseSeconds == 3 && asked.pauseCause == .retryAfter, "Retry-After, when given, is what the provider asks")
+        #expect(EndpointFeedback.from(.response(status: 429), headers: [:], now: Self.now).pauseSeconds == 1, "nothing said: a second")
+    }
+
     @Test func inputAndOutputTokenLimitsCountToo() {
         let headers = ["anthropic-ratelimit-output-tokens-remaining": "0", "anthropic-ratelimit-output-tokens-reset": "2026-12-01T16:00:05Z"]
         #expect(EndpointFeedback.from(.response(status: 200), headers: headers, now: Self.now).pauseSeconds == 5)

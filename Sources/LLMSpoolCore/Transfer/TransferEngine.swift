@@ -776,7 +776,7 @@ public final class TransferEngine: @unchecked Sendable {
                 return
             }
         }
-        if let leases, case .found(let record) = lookup, record.status == .done || record.status == .failed {
+        if leases != nil, case .found(let record) = lookup, record.status == .done || record.status == .failed {
             // A claim won on a stale view of a shared folder: another daemon may have finished
             // this request (its file still shows in a client cache). A record that proves it
             // (`Recovery.decide`) stands and the request is not sent; its lease stays as a

@@ -31,7 +31,12 @@ extension EndpointFeedback {
         switch ending {
         case .response(let status):
             let asked = RetryPolicy.requestedDelay(headers, now: now)
-            if status == 429 { return EndpointFeedback(.retryableFailure, pauseSeconds: asked ?? 1, pauseCause: asked == nil ? .providerRateLimit : .retryAfter) }
+            if status == 429 {
+                // Without a Retry-After, the used-up limit's own reset time says how long
+                // (a second only when nothing says).
+                if let asked { return EndpointFeedback(.retryableFailure, pauseSeconds: asked, pauseCause: .retryAfter) }
+                return EndpointFeedback(.retryableFailure, pauseSeconds: exhaustedLimitReset(headers, now: now) ?? 1, pauseCause: .providerRateLimit)
+            }
             if RetryPolicy.isRetryableStatus(status) { return EndpointFeedback(.retryableFailure, pauseSeconds: asked) }
             let reset = exhaustedLimitReset(headers, now: now)
             return EndpointFeedback(.answered, pauseSeconds: reset, pauseCause: reset == nil ? .retryAfter : .providerRateLimit)
