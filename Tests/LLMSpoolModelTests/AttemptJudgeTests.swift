@@ -63,4 +63,18 @@ import Testing
         #expect(AttemptJudge.judgeStream(status: 200, verdict: .incomplete("cut")) == .failure(AttemptFailure(.incompleteStream, "cut", httpStatus: 200)))
         #expect(AttemptJudge.judgeStream(status: 200, verdict: .malformed("m")) == .failure(AttemptFailure(.malformedResponse, "m", httpStatus: 200)))
     }
+
+    @Test func aRedirectSaysWhereItPointsWithoutItsQueryAndThatItWasNotFollowed() {
+        let verdict = AttemptJudge.judgeEnding(.response(status: 308), location: "https://api.example.com/v2/chat?sig=secret\u{1B}[2J") { [] }
+        guard case .failure(let failure)? = verdict else {
+            Issue.record("a redirect is a failure: \(String(describing: verdict))")
+            return
+        }
+        #expect(failure.message.contains("HTTP 308 (a redirect to https://api.example.com/v2/chat, not followed: set base_url"), "\(failure.message)")
+        #expect(!failure.message.contains("sig=") && !failure.message.contains("\u{1B}"))
+        guard case .failure(let bare)? = AttemptJudge.judgeEnding(.response(status: 301), bodyPrefix: { [] }) else { return }
+        #expect(bare.message.contains("HTTP 301 (a redirect, not followed"), "\(bare.message)")
+        guard case .failure(let other)? = AttemptJudge.judgeEnding(.response(status: 404), location: "/x", bodyPrefix: { [] }) else { return }
+        #expect(!other.message.contains("redirect"))
+    }
 }

@@ -392,7 +392,7 @@ public final class Finisher: Sendable {
     }
 
     private func judgeAsSent(_ outcome: AttemptOutcome, partial: String) -> AttemptJudge.Verdict {
-        if let verdict = AttemptJudge.judgeEnding(outcome.ending, bodyPrefix: {
+        if let verdict = AttemptJudge.judgeEnding(outcome.ending, location: outcome.headers["location"], bodyPrefix: {
             if let held = outcome.heldBody { return Array(held.prefix(Finisher.providerBodyLimit)) }
             do {
                 return try FileReader.prefix(path: partial, limit: Finisher.providerBodyLimit)

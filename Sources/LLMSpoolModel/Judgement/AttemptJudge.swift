@@ -17,7 +17,8 @@ public enum AttemptJudge {
     }
 
     /// Judges everything that can be judged without reading the body; nil means "read it".
-    public static func judgeEnding(_ ending: AttemptEnding, bodyPrefix: () -> [UInt8]) -> Verdict? {
+    /// `location` is a redirect's `Location` header, named in its failure.
+    public static func judgeEnding(_ ending: AttemptEnding, location: String? = nil, bodyPrefix: () -> [UInt8]) -> Verdict? {
         switch ending {
         case .cancelled, .leaseLost:
             return .cancelled
@@ -37,7 +38,14 @@ public enum AttemptJudge {
             return .failure(AttemptFailure(.transport, "\(timer.rawValue) timer fired: \(message)", timer: timer))
         case .response(let status) where !(200..<300).contains(status):
             let body = bodyPrefix()
-            let detail = ProviderError.message(inBody: body).map { ": \($0)" } ?? ""
+            var detail = ProviderError.message(inBody: body).map { ": \($0)" } ?? ""
+            if (300..<400).contains(status) {
+                // Not followed: the body and the key would go to an address the config does
+                // not name (and a 301/302 turns a POST into a GET).
+                // Without its query: a signed address carries its token there.
+                let target = location.map { " to \(TextEscaping.escape(String($0.prefix { $0 != "?" && $0 != "#" }.prefix(512))))" } ?? ""
+                detail += " (a redirect\(target), not followed: set base_url to the address it names)"
+            }
             return .failure(AttemptFailure(.http, "the endpoint answered HTTP \(status)\(detail)", httpStatus: status, providerBody: body.isEmpty ? nil : body))
         case .response:
             return nil
