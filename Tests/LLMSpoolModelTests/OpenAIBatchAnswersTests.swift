@@ -27,6 +27,8 @@ import Testing
     @Test func countsFromTheNetworkThatDoNotFitAreNotTrappedOn() throws {
         let status = try OpenAIBatchAnswers.status(bytes(#"{"status":"in_progress","request_counts":{"total":99999999999999999999999,"completed":"2","failed":-1.5}}"#))
         #expect(status.total == 0 && status.completed == 0 && status.failed == 0)
+        let negative = try OpenAIBatchAnswers.status(bytes(#"{"status":"in_progress","request_counts":{"total":-7,"completed":-9223372036854775808,"failed":3}}"#))
+        #expect(negative.total == 0 && negative.completed == 0 && negative.failed == 3, "a negative count is shown as none")
         #expect(throws: OpenAIBatchAnswers.Problem.self, "a number JSON cannot hold is a refused answer") {
             try OpenAIBatchAnswers.status(bytes(#"{"status":"in_progress","request_counts":{"total":1e400}}"#))
         }

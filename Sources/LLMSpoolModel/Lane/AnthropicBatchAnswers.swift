@@ -57,7 +57,7 @@ public enum AnthropicBatchAnswers {
             throw Problem(description: "the message batch has no processing_status")
         }
         let counts = root["request_counts"]
-        func count(_ key: String) -> Int { integer(counts?[key], bytes) ?? 0 }
+        func count(_ key: String) -> Int { BatchAnswerJSON.count(counts?[key], bytes) }
         let (succeeded, errored, canceled, expired) = (count("succeeded"), count("errored"), count("canceled"), count("expired"))
         let unfinished = [errored, canceled, expired].reduce(0) { TokenCount.sum($0, $1) }
         let total = [count("processing"), succeeded, unfinished].reduce(0) { TokenCount.sum($0, $1) }

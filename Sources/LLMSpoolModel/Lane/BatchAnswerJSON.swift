@@ -19,6 +19,11 @@ enum BatchAnswerJSON {
     }
 
     /// A JSON number that is an Int; nil for anything else, a number past Int's range included.
+    /// One of a batch's `request_counts`: a negative one, which no provider means, is none.
+    static func count(_ value: RawJSON.Value?, _ bytes: [UInt8]) -> Int {
+        max(0, integer(value, bytes) ?? 0)
+    }
+
     static func integer(_ value: RawJSON.Value?, _ bytes: [UInt8]) -> Int? {
         guard case .number(let range)? = value else { return nil }
         return Int(String(decoding: bytes[range], as: UTF8.self))

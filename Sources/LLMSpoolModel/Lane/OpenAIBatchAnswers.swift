@@ -23,8 +23,8 @@ public enum OpenAIBatchAnswers {
             throw Problem(description: "the batch has no status")
         }
         let counts = root["request_counts"]
-        return RemoteBatchStatus(status: status, total: integer(counts?["total"], bytes) ?? 0,
-                                 completed: integer(counts?["completed"], bytes) ?? 0, failed: integer(counts?["failed"], bytes) ?? 0,
+        return RemoteBatchStatus(status: status, total: BatchAnswerJSON.count(counts?["total"], bytes),
+                                 completed: BatchAnswerJSON.count(counts?["completed"], bytes), failed: BatchAnswerJSON.count(counts?["failed"], bytes),
                                  outputFileID: root["output_file_id"].flatMap { RawJSON.string($0, in: bytes) },
                                  errorFileID: root["error_file_id"].flatMap { RawJSON.string($0, in: bytes) })
     }
