@@ -10,7 +10,8 @@ import Synchronization
 /// the error file, unless the line's `"stub"` object says `"batch_line"`: `expire` (an
 /// error line with OpenAI's `batch_expired`), `fail` (an error line without a response) or
 /// `omit` (no line). With `StubBatchOptions.ending` `expired`, batches end `expired`. The
-/// downloads of a batch's output and error files meet the download faults. It counts
+/// downloads of a batch's output and error files meet the download faults, its retrieves the
+/// poll faults. It counts
 /// creations and output downloads per `metadata.llmspool_group` and lists the groups whose
 /// batch was cancelled (`counts`, served at `GET /stub/batches`), so tests can prove that
 /// no group was created twice. Files are
@@ -52,6 +53,7 @@ final class StubBatches: Sendable {
         var downloads: [String: Int] = [:]
         var uploadFaults: [StubBatchOptions.Fault]
         var createFaults: [StubBatchOptions.Fault]
+        var pollFaults: [StubBatchOptions.Fault]
         var downloadFaults: [StubBatchOptions.Fault]
         var next = 0
 
@@ -68,7 +70,8 @@ final class StubBatches: Sendable {
     init(options: StubBatchOptions, responder: StubResponder) {
         self.options = options
         self.responder = responder
-        state = Mutex(State(uploadFaults: options.uploadFaults, createFaults: options.createFaults, downloadFaults: options.downloadFaults))
+        state = Mutex(State(uploadFaults: options.uploadFaults, createFaults: options.createFaults, pollFaults: options.pollFaults,
+                            downloadFaults: options.downloadFaults))
     }
 
     /// The groups created (with their counts), the groups whose batch was cancelled, and
@@ -82,24 +85,26 @@ final class StubBatches: Sendable {
     }
 
     /// The answer to a Files or Batches request, or nil when `path` is not one.
-    func respond(method: String, path: String, query: [String: String], body: [UInt8]) -> StubResponder.Response? {
+    func respond(method: String, path: String, query: [String: String], body: [UInt8], headers: [String: String]) -> StubResponder.Response? {
         let parts = path.split(separator: "/").map(String.init)
         guard parts.count >= 2, parts[0] == "v1", parts[1] == "files" || parts[1] == "batches" else { return nil }
         switch (method, parts[1], parts.count) {
-        case ("POST", "files", 2): return upload(body)
+        case ("POST", "files", 2): return upload(body, headers: headers)
         case ("GET", "files", 3): return file(parts[2])
         case ("GET", "files", 4) where parts[3] == "content": return content(parts[2])
-        case ("POST", "batches", 2): return create(body)
+        case ("POST", "batches", 2): return create(body, headers: headers)
         case ("GET", "batches", 2): return list(query)
-        case ("GET", "batches", 3): return retrieve(parts[2])
+        case ("GET", "batches", 3): return retrieve(parts[2], headers: headers)
         case ("POST", "batches", 4) where parts[3] == "cancel": return cancel(parts[2])
         default: return Self.error(404, "no route for \(method) \(path)")
         }
     }
 
-    private func upload(_ body: [UInt8]) -> StubResponder.Response {
-        if case .status(let status)? = state.withLock({ StubCreateFaults.next(&$0.uploadFaults) }) {
-            return Self.error(status, "stub answered \(status) to the upload as asked")
+    private func upload(_ body: [UInt8], headers: [String: String]) -> StubResponder.Response {
+        switch state.withLock({ StubCreateFaults.next(&$0.uploadFaults) }) {
+        case .status(let status)?: return Self.error(status, "stub answered \(status) to the upload as asked")
+        case .echoKey?: return Self.error(401, StubResponder.keyEcho(headers))
+        case .lost?, .cut?, nil: break
         }
         guard let parts = StubMultipart.parse(body) else { return Self.error(400, "the body is not multipart/form-data") }
         guard let purpose = parts.first(where: { $0.name == "purpose" }).map({ String(decoding: $0.content, as: UTF8.self) }),
@@ -132,7 +137,7 @@ final class StubBatches: Sendable {
         }
     }
 
-    private func create(_ body: [UInt8]) -> StubResponder.Response {
+    private func create(_ body: [UInt8], headers: [String: String]) -> StubResponder.Response {
         guard let request = JSONObject.parse(body) else { return Self.error(400, "the body is not a JSON object") }
         guard let input = request["input_file_id"] as? String, let endpoint = request["endpoint"] as? String,
               let window = request["completion_window"] as? String else {
@@ -146,6 +151,7 @@ final class StubBatches: Sendable {
             if case .status(let status)? = fault {
                 return (nil, false, Self.error(status, "stub answered \(status) to the create as asked"))
             }
+            if fault == .echoKey { return (nil, false, Self.error(401, StubResponder.keyEcho(headers))) }
             guard let file = state.files[input], file.purpose == "batch" else {
                 return (nil, false, Self.error(400, "no batch file \(input)"))
             }
@@ -160,7 +166,8 @@ final class StubBatches: Sendable {
         return StubCreateFaults.answer(Self.ok(Self.object(batch)), lost: outcome.lost)
     }
 
-    private func retrieve(_ id: String) -> StubResponder.Response {
+    private func retrieve(_ id: String, headers: [String: String]) -> StubResponder.Response {
+        if state.withLock({ StubCreateFaults.next(&$0.pollFaults) }) == .echoKey { return Self.error(401, StubResponder.keyEcho(headers)) }
         guard let batch = settled(id) else { return Self.error(404, "no batch \(id)") }
         return Self.ok(Self.object(batch))
     }

@@ -1,6 +1,6 @@
-/// How an upload or a batch create meets the faults it was given, the same in the Batches
-/// and the Message Batches API: the next fault in line is taken, and a `lost` one lets the
-/// create commit and then cuts its answer.
+/// How an upload, a batch create or a poll meets the faults it was given, the same in the
+/// Batches and the Message Batches API: the next fault in line is taken, and a `lost` one
+/// lets the create commit and then cuts its answer.
 enum StubCreateFaults {
     /// The next fault in line, taken; nil when none is left.
     static func next(_ faults: inout [StubBatchOptions.Fault]) -> StubBatchOptions.Fault? {

@@ -12,8 +12,8 @@ import Synchronization
 /// `"batch_line"`: `expire`, `fail` (an `api_error`) or `omit` (no line). With
 /// `StubBatchOptions.ending` `expired`, the requests not directed otherwise expire. A
 /// cancel answers `canceling`; the batch has ended by the next look, its unanswered
-/// requests `canceled`. It meets the create and download faults in its own order (a
-/// download is a results fetch), and counts creations and results fetches per group id:
+/// requests `canceled`. It meets the create, poll and download faults in its own order (a
+/// poll is a retrieve, a download a results fetch), and counts creations and results fetches per group id:
 /// the custom_ids' prefix before their last `-`.
 final class StubMessageBatches: Sendable {
     struct Batch {
@@ -38,6 +38,7 @@ final class StubMessageBatches: Sendable {
         var creations: [String: Int] = [:]
         var downloads: [String: Int] = [:]
         var createFaults: [StubBatchOptions.Fault]
+        var pollFaults: [StubBatchOptions.Fault]
         var downloadFaults: [StubBatchOptions.Fault]
         var next = 0
 
@@ -54,7 +55,7 @@ final class StubMessageBatches: Sendable {
     init(options: StubBatchOptions, responder: StubResponder) {
         self.options = options
         self.responder = responder
-        state = Mutex(State(createFaults: options.createFaults, downloadFaults: options.downloadFaults))
+        state = Mutex(State(createFaults: options.createFaults, pollFaults: options.pollFaults, downloadFaults: options.downloadFaults))
     }
 
     /// The groups created (with their counts), the groups whose batch was cancelled, and
@@ -78,7 +79,7 @@ final class StubMessageBatches: Sendable {
         switch (method, parts.count) {
         case ("POST", 3): return create(body, headers: headers, host: host)
         case ("GET", 3): return list(query, host: host)
-        case ("GET", 4): return retrieve(parts[3], host: host)
+        case ("GET", 4): return retrieve(parts[3], headers: headers, host: host)
         case ("POST", 5) where parts[4] == "cancel": return cancel(parts[3], host: host)
         case ("GET", 5) where parts[4] == "results": return results(parts[3])
         default: return Self.error(404, "not_found_error", "no route for \(method) \(path)")
@@ -124,6 +125,7 @@ final class StubMessageBatches: Sendable {
             if case .status(let status)? = fault {
                 return (nil, false, Self.error(status, status == 429 ? "rate_limit_error" : "api_error", "stub answered \(status) to the create as asked"))
             }
+            if fault == .echoKey { return (nil, false, Self.error(401, "authentication_error", StubResponder.keyEcho(headers))) }
             let now = Date().timeIntervalSince1970
             let batch = Batch(id: state.id(), requests: requests, headers: headers, createdAt: now, endsAt: now + max(0, options.seconds))
             state.batches.append(batch)
@@ -134,7 +136,10 @@ final class StubMessageBatches: Sendable {
         return StubCreateFaults.answer(Self.ok(Self.object(batch, host: host)), lost: outcome.lost)
     }
 
-    private func retrieve(_ id: String, host: String) -> StubResponder.Response {
+    private func retrieve(_ id: String, headers: [String: String], host: String) -> StubResponder.Response {
+        if state.withLock({ StubCreateFaults.next(&$0.pollFaults) }) == .echoKey {
+            return Self.error(401, "authentication_error", StubResponder.keyEcho(headers))
+        }
         guard let batch = settled(id) else { return Self.error(404, "not_found_error", "no message batch \(id)") }
         return Self.ok(Self.object(batch, host: host))
     }

@@ -32,6 +32,13 @@ public struct StubResponder: Sendable {
 
     public static let created = 1_700_000_000
 
+    /// A refusal that repeats the key the call carried (the bearer token, or the Messages API's
+    /// x-api-key), as a provider rejecting a key does.
+    static func keyEcho(_ headers: [String: String]) -> String {
+        let key = headers["authorization"].map { $0.replacingOccurrences(of: "Bearer ", with: "") } ?? headers["x-api-key"] ?? ""
+        return "Incorrect API key provided: \(key). You can find your API key in your account."
+    }
+
     public let defaults: StubDirectives
 
     public init(defaults: StubDirectives) {
@@ -84,9 +91,7 @@ public struct StubResponder: Sendable {
         }
         guard directives.status == 200 else {
             if directives.echoKey {
-                let key = (headers["authorization"] ?? "").replacingOccurrences(of: "Bearer ", with: "")
-                return error(directives.status, "Incorrect API key provided: \(key). You can find your API key in your account.",
-                             latency: directives.latencyMs)
+                return error(directives.status, Self.keyEcho(headers), latency: directives.latencyMs)
             }
             return error(directives.status, "stub answered \(directives.status) as asked", latency: directives.latencyMs)
         }

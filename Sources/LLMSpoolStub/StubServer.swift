@@ -104,7 +104,7 @@ public final class StubServer: @unchecked Sendable {
                                                                                     "cancelled": counts.cancelled, "downloads": counts.downloads]), delayMs: 0)])
         }
         if let answer = messageBatches.respond(method: method, path: path, query: query, body: body, headers: headers) { return answer }
-        if let answer = batches.respond(method: method, path: path, query: query, body: body) { return answer }
+        if let answer = batches.respond(method: method, path: path, query: query, body: body, headers: headers) { return answer }
         if method == "GET" && path == "/stub/requests" {
             let entries = arrivals.map { ["key": $0.key, "attempt": $0.attempt, "at": $0.at, "prompt": $0.prompt, "path": $0.path] as [String: Any] }
             return StubResponder.Response(status: 200, headers: [("Content-Type", "application/json")], latencyMs: 0,

@@ -90,7 +90,7 @@ enum Help {
     anthropic-version; a batch ends --batch-seconds after its creation, each request's
     params answered as /v1/messages; "batch_line" says "expire", "fail" (api_error) or
     "omit" as above; GET /stub/batches counts these creations per custom_id prefix (all
-    before the last "-"). --batch-faults' create and download entries apply to each API in
+    before the last "-"). --batch-faults' create, poll and download entries apply to each API in
     its own order; GET /stub/batches also counts each group's output downloads.
 
     Options:
@@ -99,10 +99,12 @@ enum Help {
       --latency-ms N       delay before each answer's first byte (default 0)
       --token-delay-ms N   delay between streamed pieces (default 0)
       --batch-seconds N    how long a batch runs before it completes (default 0)
-      --batch-faults LIST  faults met in order by uploads, creates and output downloads,
+      --batch-faults LIST  faults met in order by uploads, creates, polls and output downloads,
                            such as upload:500,create:429,create:lost,download:cut (lost: the
                            create commits and its answer is cut off; cut: half the output
-                           is sent, up to a line's end, then the connection drops)
+                           is sent, up to a line's end, then the connection drops);
+                           upload:echo_key, create:echo_key and poll:echo_key answer 401
+                           with the key the call carried in the message
       --batch-ending E     completed (default), expired or failed (OpenAI: refused whole): how batches end
       -h, --help           show this help
     """

@@ -21,6 +21,7 @@ enum StubCommand {
             case .success(let faults):
                 batchOptions.uploadFaults = faults.upload
                 batchOptions.createFaults = faults.create
+                batchOptions.pollFaults = faults.poll
                 batchOptions.downloadFaults = faults.download
             case .failure(let error):
                 throw Arguments.UsageError(description: error.description)

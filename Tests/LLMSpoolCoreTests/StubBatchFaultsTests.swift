@@ -9,9 +9,12 @@ import Testing
         #expect(faults.upload == [.status(500)])
         #expect(faults.create == [.status(429), .lost, .status(500)])
         #expect(faults.download == [.cut, .cut])
+        #expect(faults.poll.isEmpty)
+        let echoes = try StubBatchOptions.faults("upload:echo_key,create:echo_key,poll:echo_key,poll:echo_key").get()
+        #expect(echoes.upload == [.echoKey] && echoes.create == [.echoKey] && echoes.poll == [.echoKey, .echoKey] && echoes.download.isEmpty)
     }
 
-    @Test(arguments: ["upload:cut", "create:cut", "download:lost", "download:500", "upload:lost", "download", "results:cut", "create:200", "create:x"])
+    @Test(arguments: ["upload:cut", "create:cut", "download:lost", "download:500", "upload:lost", "download", "results:cut", "create:200", "create:x", "poll:500", "download:echo_key"])
     func anEntryThatIsNoFaultIsNamed(entry: String) {
         let text = "create:429," + entry
         guard case .failure(let error) = StubBatchOptions.faults(text) else {

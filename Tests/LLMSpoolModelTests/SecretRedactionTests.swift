@@ -28,4 +28,13 @@ import Testing
         #expect(redacted.providerBody == Array(#"{"error": {"message": "Incorrect API key provided: <redacted>"}}"#.utf8))
         #expect(redacted.kind == .http && redacted.httpStatus == 401)
     }
+
+    @Test func aLaneStepsErrorTextAndPolledStatusAreBlanked() {
+        let failed = RemoteBatchMachine.Event.failed(retryable: true, retryAfter: 3, message: "the poll answered HTTP 401: Incorrect API key provided: sk-test-SECRET-5f1a9c.")
+        #expect(redaction.redact(failed) == .failed(retryable: true, retryAfter: 3, message: "the poll answered HTTP 401: Incorrect API key provided: <redacted>."))
+        let polled = RemoteBatchMachine.Event.polled(RemoteBatchStatus(status: "sk-test-SECRET-5f1a9c", total: 2, completed: 1, outputFileID: "file-1"))
+        #expect(redaction.redact(polled) == .polled(RemoteBatchStatus(status: "<redacted>", total: 2, completed: 1, outputFileID: "file-1")))
+        #expect(redaction.redact(RemoteBatchMachine.Event.created(batchID: "batch_1")) == .created(batchID: "batch_1"))
+        #expect(SecretRedaction().redact(failed) == failed, "no key: the event as it came")
+    }
 }

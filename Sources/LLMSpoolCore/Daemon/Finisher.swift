@@ -33,7 +33,8 @@ public final class Finisher: Sendable {
     /// Tasks whose outcome this run committed and reported, with their request still in
     /// `outgoing` (its removal failed): the scan that removes it reports nothing again.
     private let reportedAwaitingCleanUp = Mutex<Set<String>>([])
-    /// The endpoints' keys, blanked out of every failure before it is recorded or logged.
+    /// The endpoints' keys, blanked out of every failure before it is recorded or logged,
+    /// and of the background lane's steps' answers (`secretRedaction`).
     private let redaction = Mutex(SecretRedaction())
     private let formats: FormatContext
     /// How successes commit on this spool, decided once at start (`CommitOrder.choose`).
@@ -78,6 +79,9 @@ public final class Finisher: Sendable {
     public func redact(secrets: [String]) {
         redaction.withLock { $0 = SecretRedaction(secrets: secrets) }
     }
+
+    /// The keys as set last: the background lane blanks them out of its steps' answers.
+    var secretRedaction: SecretRedaction { redaction.withLock { $0 } }
 
     public func reconfigure(retry: RetrySettings, endpointCount: Int) {
         policy.withLock { $0 = Policy(retry: retry, endpointCount: max(1, endpointCount)) }

@@ -457,7 +457,9 @@ public final class BackgroundLane: @unchecked Sendable {
                     retry(id, step, after: 5)
                     return
                 }
-                guard let event = perform(step, id) else { return }
+                // Every step's answer passes here, on its way to the log, the machine and
+                // the record: a provider that echoes the key it was sent is blanked out once.
+                guard let event = perform(step, id).map(finisher.secretRedaction.redact) else { return }
                 guard let next = groups[id]?.machine.handle(event) else { return }
                 if case .failed(_, _, let message) = event {
                     logger.warning("a remote batch step failed", ["group": LogValue(id), "step": LogValue(step.name), "reason": LogValue(message)])

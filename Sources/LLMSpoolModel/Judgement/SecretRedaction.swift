@@ -37,6 +37,22 @@ public struct SecretRedaction: Sendable, Equatable {
                               curlCode: failure.curlCode, timer: failure.timer, embeddedCode: failure.embeddedCode)
     }
 
+    /// A background lane step's answer: the provider's error text of a refused upload,
+    /// create, list, poll, download or cancel reaches the log, the group's abandonment and
+    /// its members' sending live; the status a poll read is recorded in `state/remote`.
+    public func redact(_ event: RemoteBatchMachine.Event) -> RemoteBatchMachine.Event {
+        guard !secrets.isEmpty else { return event }
+        switch event {
+        case .failed(let retryable, let retryAfter, let message):
+            return .failed(retryable: retryable, retryAfter: retryAfter, message: redact(message))
+        case .polled(var status):
+            status.status = redact(status.status)
+            return .polled(status)
+        case .start, .uploaded, .created, .createUncertain, .listed, .inspected, .downloaded, .split, .published, .withdrawn, .cancelRequested:
+            return event
+        }
+    }
+
     static func replace(_ secret: [UInt8], in bytes: [UInt8]) -> [UInt8] {
         guard bytes.count >= secret.count, let first = secret.first else { return bytes }
         var output: [UInt8] = []
