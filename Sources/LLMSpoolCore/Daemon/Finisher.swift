@@ -75,7 +75,9 @@ public final class Finisher: Sendable {
         }
     }
 
-    /// The keys a provider might echo back (the endpoints' and the lane's).
+    /// The keys a provider might echo back: every endpoint's. The background lane calls
+    /// the same endpoints with the same keys and has none of its own; it reads this set
+    /// (`secretRedaction`) rather than keeping a second one that a reload could leave behind.
     public func redact(secrets: [String]) {
         redaction.withLock { $0 = SecretRedaction(secrets: secrets) }
     }
