@@ -252,6 +252,19 @@ import Testing
 /// leaves the request ended: it is not sent again, no failure is written for it, and a
 /// later scan removes it.
 @Suite(.serialized) struct CommittedOutcomeTests {
+    /// Drops a streamed request and makes `outgoing` immutable while it streams, so that
+    /// its result is published and its removal fails; false when the flag cannot be set.
+    /// The caller clears the flag.
+    static func publishWhileOutgoingIsImmutable(_ harness: Harness, _ id: String, _ prompt: String, chattr: String) throws -> Bool {
+        try harness.drop(id, Harness.request(prompt, stream: true, stub: ["tokens": 20, "token_delay_ms": 100]))
+        try waitUntil("the stream is under way", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.partial(id)) }
+        guard SpoolFolderTests.makeImmutable(harness.layout.outgoing, with: chattr) else { return false }
+        try waitUntil("the removal's failure is logged", timeout: 30) {
+            harness.log.contains("the result is published, but the request could not be removed from outgoing")
+        }
+        return true
+    }
+
     @Test func aRequestThatCannotBeRemovedAfterItsResultIsNotSentAgain() throws {
         guard let chattr = SpoolFolderTests.chattrForRoot() else { return }
         let harness = try Harness()
@@ -260,14 +273,9 @@ import Testing
         try harness.startDaemon(config: ["retry_max_seconds": 0.2, "rescan_interval_seconds": 1])
         let outgoing = harness.layout.outgoing
         let prompt = "a stream that ends while outgoing is immutable"
-        try harness.drop("stuck", Harness.request(prompt, stream: true, stub: ["tokens": 20, "token_delay_ms": 100]))
-        try waitUntil("the stream is under way", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.partial("stuck")) }
-        guard SpoolFolderTests.makeImmutable(outgoing, with: chattr) else { return }
         defer { _ = try? Harness.run(chattr, ["-i", outgoing]) }
-        try waitUntil("the result is published", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.result("stuck")) }
-        try waitUntil("the removal's failure is logged", timeout: 30) {
-            harness.log.contains("the result is published, but the request could not be removed from outgoing")
-        }
+        guard try Self.publishWhileOutgoingIsImmutable(harness, "stuck", prompt, chattr: chattr) else { return }
+        #expect(FileManager.default.fileExists(atPath: harness.layout.result("stuck")))
         // Several rescans while the request cannot be removed: none sends it again.
         try waitUntil("two more rescans", timeout: 30) { harness.log.components(separatedBy: "cannot complete the clean-up").count > 2 }
         _ = try Harness.run(chattr, ["-i", outgoing])
@@ -276,6 +284,26 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: harness.layout.errorRecord("stuck")), "no failure written for a request that succeeded")
         #expect(!harness.log.contains("outcome not written"), "never postponed as if nothing had been published")
         #expect(harness.log.components(separatedBy: "done (completed after a restart)").count == 1, "reported done once, by the commit")
+    }
+
+    /// The request that could not be removed is deleted by its producer before any scan
+    /// cleans it up: the daemon stops waiting for that clean-up (it would wait for its life).
+    @Test func aCommittedRequestDeletedBeforeItsCleanUpIsNotAwaitedAnyMore() throws {
+        guard let chattr = SpoolFolderTests.chattrForRoot() else { return }
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        // No rescan in the test's time: only the deletion can end the wait.
+        try harness.startDaemon(config: ["retry_max_seconds": 0.2, "rescan_interval_seconds": 3600])
+        let outgoing = harness.layout.outgoing
+        defer { _ = try? Harness.run(chattr, ["-i", outgoing]) }
+        guard try Self.publishWhileOutgoingIsImmutable(harness, "gone", "deleted before its clean-up", chattr: chattr) else { return }
+        _ = try Harness.run(chattr, ["-i", outgoing])
+        #expect(unlink(harness.layout.request("gone")) == 0)
+        try waitUntil("the daemon stops waiting for the clean-up", timeout: 30) {
+            harness.log.contains("the ended request left outgoing before its clean-up")
+        }
+        #expect(!harness.log.contains("the ended request's clean-up is complete"), "no scan ran")
     }
 }
 

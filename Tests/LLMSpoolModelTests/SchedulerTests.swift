@@ -69,12 +69,31 @@ import Testing
         #expect(s.handle(.requestRemoved(id: "a"), now: 0) == [.cancelTransfer(id: "a")])
         #expect(started(s.handle(.transferEnded(id: "a", feedback: EndpointFeedback(.neutral)), now: 0)) == ["c"])
         #expect(s.handle(.requestRemoved(id: "a"), now: 0).isEmpty, "finishing: nothing to cancel")
-        #expect(s.handle(.requestRemoved(id: "zzz"), now: 0).isEmpty)
+        #expect(s.handle(.requestRemoved(id: "zzz"), now: 0) == [.requestLeft(id: "zzz")], "held by no task: only said")
         _ = s.handle(.transferEnded(id: "c", feedback: Self.answered), now: 0)
         _ = s.handle(.retry(task("c"), at: 100), now: 0)
         #expect(s.state(of: "c") == .deferred(until: 100))
         #expect(s.handle(.requestRemoved(id: "c"), now: 1) == [.withdrawn(id: "c")])
         #expect(s.handle(.tick, now: 200).isEmpty, "a withdrawn retry never starts")
+    }
+
+    /// A file that leaves while its task's outcome is written is said to have left once
+    /// that outcome is final (the finisher may have noted that it awaits the file's
+    /// clean-up), never when the task is retried: its next start finds the file gone.
+    @Test func aRequestThatLeftWhileFinishingIsSaidToHaveLeftAfterItsFinalization() {
+        var s = scheduler(concurrency: 2)
+        _ = arrive(&s, "a")
+        _ = arrive(&s, "b")
+        _ = s.handle(.transferEnded(id: "a", feedback: Self.answered), now: 0)
+        _ = s.handle(.transferEnded(id: "b", feedback: Self.answered), now: 0)
+        #expect(s.handle(.requestRemoved(id: "a"), now: 0).isEmpty, "finishing: nothing yet")
+        #expect(s.handle(.requestRemoved(id: "b"), now: 0).isEmpty)
+        #expect(s.handle(.finalized(id: "a"), now: 0).contains(.requestLeft(id: "a")))
+        _ = s.handle(.retry(task("b"), at: 100), now: 0)
+        #expect(started(s.handle(.tick, now: 100)) == ["b"])
+        _ = s.handle(.transferEnded(id: "b", feedback: Self.answered), now: 100)
+        #expect(!s.handle(.finalized(id: "b"), now: 100).contains(.requestLeft(id: "b")), "the retry forgot the removal")
+        #expect(s.handle(.finalized(id: "a"), now: 0).isEmpty, "said once")
     }
 
     /// The withdrawal names the file the task was read from: the finisher tells by it a

@@ -31,7 +31,9 @@ public final class Finisher: Sendable {
     private let leases: LeaseManager?
     private let diskHealth: DiskHealth
     /// Tasks whose outcome this run committed and reported, with their request still in
-    /// `outgoing` (its removal failed): the scan that removes it reports nothing again.
+    /// `outgoing` (its removal failed): the scan that removes it reports nothing again. An
+    /// entry goes with that clean-up, or when the request leaves `outgoing` otherwise
+    /// (`requestLeft`), else it would stay for the daemon's life.
     private let reportedAwaitingCleanUp = Mutex<Set<String>>([])
     /// The endpoints' keys, blanked out of every failure before it is recorded or logged,
     /// and of the background lane's steps' answers (`secretRedaction`).
@@ -294,7 +296,9 @@ public final class Finisher: Sendable {
             logger.error("cannot complete the clean-up; will try again on the next scan", id: id, ["reason": "\(error)"])
         case .completed(let notes) where !notes.isEmpty:
             // Already removed (the daemon that ended it did, seen here through a stale
-            // cache), or replaced by a newer file: nothing ended here, nothing to report.
+            // cache), or replaced by a newer file: nothing ended here, nothing to report,
+            // and no clean-up of this run's outcome is awaited any more.
+            reportedAwaitingCleanUp.withLock { _ = $0.remove(id) }
             logger.debug("the ended request's clean-up found nothing to do", id: id, ["notes": "\(notes)"])
         case .completed, .stopped:
             if reportedAwaitingCleanUp.withLock({ $0.remove(id) }) != nil {
@@ -338,6 +342,15 @@ public final class Finisher: Sendable {
         guard case .success(let loaded)? = RequestFile.read(path: requestPath, limit: Int(clamping: max(recorded.size, 0)) + 1),
               loaded.identity.device != recorded.device else { return recorded }
         return loaded.identity.isSameInstanceAcrossMounts(as: recorded) ? loaded.identity : recorded
+    }
+
+    /// A request file left `outgoing` while no task of its id is held: a reported outcome
+    /// that waited for its clean-up has none left to wait for (deleted by its producer, or
+    /// removed by another daemon).
+    public func requestLeft(id: String) {
+        if reportedAwaitingCleanUp.withLock({ $0.remove(id) }) != nil {
+            logger.debug("the ended request left outgoing before its clean-up; nothing is left to do", id: id)
+        }
     }
 
     /// A queued or waiting request was withdrawn by deleting its file; `identity` is the

@@ -106,6 +106,7 @@ public final class SpoolDaemon: Sendable {
         // The watcher is made after the engine, which must know where to send this.
         let watcherBox = Mutex<Watcher?>(nil)
         engineDelegate.claimedElsewhere = { path in watcherBox.withLock { $0 }?.claimedElsewhere(path: path) }
+        engineDelegate.requestLeft = { id in finisher.requestLeft(id: id) }
         let engine = try TransferEngine(
             layout: layout, endpoints: endpoints, settings: TransferEngine.Settings(config), known: known, metrics: metrics,
             diskHealth: diskHealth, leases: leases, delegate: engineDelegate, logger: logger)

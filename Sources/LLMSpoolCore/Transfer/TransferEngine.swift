@@ -74,6 +74,8 @@ public final class TransferEngine: @unchecked Sendable {
         /// Another daemon claimed the request first: intake looks at its file again later,
         /// in case that daemon dies holding it.
         public var claimedElsewhere: @Sendable (_ requestPath: String) -> Void = { _ in }
+        /// A request file left `outgoing` when no task of its id is held; nothing is posted back.
+        public var requestLeft: @Sendable (_ id: String) -> Void = { _ in }
 
         public init(attemptEnded: @escaping @Sendable (AttemptOutcome) -> Void,
                     rejected: @escaping @Sendable (String, String, RequestProblem) -> Void,
@@ -522,6 +524,8 @@ public final class TransferEngine: @unchecked Sendable {
                 delegate.deferred(task, nil)
             case .withdrawFromLane(let id):
                 delegate.laneWithdrawn(id)
+            case .requestLeft(let id):
+                delegate.requestLeft(id)
             }
         }
     }

@@ -71,6 +71,11 @@ public struct Scheduler: Sendable {
         case rejoinLane(TaskDescriptor)
         /// A laned task's file left `outgoing`: the lane drops it, or discards its answer.
         case withdrawFromLane(id: String)
+        /// A request file left `outgoing` when no task of its id is held (one whose outcome
+        /// was written while it left waits for `.finalized`): nothing will clean it up, and
+        /// whoever waited for its removal (the finisher, after a removal that failed) can
+        /// stop waiting.
+        case requestLeft(id: String)
     }
 
     /// Counts by state, kept up to date rather than counted.
@@ -128,6 +133,10 @@ public struct Scheduler: Sendable {
     private var connectionOf: [String: Int] = [:]
     /// Tasks a person asked to send now: their next start ignores endpoints' cool-downs.
     private var sendingNow: Set<String> = []
+    /// Tasks whose file left `outgoing` while their outcome was being written: the
+    /// finisher may still note that it awaits the file's clean-up (`.requestLeft` follows
+    /// `.finalized`, after the note). A retry's start finds the file gone by itself.
+    private var removedWhileFinishing: Set<String> = []
     /// Where requests that may wait go; by default nowhere, so every request is live.
     public var laneRouting = LaneRouting()
     /// Members of the remote batches the lane resumed that have not arrived yet.
@@ -225,8 +234,9 @@ public struct Scheduler: Sendable {
         case .finalized(let id):
             resumedLaneMembers.remove(id)
             let wasFinishing = entries[id]?.state == .finishing
+            let left: [Action] = removedWhileFinishing.contains(id) ? [.requestLeft(id: id)] : []
             set(id, nil)
-            return wasFinishing ? fill(now) : []
+            return wasFinishing ? left + fill(now) : left
         case .requestRemoved(let id):
             switch entries[id]?.state {
             case .queued?, .deferred?:
@@ -239,8 +249,11 @@ public struct Scheduler: Sendable {
                 return [.cancelTransfer(id: id)]
             case .laned?:
                 return [.withdrawFromLane(id: id)]
-            case .finishing?, nil:
+            case .finishing?:
+                removedWhileFinishing.insert(id)
                 return []
+            case nil:
+                return [.requestLeft(id: id)]
             }
         case .tick:
             return releaseDue(now) + fill(now)
@@ -353,6 +366,7 @@ public struct Scheduler: Sendable {
         if let old = entries[id]?.state { adjust(old, by: -1) }
         // Asked to go now: once it starts or leaves, the ask is spent.
         if !sendingNow.isEmpty, entry?.state != .queued { sendingNow.remove(id) }
+        if !removedWhileFinishing.isEmpty, entry?.state != .finishing { removedWhileFinishing.remove(id) }
         entries[id] = entry
         if let new = entry?.state { adjust(new, by: 1) }
     }
