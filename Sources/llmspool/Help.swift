@@ -19,7 +19,7 @@ enum Help {
       queue    list the requests not finished yet: state, size, age, attempts, endpoint, reason
       show     everything known about one request
       retry    move failed requests back to outgoing
-      cancel   cancel queued or running requests
+      cancel   cancel queued or running requests, or batch files
       hold     keep requests unsent until released (release puts them back)
       clean    remove old results, failures and records
       stub     serve the bundled OpenAI-compatible endpoint on 127.0.0.1
@@ -203,12 +203,16 @@ enum Help {
     """
 
     static let cancel = """
-    Usage: llmspool cancel ID... | --all [--yes] [--spool DIR | --config FILE]
+    Usage: llmspool cancel ID|BATCH[.jsonl]... | --all [--yes] [--spool DIR | --config FILE]
 
     Cancels queued, waiting or running requests, as deleting their files does: a running
-    transfer stops and its partial answer is removed. --all cancels every request in
-    outgoing after asking on the terminal; --yes skips the question (a script without it
-    cancels nothing).
+    transfer stops and its partial answer is removed. A batch file's name BATCH (or
+    BATCH.jsonl) cancels that batch, as deleting outgoing/BATCH.jsonl does: its lines in
+    flight stop, the finished ones stay, the others end with error code batch_cancelled,
+    and the summary says cancelled. A request of the ID comes before a batch of the same
+    name. A name of no request and no batch is an error (exit 1). --all cancels every
+    request in outgoing (not batch files) after asking on the terminal; --yes skips the
+    question (a script without it cancels nothing).
     """
 
     static let hold = """

@@ -66,7 +66,7 @@ enum ManageCommand {
         if args.has("--yes") && !args.has("--all") { throw Arguments.UsageError(description: "--yes applies to --all only") }
         let layout = try ClientSpool.existing(args)
         let actions = SpoolActions(layout: layout)
-        guard args.has("--all") else { return each(args.positionals, "cancelled") { try actions.cancel($0) } }
+        guard args.has("--all") else { return each(args.positionals, nil) { report(try actions.cancel($0), layout) } }
         let ids = SpoolQuery(layout: layout).outgoingIDs().sorted()
         guard !ids.isEmpty else {
             print("nothing to cancel in \(layout.outgoing)")
@@ -78,7 +78,21 @@ enum ManageCommand {
                 return 1
             }
         }
-        return each(ids, "cancelled") { try actions.cancel($0) }
+        return each(ids, nil) { report(try actions.cancel($0), layout) }
+    }
+
+    /// What `cancel` did, on stdout; a batch of the same name as a cancelled request is named
+    /// on stderr, since the request went first.
+    static func report(_ cancelled: SpoolActions.Cancelled, _ layout: SpoolLayout) {
+        switch cancelled {
+        case .request(let id), .held(let id):
+            print("cancelled \(id)")
+            if CancelTarget.candidates(of: id).contains(.batch(name: id)), Syscall.isPresent(layout.batchRequest(id)) {
+                FileHandle.standardError.write(Data("llmspool: the batch \(layout.batchRequest(id)) is not cancelled; cancel \(id)\(SpoolLayout.batchSuffix) cancels it\n".utf8))
+            }
+        case .batch(let name):
+            print("cancelled batch \(name): its finished lines stay, the others end batch_cancelled in \(layout.batchOutput(name))")
+        }
     }
 
     /// Asks on the terminal (stderr, then a line from stdin); anything but y or yes is no,

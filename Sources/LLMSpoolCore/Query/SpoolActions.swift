@@ -110,18 +110,47 @@ public struct SpoolActions: Sendable {
         try Syscall.fsyncDirectory(holdFolder)
     }
 
-    /// Cancels a queued, waiting or running request, as deleting its file does; a held one
-    /// is deleted from the hold folder.
-    public func cancel(_ id: String) throws {
-        let request = Self.existing(layout.outgoing, id)
-        if request == nil, let held = Self.existing(holdFolder, id) {
-            try Syscall.unlink(held)
-            return
+    /// What `cancel` deleted.
+    public enum Cancelled: Equatable, Sendable {
+        case request(id: String)
+        case held(id: String)
+        /// The batch file of this name: the daemon ends the batch as when its input is deleted.
+        case batch(name: String)
+    }
+
+    /// Cancels a queued, waiting or running request, or a batch file, as deleting its file
+    /// does; a held request is deleted from the hold folder. `name` is a request's id, or a
+    /// batch's name with or without `.jsonl` (`CancelTarget`): a request of the id comes first.
+    public func cancel(_ name: String) throws -> Cancelled {
+        let candidates = CancelTarget.candidates(of: name)
+        for candidate in candidates {
+            switch candidate {
+            case .request(let id):
+                if let request = Self.existing(layout.outgoing, id), try unlinkUnlessGone(request) { return .request(id: id) }
+                if let held = Self.existing(holdFolder, id), try unlinkUnlessGone(held) { return .held(id: id) }
+            case .batch(let batch):
+                if try unlinkUnlessGone(layout.batchRequest(batch)) { return .batch(name: batch) }
+            }
         }
+        let shown = Logger.escape(name)
+        guard let first = candidates.first else { throw ConfigError("\(shown): not a request id or a batch name") }
+        switch (first, candidates.count) {
+        case (.batch(let batch), _):
+            throw ConfigError("\(shown): no batch \(layout.batchRequest(batch)) (finished, or never dropped)")
+        case (.request, 1):
+            throw ConfigError("\(shown): not in \(layout.outgoing) (finished, failed or never dropped)")
+        case (.request, _):
+            throw ConfigError("\(shown): no request or batch of that name in \(layout.outgoing) (finished, failed or never dropped)")
+        }
+    }
+
+    /// False when `path` was not there (finished meanwhile, say): the next candidate is looked at.
+    private func unlinkUnlessGone(_ path: String) throws -> Bool {
         do {
-            try Syscall.unlink(request ?? layout.request(id))
+            try Syscall.unlink(path)
+            return true
         } catch let error as SystemError where error.errno == ENOENT {
-            throw ConfigError("\(id): not in \(layout.outgoing) (finished, failed or never dropped)")
+            return false
         }
     }
 
