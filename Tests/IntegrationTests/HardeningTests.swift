@@ -422,8 +422,10 @@ import Testing
         defer { harness.stop() }
         try harness.startStub()
         try harness.startDaemon(config: ["max_retry_after_seconds": 1])
-        try harness.drop("huge", Harness.request("wait 1e300 s", stub: ["faults": [["status": 429, "retry_after": "1e300"]]]))
-        try harness.drop("huge-ms", Harness.request("wait 1e300 ms", stub: ["faults": [["status": 503, "retry_after_ms": "1e300"]]]))
+        // Digits past Double's range (a delay is digits only: `1e300` is no delay at all).
+        let huge = String(repeating: "9", count: 400)
+        try harness.drop("huge", Harness.request("wait 1e400 s", stub: ["faults": [["status": 429, "retry_after": huge]]]))
+        try harness.drop("huge-ms", Harness.request("wait 1e400 ms", stub: ["faults": [["status": 503, "retry_after_ms": huge]]]))
         try harness.drop("huge-reset", Harness.request("reset in 1e300 s", stub: ["faults": [[
             "headers": ["x-ratelimit-remaining-tokens": "-1e300", "x-ratelimit-reset-tokens": "1e300s"]]]]))
         for id in ["huge", "huge-ms"] {

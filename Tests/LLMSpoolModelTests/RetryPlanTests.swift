@@ -72,16 +72,16 @@ import Testing
         #expect(exhausted == .giveUp(.attemptsExhausted(attempts: 2)))
     }
 
-    @Test(arguments: ["1e300", "1e309", "9223372036854775808", "100000000000000000000000"])
+    @Test(arguments: ["1e300", "1e309", "9223372036854775808", "100000000000000000000000", String(repeating: "9", count: 400)])
     func anAbsurdRetryAfterFailsTheRequestWithoutATrap(header: String) {
         let plan = RetryPolicy.plan(AttemptFailure(.http, "HTTP 429", httpStatus: 429), headers: ["retry-after": header], history: history(["http"]),
                                     endpointIndex: 0, endpointCount: 1, now: now, settings: RetrySettings(), random: 0)
         guard case .giveUp(let reason) = plan else {
-            // 1e309 is not a finite number: no wait was asked for, so the backoff applies.
-            #expect(header == "1e309", "\(header): \(plan)")
+            // An exponent is no delay (a delay is digits): none was asked for, so the backoff applies.
+            #expect(header.contains("e"), "\(header): \(plan)")
             return
         }
-        #expect(reason.description.contains("max_retry_after_seconds"), "\(reason)")
+        #expect(!header.contains("e") && reason.description.contains("max_retry_after_seconds"), "\(reason)")
     }
 
     @Test(arguments: [Double.infinity, -Double.infinity, Double.nan, 1e300, -1e300, 9.3e18, 0, 1.2])

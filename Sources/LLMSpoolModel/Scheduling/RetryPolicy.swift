@@ -167,8 +167,10 @@ public enum RetryPolicy {
             default: return nil
             }
         }
-        guard sawDigit, text.utf8.last != UInt8(ascii: "."), let value = Double(text), value.isFinite else { return nil }
-        return value
+        guard sawDigit, text.utf8.last != UInt8(ascii: "."), let value = Double(text) else { return nil }
+        // Digits past Double's range ask for longer than anything: the longest finite wait,
+        // which every limit refuses.
+        return value.isFinite ? value : .greatestFiniteMagnitude
     }
 
     /// The exponential backoff before attempt `attempts + 1`, shortened by the jitter.
