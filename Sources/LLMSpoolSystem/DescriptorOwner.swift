@@ -30,6 +30,13 @@ public final class DescriptorOwner: Sendable {
         held.withLock { $0 != nil }
     }
 
+    /// Holds `descriptor` in place of the one taken (closed if still here): a file's
+    /// copy that took over from it.
+    public func put(_ descriptor: consuming FileDescriptor) {
+        var given: FileDescriptor? = consume descriptor
+        held.withLock { $0 = given.take() }
+    }
+
     /// Closes the descriptor now if nobody took it: for a file whose data is not kept.
     public func discard() {
         _ = take()

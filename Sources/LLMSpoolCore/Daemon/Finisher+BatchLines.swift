@@ -9,6 +9,7 @@ extension Finisher {
     func finishLine(_ outcome: AttemptOutcome, _ line: BatchLineRef) -> Scheduler.Event {
         let id = outcome.task.id
         let partial = layout.partial(id)
+        giveNamesAgain(outcome, partial: partial)
         let verdict = judge(outcome, partial: partial)
         let runner = batches.withLock { $0 }
         let customID = outcome.task.summary.customID

@@ -148,6 +148,7 @@ public final class Finisher: Sendable {
             return .ended(.finalized(id: id))
         }
         let partial = outcome.rawPath ?? layout.partial(id)
+        giveNamesAgain(outcome, partial: partial)
         let verdict = judge(outcome, partial: partial)
         // A prompt file's text view goes with the raw answer whenever the attempt leaves nothing.
         let removePartials = { [layout, logger] in
@@ -402,6 +403,34 @@ public final class Finisher: Sendable {
         let mark = result != nil && commitOrder == .resultMarked ? ResultMarkReader.read(resultPath, id: id, logger: logger) : nil
         return Recovery.decide(record: record, identity: removed, resultInode: result?.inode,
                                resultModifiedNanoseconds: result?.modifiedNanoseconds, resultMark: mark) == .alreadyEnded
+    }
+
+    /// An answer received whole, whose files lost their names meanwhile (`rm -rf incoming`
+    /// during the stream): written again from the descriptors still open on them, before
+    /// anything reads them by name. Otherwise the answer, paid for, would be taken for lost
+    /// and the request sent again. Only an answer the engine held open can come back: one
+    /// past its descriptor budget, written by name, lost its bytes with the name.
+    func giveNamesAgain(_ outcome: AttemptOutcome, partial: String) {
+        guard case .response = outcome.ending else { return }
+        giveNameAgain(outcome.partial, path: partial, id: outcome.task.id)
+        if let stream = outcome.stream { giveNameAgain(stream.spill, path: stream.spillPath, id: outcome.task.id) }
+    }
+
+    private func giveNameAgain(_ owner: DescriptorOwner?, path: String, id: String) {
+        guard let owner, let file = owner.take() else { return }
+        do {
+            guard try HeldFile.lostName(file.rawValue, path: path) else {
+                owner.put(file)
+                return
+            }
+            owner.put(try HeldFile.giveNameAgain(from: file.rawValue, to: path, flags: O_RDWR, layout: layout, logger: logger))
+            logger.warning("the answer's file was removed while the answer arrived; written again from the file still open", id: id,
+                           ["path": LogValue(path)])
+        } catch {
+            // Publishing then fails on the missing file, and the request is tried again.
+            logger.error("the answer's file was removed while the answer arrived, and cannot be written again", id: id,
+                         ["path": LogValue(path), "reason": "\(error)"])
+        }
     }
 
     func judge(_ outcome: AttemptOutcome, partial: String) -> AttemptJudge.Verdict {

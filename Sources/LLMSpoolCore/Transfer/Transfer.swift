@@ -351,7 +351,9 @@ final class Transfer {
     /// out: picking a request up creates no file. A new file, never an old one truncated:
     /// a daemon that lost this request may still be writing to the old one.
     private func createPartial() throws {
-        let file = try FileDescriptor.createNew(partialPath, O_WRONLY | O_NOFOLLOW, mode: fileMode)
+        // Readable: a `.partial` whose name is taken while it is written is copied back
+        // from this descriptor (`HeldFile`).
+        let file = try FileDescriptor.createNew(partialPath, O_RDWR | O_NOFOLLOW, mode: fileMode)
         partialInode = UInt64(try file.fstat().st_ino)
         if holdsPartial { partial = consume file }
     }
@@ -369,8 +371,8 @@ final class Transfer {
     /// Moves the text held so far to the result's temporary.
     private func spill() throws {
         if spillFile?.rawValue == nil {
-            // A new file, never an old one truncated: as for the `.partial`.
-            let file = try FileDescriptor.createNew(spillPath, O_WRONLY | O_NOFOLLOW, mode: fileMode)
+            // A new file, never an old one truncated, and readable: as for the `.partial`.
+            let file = try FileDescriptor.createNew(spillPath, O_RDWR | O_NOFOLLOW, mode: fileMode)
             try file.writeAll(assembler!.contentHead)
             spillFile = consume file
         }

@@ -1,0 +1,40 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+@testable import LLMSpoolStub
+import Testing
+
+/// `rm -rf incoming` while answers arrive: what was received is in files the daemon still
+/// holds open, and is published from them. Sending the request again would pay for the
+/// same answer twice.
+@Suite(.serialized) struct IncomingRemovedTests {
+    static func size(_ path: String) -> Int {
+        (try? Syscall.lstat(path)).map { Int($0.st_size) } ?? 0
+    }
+
+    @Test(arguments: [false, true]) func aStreamWhoseFolderIsRemovedIsPublishedOnceFromWhatArrived(folderMadeAgain: Bool) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["retry_max_seconds": 0.2])
+        let id = "gone"
+        let prompt = "a stream whose incoming is removed, made again: \(folderMadeAgain)"
+        let tokens = 40
+        try harness.drop(id, Harness.request(prompt, stream: true, stub: ["tokens": tokens, "token_delay_ms": 100]))
+        try waitUntil("the stream is under way", timeout: 30) { Self.size(harness.layout.partial(id)) > 0 }
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.result(id)), "removed while the answer arrives")
+        try FileManager.default.removeItem(atPath: harness.layout.incoming)
+        if folderMadeAgain { try Syscall.mkdir(harness.layout.incoming, mode: 0o700) }
+        try waitUntil("the request ends", timeout: 30) { !FileManager.default.fileExists(atPath: harness.layout.request(id)) }
+        #expect(try harness.arrivals(of: prompt).count == 1, "sent once")
+        let result = try harness.json(harness.layout.result(id))
+        #expect(Harness.content(of: result) == StubAnswer.content(prompt: prompt, tokens: tokens), "the whole answer, its first part included")
+        let events = try String(contentsOfFile: harness.layout.rawStream(id), encoding: .utf8)
+        #expect(events.components(separatedBy: "data:").count > tokens, "the raw events from the first to the last")
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.partial(id)))
+        #expect(harness.files(in: harness.layout.failed).isEmpty, "no failure written")
+        #expect(!harness.log.contains("outcome not written"), "never postponed")
+        #expect(harness.log.contains("written again from the file still open"))
+        #expect(harness.log.components(separatedBy: "done id=\(id)").count == 2, "reported done once")
+    }
+}
