@@ -37,4 +37,27 @@ import Testing
         #expect(harness.log.contains("written again from the file still open"))
         #expect(harness.log.components(separatedBy: "done id=\(id)").count == 2, "reported done once")
     }
+
+    @Test func aBatchWhoseOutputIsRemovedKeepsEveryCommittedLineOnce() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["concurrency": 2])
+        let count = 40
+        try BatchTests.dropBatch(harness, "kept", (0..<count).map { BatchTests.line("k-\($0)", stub: ["latency_ms": 150]) })
+        let partial = harness.layout.batchPartial("kept")
+        try waitUntil("some lines are committed", timeout: 60) {
+            ((try? String(contentsOfFile: partial, encoding: .utf8)) ?? "").split(separator: "\n").count >= 4
+        }
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.batchSummary("kept")), "removed while the batch runs")
+        try FileManager.default.removeItem(atPath: harness.layout.incoming)
+        let summary = try BatchTests.waitForSummary(harness, "kept", timeout: 60)
+        #expect(summary["status"] as? String == "completed")
+        let output = try BatchTests.outputLines(harness.layout.batchOutput("kept"))
+        #expect(output.count == count, "every line once, those committed before the removal included")
+        #expect(BatchTests.byID(output).count == count)
+        #expect(output.allSatisfy { $0["error"] is NSNull })
+        #expect(try harness.stubArrivals().count == count, "each line sent once")
+        #expect(harness.log.contains("the batch's output was removed while it ran"))
+    }
 }

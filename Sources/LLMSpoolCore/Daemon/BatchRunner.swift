@@ -289,6 +289,8 @@ public final class BatchRunner: @unchecked Sendable {
             if stop {
                 for batch in batches.values {
                     for attempted in batch.attempted { answer(attempted, durable: false) }
+                    // The next start resumes from the output by name.
+                    logger.bestEffort("writing the batch's output again", id: batch.name) { try keepOutputNamed(batch) }
                     close(batch)
                     // Unfinished: free at once for another daemon to resume.
                     leases?.release(BatchClaimRules.claimID(batch: batch.name), ended: BatchClaimRules.releaseEnds(batchEnded: false))
@@ -632,7 +634,8 @@ public final class BatchRunner: @unchecked Sendable {
         let header = BatchJournal.Header(kind: kind, lines: index.count, createdAt: Int(Date().timeIntervalSince1970), input: identity,
                                          endpoint: endpoint)
         let partial = layout.batchPartial(name)
-        let outputFD = try FileDescriptor.open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW, mode: layout.fileMode)
+        // Readable: an output whose name is taken while the batch runs is copied back (`keepOutputNamed`).
+        let outputFD = try FileDescriptor.open(partial, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW, mode: layout.fileMode)
         try outputFD.fsync()
         try Syscall.fsyncDirectory(layout.incoming)
         try DurableFile.write(BatchJournal.encode(header), to: layout.batchJournal(name), mode: layout.fileMode)
@@ -645,7 +648,7 @@ public final class BatchRunner: @unchecked Sendable {
     /// last whole record, and only the lines not in it go.
     private func resume(_ name: String, fd: consuming FileDescriptor, identity: FileIdentity, index: BatchIndex, journal: BatchJournal) throws -> Batch {
         let partial = layout.batchPartial(name)
-        let outputFD = try FileDescriptor.open(partial, O_WRONLY | O_APPEND | O_NOFOLLOW)
+        let outputFD = try FileDescriptor.open(partial, O_RDWR | O_APPEND | O_NOFOLLOW)
         try Syscall.ftruncate(outputFD.rawValue, length: journal.outputLength, path: partial)
         try outputFD.fsync()
         let journalFD = try FileDescriptor.open(layout.batchJournal(name), O_WRONLY | O_APPEND | O_NOFOLLOW)
@@ -962,6 +965,7 @@ public final class BatchRunner: @unchecked Sendable {
         }
         do {
             if !output.isEmpty {
+                try keepOutputNamed(batch)
                 try Syscall.writeAll(batch.outputFD, output, path: layout.batchPartial(batch.name))
                 try Syscall.fdatasync(batch.outputFD, path: layout.batchPartial(batch.name))
             }
@@ -1036,6 +1040,7 @@ public final class BatchRunner: @unchecked Sendable {
         guard batch.journal.committed.count + batch.unnamed.count >= batch.index.count, batch.inWindow.isEmpty else { return }
         // The output is renamed, not removed: closed now. The journal is removed by the plan,
         // its descriptor goes there with the input's (see `publish`).
+        logger.bestEffort("writing the batch's output again", id: batch.name) { try keepOutputNamed(batch) }
         batch.outputFile = nil
         let journalFile = batch.journalFile.take()
         for attempted in batch.attempted { answer(attempted, durable: false) }
@@ -1045,6 +1050,20 @@ public final class BatchRunner: @unchecked Sendable {
                 outputPublished: false, status: batch.expiring ? .expired : batch.cancelled ? .cancelled : .completed)
         // A newer file under the name waits for this one's end.
         if Syscall.isPresent(layout.batchRequest(batch.name)) { consider(batch.name) }
+    }
+
+    /// The output's name taken while the batch runs (`rm -rf incoming`): its committed
+    /// lines are still in the file held open, and are copied to a new output under the
+    /// name before more lines go. Appended to nameless, the batch's end would find no output
+    /// and publish none, and a restart would find no output to resume and send every line
+    /// again.
+    private func keepOutputNamed(_ batch: Batch) throws {
+        let path = layout.batchPartial(batch.name)
+        guard batch.outputFD >= 0, try HeldFile.lostName(batch.outputFD, path: path) else { return }
+        let copy = try HeldFile.giveNameAgain(from: batch.outputFD, to: path, flags: O_RDWR | O_APPEND, layout: layout, logger: logger)
+        batch.outputFile = consume copy
+        logger.warning("the batch's output was removed while it ran; written again from the file still open", id: batch.name,
+                       ["path": LogValue(path), "committed": "\(batch.journal.committed.count)"])
     }
 
     private func closeOutputs(_ batch: Batch) {
