@@ -38,6 +38,32 @@ import Testing
         #expect(harness.log.components(separatedBy: "done id=\(id)").count == 2, "reported done once")
     }
 
+    /// The text past 64 KiB goes to the result's temporary, created once the folder is gone:
+    /// the folder is made again for it.
+    @Test func aLongStreamWhoseFolderIsRemovedBeforeItsTextIsPublishedOnce() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["retry_max_seconds": 0.2])
+        let id = "long"
+        let prompt = "a long stream whose incoming is removed before its text"
+        let tokens = 12_000
+        // Keep-alives for 3 s after the stream's first event, then all the text at once.
+        try harness.drop(id, Harness.request(prompt, stream: true, stub: ["tokens": tokens, "faults": [["stall_ms": 3000]]]))
+        try waitUntil("the stream is under way", timeout: 30) { Self.size(harness.layout.partial(id)) > 0 }
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.result(id)), "removed while the answer arrives")
+        try FileManager.default.removeItem(atPath: harness.layout.incoming)
+        try waitUntil("the request ends", timeout: 30) { !FileManager.default.fileExists(atPath: harness.layout.request(id)) }
+        #expect(try harness.arrivals(of: prompt).count == 1, "sent once")
+        let result = try harness.json(harness.layout.result(id))
+        let content = try #require(Harness.content(of: result))
+        #expect(content.utf8.count > 64 * 1024, "the text went through the result's temporary")
+        #expect(content == StubAnswer.content(prompt: prompt, tokens: tokens))
+        #expect(harness.files(in: harness.layout.failed).isEmpty, "no failure written")
+        #expect(!harness.log.contains("outcome not written"), "never postponed")
+        #expect(harness.log.components(separatedBy: "done id=\(id)").count == 2, "reported done once")
+    }
+
     @Test func aBatchWhoseOutputIsRemovedKeepsEveryCommittedLineOnce() throws {
         let harness = try Harness()
         defer { harness.stop() }

@@ -77,6 +77,8 @@ final class Transfer {
     /// temporary of the result, so that a long answer is never held in memory.
     let spillPath: String
     let fileMode: mode_t
+    /// Makes the spool's missing folders again, each logged (`SpoolLayout.recreateMissingFolders`).
+    let remakeFolders: () -> Void
     private var spillFile: FileDescriptor?
     private var unflushedSpillBytes = 0
     /// A batch line's answer is held here rather than in a `.partial` of its own, as
@@ -109,7 +111,8 @@ final class Transfer {
 
     init(task: TaskDescriptor, endpointIndex: Int, endpointName: String, handle: UnsafeMutableRawPointer, body: Body,
          bodyFile: consuming FileDescriptor?, holdsPartial: Bool, partialPath: String, textPath: String? = nil, spillPath: String, fileMode: mode_t,
-         responseLimit: Int64, now: Double) {
+         remakeFolders: @escaping () -> Void, responseLimit: Int64, now: Double) {
+        self.remakeFolders = remakeFolders
         self.textPath = textPath
         self.dialect = DialectRegistry.dialect(for: task.summary)
         self.holdsPartial = holdsPartial
@@ -163,7 +166,7 @@ final class Transfer {
         guard let textPath else { return }
         let bytes = Array(text.utf8)
         if textInode == nil {
-            let file = try FileDescriptor.createNew(textPath, O_WRONLY | O_NOFOLLOW, mode: fileMode)
+            let file = try createNewFile(textPath)
             textInode = UInt64(try file.fstat().st_ino)
             if holdsPartial { self.text = consume file }
         }
@@ -351,11 +354,22 @@ final class Transfer {
     /// out: picking a request up creates no file. A new file, never an old one truncated:
     /// a daemon that lost this request may still be writing to the old one.
     private func createPartial() throws {
-        // Readable: a `.partial` whose name is taken while it is written is copied back
-        // from this descriptor (`HeldFile`).
-        let file = try FileDescriptor.createNew(partialPath, O_RDWR | O_NOFOLLOW, mode: fileMode)
+        let file = try createNewFile(partialPath)
         partialInode = UInt64(try file.fstat().st_ino)
         if holdsPartial { partial = consume file }
+    }
+
+    /// A file of the answer's in `incoming`, readable: one whose name is taken while it is
+    /// written is copied back from its descriptor (`HeldFile`). Its folder is made again
+    /// when someone removed it (`rm -rf incoming`) while the answer arrived: an answer
+    /// already paid for is not failed for the want of a folder.
+    private func createNewFile(_ path: String) throws -> FileDescriptor {
+        do {
+            return try FileDescriptor.createNew(path, O_RDWR | O_NOFOLLOW, mode: fileMode)
+        } catch let error as SystemError where error.errno == ENOENT {
+            remakeFolders()
+            return try FileDescriptor.createNew(path, O_RDWR | O_NOFOLLOW, mode: fileMode)
+        }
     }
 
     /// Opens the `.partial` by name for one write. A file of that name that is not ours
@@ -371,8 +385,8 @@ final class Transfer {
     /// Moves the text held so far to the result's temporary.
     private func spill() throws {
         if spillFile?.rawValue == nil {
-            // A new file, never an old one truncated, and readable: as for the `.partial`.
-            let file = try FileDescriptor.createNew(spillPath, O_RDWR | O_NOFOLLOW, mode: fileMode)
+            // A new file, never an old one truncated: as for the `.partial`.
+            let file = try createNewFile(spillPath)
             try file.writeAll(assembler!.contentHead)
             spillFile = consume file
         }

@@ -896,6 +896,7 @@ public final class TransferEngine: @unchecked Sendable {
                                 holdsPartial: transfers.count < descriptorBudget, partialPath: partialPath,
                                 textPath: textPartial ? layout.partial(task.id) : nil,
                                 spillPath: SpoolLayout.temporary(for: layout.result(task.id)), fileMode: settings.fileMode,
+                                remakeFolders: { [layout, logger] in layout.recreateMissingFolders(logger: logger) },
                                 responseLimit: settings.maxResponseBytes,
                                 now: TransferEngine.monotonic())
         transfer.requestSource = source
