@@ -12,30 +12,38 @@ import Testing
         (try? Syscall.lstat(path)).map { Int($0.st_size) } ?? 0
     }
 
-    @Test(arguments: [false, true]) func aStreamWhoseFolderIsRemovedIsPublishedOnceFromWhatArrived(folderMadeAgain: Bool) throws {
-        let harness = try Harness()
-        defer { harness.stop() }
-        try harness.startStub()
-        try harness.startDaemon(config: ["retry_max_seconds": 0.2])
-        let id = "gone"
-        let prompt = "a stream whose incoming is removed, made again: \(folderMadeAgain)"
-        let tokens = 40
-        try harness.drop(id, Harness.request(prompt, stream: true, stub: ["tokens": tokens, "token_delay_ms": 100]))
-        try waitUntil("the stream is under way", timeout: 30) { Self.size(harness.layout.partial(id)) > 0 }
+    /// Drops a stream, removes `incoming` once its `.partial` has bytes (and makes it again
+    /// if asked), and checks that the request ended once, published, with one call and no
+    /// failure. The result's text.
+    static func removeIncomingDuringStream(_ harness: Harness, id: String, prompt: String, stub: [String: Any],
+                                           folderMadeAgain: Bool = false) throws -> String? {
+        try harness.drop(id, Harness.request(prompt, stream: true, stub: stub))
+        try waitUntil("the stream is under way", timeout: 30) { size(harness.layout.partial(id)) > 0 }
         #expect(!FileManager.default.fileExists(atPath: harness.layout.result(id)), "removed while the answer arrives")
         try FileManager.default.removeItem(atPath: harness.layout.incoming)
         if folderMadeAgain { try Syscall.mkdir(harness.layout.incoming, mode: 0o700) }
         try waitUntil("the request ends", timeout: 30) { !FileManager.default.fileExists(atPath: harness.layout.request(id)) }
         #expect(try harness.arrivals(of: prompt).count == 1, "sent once")
-        let result = try harness.json(harness.layout.result(id))
-        #expect(Harness.content(of: result) == StubAnswer.content(prompt: prompt, tokens: tokens), "the whole answer, its first part included")
-        let events = try String(contentsOfFile: harness.layout.rawStream(id), encoding: .utf8)
-        #expect(events.components(separatedBy: "data:").count > tokens, "the raw events from the first to the last")
-        #expect(!FileManager.default.fileExists(atPath: harness.layout.partial(id)))
         #expect(harness.files(in: harness.layout.failed).isEmpty, "no failure written")
         #expect(!harness.log.contains("outcome not written"), "never postponed")
-        #expect(harness.log.contains("written again from the file still open"))
         #expect(harness.log.components(separatedBy: "done id=\(id)").count == 2, "reported done once")
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.partial(id)))
+        return Harness.content(of: try harness.json(harness.layout.result(id)))
+    }
+
+    @Test(arguments: [false, true]) func aStreamWhoseFolderIsRemovedIsPublishedOnceFromWhatArrived(folderMadeAgain: Bool) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["retry_max_seconds": 0.2])
+        let prompt = "a stream whose incoming is removed, made again: \(folderMadeAgain)"
+        let tokens = 40
+        let content = try Self.removeIncomingDuringStream(harness, id: "gone", prompt: prompt, stub: ["tokens": tokens, "token_delay_ms": 100],
+                                                          folderMadeAgain: folderMadeAgain)
+        #expect(content == StubAnswer.content(prompt: prompt, tokens: tokens), "the whole answer, its first part included")
+        let events = try String(contentsOfFile: harness.layout.rawStream("gone"), encoding: .utf8)
+        #expect(events.components(separatedBy: "data:").count > tokens, "the raw events from the first to the last")
+        #expect(harness.log.contains("written again from the file still open"))
     }
 
     /// The text past 64 KiB goes to the result's temporary, created once the folder is gone:
@@ -45,23 +53,13 @@ import Testing
         defer { harness.stop() }
         try harness.startStub()
         try harness.startDaemon(config: ["retry_max_seconds": 0.2])
-        let id = "long"
         let prompt = "a long stream whose incoming is removed before its text"
         let tokens = 12_000
         // Keep-alives for 3 s after the stream's first event, then all the text at once.
-        try harness.drop(id, Harness.request(prompt, stream: true, stub: ["tokens": tokens, "faults": [["stall_ms": 3000]]]))
-        try waitUntil("the stream is under way", timeout: 30) { Self.size(harness.layout.partial(id)) > 0 }
-        #expect(!FileManager.default.fileExists(atPath: harness.layout.result(id)), "removed while the answer arrives")
-        try FileManager.default.removeItem(atPath: harness.layout.incoming)
-        try waitUntil("the request ends", timeout: 30) { !FileManager.default.fileExists(atPath: harness.layout.request(id)) }
-        #expect(try harness.arrivals(of: prompt).count == 1, "sent once")
-        let result = try harness.json(harness.layout.result(id))
-        let content = try #require(Harness.content(of: result))
+        let content = try #require(try Self.removeIncomingDuringStream(harness, id: "long", prompt: prompt,
+                                                                       stub: ["tokens": tokens, "faults": [["stall_ms": 3000]]]))
         #expect(content.utf8.count > 64 * 1024, "the text went through the result's temporary")
         #expect(content == StubAnswer.content(prompt: prompt, tokens: tokens))
-        #expect(harness.files(in: harness.layout.failed).isEmpty, "no failure written")
-        #expect(!harness.log.contains("outcome not written"), "never postponed")
-        #expect(harness.log.components(separatedBy: "done id=\(id)").count == 2, "reported done once")
     }
 
     @Test func aBatchWhoseOutputIsRemovedKeepsEveryCommittedLineOnce() throws {
