@@ -10,6 +10,14 @@ final class LeaseClaimer: Sendable {
     struct Request: Sendable {
         let task: TaskDescriptor
         let endpointIndex: Int
+        /// Set for a request going to the background lane instead of a start: the group's
+        /// endpoint, or nil for a member going back to its resumed remote batch.
+        var lane: LaneHandOff? = nil
+    }
+
+    /// Where a claimed request goes in the background lane.
+    struct LaneHandOff: Sendable {
+        let endpoint: String?
     }
 
     private struct Queue {

@@ -519,9 +519,9 @@ public final class TransferEngine: @unchecked Sendable {
             case .noEndpoint(let task, let message):
                 delegate.unservable(task, message)
             case .deferToLane(let task, let endpoint):
-                delegate.deferred(task, endpoints[endpoint].name)
+                handToLane(task, endpoint: endpoints[endpoint].name)
             case .rejoinLane(let task):
-                delegate.deferred(task, nil)
+                handToLane(task, endpoint: nil)
             case .withdrawFromLane(let id):
                 delegate.laneWithdrawn(id)
             case .requestLeft(let id):
@@ -727,9 +727,45 @@ public final class TransferEngine: @unchecked Sendable {
         prepareStart(task, endpointIndex: endpointIndex)
     }
 
+    /// On a shared spool a request goes to the background lane only under its claim, held
+    /// (and renewed) until it ends, as a start's is: unclaimed, two daemons would each batch
+    /// it, and the finisher, not holding it, would discard the batch's answer.
+    private func handToLane(_ task: TaskDescriptor, endpoint: String?) {
+        guard let claimer, BatchLineRef(id: task.id) == nil else {
+            delegate.deferred(task, endpoint)
+            return
+        }
+        claimer.submit(LeaseClaimer.Request(task: task, endpointIndex: 0, lane: LeaseClaimer.LaneHandOff(endpoint: endpoint)))
+    }
+
+    private func laneClaimAnswered(_ task: TaskDescriptor, _ lane: LeaseClaimer.LaneHandOff, _ claim: LeaseManager.Claim) {
+        let now = Date().timeIntervalSince1970
+        guard scheduler.state(of: task.id) == .laned else {
+            // Withdrawn while its claim was made: nothing of it runs here.
+            if case .claimed = claim { leases?.release(task.id, ended: false) }
+            return
+        }
+        switch claim {
+        case .claimed:
+            delegate.deferred(task, lane.endpoint)
+            return
+        case .heldElsewhere:
+            logger.debug("another daemon holds this request", id: task.id)
+        case .failed(let reason):
+            logger.warning("cannot claim the request; will look again", id: task.id, ["reason": LogValue(reason)])
+        }
+        apply(scheduler.handle(.finalized(id: task.id), now: now))
+        known.remove(task.id)
+        delegate.claimedElsewhere(task.requestPath)
+    }
+
     /// A claim's answer, back on the loop. A start cancelled while it waited ends as a
     /// transfer cancelled at once would have.
     private func claimAnswered(_ request: LeaseClaimer.Request, _ claim: LeaseManager.Claim) {
+        if let lane = request.lane {
+            laneClaimAnswered(request.task, lane, claim)
+            return
+        }
         let task = request.task
         awaitingClaim[task.id] = nil
         let cancelled = cancelledWhileClaiming.remove(task.id) != nil
