@@ -69,4 +69,31 @@ import Testing
         try harness.startDaemon(config: Self.config(harness, name: "batchy", batch: false))
         try expectAnsweredByTheBatchOnce(harness, ids, prompt: "Gone")
     }
+
+    /// A reload that stops the endpoint batching while requests wait for their group to
+    /// fill: they go live at once, and no batch is made on an endpoint that said no.
+    @Test(arguments: [false, true])
+    func aReloadThatStopsBatchingSendsTheWaitingRequestsLive(renamed: Bool) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "2"])
+        var settings = Self.config(harness, name: "batchy", batch: true)
+        settings["batch_linger_seconds"] = 600
+        try harness.startDaemon(config: settings)
+        let ids = ["r1", "r2", "r3"]
+        for id in ids { try harness.drop(id, BackgroundLaneTests.deferrable(id, "Reload \(id)")) }
+        try waitUntil("every request waits for its group", timeout: 20) {
+            ids.allSatisfy { harness.log.contains("deferred to the background lane id=\($0) ") }
+        }
+        var reloaded = Self.config(harness, name: renamed ? "other" : "batchy", batch: false)
+        reloaded["batch_linger_seconds"] = 600
+        try harness.writeConfig(reloaded)
+        harness.signalDaemon(SIGHUP)
+        try BackgroundLaneTests().waitForOutcomes(harness, ids, timeout: 30)
+        for id in ids {
+            #expect(try harness.arrivals(of: "Reload \(id)").count == 1, "\(id) was sent live once")
+            #expect(Syscall.isPresent(harness.layout.result(id)), "\(id) answered")
+        }
+        #expect(try BackgroundLaneTests().creations(harness).isEmpty, "no batch on an endpoint that no longer batches")
+    }
 }

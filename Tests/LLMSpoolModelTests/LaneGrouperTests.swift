@@ -78,4 +78,16 @@ import Testing
         #expect(limits.maxRequests == 1 && limits.maxBytes == 1 && limits.lingerSeconds == 0)
         #expect(LaneGrouper.Limits() == .init(maxRequests: 50_000, maxBytes: 200 * 1024 * 1024, lingerSeconds: 60))
     }
+
+    @Test func aReloadReleasesWhatWaitsForAnEndpointThatNoLongerBatches() {
+        var grouper = LaneGrouper(limits: .init(maxRequests: 10, maxBytes: 10_000, lingerSeconds: 60))
+        _ = grouper.handle(.added(member("a"), chat, at: 0))
+        _ = grouper.handle(.added(member("b"), other, at: 0))
+        _ = grouper.handle(.added(member("c"), embeddings, at: 0))
+        #expect(grouper.handle(.batching(endpoints: ["openai", "second"])).isEmpty, "both still batch")
+        #expect(grouper.handle(.batching(endpoints: ["second"])) == [.unbatched(member("a"), chat), .unbatched(member("c"), embeddings)])
+        #expect(grouper.waiting == 1)
+        #expect(grouper.handle(.removed(id: "a")).isEmpty, "gone from the grouper")
+        #expect(grouper.handle(.flush) == [.send(other, [member("b")], .flush)])
+    }
 }

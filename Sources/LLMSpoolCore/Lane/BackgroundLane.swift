@@ -206,6 +206,15 @@ public final class BackgroundLane: @unchecked Sendable {
             endpoints = newEndpoints
             settings = newSettings
             http = LaneHTTP(settings: newSettings.http)
+            // A reload that stops an endpoint batching (or removes it): what waits for a group
+            // there goes live, and so does a group recorded with nothing remote yet. A group
+            // that may exist remotely is followed to its end (`perform`).
+            let batching = Set(newEndpoints.filter(\.batch).map(\.name))
+            apply(grouper.handle(.batching(endpoints: batching)))
+            for (id, group) in groups.sorted(by: { $0.key < $1.key })
+            where group.machine.intent.state == .intent && !batching.contains(group.machine.intent.endpoint) {
+                abandon(id, "its endpoint \(group.machine.intent.endpoint) no longer batches (configuration reloaded) and nothing remote exists yet")
+            }
         case .stop:
             break
         }
@@ -343,6 +352,10 @@ public final class BackgroundLane: @unchecked Sendable {
                 let member = waiting.removeValue(forKey: id)
                 finisher.withdrawn(id: id, identity: member?.identity)
                 post(.finalized(id: id))
+            case .unbatched(let member, let key):
+                guard let found = waiting.removeValue(forKey: member.id) else { continue }
+                logger.info("the endpoint no longer batches; the request goes live", id: member.id, ["endpoint": LogValue(key.endpoint)])
+                returnLive(found)
             }
         }
     }

@@ -43,6 +43,8 @@ public struct LaneGrouper: Sendable {
         /// The request was deleted or ended some other way before its group was sent.
         case removed(id: String)
         case tick(now: Double)
+        /// A reload: only these endpoints batch now; what waits for another leaves.
+        case batching(endpoints: Set<String>)
         /// Shutting down or draining: everything waiting goes now.
         case flush
     }
@@ -56,6 +58,8 @@ public struct LaneGrouper: Sendable {
         /// A request whose line alone passes `maxBytes`: it cannot be batched.
         case tooLarge(Member, Key)
         case removed(id: String, Key)
+        /// Its endpoint no longer batches (`batching`): it goes another way.
+        case unbatched(Member, Key)
     }
 
     struct Group: Sendable {
@@ -105,6 +109,15 @@ public struct LaneGrouper: Sendable {
             return [.removed(id: id, key)]
         case .tick(let now):
             return lingered(now: now)
+        case .batching(let endpoints):
+            var actions: [Action] = []
+            for key in groups.keys.sorted(by: { ($0.endpoint, $0.url) < ($1.endpoint, $1.url) }) where !endpoints.contains(key.endpoint) {
+                for member in groups.removeValue(forKey: key)?.members ?? [] {
+                    keyOfMember[member.id] = nil
+                    actions.append(.unbatched(member, key))
+                }
+            }
+            return actions
         case .flush:
             return groups.keys.sorted { ($0.endpoint, $0.url) < ($1.endpoint, $1.url) }.map { send($0, .flush) }
         }
