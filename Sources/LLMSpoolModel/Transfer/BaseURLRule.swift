@@ -6,11 +6,15 @@ public enum BaseURLRule {
     public static func problem(_ url: String) -> String? {
         let lower = url.lowercased()
         guard let scheme = ["http://", "https://"].first(where: lower.hasPrefix) else { return "must start with http:// or https://" }
-        if let bad = url.unicodeScalars.first(where: { $0.value <= 0x20 || $0.value == 0x7F }) {
-            return "holds a space or control character (U+\(String(bad.value, radix: 16, uppercase: true)))"
+        if let bad = url.unicodeScalars.first(where: { $0.value <= 0x20 || [.control, .format].contains($0.properties.generalCategory) }) {
+            return "holds a space, control or invisible character (U+\(String(bad.value, radix: 16, uppercase: true)))"
+        }
+        // Wherever it is: a password may hold a / or ?, which would end the host early.
+        if url.contains("@") { return "holds an @ (credentials before the host?); give the key with api_key_env or api_key_file" }
+        if url.contains("?") || url.contains("#") {
+            return "holds a query or fragment (? or #), which the request's path (/chat/completions) would be added after; it is not supported"
         }
         let authority = self.authority(of: url.dropFirst(scheme.count))
-        if authority.contains("@") { return "holds credentials before the host; give the key with api_key_env or api_key_file" }
         var host = authority[...]
         var port: Substring?
         if host.hasPrefix("[") {
@@ -25,6 +29,7 @@ public enum BaseURLRule {
         } else if let colon = host.lastIndex(of: ":") {
             port = host[host.index(after: colon)...]
             host = host[..<colon]
+            if host.contains(":") { return "has more than one : in its host (an IPv6 address goes in [ ])" }
         }
         guard host.count > (host.hasPrefix("[") ? 2 : 0) else { return "names no host" }
         if let port {
@@ -36,12 +41,12 @@ public enum BaseURLRule {
         return nil
     }
 
-    /// The URL as an error may show it: credentials before the host are not shown.
+    /// The URL as an error may show it: everything before its last @, credentials perhaps
+    /// (which may hold a / or ?), is not shown.
     public static func shown(_ url: String) -> String {
-        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return url }
-        let start = url.index(colon, offsetBy: 3)
-        guard let at = authority(of: url[start...]).lastIndex(of: "@") else { return url }
-        return String(url[..<start]) + "…" + String(url[at...])
+        guard let at = url.lastIndex(of: "@") else { return url }
+        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://"), colon < at else { return "…" + String(url[at...]) }
+        return String(url[..<url.index(colon, offsetBy: 3)]) + "…" + String(url[at...])
     }
 
     private static func authority(of rest: Substring) -> Substring {
