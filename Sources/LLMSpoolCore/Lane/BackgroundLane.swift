@@ -252,8 +252,9 @@ public final class BackgroundLane: @unchecked Sendable {
         }
         guard let endpoint else {
             // Sent to its resumed batch although the config no longer batches it, but the
-            // file is not the one in the batch (replaced meanwhile): it is a new request.
-            logger.info("the request is not the one in its remote batch; it goes live", id: task.id)
+            // file is not the one in the batch (replaced meanwhile), or the batch has ended:
+            // it is a new request.
+            logger.info("the request is not one a remote batch here still waits for; it goes live", id: task.id)
             post(.laneReturned(task))
             return
         }

@@ -56,7 +56,8 @@ struct LaneOutputIndex {
                     let read = try reader(line)
                     if let members, !members.contains(read.member) {
                         strangers += 1
-                        if firstStranger == nil { firstStranger = "\(path) line \(lineNumber): custom_id \(read.member)" }
+                        // The provider's text, of any length: a bounded prefix goes to the log.
+                        if firstStranger == nil { firstStranger = "\(path) line \(lineNumber): custom_id \(read.member.prefix(200))" }
                         return
                     }
                     // The first line of a member counts; a repeated one is the provider's mistake.
