@@ -22,8 +22,8 @@ import Testing
         harness.killDaemon()
     }
 
-    func expectAnsweredByTheBatchOnce(_ harness: Harness, _ ids: [String], prompt: String) throws {
-        try BackgroundLaneTests().waitForOutcomes(harness, ids)
+    func expectAnsweredByTheBatchOnce(_ harness: Harness, _ ids: [String], prompt: String, timeout: TimeInterval = 60) throws {
+        try BackgroundLaneTests().waitForOutcomes(harness, ids, timeout: timeout)
         try SDKJudge.expectParses("ChatCompletion", ids.map { harness.layout.result($0) })
         for id in ids {
             #expect(try harness.arrivals(of: "\(prompt) \(id)").isEmpty, "\(id) was sent live as well as in its batch")
@@ -95,5 +95,21 @@ import Testing
             #expect(Syscall.isPresent(harness.layout.result(id)), "\(id) answered")
         }
         #expect(try BackgroundLaneTests().creations(harness).isEmpty, "no batch on an endpoint that no longer batches")
+    }
+
+    /// The endpoint brought back by a reload: the waiting batch goes on at once, not at its
+    /// next try a minute later.
+    @Test func anEndpointBroughtBackByAReloadResumesItsBatchAtOnce() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let ids = ["b1", "b2", "b3"]
+        try killWhilePolling(harness, ids, prompt: "Back")
+        try harness.startDaemon(config: Self.config(harness, name: "renamed", batch: true))
+        try waitUntil("the lane says the endpoint is missing", timeout: 30) {
+            harness.log.contains("the endpoint of a remote batch is not in the config")
+        }
+        try harness.writeConfig(Self.config(harness, name: "batchy", batch: true))
+        harness.signalDaemon(SIGHUP)
+        try expectAnsweredByTheBatchOnce(harness, ids, prompt: "Back", timeout: 30)
     }
 }
