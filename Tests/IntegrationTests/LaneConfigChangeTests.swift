@@ -112,4 +112,25 @@ import Testing
         harness.signalDaemon(SIGHUP)
         try expectAnsweredByTheBatchOnce(harness, ids, prompt: "Back", timeout: 30)
     }
+
+    /// Uploaded, its create refused (a 429 proves nothing was made), killed, and restarted
+    /// with the endpoint no longer batching: the provider's list shows no batch of the
+    /// group, so none is made now; the requests go live, once each.
+    @Test func anUploadedGroupWithNoBatchIsSentLiveWhenBatchingWasTurnedOff() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "2", "--batch-faults", "create:429,create:429,create:429,create:429"])
+        try harness.startDaemon(config: Self.config(harness, name: "batchy", batch: true))
+        let ids = ["u1", "u2", "u3"]
+        for id in ids { try harness.drop(id, BackgroundLaneTests.deferrable(id, "Uploaded \(id)")) }
+        try waitUntil("the create was refused", timeout: 30) { harness.log.contains("a remote batch step failed") }
+        harness.killDaemon()
+        let record = try #require(harness.files(in: harness.layout.remote).first { $0.hasSuffix(".json") })
+        #expect(try harness.json(harness.layout.remote + "/" + record)["state"] as? String == "uploaded")
+        try harness.startDaemon(config: Self.config(harness, name: "batchy", batch: false))
+        try BackgroundLaneTests().waitForOutcomes(harness, ids, timeout: 30)
+        for id in ids { #expect(try harness.arrivals(of: "Uploaded \(id)").count == 1, "\(id) was sent live once") }
+        #expect(try BackgroundLaneTests().creations(harness).isEmpty, "no batch made on an endpoint that no longer batches")
+        #expect(harness.log.contains("no longer batches, and no batch of the group was found"))
+    }
 }

@@ -535,6 +535,12 @@ public final class BackgroundLane: @unchecked Sendable {
             awaitingEndpoint.insert(id)
             return nil
         }
+        if step == .create && !endpoint.batch {
+            // Recorded before a restart (uploaded, or creating) with the endpoint no longer
+            // batching, and the provider's list shows no batch of the group: none is made now.
+            abandon(id, "its endpoint \(endpoint.name) no longer batches, and no batch of the group was found")
+            return nil
+        }
         let anthropic = AnthropicBatchClient(endpoint: endpoint, http: http)
         if intent.api == .anthropic,
            let event = MessageBatchSteps(client: anthropic, http: http, layout: layout, logger: logger)
