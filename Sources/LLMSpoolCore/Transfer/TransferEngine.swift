@@ -441,6 +441,12 @@ public final class TransferEngine: @unchecked Sendable {
                running.requestPath == task.requestPath, let old = running.identity, let newer = task.identity, !newer.isSameInstance(as: old) {
                 replacedInFlight[task.id] = .valid(task)
             }
+            // The same for a request the background lane holds: its batch's answer is for
+            // the old file (discarded when it comes), and the new one goes when it ends.
+            if case .arrived(.valid(let task)) = event, scheduler.state(of: task.id) == .laned, let held = heldFiles[task.id],
+               held.path == task.requestPath, let old = held.identity, let newer = task.identity, !newer.isSameInstance(as: old) {
+                replacedInFlight[task.id] = .valid(task)
+            }
             // Another file of an id the scheduler holds (`a.md` beside `a.json`): one file of
             // an id at a time, so it waits, and is queued when the held one ends.
             if case .arrived(let intake) = event, let held = heldFiles[intake.id], held.path != intake.requestPath,
