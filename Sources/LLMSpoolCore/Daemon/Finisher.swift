@@ -418,18 +418,28 @@ public final class Finisher: Sendable {
 
     private func giveNameAgain(_ owner: DescriptorOwner?, path: String, id: String) {
         guard let owner, let file = owner.take() else { return }
+        let lost: Bool
         do {
-            guard try HeldFile.lostName(file.rawValue, path: path) else {
-                owner.put(file)
-                return
-            }
+            lost = try HeldFile.lostName(file.rawValue, path: path)
+        } catch {
+            logger.warning("cannot look at the answer's file; it is published as it is", id: id, ["path": LogValue(path), "reason": "\(error)"])
+            lost = false
+        }
+        guard lost else {
+            owner.put(file)
+            return
+        }
+        do {
             owner.put(try HeldFile.giveNameAgain(from: file.rawValue, to: path, flags: O_RDWR, layout: layout, logger: logger))
             logger.warning("the answer's file was removed while the answer arrived; written again from the file still open", id: id,
                            ["path": LogValue(path)])
         } catch {
-            // Publishing then fails on the missing file, and the request is tried again.
+            // The original is kept: a name seen missing on a stale view of a shared folder
+            // may be there after all (the copy then meets it, EEXIST). If it is not,
+            // publishing fails on it, and the request is tried again.
             logger.error("the answer's file was removed while the answer arrived, and cannot be written again", id: id,
                          ["path": LogValue(path), "reason": "\(error)"])
+            owner.put(file)
         }
     }
 
