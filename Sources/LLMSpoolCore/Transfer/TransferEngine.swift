@@ -433,6 +433,12 @@ public final class TransferEngine: @unchecked Sendable {
                         .unsupported, "\"endpoint: \(Logger.escape(name))\" names no configured endpoint (the endpoints are \(names))")))
                 }
             }
+            if case .arrived(.valid(let task)) = event, let window = task.summary.completionWindow, window != LaneRouter.deferredWindow,
+               window.lowercased() == LaneRouter.deferredWindow {
+                // Another window means "do not wait"; one that differs only in case is a slip.
+                logger.warning("completion_window is read as written, and only \"24h\" waits: the request goes live", id: task.id,
+                               ["completion_window": LogValue(window)])
+            }
             // A newer file under the name of a task in flight is a new task: kept until the
             // old one ends (its publication leaves the newer file in place), then queued.
             // Only in flight: a queued or finishing task's id seen again is a duplicate (a
