@@ -89,9 +89,6 @@ public final class BackgroundLane: @unchecked Sendable {
     private var returning: [LaneMember] = []
     var groups: [String: LaneGroup] = [:]
     private var groupOfMember: [String: String] = [:]
-    /// Groups whose step waits because their endpoint is not in the config: a reload that
-    /// brings it back wakes them.
-    private var awaitingEndpoint: Set<String> = []
 
     public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, finisher: Finisher, logger: Logger,
                 post: @escaping @Sendable (Scheduler.Event) -> Void) {
@@ -206,15 +203,19 @@ public final class BackgroundLane: @unchecked Sendable {
                 if BatchLineRef(id: id) != nil { lineWithdrawn(id, group: group) } else { memberDeleted(id, group: group) }
             }
         case .reconfigure(let newEndpoints, let newSettings):
+            // A group whose endpoint was missing waits a minute between tries: one that is
+            // back goes on at once.
+            let now = Date().timeIntervalSince1970
+            for (id, group) in groups where group.next != nil && !endpoints.contains(where: { $0.name == group.machine.intent.endpoint })
+                && newEndpoints.contains(where: { $0.name == group.machine.intent.endpoint }) {
+                groups[id]?.due = now
+            }
             endpoints = newEndpoints
             settings = newSettings
             http = LaneHTTP(settings: newSettings.http)
             // A reload that stops an endpoint batching (or removes it): what waits for a group
             // there goes live, and so does a group recorded with nothing remote yet. A group
             // that may exist remotely is followed to its end (`perform`).
-            let now = Date().timeIntervalSince1970
-            for id in awaitingEndpoint where groups[id]?.next != nil { groups[id]?.due = now }
-            awaitingEndpoint = []
             let batching = Set(newEndpoints.filter(\.batch).map(\.name))
             apply(grouper.handle(.batching(endpoints: batching)))
             for (id, group) in groups.sorted(by: { $0.key < $1.key })
@@ -532,7 +533,6 @@ public final class BackgroundLane: @unchecked Sendable {
             logger.error("the endpoint of a remote batch is not in the config; the batch and its requests wait until it is again",
                          ["group": LogValue(id), "endpoint": LogValue(intent.endpoint)])
             retry(id, step, after: 60)
-            awaitingEndpoint.insert(id)
             return nil
         }
         if step == .create && !endpoint.batch {
@@ -791,7 +791,6 @@ public final class BackgroundLane: @unchecked Sendable {
 
     private func end(_ id: String) {
         guard let group = groups.removeValue(forKey: id) else { return }
-        awaitingEndpoint.remove(id)
         for member in group.machine.intent.members where groupOfMember[member.id] == id { groupOfMember[member.id] = nil }
         logger.bestEffort("removing a finished group's record") { try store.remove(group: id) }
         logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(outputPath(id)) }

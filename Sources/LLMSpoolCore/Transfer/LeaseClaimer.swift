@@ -9,15 +9,16 @@ final class LeaseClaimer: Sendable {
     /// A start the scheduler asked for, waiting for its claim.
     struct Request: Sendable {
         let task: TaskDescriptor
-        let endpointIndex: Int
-        /// Set for a request going to the background lane instead of a start: the group's
-        /// endpoint, or nil for a member going back to its resumed remote batch.
-        var lane: LaneHandOff? = nil
+        let purpose: Purpose
     }
 
-    /// Where a claimed request goes in the background lane.
-    struct LaneHandOff: Sendable {
-        let endpoint: String?
+    /// What the claim is for.
+    enum Purpose: Sendable {
+        /// A start on the endpoint of this index.
+        case start(endpointIndex: Int)
+        /// A hand-over to the background lane: to group on `endpoint`, or (nil) back to
+        /// the remote batch the lane resumed for it.
+        case lane(endpoint: String?)
     }
 
     private struct Queue {

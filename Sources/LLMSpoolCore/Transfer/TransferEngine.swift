@@ -192,6 +192,8 @@ public final class TransferEngine: @unchecked Sendable {
     private let leases: LeaseManager?
     /// Makes the claims of a shared spool; set by `start` when `leases` is.
     private var claimer: LeaseClaimer?
+    /// Makes the spool's missing folders again: one closure for every transfer.
+    private let remakeFolders: () -> Void
     /// Starts waiting for their claim, by id.
     private var awaitingClaim: [String: TaskDescriptor] = [:]
     /// Ids the scheduler cancelled while their claim was being made.
@@ -213,6 +215,7 @@ public final class TransferEngine: @unchecked Sendable {
             throw error
         }
         self.layout = layout
+        remakeFolders = { [layout, logger] in layout.recreateMissingFolders(logger: logger) }
         self.endpoints = endpoints
         self.settings = settings
         self.known = known
@@ -443,13 +446,9 @@ public final class TransferEngine: @unchecked Sendable {
             // old one ends (its publication leaves the newer file in place), then queued.
             // Only in flight: a queued or finishing task's id seen again is a duplicate (a
             // network filesystem can show one file with another identity for a moment).
-            if case .arrived(.valid(let task)) = event, let running = transfersByID[task.id]?.task ?? awaitingClaim[task.id],
-               running.requestPath == task.requestPath, let old = running.identity, let newer = task.identity, !newer.isSameInstance(as: old) {
-                replacedInFlight[task.id] = .valid(task)
-            }
-            // The same for a request the background lane holds: its batch's answer is for
-            // the old file (discarded when it comes), and the new one goes when it ends.
-            if case .arrived(.valid(let task)) = event, scheduler.state(of: task.id) == .laned, let held = heldFiles[task.id],
+            // So is one under the name of a request the background lane holds: its batch's
+            // answer is for the old file (discarded when it comes).
+            if case .arrived(.valid(let task)) = event, let held = heldInFlight(task.id),
                held.path == task.requestPath, let old = held.identity, let newer = task.identity, !newer.isSameInstance(as: old) {
                 replacedInFlight[task.id] = .valid(task)
             }
@@ -501,6 +500,13 @@ public final class TransferEngine: @unchecked Sendable {
                 logger.info("waiting for transfers in flight", ["count": "\(transfers.count)", "grace_seconds": "\(settings.shutdownGraceSeconds)"])
             }
         }
+    }
+
+    /// The file of a task in flight (or claiming to start, or in the background lane), as
+    /// it was read.
+    private func heldInFlight(_ id: String) -> (path: String, identity: FileIdentity?)? {
+        if let running = transfersByID[id]?.task ?? awaitingClaim[id] { return (running.requestPath, running.identity) }
+        return scheduler.state(of: id) == .laned ? heldFiles[id] : nil
     }
 
     /// The scheduler let go of `id`: a file of the id that waited is queued now.
@@ -733,7 +739,7 @@ public final class TransferEngine: @unchecked Sendable {
         if let claimer, BatchLineRef(id: task.id) == nil {
             // The claim is made off the loop; the start goes on when its answer comes back.
             awaitingClaim[task.id] = task
-            claimer.submit(LeaseClaimer.Request(task: task, endpointIndex: endpointIndex))
+            claimer.submit(LeaseClaimer.Request(task: task, purpose: .start(endpointIndex: endpointIndex)))
             return
         }
         prepareStart(task, endpointIndex: endpointIndex)
@@ -747,10 +753,10 @@ public final class TransferEngine: @unchecked Sendable {
             delegate.deferred(task, endpoint)
             return
         }
-        claimer.submit(LeaseClaimer.Request(task: task, endpointIndex: 0, lane: LeaseClaimer.LaneHandOff(endpoint: endpoint)))
+        claimer.submit(LeaseClaimer.Request(task: task, purpose: .lane(endpoint: endpoint)))
     }
 
-    private func laneClaimAnswered(_ task: TaskDescriptor, _ lane: LeaseClaimer.LaneHandOff, _ claim: LeaseManager.Claim) {
+    private func laneClaimAnswered(_ task: TaskDescriptor, endpoint: String?, _ claim: LeaseManager.Claim) {
         let now = Date().timeIntervalSince1970
         guard scheduler.state(of: task.id) == .laned else {
             // Withdrawn while its claim was made: nothing of it runs here.
@@ -759,7 +765,7 @@ public final class TransferEngine: @unchecked Sendable {
         }
         switch claim {
         case .claimed:
-            delegate.deferred(task, lane.endpoint)
+            delegate.deferred(task, endpoint)
             return
         case .heldElsewhere:
             logger.debug("another daemon holds this request", id: task.id)
@@ -774,18 +780,22 @@ public final class TransferEngine: @unchecked Sendable {
     /// A claim's answer, back on the loop. A start cancelled while it waited ends as a
     /// transfer cancelled at once would have.
     private func claimAnswered(_ request: LeaseClaimer.Request, _ claim: LeaseManager.Claim) {
-        if let lane = request.lane {
-            laneClaimAnswered(request.task, lane, claim)
+        let endpointIndex: Int
+        switch request.purpose {
+        case .lane(let endpoint):
+            laneClaimAnswered(request.task, endpoint: endpoint, claim)
             return
+        case .start(let index):
+            endpointIndex = index
         }
         let task = request.task
         awaitingClaim[task.id] = nil
         let cancelled = cancelledWhileClaiming.remove(task.id) != nil
         switch claim {
         case .claimed where cancelled:
-            endBeforeStart(task, endpointIndex: request.endpointIndex, .cancelled)
+            endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
         case .claimed:
-            prepareStart(task, endpointIndex: request.endpointIndex)
+            prepareStart(task, endpointIndex: endpointIndex)
         case .heldElsewhere:
             logger.debug("another daemon holds this request", id: task.id)
             skip(task)
@@ -944,7 +954,7 @@ public final class TransferEngine: @unchecked Sendable {
                                 holdsPartial: transfers.count < descriptorBudget, partialPath: partialPath,
                                 textPath: textPartial ? layout.partial(task.id) : nil,
                                 spillPath: SpoolLayout.temporary(for: layout.result(task.id)), fileMode: settings.fileMode,
-                                remakeFolders: { [layout, logger] in layout.recreateMissingFolders(logger: logger) },
+                                remakeFolders: remakeFolders,
                                 responseLimit: settings.maxResponseBytes,
                                 now: TransferEngine.monotonic())
         transfer.requestSource = source
