@@ -63,6 +63,14 @@ public final class EventPoll {
         _ = Glibc.write(wakeEvent.rawValue, &one, 8)
     }
 
+    /// Waits up to `timeoutMilliseconds` for a wake-up alone, the sockets left to gather
+    /// events: the loop's pause between turns, cut short by a message. The wake-up is left
+    /// for `wait` to consume. An interrupted wait (EINTR) simply ends early.
+    public func waitForWake(timeoutMilliseconds: Int32) {
+        var entry = pollfd(fd: wakeEvent.rawValue, events: Int16(POLLIN), revents: 0)
+        _ = Glibc.poll(&entry, 1, timeoutMilliseconds)
+    }
+
     /// Waits up to `timeoutMilliseconds` and calls `body` for each ready socket; a wake-up
     /// is consumed here. Returns whether the loop was woken.
     public func wait(timeoutMilliseconds: Int32, _ body: (Ready) -> Void) -> Bool {

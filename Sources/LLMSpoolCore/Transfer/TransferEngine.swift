@@ -349,6 +349,7 @@ public final class TransferEngine: @unchecked Sendable {
             }
         }
         var pending: [Message] = []
+        var turnStarted = TransferEngine.monotonic()
         while true {
             // Cleared before the inbox is read: a message queued after this writes the eventfd.
             wakeRequested.store(false, ordering: .sequentiallyConsistent)
@@ -386,6 +387,12 @@ public final class TransferEngine: @unchecked Sendable {
             }
             flushPartials()
             collectCompleted()
+            let turnEnded = TransferEngine.monotonic()
+            let pause = EventLoopPacing.pause(openTransfers: transfers.count, turnMicroseconds: Int(((turnEnded - turnStarted) * 1e6).rounded()),
+                                              stopping: shutdownDeadline != nil)
+            // A message (a new request, an outcome written) ends the pause: only the sockets wait.
+            if pause > 0 && !wakeRequested.load(ordering: .acquiring) { poll.waitForWake(timeoutMilliseconds: Int32((pause + 999) / 1000)) }
+            turnStarted = pause > 0 ? TransferEngine.monotonic() : turnEnded
         }
         stopClaimer()
         publishSnapshot()
