@@ -2,29 +2,39 @@ import Testing
 @testable import LLMSpoolModel
 
 /// The loop pauses only with many transfers open, only for what is left of its turn, and
-/// never while the daemon stops.
+/// never while the daemon stops or a bulk answer is arriving.
 @Suite struct EventLoopPacingTests {
+    func pause(open: Int = 10_000, turn: Double = 0, bytes: Int = 0, stopping: Bool = false) -> Int32 {
+        EventLoopPacing.pauseMilliseconds(openTransfers: open, turnSeconds: turn, bytesReceived: bytes, stopping: stopping)
+    }
+
     @Test(arguments: [0, 1, EventLoopPacing.threshold - 1])
     func fewTransfersNeverPause(open: Int) {
-        #expect(EventLoopPacing.pause(openTransfers: open, turnMicroseconds: 0, stopping: false) == 0)
+        #expect(pause(open: open) == 0)
     }
 
     @Test func manyTransfersPauseForWhatIsLeftOfTheTurn() {
-        let open = EventLoopPacing.threshold
-        let turn = EventLoopPacing.turnMicroseconds
-        #expect(EventLoopPacing.pause(openTransfers: open, turnMicroseconds: 0, stopping: false) == turn)
-        #expect(EventLoopPacing.pause(openTransfers: open * 100, turnMicroseconds: 1_200, stopping: false) == turn - 1_200)
-        #expect(EventLoopPacing.pause(openTransfers: open, turnMicroseconds: turn, stopping: false) == 0)
-        #expect(EventLoopPacing.pause(openTransfers: open, turnMicroseconds: turn * 40, stopping: false) == 0)
+        let turn = Int32(EventLoopPacing.turnMilliseconds)
+        #expect(pause(open: EventLoopPacing.threshold) == turn)
+        #expect(pause(turn: 0.0012) == turn - 1, "3.8 ms left: rounded up to 4")
+        #expect(pause(turn: 0.001) == turn - 1)
+        #expect(pause(turn: Double(turn) / 1000) == 0)
+        #expect(pause(turn: 0.2) == 0)
     }
 
     @Test func aStoppingDaemonDrainsWithoutPauses() {
-        #expect(EventLoopPacing.pause(openTransfers: 10_000, turnMicroseconds: 0, stopping: true) == 0)
+        #expect(pause(stopping: true) == 0)
     }
 
-    /// A clock that went back (a negative turn) is no reason to sleep longer than a turn.
-    @Test func aNegativeTurnDoesNotPause() {
-        #expect(EventLoopPacing.pause(openTransfers: 10_000, turnMicroseconds: -5, stopping: false) == 0)
-        #expect(EventLoopPacing.pause(openTransfers: 10_000, turnMicroseconds: Int.min, stopping: false) == 0)
+    @Test func aBulkTurnDoesNotPause() {
+        #expect(pause(bytes: EventLoopPacing.bulkBytes - 1) == Int32(EventLoopPacing.turnMilliseconds))
+        #expect(pause(bytes: EventLoopPacing.bulkBytes) == 0)
+        #expect(pause(bytes: Int.max) == 0)
+    }
+
+    /// A clock that went back, or a turn that is not a number, is no reason to sleep.
+    @Test(arguments: [-0.000005, -Double.infinity, Double.infinity, Double.nan, -Double.greatestFiniteMagnitude])
+    func anOddTurnDoesNotPause(turn: Double) {
+        #expect(pause(turn: turn) == 0)
     }
 }

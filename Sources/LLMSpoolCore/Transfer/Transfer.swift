@@ -295,8 +295,10 @@ final class Transfer {
 
     /// Writes the response bytes gathered since the last flush to the `.partial`. They are
     /// dropped when the write fails: the attempt then ends as a disk error.
-    func flushPartial() throws {
-        guard !unwritten.isEmpty else { return }
+    /// The bytes written.
+    @discardableResult
+    func flushPartial() throws -> Int {
+        guard !unwritten.isEmpty else { return 0 }
         // Not kept between turns: thousands of streams would each hold one for nothing.
         defer { unwritten = [] }
         if partialInode == nil { try createPartial() }
@@ -307,6 +309,7 @@ final class Transfer {
                 try appendToPartial(bytes)
             }
         }
+        return unwritten.count
     }
 
     /// A batch line's piece of the answer: held, or written to the `.partial` once the

@@ -201,6 +201,8 @@ public final class TransferEngine: @unchecked Sendable {
     /// Whether the daemon before this one crashed; otherwise starts recorded by it are
     /// not held against their requests (`CrashGuard`).
     public var previousRunCrashed = false
+    /// What the `.partial` writes of this turn of the loop carried (`EventLoopPacing`).
+    private var bytesThisTurn = 0
 
     public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, known: KnownTasks, metrics: Metrics = Metrics(),
                 diskHealth: DiskHealth = DiskHealth(), leases: LeaseManager? = nil, delegate: Delegate, logger: Logger) throws {
@@ -388,10 +390,11 @@ public final class TransferEngine: @unchecked Sendable {
             flushPartials()
             collectCompleted()
             let turnEnded = TransferEngine.monotonic()
-            let pause = EventLoopPacing.pause(openTransfers: transfers.count, turnMicroseconds: Int(((turnEnded - turnStarted) * 1e6).rounded()),
-                                              stopping: shutdownDeadline != nil)
+            let pause = EventLoopPacing.pauseMilliseconds(openTransfers: transfers.count, turnSeconds: turnEnded - turnStarted,
+                                                          bytesReceived: bytesThisTurn, stopping: shutdownDeadline != nil)
+            bytesThisTurn = 0
             // A message (a new request, an outcome written) ends the pause: only the sockets wait.
-            if pause > 0 && !wakeRequested.load(ordering: .acquiring) { poll.waitForWake(timeoutMilliseconds: Int32((pause + 999) / 1000)) }
+            if pause > 0 && !wakeRequested.load(ordering: .acquiring) { poll.waitForWake(timeoutMilliseconds: pause) }
             turnStarted = pause > 0 ? TransferEngine.monotonic() : turnEnded
         }
         stopClaimer()
@@ -1073,7 +1076,7 @@ public final class TransferEngine: @unchecked Sendable {
         unflushed.removeAll(keepingCapacity: true)
         for transfer in written where transfers[transfer.handle] === transfer {
             do {
-                try transfer.flushPartial()
+                bytesThisTurn += try transfer.flushPartial()
             } catch {
                 transfer.diskError = error as? SystemError ?? SystemError(errno: EIO, call: "write", path: transfer.partialPath)
                 end(transfer, as: .diskError("\(error)"))
@@ -1177,7 +1180,7 @@ public final class TransferEngine: @unchecked Sendable {
         if ending != .leaseLost && ending != .cancelled && transfer.diskError == nil && !transfer.overLimit {
             // The finisher reads the answer (or the error body) from the `.partial`: it must be whole.
             do {
-                try transfer.flushPartial()
+                bytesThisTurn += try transfer.flushPartial()
             } catch {
                 transfer.diskError = error as? SystemError ?? SystemError(errno: EIO, call: "write", path: transfer.partialPath)
                 if case .response = ending { ending = .diskError("\(error)") }
