@@ -294,8 +294,8 @@ final class Transfer {
     }
 
     /// Writes the response bytes gathered since the last flush to the `.partial`. They are
-    /// dropped when the write fails: the attempt then ends as a disk error.
-    /// The bytes written.
+    /// dropped when the write fails: the attempt then ends as a disk error. Returns how many
+    /// were written (the loop's pacing counts them).
     @discardableResult
     func flushPartial() throws -> Int {
         guard !unwritten.isEmpty else { return 0 }
