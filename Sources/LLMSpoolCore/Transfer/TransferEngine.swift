@@ -201,8 +201,12 @@ public final class TransferEngine: @unchecked Sendable {
     /// Whether the daemon before this one crashed; otherwise starts recorded by it are
     /// not held against their requests (`CrashGuard`).
     public var previousRunCrashed = false
-    /// What the `.partial` writes of this turn of the loop carried (`EventLoopPacing`).
-    private var bytesThisTurn = 0
+    /// The most one transfer's `.partial` writes carried during this turn of the loop
+    /// (`EventLoopPacing`): a bulk answer shows in its own transfer, however many streams
+    /// beside it each add a few hundred bytes.
+    private var largestTransferBytesThisTurn = 0
+    /// When the last turn that served a bulk answer ended (monotonic; `EventLoopPacing`).
+    private var lastBulkTurnEnded = -Double.infinity
 
     public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, known: KnownTasks, metrics: Metrics = Metrics(),
                 diskHealth: DiskHealth = DiskHealth(), leases: LeaseManager? = nil, delegate: Delegate, logger: Logger) throws {
@@ -390,9 +394,11 @@ public final class TransferEngine: @unchecked Sendable {
             flushPartials()
             collectCompleted()
             let turnEnded = TransferEngine.monotonic()
+            if largestTransferBytesThisTurn >= EventLoopPacing.bulkBytes { lastBulkTurnEnded = turnEnded }
             let pause = EventLoopPacing.pauseMilliseconds(openTransfers: transfers.count, turnSeconds: turnEnded - turnStarted,
-                                                          bytesReceived: bytesThisTurn, stopping: shutdownDeadline != nil)
-            bytesThisTurn = 0
+                                                          largestTransferBytes: largestTransferBytesThisTurn,
+                                                          secondsSinceBulk: turnEnded - lastBulkTurnEnded, stopping: shutdownDeadline != nil)
+            largestTransferBytesThisTurn = 0
             // A message (a new request, an outcome written) ends the pause: only the sockets wait.
             if pause > 0 && !wakeRequested.load(ordering: .acquiring) { poll.waitForWake(timeoutMilliseconds: pause) }
             turnStarted = pause > 0 ? TransferEngine.monotonic() : turnEnded
@@ -1076,7 +1082,7 @@ public final class TransferEngine: @unchecked Sendable {
         unflushed.removeAll(keepingCapacity: true)
         for transfer in written where transfers[transfer.handle] === transfer {
             do {
-                bytesThisTurn += try transfer.flushPartial()
+                largestTransferBytesThisTurn = max(largestTransferBytesThisTurn, try transfer.flushPartial())
             } catch {
                 transfer.diskError = error as? SystemError ?? SystemError(errno: EIO, call: "write", path: transfer.partialPath)
                 end(transfer, as: .diskError("\(error)"))
@@ -1180,7 +1186,7 @@ public final class TransferEngine: @unchecked Sendable {
         if ending != .leaseLost && ending != .cancelled && transfer.diskError == nil && !transfer.overLimit {
             // The finisher reads the answer (or the error body) from the `.partial`: it must be whole.
             do {
-                bytesThisTurn += try transfer.flushPartial()
+                largestTransferBytesThisTurn = max(largestTransferBytesThisTurn, try transfer.flushPartial())
             } catch {
                 transfer.diskError = error as? SystemError ?? SystemError(errno: EIO, call: "write", path: transfer.partialPath)
                 if case .response = ending { ending = .diskError("\(error)") }
