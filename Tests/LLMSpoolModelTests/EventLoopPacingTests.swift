@@ -4,9 +4,17 @@ import Testing
 /// The loop pauses only with many transfers open, only for what is left of its turn, and
 /// never while the daemon stops or a bulk answer is arriving.
 @Suite struct EventLoopPacingTests {
-    func pause(open: Int = 10_000, turn: Double = 0, bytes: Int = 0, sinceBulk: Double = .infinity, stopping: Bool = false) -> Int32 {
-        EventLoopPacing.pauseMilliseconds(openTransfers: open, turnSeconds: turn, largestTransferBytes: bytes,
-                                          secondsSinceBulk: sinceBulk, stopping: stopping)
+    /// The pause after one turn of `turn` seconds that started at `at`, in which transfers
+    /// received `bytes` each (as their running sums for the turn).
+    func pause(_ pacing: inout EventLoopPacing, open: Int = 10_000, turn: Double = 0, at: Double = 0,
+               bytes: [Int] = [], stopping: Bool = false) -> Int32 {
+        for sum in bytes { pacing.transferReceived(turnBytes: sum) }
+        return pacing.endTurn(started: at, ended: at + turn, openTransfers: open, stopping: stopping)
+    }
+
+    func pause(open: Int = 10_000, turn: Double = 0, bytes: [Int] = [], stopping: Bool = false) -> Int32 {
+        var pacing = EventLoopPacing()
+        return pause(&pacing, open: open, turn: turn, bytes: bytes, stopping: stopping)
     }
 
     @Test(arguments: [0, 1, EventLoopPacing.threshold - 1])
@@ -28,25 +36,63 @@ import Testing
     }
 
     @Test func aBulkTurnDoesNotPause() {
-        #expect(pause(bytes: EventLoopPacing.bulkBytes - 1) == Int32(EventLoopPacing.turnMilliseconds))
-        #expect(pause(bytes: EventLoopPacing.bulkBytes) == 0)
-        #expect(pause(bytes: Int.max) == 0)
+        #expect(pause(bytes: [EventLoopPacing.bulkBytes - 1]) == Int32(EventLoopPacing.turnMilliseconds))
+        #expect(pause(bytes: [EventLoopPacing.bulkBytes]) == 0)
+        #expect(pause(bytes: [Int.max]) == 0)
+    }
+
+    /// Thousands of streams' few hundred bytes each are not a bulk answer: only one
+    /// transfer's own sum counts.
+    @Test func manySmallTransfersAreNoBulkAnswer() {
+        let streams = Array(repeating: 400, count: 10_000)
+        #expect(pause(bytes: streams) == Int32(EventLoopPacing.turnMilliseconds))
+    }
+
+    /// A transfer reports its running sum for the turn at each flush (libcurl's pieces are
+    /// flushed at 64 KiB mid-turn and the rest at the turn's end): the sum decides, not the
+    /// last piece, however small.
+    @Test func aTransfersRunningSumDecidesNotItsLastFlush() {
+        let sums = [EventLoopPacing.bulkBytes / 2, EventLoopPacing.bulkBytes + 10]
+        #expect(pause(bytes: sums) == 0)
     }
 
     /// A bulk answer's turns are not all full: the loop stays unpaced for a while after one.
     @Test func aRecentBulkTurnKeepsTheLoopUnpaced() {
         let full = Int32(EventLoopPacing.turnMilliseconds)
-        #expect(pause(sinceBulk: 0) == 0)
-        #expect(pause(sinceBulk: EventLoopPacing.bulkQuietSeconds / 2) == 0)
-        #expect(pause(sinceBulk: EventLoopPacing.bulkQuietSeconds.nextDown) == 0)
-        #expect(pause(sinceBulk: EventLoopPacing.bulkQuietSeconds) == full)
-        #expect(pause(sinceBulk: 60) == full)
-        #expect(pause(sinceBulk: -1) == 0, "a clock that went back is taken as a bulk turn just now")
+        var pacing = EventLoopPacing()
+        #expect(pause(&pacing, at: 100, bytes: [EventLoopPacing.bulkBytes]) == 0)
+        #expect(pacing.lastBulkTurnEnded == 100)
+        #expect(pause(&pacing, at: 100) == 0)
+        #expect(pause(&pacing, at: 100 + EventLoopPacing.bulkQuietSeconds / 2) == 0)
+        #expect(pause(&pacing, at: (100 + EventLoopPacing.bulkQuietSeconds).nextDown) == 0)
+        #expect(pause(&pacing, at: 100 + EventLoopPacing.bulkQuietSeconds) == full)
+        #expect(pause(&pacing, at: 160) == full)
+        #expect(pacing.lastBulkTurnEnded == 100, "turns without a bulk answer leave the last one's time")
+        #expect(pause(&pacing, at: 99) == 0, "a clock that went back is taken as a bulk turn just now")
+    }
+
+    /// What a turn carried is forgotten when it ends: a bulk turn is not counted again.
+    @Test func aTurnsBytesEndWithIt() {
+        var pacing = EventLoopPacing()
+        pacing.transferReceived(turnBytes: EventLoopPacing.bulkBytes)
+        #expect(pacing.bulkThisTurn)
+        _ = pacing.endTurn(started: 0, ended: 1, openTransfers: 10_000, stopping: false)
+        #expect(!pacing.bulkThisTurn)
+        #expect(pause(&pacing, at: 10) == Int32(EventLoopPacing.turnMilliseconds))
     }
 
     /// A clock that went back, or a turn that is not a number, is no reason to sleep.
     @Test(arguments: [-0.000005, -Double.infinity, Double.infinity, Double.nan, -Double.greatestFiniteMagnitude])
     func anOddTurnDoesNotPause(turn: Double) {
         #expect(pause(turn: turn) == 0)
+    }
+
+    /// An end time that is not a number gives no pause, and leaves no bulk time behind
+    /// that would hold the loop unpaced (or paced) by mistake later.
+    @Test(arguments: [Double.nan, Double.infinity, -Double.infinity])
+    func anOddClockDoesNotPause(at: Double) {
+        var pacing = EventLoopPacing()
+        #expect(pacing.endTurn(started: 0, ended: at, openTransfers: 10_000, stopping: false) == 0)
+        #expect(pacing.endTurn(started: 0, ended: at, openTransfers: 10_000, stopping: false) == 0)
     }
 }

@@ -70,6 +70,10 @@ final class Transfer {
     /// Told when `unwritten` takes its first bytes, so that the engine flushes this transfer
     /// at the end of the turn; nil writes each piece at once.
     var needsFlush: ((Transfer) -> Void)?
+    /// Response bytes for the `.partial` received since the engine last cleared it, at the
+    /// end of a turn: what the loop's pacing weighs, whether they were flushed mid-turn (at
+    /// `flushThreshold`) or at its end.
+    var turnBytes = 0
     private var sse: SSEParser?
     /// A stream's result, assembled as the events arrive.
     private var assembler: (any StreamAssembling)?
@@ -264,6 +268,7 @@ final class Transfer {
             } else {
                 if unwritten.isEmpty, let needsFlush { needsFlush(self) }
                 unwritten.append(contentsOf: bytes)
+                turnBytes += count
                 if needsFlush == nil || unwritten.count >= Transfer.flushThreshold { try flushPartial() }
             }
             bytesReceived += Int64(count)
@@ -294,11 +299,9 @@ final class Transfer {
     }
 
     /// Writes the response bytes gathered since the last flush to the `.partial`. They are
-    /// dropped when the write fails: the attempt then ends as a disk error. Returns how many
-    /// were written (the loop's pacing counts them).
-    @discardableResult
-    func flushPartial() throws -> Int {
-        guard !unwritten.isEmpty else { return 0 }
+    /// dropped when the write fails: the attempt then ends as a disk error.
+    func flushPartial() throws {
+        guard !unwritten.isEmpty else { return }
         // Not kept between turns: thousands of streams would each hold one for nothing.
         defer { unwritten = [] }
         if partialInode == nil { try createPartial() }
@@ -309,7 +312,6 @@ final class Transfer {
                 try appendToPartial(bytes)
             }
         }
-        return unwritten.count
     }
 
     /// A batch line's piece of the answer: held, or written to the `.partial` once the

@@ -201,12 +201,11 @@ public final class TransferEngine: @unchecked Sendable {
     /// Whether the daemon before this one crashed; otherwise starts recorded by it are
     /// not held against their requests (`CrashGuard`).
     public var previousRunCrashed = false
-    /// The most one transfer's `.partial` writes carried during this turn of the loop
-    /// (`EventLoopPacing`): a bulk answer shows in its own transfer, however many streams
-    /// beside it each add a few hundred bytes.
-    private var largestTransferBytesThisTurn = 0
-    /// When the last turn that served a bulk answer ended (monotonic; `EventLoopPacing`).
-    private var lastBulkTurnEnded = -Double.infinity
+    /// How long the loop pauses after each turn; told what each transfer received in it.
+    private var pacing = EventLoopPacing()
+    /// Transfers that received bytes for their `.partial` during this turn: their
+    /// `turnBytes` are cleared when it ends.
+    private var receivedThisTurn: [Transfer] = []
 
     public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, known: KnownTasks, metrics: Metrics = Metrics(),
                 diskHealth: DiskHealth = DiskHealth(), leases: LeaseManager? = nil, delegate: Delegate, logger: Logger) throws {
@@ -394,11 +393,9 @@ public final class TransferEngine: @unchecked Sendable {
             flushPartials()
             collectCompleted()
             let turnEnded = TransferEngine.monotonic()
-            if largestTransferBytesThisTurn >= EventLoopPacing.bulkBytes { lastBulkTurnEnded = turnEnded }
-            let pause = EventLoopPacing.pauseMilliseconds(openTransfers: transfers.count, turnSeconds: turnEnded - turnStarted,
-                                                          largestTransferBytes: largestTransferBytesThisTurn,
-                                                          secondsSinceBulk: turnEnded - lastBulkTurnEnded, stopping: shutdownDeadline != nil)
-            largestTransferBytesThisTurn = 0
+            for transfer in receivedThisTurn { transfer.turnBytes = 0 }
+            receivedThisTurn.removeAll(keepingCapacity: true)
+            let pause = pacing.endTurn(started: turnStarted, ended: turnEnded, openTransfers: transfers.count, stopping: shutdownDeadline != nil)
             // A message (a new request, an outcome written) ends the pause: only the sockets wait.
             if pause > 0 && !wakeRequested.load(ordering: .acquiring) { poll.waitForWake(timeoutMilliseconds: pause) }
             turnStarted = pause > 0 ? TransferEngine.monotonic() : turnEnded
@@ -1081,8 +1078,10 @@ public final class TransferEngine: @unchecked Sendable {
         let written = unflushed
         unflushed.removeAll(keepingCapacity: true)
         for transfer in written where transfers[transfer.handle] === transfer {
+            pacing.transferReceived(turnBytes: transfer.turnBytes)
+            receivedThisTurn.append(transfer)
             do {
-                largestTransferBytesThisTurn = max(largestTransferBytesThisTurn, try transfer.flushPartial())
+                try transfer.flushPartial()
             } catch {
                 transfer.diskError = error as? SystemError ?? SystemError(errno: EIO, call: "write", path: transfer.partialPath)
                 end(transfer, as: .diskError("\(error)"))
@@ -1185,8 +1184,9 @@ public final class TransferEngine: @unchecked Sendable {
         var ending = given
         if ending != .leaseLost && ending != .cancelled && transfer.diskError == nil && !transfer.overLimit {
             // The finisher reads the answer (or the error body) from the `.partial`: it must be whole.
+            pacing.transferReceived(turnBytes: transfer.turnBytes)
             do {
-                largestTransferBytesThisTurn = max(largestTransferBytesThisTurn, try transfer.flushPartial())
+                try transfer.flushPartial()
             } catch {
                 transfer.diskError = error as? SystemError ?? SystemError(errno: EIO, call: "write", path: transfer.partialPath)
                 if case .response = ending { ending = .diskError("\(error)") }

@@ -2,8 +2,10 @@
 /// transfers gather and one turn serves several (a message from another thread ends the
 /// pause at once, so a new request is not held back). Each turn costs a wake-up, a context
 /// switch and the loop's bookkeeping (timers, partial flushes, the status snapshot); at
-/// 2,000 streams whose events come a second apart, a turn served about one event. Pure.
-public enum EventLoopPacing {
+/// 2,000 streams whose events come a second apart, a turn served about one event. Pure: the
+/// engine tells it what each turn carried and when it ended, and it answers with the pause,
+/// keeping the one thing it remembers between turns (when the last bulk turn ended).
+public struct EventLoopPacing: Sendable {
     /// Below this many open transfers the loop never pauses: a few transfers wake it rarely,
     /// and a lone stream's bytes (a large answer) should reach its file at once.
     public static let threshold = 128
@@ -27,16 +29,34 @@ public enum EventLoopPacing {
     /// 0.37-0.42 s with 40 ms turns when only the full turns counted).
     public static let bulkQuietSeconds = 0.25
 
-    /// The pause after a turn of `turnSeconds` (blocking in `epoll_wait` included) in which
-    /// no transfer received more than `largestTransferBytes`, in milliseconds: none while
-    /// few transfers are open, while the daemon stops, after a turn that served a bulk
-    /// answer or within `bulkQuietSeconds` of one (`secondsSinceBulk`), or when the turn
-    /// itself took the whole window.
-    public static func pauseMilliseconds(openTransfers: Int, turnSeconds: Double, largestTransferBytes: Int,
-                                         secondsSinceBulk: Double, stopping: Bool) -> Int32 {
-        guard openTransfers >= threshold, !stopping, largestTransferBytes < bulkBytes,
-              !(secondsSinceBulk < bulkQuietSeconds), turnSeconds.isFinite, turnSeconds >= 0 else { return 0 }
-        let left = Double(turnMilliseconds) - turnSeconds * 1000
+    /// When the last turn that served a bulk answer ended, on the engine's monotonic clock.
+    public private(set) var lastBulkTurnEnded = -Double.infinity
+    /// Whether a transfer reached `bulkBytes` during the turn under way.
+    public private(set) var bulkThisTurn = false
+
+    public init() {}
+
+    /// One transfer has received `bytes` so far in the turn under way (the sum of its
+    /// flushes this turn, not one flush: a transfer may be flushed twice in a turn).
+    public mutating func transferReceived(turnBytes bytes: Int) {
+        if bytes >= Self.bulkBytes { bulkThisTurn = true }
+    }
+
+    /// Ends the turn that started at `started` and ended at `ended` (seconds, monotonic,
+    /// blocking in `epoll_wait` included) and returns the pause before the next, in
+    /// milliseconds as `poll` takes them: none while few transfers are open, while the
+    /// daemon stops, in a turn that served a bulk answer or within `bulkQuietSeconds` of
+    /// one, when the turn itself took the whole window, or when the clock gives no number.
+    public mutating func endTurn(started: Double, ended: Double, openTransfers: Int, stopping: Bool) -> Int32 {
+        if bulkThisTurn { lastBulkTurnEnded = ended }
+        bulkThisTurn = false
+        let turnSeconds = ended - started
+        let sinceBulk = ended - lastBulkTurnEnded
+        // A clock that went back (a negative span) or gives no number (NaN) fails these
+        // comparisons: no reason to sleep.
+        guard openTransfers >= Self.threshold, !stopping, sinceBulk >= Self.bulkQuietSeconds,
+              turnSeconds.isFinite, turnSeconds >= 0 else { return 0 }
+        let left = Double(Self.turnMilliseconds) - turnSeconds * 1000
         return left <= 0 ? 0 : Int32(left.rounded(.up))
     }
 }
