@@ -107,14 +107,7 @@ final class Fixture {
 
     /// Waits until `count` results are in incoming; returns when that was seen.
     func waitForResults(_ count: Int, timeout: Double) throws -> Date {
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            let names = try Syscall.listDirectoryRaw(layout.incoming)
-            let done = names.reduce(0) { $0 + ($1.count > 5 && $1.first != 0x2E && Array($1.suffix(5)) == Array(".json".utf8) ? 1 : 0) }
-            if done >= count { return Date() }
-            guard Date() < deadline else { throw ConfigError("only \(done) of \(count) results after \(timeout) s") }
-            usleep(10_000)
-        }
+        try ResultWatch.wait(folder: layout.incoming, count: count, timeout: timeout)
     }
 
     /// Arrival times at the stub, by prompt.
