@@ -195,7 +195,9 @@ public final class Watcher: @unchecked Sendable {
         // One of these arrives per loss of the folder; the IN_IGNORED that follows each
         // says only that the old watch is gone.
         if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT) != 0 {
-            rewatch(dropping: event.pointee.wd)
+            // A deleted or unmounted folder's watch is gone already (IN_IGNORED follows);
+            // only a moved one still has a watch to drop.
+            rewatch(dropping: mask & UInt32(IN_MOVE_SELF) != 0 ? event.pointee.wd : nil)
             return
         }
         if mask & UInt32(IN_IGNORED) != 0 { return }
@@ -230,10 +232,13 @@ public final class Watcher: @unchecked Sendable {
     }
 
     /// The watched folder was deleted or moved: wait for it to exist again, watch it, rescan.
-    private func rewatch(dropping watch: Int32) {
+    private func rewatch(dropping watch: Int32?) {
         logger.warning("outgoing was removed or moved; watching for it again", ["path": LogValue(layout.outgoing)])
-        // A moved folder keeps its watch: drop it, or its events would pass for ours.
-        _ = inotifytools_remove_watch_by_wd(watch)
+        // A moved folder keeps its watch: drop it, or its events would pass for ours. The
+        // library prints to stderr when asked to remove a watch the kernel already dropped.
+        if let watch, inotifytools_remove_watch_by_wd(watch) == 0 {
+            logger.warning("cannot remove the moved folder's watch", ["reason": "\(inotifytools_error())"])
+        }
         while !stopping {
             logger.bestEffort("recreating the spool folders") { try layout.create() }
             if addWatch() {
