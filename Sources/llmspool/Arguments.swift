@@ -1,3 +1,5 @@
+import LLMSpoolCore
+
 /// A command line split into options and positionals, with errors that name the option.
 struct Arguments {
     struct UsageError: Error, CustomStringConvertible {
@@ -41,7 +43,8 @@ struct Arguments {
                     index += 1
                 }
             } else {
-                throw UsageError(description: "unknown option \(name)")
+                let meant = NearestName.suggestion(for: name, among: (valued.union(switches)).sorted()).map { " (did you mean \($0)?)" } ?? ""
+                throw UsageError(description: "unknown option \(name)\(meant)")
             }
         }
     }

@@ -233,7 +233,7 @@ enum Help {
     """
 
     static let initialize = """
-    Usage: llmspool init [DIR] [--config FILE] [--group GROUP] [--force]
+    Usage: llmspool init [DIR | --spool DIR] [--config FILE] [--group GROUP] [--force]
 
     Creates the spool DIR (default ./spool) with outgoing, incoming, failed and state,
     mode 0700. With --group GROUP the folders belong to GROUP: outgoing is 3770 (members

@@ -6,14 +6,18 @@ import LLMSpoolCore
 /// configuration amounts to.
 enum SetupCommand {
     static func initialize(_ argv: [String]) throws -> Int32 {
-        let args = try Arguments(argv, valued: ["--config", "--group"], switches: ["--help", "--force"])
+        let args = try Arguments(argv, valued: ["--config", "--group", "--spool"], switches: ["--help", "--force"])
         if args.has("--help") {
             print(Help.initialize)
             return 0
         }
         guard args.positionals.count <= 1 else { throw Arguments.UsageError(description: "give at most one DIR") }
+        // Every other command names its spool with --spool: init takes it too, as DIR.
+        if let spool = args["--spool"], let positional = args.positionals.first, spool != positional {
+            throw Arguments.UsageError(description: "give the spool as DIR or as --spool DIR, not both")
+        }
         let group = try args["--group"].map(groupID)
-        let directory = args.positionals.first ?? "./spool"
+        let directory = args["--spool"] ?? args.positionals.first ?? "./spool"
         let absolute = directory.hasPrefix("/") ? directory : FileManager.default.currentDirectoryPath + "/" + directory
         let layout = SpoolLayout(root: absolute, groupReadable: group != nil)
         try layout.create()

@@ -33,6 +33,16 @@ import Testing
         #expect(try Syscall.lstat(grouped + "/incoming").st_mode & 0o7777 == 0o2750)
         #expect(try harness.cli(["init", grouped, "--group"]).status == 2, "--group names the group")
         #expect(try Config.load(path: grouped + "/config.json").groupReadable)
+        // --spool DIR, as every other command names its spool; a typo names what was meant.
+        let named = harness.root + "/named"
+        let viaOption = try harness.cli(["init", "--spool", named])
+        #expect(viaOption.status == 0, "\(viaOption.stderr)")
+        #expect(try Config.load(path: named + "/config.json").spool == named)
+        #expect(try harness.cli(["init", "--spool", named, harness.root + "/other"]).status == 2, "DIR and --spool disagree")
+        #expect(!Syscall.isPresent(harness.root + "/other"))
+        let typo = try harness.cli(["init", "--spol", named])
+        #expect(typo.status == 2)
+        #expect(typo.stderr.contains("unknown option --spol (did you mean --spool?)"), "\(typo.stderr)")
         // A broken config is refused with its problem.
         try #"{"concurrency": "many"}"#.write(toFile: harness.root + "/bad.json", atomically: false, encoding: .utf8)
         _ = chmod(harness.root + "/bad.json", 0o600)

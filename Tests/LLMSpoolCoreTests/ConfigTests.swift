@@ -25,7 +25,8 @@ import Testing
     }
 
     @Test(arguments: [
-        (#"{"concurency": 3}"#, "unknown setting \"concurency\""),
+        (#"{"concurency": 3}"#, "unknown setting \"concurency\" (did you mean \"concurrency\"? known: "),
+        (#"{"temperature": 1}"#, "unknown setting \"temperature\" (known: "),
         (#"{"concurrency": "3"}"#, "\"concurrency\" must be a number"),
         (#"{"concurrency": 0}"#, "must be from 1 to"),
         (#"{"base_url": 5}"#, "\"base_url\" must be a string"),

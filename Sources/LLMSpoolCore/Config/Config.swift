@@ -524,7 +524,8 @@ struct SettingsReader {
             if key == "api_key" {
                 throw ConfigError("\(source): \"api_key\": keys are never accepted inline; use api_key_env (a variable's name) or api_key_file")
             }
-            throw ConfigError("\(source): unknown setting \"\(key)\" (known: \(known.joined(separator: ", ")))")
+            let meant = NearestName.suggestion(for: key, among: known).map { "did you mean \"\($0)\"? " } ?? ""
+            throw ConfigError("\(source): unknown setting \"\(key)\" (\(meant)known: \(known.joined(separator: ", ")))")
         }
     }
 
