@@ -255,7 +255,8 @@ final class StepCounter: @unchecked Sendable {
 
     /// A spool with the request in flight, its record from the attempt's start, the
     /// attempt's files written (not fsynced), and the plan that publishes its outcome.
-    func setUp(_ kind: Kind, order: PublicationPlan.CommitOrder = .recordFirst) -> (MemoryFiles, [PublicationStep]) {
+    func setUp(_ kind: Kind, order: PublicationPlan.CommitOrder = .recordFirst, hookNote: Bool = false) -> (MemoryFiles, [PublicationStep]) {
+        let note = hookNote ? layout.pendingHook(id) : nil
         let files = MemoryFiles()
         files.create(requestPath(kind), requestText)
         let task = task(files, kind)
@@ -275,12 +276,13 @@ final class StepCounter: @unchecked Sendable {
             let success = PublicationPlan.Success(task: task, record: record, source: source, streamed: streamed,
                                                   transcript: kind == .promptSuccess ? Array(transcript.utf8) : nil,
                                                   rawEvents: kind == .promptSuccess ? raw : nil)
-            return (files, PublicationPlan.prepare(success, order: order) + PublicationPlan.commit(success, layout: layout, order: order))
+            return (files, PublicationPlan.prepare(success, order: order, hookNote: note) + PublicationPlan.commit(success, layout: layout, order: order))
         case .finalFailure, .rejection, .promptFailure:
             files.create(layout.partial(id), #"{"error":{"message":"bad"}}"#, durable: false)
             let record = kind != .rejection ? TaskRecord(id: id, status: .failed, request: task.identity, history: task.history,
                                                             errorRecord: Array(#"{"kind":"http"}"#.utf8)) : nil
-            return (files, PublicationPlan.failure(task: task, errorRecord: Array(#"{"kind":"http"}"#.utf8), record: record, layout: layout))
+            return (files, PublicationPlan.failure(task: task, errorRecord: Array(#"{"kind":"http"}"#.utf8), record: record, layout: layout,
+                                                   hookNote: note))
         }
     }
 
@@ -390,6 +392,40 @@ final class StepCounter: @unchecked Sendable {
                 let marked = files.files[layout.result(id)]?.mark?.id == id
                 #expect(files.records[id]?.status == .done || crash == .powerLoss && order == .resultMarked && marked,
                         "\(context): a done record, or a marked result")
+            }
+        }
+    }
+
+    /// A hook is owed for every published outcome, whatever step the daemon was killed
+    /// after: either the request is still in `outgoing` and the restart's clean-up reports
+    /// the outcome (which runs the hook), or the note names it and `HookRecovery` runs the
+    /// hook that matches the outcome. Nothing published, no hook. (A power loss can lose the
+    /// note, which is not fsynced: README says so.)
+    @Test(arguments: Kind.allCases, PublicationPlan.CommitOrder.allCases)
+    func aKillAfterAnyStepLeavesTheHookOwed(kind: Kind, order: PublicationPlan.CommitOrder) {
+        let (_, plan) = setUp(kind, order: order, hookNote: true)
+        #expect(plan.first == .notePendingHook(layout.pendingHook(id)), "\(kind): the note comes first, before the commit point")
+        for k in 0...plan.count {
+            let (files, steps) = setUp(kind, order: order, hookNote: true)
+            _ = PublicationExecutor(files: files, beforeStep: { index, _ in index < k }).run(steps)
+            files.removeLeftovers()
+            let context = "\(kind), \(order.rawValue), killed before step \(k) of \(steps.count)"
+            // What the start sees, before the watcher finds the request again.
+            let queued = files.files[requestPath(kind)] != nil
+            let noted = files.files[layout.pendingHook(id)] != nil
+            let decision = HookRecovery.decide(requestPresent: queued, resultExists: files.files[layout.result(id)] != nil,
+                                               errorRecordExists: files.files[layout.errorRecord(id)] != nil)
+            let settled = restart(files, kind)
+            switch (settled, queued) {
+            case (_, true):
+                // The clean-up reports a published outcome; a request that runs again notes its own.
+                #expect(decision == .leaveToTheRequest, "\(context)")
+            case (.done, false):
+                #expect(noted && decision == .runOnComplete, "\(context): on_complete is owed and noted")
+            case (.failed, false):
+                #expect(noted && decision == .runOnFailure, "\(context): on_failure is owed and noted")
+            case (.runsAgain, false):
+                Issue.record("\(context): nothing queued cannot run again")
             }
         }
     }

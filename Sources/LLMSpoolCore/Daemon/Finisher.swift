@@ -41,6 +41,25 @@ public final class Finisher: Sendable {
     private let formats: FormatContext
     /// How successes commit on this spool, decided once at start (`CommitOrder.choose`).
     let commitOrder: PublicationPlan.CommitOrder
+    /// Which outcomes note the hook they owe before their commit point (`HookRecovery`).
+    private let hookNotes = Mutex(HookNotes())
+
+    /// The outcomes whose hook is noted as owed, in `state/hooks`, until it has run: those
+    /// a hook is configured for, on a spool one daemon runs.
+    public struct HookNotes: Sendable, Equatable {
+        public var onComplete: Bool
+        public var onFailure: Bool
+
+        public init(onComplete: Bool = false, onFailure: Bool = false) {
+            self.onComplete = onComplete
+            self.onFailure = onFailure
+        }
+    }
+
+    /// Sets which outcomes note their hook (at start, from the hooks configured).
+    public func noteHooks(_ notes: HookNotes) {
+        hookNotes.withLock { $0 = notes }
+    }
 
     public init(layout: SpoolLayout, logger: Logger, retry: RetrySettings, endpointCount: Int, metrics: Metrics = Metrics(), leases: LeaseManager? = nil,
                 diskHealth: DiskHealth = DiskHealth(), formats: FormatContext = FormatContext(yaml: LibYAML.reader), commitOrder: PublicationPlan.CommitOrder = .recordFirst,
@@ -530,13 +549,14 @@ public final class Finisher: Sendable {
             : PublicationExecutor(files: SpoolFiles(layout: layout, heldOpen: [source: number]), beforeStep: executor.beforeStep)
         var failure: Error?
         var order = commitOrder
-        switch plans.run(PublicationPlan.prepare(success, order: commitOrder)) {
+        let note = hookNotes.withLock { $0.onComplete } ? layout.pendingHook(id) : nil
+        switch plans.run(PublicationPlan.prepare(success, order: commitOrder, hookNote: note)) {
         case .failed(_, .markResult, let error as SystemError) where error.errno == ENOTSUP || error.errno == EOPNOTSUPP:
             // The start-up probe said yes, this file says no (a folder mounted over
             // `incoming` since): nothing is written yet, and the two-fsync order still holds.
             logger.warning("the result cannot carry its mark; committing it with a durable record", id: id, ["reason": "\(error)"])
             order = .recordFirst
-            if case .failed(_, _, let error) = plans.run(PublicationPlan.prepare(success, order: .recordFirst)) { failure = error }
+            if case .failed(_, _, let error) = plans.run(PublicationPlan.prepare(success, order: .recordFirst, hookNote: note)) { failure = error }
         case .failed(_, _, let error):
             failure = error
         case .completed, .stopped:
@@ -609,7 +629,8 @@ public final class Finisher: Sendable {
         let bytes = ErrorRecord.encode(id: id, failure: failure, history: task.history, problem: problem, requestFile: layout.failedRequest(id, like: task.requestPath),
                                        originalName: layout.loadOriginalName(id))
         let record = commit ? TaskRecord(id: id, status: .failed, request: task.identity, history: task.history, errorRecord: bytes) : nil
-        let steps = PublicationPlan.failure(task: task, errorRecord: bytes, record: record, layout: layout)
+        let note = hookNotes.withLock { $0.onFailure } ? layout.pendingHook(id) : nil
+        let steps = PublicationPlan.failure(task: task, errorRecord: bytes, record: record, layout: layout, hookNote: note)
         switch executor.run(steps) {
         case .failed(let index, _, let error):
             guard let point = PublicationPlan.commitPoint(of: steps, result: layout.result(id)), index > point else {

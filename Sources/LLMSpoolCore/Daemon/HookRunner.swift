@@ -40,13 +40,22 @@ public final class HookRunner: Sendable {
     private let layout: SpoolLayout
     private let logger: Logger
     private let pool: WorkerPool?
+    /// Whether the finisher notes each hook owed in `state/hooks` (`HookRecovery`): the
+    /// note of a report's id goes once its hook has run.
+    private let notesOwed: Bool
 
-    public init(settings: Settings, layout: SpoolLayout, logger: Logger) {
+    public init(settings: Settings, layout: SpoolLayout, logger: Logger, notesOwed: Bool = false) {
         self.settings = settings
         self.layout = layout
         self.logger = logger
         let needed = settings.onComplete != nil || settings.onFailure != nil
         pool = needed ? WorkerPool(name: "hook", threads: max(1, settings.concurrency)) : nil
+        self.notesOwed = notesOwed && needed
+    }
+
+    /// The outcomes the finisher notes a hook for: those with a hook, when notes are kept.
+    public var notes: Finisher.HookNotes {
+        Finisher.HookNotes(onComplete: notesOwed && settings.onComplete != nil, onFailure: notesOwed && settings.onFailure != nil)
     }
 
     /// The environment a hook gets for a report, or nil when no hook applies.
@@ -66,10 +75,79 @@ public final class HookRunner: Sendable {
     }
 
     public func handle(_ report: TaskReport) {
-        guard let pool, let variables = HookRunner.environment(for: report, layout: layout) else { return }
+        guard let pool else { return }
+        let note = notesOwed ? layout.pendingHook(report.id) : nil
+        guard let variables = HookRunner.environment(for: report, layout: layout) else {
+            // Cancelled: no hook is owed. Deferred: the outcome, and its hook, come later.
+            if case .cancelled = report.outcome, let note { removeNote(note, id: report.id) }
+            return
+        }
         let command = variables["LLMSPOOL_STATUS"] == "done" ? settings.onComplete : settings.onFailure
-        guard let command else { return }
-        pool.submit { [self] in run(command, variables: variables, id: report.id) }
+        guard let command else {
+            // A note left by a configuration that had this hook: none is owed now.
+            if let note { removeNote(note, id: report.id) }
+            return
+        }
+        pool.submit { [self] in
+            run(command, variables: variables, id: report.id)
+            if let note { removeNote(note, id: report.id) }
+        }
+    }
+
+    /// Runs the hooks a daemon that died owed (`HookRecovery`), before anything new ends:
+    /// each note in `state/hooks` whose outcome is published has its hook run, then goes.
+    /// A hook may so run twice (the daemon died after it ran, before its note went), never
+    /// not at all across a kill or a restart. Returns how many hooks it started.
+    @discardableResult
+    public func recoverOwed() -> Int {
+        guard notesOwed else { return 0 }
+        let names: [String]
+        do {
+            names = try Syscall.listDirectory(layout.pendingHooks)
+        } catch let error as SystemError where error.errno == ENOENT {
+            return 0
+        } catch {
+            logger.error("cannot read the hooks owed; they do not run", ["folder": LogValue(layout.pendingHooks), "reason": "\(error)"])
+            return 0
+        }
+        var started = 0
+        for name in names.sorted() {
+            let note = layout.pendingHook(name)
+            // A note's hidden temporary, left by a daemon that died while writing it.
+            if name.hasPrefix(SpoolLayout.hiddenPrefix) {
+                removeNote(note, id: name)
+                continue
+            }
+            let decision: HookRecovery.Decision
+            do {
+                let requestPresent = try RequestFormatRegistry.suffixes.contains { try Syscall.exists(layout.outgoing + "/" + name + $0) }
+                decision = HookRecovery.decide(requestPresent: requestPresent, resultExists: try Syscall.exists(layout.result(name)),
+                                               errorRecordExists: try Syscall.exists(layout.errorRecord(name)))
+            } catch {
+                logger.warning("cannot tell whether a hook is owed; its note stays for the next start", id: name, ["reason": "\(error)"])
+                continue
+            }
+            let report: TaskReport
+            switch decision {
+            case .leaveToTheRequest:
+                continue
+            case .drop:
+                removeNote(note, id: name)
+                continue
+            case .runOnComplete:
+                report = TaskReport(id: name, outcome: .succeeded(resultPath: layout.result(name)))
+            case .runOnFailure:
+                report = TaskReport(id: name, outcome: .failed(recordPath: layout.errorRecord(name), kind: .invalidRequest, message: "owed before a restart"))
+            }
+            logger.info("running a hook owed from before the restart", id: name)
+            handle(report)
+            started += 1
+        }
+        return started
+    }
+
+    private func removeNote(_ note: String, id: String) {
+        logger.bestEffort("removing the note of a hook owed", id: id) { _ = try Syscall.unlinkIfPresent(note) }
     }
 
     /// The variables of a batch's hook: once per batch, with its counts.

@@ -58,10 +58,12 @@ public final class SpoolDaemon: Sendable {
         // merge their flushes into fewer journal commits.
         let pool = WorkerPool(name: "finisher", threads: SpoolDaemon.finisherThreads)
         let known = KnownTasks()
-        let hooks = HookRunner(settings: config.hooks, layout: layout, logger: logger)
         let metrics = Metrics()
         let polling = WatchMode.resolve(config.watchMode, path: config.spool).mode == .poll
         let leases = (config.leases ?? polling) ? LeaseManager(layout: layout, hostID: config.hostID, seconds: config.leaseSeconds, logger: logger) : nil
+        // Hooks owed are noted on a spool of one daemon: on a shared one, another daemon's
+        // start would take a note for a hook still queued here (see Hooks in README).
+        let hooks = HookRunner(settings: config.hooks, layout: layout, logger: logger, notesOwed: leases == nil)
         let diskHealth = DiskHealth(layout: layout)
         // Decided once per spool: the probe needs `incoming`, which start() would create.
         try layout.create()
@@ -82,6 +84,7 @@ public final class SpoolDaemon: Sendable {
                                     onReport?(report)
                                 })
         finisher.redact(secrets: endpoints.compactMap { $0.apiKey?.value })
+        finisher.noteHooks(hooks.notes)
         // The engine and its delegate refer to each other; the box breaks the knot.
         let engineBox = Mutex<TransferEngine?>(nil)
         let post: @Sendable (Scheduler.Event) -> Void = { event in engineBox.withLock { $0 }?.post(event) }
@@ -214,7 +217,8 @@ public final class SpoolDaemon: Sendable {
                                              stop: { leases.stopKeeper() }))
         }
         services += [
-            StartStopService("hooks", stop: { [hooks] in hooks.finish() }),
+            // Before anything new ends: the hooks a daemon that died owed run first.
+            StartStopService("hooks", start: { [hooks] in hooks.recoverOwed() }, stop: { [hooks] in hooks.finish() }),
             StartStopService("batches", start: { [batches] in batches.start() }, stop: { [batches] in batches.finish() }),
             StartStopService("group committer", stop: { [committer] in committer.finish() }),
             StartStopService("finisher", stop: { [pool] in pool.finish() }),

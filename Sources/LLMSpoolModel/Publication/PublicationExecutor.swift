@@ -142,6 +142,10 @@ public struct PublicationExecutor<Files: PublicationFiles> {
             try files.syncFolder(path)
         case .markResult(let path, let mark):
             try files.mark(path, mark)
+        case .notePendingHook(let path):
+            // Its folder may have gone with `state` (rm -rf): the note is made where it belongs.
+            try files.ensureFolder(PublicationPlan.folder(of: path))
+            try files.write([], to: path, durable: false)
         }
         return nil
     }

@@ -75,14 +75,16 @@ public enum PublicationPlan {
     /// The part of a success that is the request's own: its bytes, then its commit point.
     /// Runs on the finisher's threads; the folder fsync of `state` is left to `commit`.
     /// A success whose request has no identity cannot be marked, and commits record first.
-    public static func prepare(_ success: Success, order: CommitOrder = .recordFirst) -> [PublicationStep] {
+    /// With `hookNote` (an `on_complete` hook is configured), the hook owed is noted first.
+    public static func prepare(_ success: Success, order: CommitOrder = .recordFirst, hookNote: String? = nil) -> [PublicationStep] {
+        let note: [PublicationStep] = hookNote.map { [.notePendingHook($0)] } ?? []
         guard let mark = mark(of: success, order: order) else {
-            return [.syncFile(success.source),
-                    .writeRecord(success.record, durable: true, resultInodeOf: success.source)]
+            return note + [.syncFile(success.source),
+                           .writeRecord(success.record, durable: true, resultInodeOf: success.source)]
         }
-        return [.markResult(success.source, mark),
-                .syncFile(success.source),
-                .writeRecord(success.record, durable: false, resultInodeOf: success.source)]
+        return note + [.markResult(success.source, mark),
+                       .syncFile(success.source),
+                       .writeRecord(success.record, durable: false, resultInodeOf: success.source)]
     }
 
     /// The mark a success's result carries in `order`, nil when it carries none.
@@ -125,10 +127,12 @@ public enum PublicationPlan {
     }
 
     /// A final failure. `record` is nil for a rejection at intake: validation is repeatable,
-    /// so a crash only means the same rejection again, and no commit point is needed.
-    public static func failure(task: TaskDescriptor, errorRecord: [UInt8], record: TaskRecord?, layout: SpoolLayout) -> [PublicationStep] {
+    /// so a crash only means the same rejection again, and no commit point is needed. With
+    /// `hookNote` (an `on_failure` hook is configured), the hook owed is noted first.
+    public static func failure(task: TaskDescriptor, errorRecord: [UInt8], record: TaskRecord?, layout: SpoolLayout,
+                               hookNote: String? = nil) -> [PublicationStep] {
         let id = task.id
-        var steps: [PublicationStep] = []
+        var steps: [PublicationStep] = hookNote.map { [.notePendingHook($0)] } ?? []
         if let record { steps += [.writeRecord(record, durable: true, resultInodeOf: nil), .syncFolder(layout.state)] }
         let failedRequest = layout.failedRequest(id, like: task.requestPath)
         steps += [.archiveIfPresent(failedRequest, into: layout.superseded),

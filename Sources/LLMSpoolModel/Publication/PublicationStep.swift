@@ -25,6 +25,10 @@ public enum PublicationStep: Sendable, Equatable {
     /// Set the result mark (`ResultMark`) on a file the attempt wrote, before its fsync:
     /// the result then carries its own commit point.
     case markResult(String, ResultMark)
+    /// Note, before the commit point, that a hook is owed for this outcome: an empty file,
+    /// not fsynced, that the hook runner removes once the hook has run, and that a restart
+    /// finds when the daemon died in between (`HookRecovery`).
+    case notePendingHook(String)
 
     /// The step's name, as logs and tests call it.
     public var kind: String {
@@ -39,6 +43,7 @@ public enum PublicationStep: Sendable, Equatable {
         case .archiveIfPresent: "archive"
         case .syncFolder: "sync-folder"
         case .markResult: "mark-result"
+        case .notePendingHook: "note-hook"
         }
     }
 

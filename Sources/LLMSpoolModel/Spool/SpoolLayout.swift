@@ -126,6 +126,11 @@ public struct SpoolLayout: Sendable, Equatable {
     public var remote: String { state + "/remote" }
     public func remoteIntent(_ group: String) -> String { "\(remote)/\(group)\(Self.requestSuffix)" }
 
+    /// Hooks owed for outcomes already committed: one empty file per id, from just before
+    /// its outcome's commit point until its hook has run (`HookRecovery`).
+    public var pendingHooks: String { state + "/hooks" }
+    public func pendingHook(_ id: String) -> String { "\(pendingHooks)/\(id)" }
+
     /// A hidden name beside `path` to write to before renaming onto it.
     public static func temporary(for path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return hiddenPrefix + path + temporarySuffix }
@@ -135,5 +140,5 @@ public struct SpoolLayout: Sendable, Equatable {
     }
 
     /// Every folder of the spool, parents first.
-    public var folders: [String] { [root, outgoing, incoming, failed, state, leases, batches, control, remote] }
+    public var folders: [String] { [root, outgoing, incoming, failed, state, leases, batches, control, remote, pendingHooks] }
 }

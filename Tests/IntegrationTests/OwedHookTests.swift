@@ -1,0 +1,64 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+import Testing
+
+/// Hooks queued behind a slow one when the daemon is killed run at its next start: each
+/// outcome's hook runs at least once across kill -9 (`HookRecovery`).
+@Suite(.serialized) struct OwedHookTests {
+    func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
+
+    @Test func hooksQueuedAtAKillRunAfterTheRestart() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let log = harness.root + "/hooks.log"
+        // One hook at a time, a second each: the outcomes are all published long before
+        // their hooks have run.
+        let hook = "sleep 1; echo \"$LLMSPOOL_STATUS $LLMSPOOL_ID\" >> \(log)"
+        let config: [String: Any] = ["on_complete": hook, "on_failure": hook, "hook_concurrency": 1]
+        try harness.startDaemon(config: config)
+        let good = (1...5).map { "good\($0)" }
+        let bad = ["bad1", "bad2"]
+        for id in good { try harness.drop(id, Harness.request("hooked \(id)")) }
+        for id in bad { try harness.drop(id, Harness.request("refused \(id)", stub: ["status": 400])) }
+        try waitUntil("every outcome is published", timeout: 20) {
+            good.allSatisfy { exists(harness.layout.result($0)) } && bad.allSatisfy { exists(harness.layout.errorRecord($0)) }
+                && !good.contains { exists(harness.layout.request($0)) } && !bad.contains { exists(harness.layout.request($0)) }
+        }
+        harness.killDaemon()
+        // A hook running at the kill is not the daemon's to stop (its own process group): let it end.
+        usleep(1_500_000)
+        func lines() -> [String] { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+        let ranBefore = Set(lines())
+        #expect(ranBefore.count < good.count + bad.count, "hooks were still owed at the kill (else this test shows nothing)")
+        let owed = try Syscall.listDirectory(harness.layout.pendingHooks)
+        #expect(!owed.isEmpty, "the owed hooks are noted")
+
+        try harness.startDaemon(config: config)
+        let expected = Set(good.map { "done \($0)" } + bad.map { "failed \($0)" })
+        try waitUntil("every hook has run", timeout: 30) { Set(lines()) == expected }
+        try waitUntil("no hook is owed any more", timeout: 10) { (try? Syscall.listDirectory(harness.layout.pendingHooks))?.isEmpty == true }
+        #expect(harness.stopDaemon() == 0)
+        // At least once: only a hook that had run (or was running) at the kill may run again.
+        let counts = Dictionary(lines().map { ($0, 1) }, uniquingKeysWith: +)
+        for (line, count) in counts where count > 1 {
+            #expect(ranBefore.contains(line) && count == 2, "\(line) ran \(count) times")
+        }
+        #expect(harness.log.contains("running a hook owed from before the restart"))
+    }
+
+    /// A request cancelled after its hook was noted owes nothing: the note goes.
+    @Test func aNoteWithNothingPublishedIsDropped() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let log = harness.root + "/hooks.log"
+        // A note left as a daemon killed before the commit point leaves it, for a request since withdrawn.
+        try harness.layout.create()
+        try DurableFile.write([], to: harness.layout.pendingHook("withdrawn"))
+        try harness.startDaemon(config: ["on_complete": "echo \"$LLMSPOOL_ID\" >> \(log)"])
+        try waitUntil("the note is dropped", timeout: 10) { !exists(harness.layout.pendingHook("withdrawn")) }
+        #expect(!exists(log), "no hook ran for nothing published")
+    }
+}
