@@ -156,13 +156,15 @@ import Testing
             let cut = try Data(contentsOf: URL(fileURLWithPath: harness.layout.remote + "/" + group + ".output.jsonl"))
             #expect(!cut.isEmpty && cut.last != 0x0A, "results cut short are on disk at the kill")
         }
-        #expect(ids.filter { Syscall.isPresent(harness.layout.result($0)) }.count == (point == "split" ? 1 : 0))
+        let publishedBefore = ids.filter { Syscall.isPresent(harness.layout.result($0)) }
+        #expect(publishedBefore.count == (point == "split" ? 1 : 0))
         if point == "split" {
-            // A hook runs once, after its outcome is published, and is not run again by a
-            // restart: the kill waits until the published request's hook has run, or a kill
-            // in between (its process not yet started on a loaded machine) loses it.
-            try waitUntil("the published request's hook ran", timeout: 30) {
+            // A hook runs at least once: a kill before the daemon has seen it end (its note
+            // still there) runs it again at the restart. The kill waits until it has ended
+            // and its note is gone, so that each request's hook is counted once here.
+            try waitUntil("the published request's hook ran and its note went", timeout: 30) {
                 ((try? String(contentsOfFile: hooked, encoding: .utf8)) ?? "").split(separator: "\n").count >= 1
+                    && publishedBefore.allSatisfy { !Syscall.isPresent(harness.layout.pendingHook($0)) }
             }
         }
         harness.killDaemon()

@@ -48,6 +48,39 @@ import Testing
         #expect(harness.log.contains("running a hook owed from before the restart"))
     }
 
+    /// A batch's hook, queued behind a request's slow one at the kill, runs after the
+    /// restart with the counts of the batch's summary; a refused batch's likewise.
+    @Test func aBatchsHookQueuedAtAKillRunsAfterTheRestart() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let log = harness.root + "/hooks.log"
+        let hook = "[ \"$LLMSPOOL_ID\" = slow ] && sleep 4; echo \"${LLMSPOOL_BATCH:-0} $LLMSPOOL_ID $LLMSPOOL_STATUS ${LLMSPOOL_BATCH_TOTAL:-} ${LLMSPOOL_BATCH_SUCCEEDED:-} ${LLMSPOOL_BATCH_FAILED:-}\" >> \(log)"
+        let config: [String: Any] = ["on_complete": hook, "on_failure": hook, "hook_concurrency": 1]
+        try harness.startDaemon(config: config)
+        try harness.drop("slow", Harness.request("holds the hook thread"))
+        try waitUntil("the slow hook runs", timeout: 20) { harness.log.contains("done id=slow") }
+        try BatchTests.dropBatch(harness, "mixed", (0..<6).map { BatchTests.line("m-\($0)", stub: $0 == 2 ? ["status": 400] : nil) })
+        try BatchTests.dropBatch(harness, "refused", [BatchTests.line("x"), "not json"])
+        try waitUntil("both batches ended", timeout: 20) {
+            exists(harness.layout.batchSummary("mixed")) && !exists(harness.layout.batchRequest("mixed"))
+                && exists(harness.layout.errorRecord("refused")) && !exists(harness.layout.batchRequest("refused"))
+        }
+        harness.killDaemon()
+        #expect(exists(harness.layout.pendingBatchHook("mixed")) && exists(harness.layout.pendingBatchHook("refused")), "both hooks are owed")
+        // The slow hook, running at the kill, ends by itself (its own process group).
+        func lines() -> Set<String> { Set(((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)) }
+        try waitUntil("the slow hook ends", timeout: 10) { lines().contains("0 slow done   ") }
+        #expect(!lines().contains { $0.contains("mixed") || $0.contains("refused") }, "the batches' hooks had not run")
+
+        try harness.startDaemon(config: config)
+        try waitUntil("the batches' hooks run", timeout: 30) {
+            lines().isSuperset(of: ["1 mixed failed 6 5 1", "1 refused failed 0 0 0"])
+        }
+        try waitUntil("no hook is owed any more", timeout: 15) { (try? Syscall.listDirectory(harness.layout.pendingHooks))?.isEmpty == true }
+        #expect(harness.stopDaemon() == 0)
+    }
+
     /// A request cancelled after its hook was noted owes nothing: the note goes.
     @Test func aNoteWithNothingPublishedIsDropped() throws {
         let harness = try Harness()

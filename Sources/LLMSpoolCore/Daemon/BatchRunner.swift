@@ -167,6 +167,18 @@ public final class BatchRunner: @unchecked Sendable {
     private let stopping = Mutex<Set<String>>([])
     /// The claims of a spool several daemons share; nil when this daemon has it alone.
     private let leases: LeaseManager?
+    /// Whether a batch's end notes the hook it owes (`HookRecovery`): set at start when a
+    /// hook is configured and one daemon has the spool.
+    private let notesHooks = Atomic<Bool>(false)
+
+    /// Notes each batch's hook owed from now on (`noteHooks(true)`), or not.
+    public func noteHooks(_ on: Bool) {
+        notesHooks.store(on, ordering: .relaxed)
+    }
+
+    private func hookNote(_ name: String) -> String? {
+        notesHooks.load(ordering: .relaxed) ? layout.pendingBatchHook(name) : nil
+    }
 
     public init(layout: SpoolLayout, settings: Settings, logger: Logger, metrics: Metrics = Metrics(), leases: LeaseManager? = nil,
                 post: @escaping @Sendable (Scheduler.Event) -> Void, onEnd: @escaping @Sendable (EndReport) -> Void = { _ in },
@@ -1093,7 +1105,7 @@ public final class BatchRunner: @unchecked Sendable {
                                    counts: journal.counts, createdAt: journal.header.createdAt, endedAt: Int(Date().timeIntervalSince1970),
                                    inputFile: layout.batchRequest(name), outputFile: layout.batchOutput(name))
         let steps = PublicationPlan.batchEnd(name: name, input: layout.batchRequest(name), identity: identity, summary: summary.encoded(),
-                                             outputPublished: outputPublished, layout: layout)
+                                             outputPublished: outputPublished, layout: layout, hookNote: hookNote(name))
         if case .failed(_, let step, let error) = executor.run(steps) {
             // The journal stays: the next start (or scan) finishes the end.
             logger.error("cannot publish the batch's end; it is finished on the next start", id: name, ["step": LogValue(step.kind), "reason": "\(error)"])
@@ -1131,7 +1143,8 @@ public final class BatchRunner: @unchecked Sendable {
             "failed_at": Timestamp.string(Date()),
         ]
         if count > problems.count { record["problems_not_listed"] = count - problems.count }
-        let steps = PublicationPlan.batchRejection(name: name, input: path, identity: identity, errorRecord: JSONObject.encode(record), layout: layout)
+        let steps = PublicationPlan.batchRejection(name: name, input: path, identity: identity, errorRecord: JSONObject.encode(record), layout: layout,
+                                                   hookNote: hookNote(name))
         if case .failed(_, let step, let error) = executor.run(steps) {
             logger.error("cannot move the invalid batch to failed; it is tried again", id: name, ["step": LogValue(step.kind), "reason": "\(error)"])
             settle(name, "the rejection failed")

@@ -53,6 +53,10 @@ public final class HookRunner: Sendable {
         self.notesOwed = notesOwed && needed
     }
 
+    /// Whether a batch's end notes its hook: when either hook is configured (which one runs
+    /// depends on the counts), and notes are kept.
+    public var notesBatches: Bool { notesOwed }
+
     /// The outcomes the finisher notes a hook for: those with a hook, when notes are kept.
     public var notes: Finisher.HookNotes {
         Finisher.HookNotes(onComplete: notesOwed && settings.onComplete != nil, onFailure: notesOwed && settings.onFailure != nil)
@@ -118,6 +122,10 @@ public final class HookRunner: Sendable {
                 removeNote(note, id: name)
                 continue
             }
+            if name.hasSuffix(SpoolLayout.batchHookSuffix) {
+                if recoverBatch(String(name.dropLast(SpoolLayout.batchHookSuffix.count)), note: note) { started += 1 }
+                continue
+            }
             let decision: HookRecovery.Decision
             do {
                 let requestPresent = try RequestFormatRegistry.suffixes.contains { try Syscall.exists(layout.outgoing + "/" + name + $0) }
@@ -169,10 +177,59 @@ public final class HookRunner: Sendable {
     /// Runs `on_complete` for a batch whose every line succeeded, `on_failure` otherwise.
     public func handleBatch(_ report: BatchRunner.EndReport) {
         guard let pool else { return }
+        let note = notesOwed ? layout.pendingBatchHook(report.name) : nil
         let variables = HookRunner.environment(forBatch: report, layout: layout)
         let command = variables["LLMSPOOL_STATUS"] == "done" ? settings.onComplete : settings.onFailure
-        guard let command else { return }
-        pool.submit { [self] in run(command, variables: variables, id: report.name) }
+        guard let command else {
+            if let note { removeNote(note, id: report.name) }
+            return
+        }
+        pool.submit { [self] in
+            run(command, variables: variables, id: report.name)
+            if let note { removeNote(note, id: report.name) }
+        }
+    }
+
+    /// A batch's hook owed (`HookRecovery.decideBatch`); false when its note must stay.
+    private func recoverBatch(_ name: String, note: String) -> Bool {
+        let decision: HookRecovery.BatchDecision
+        do {
+            decision = HookRecovery.decideBatch(inputPresent: try Syscall.exists(layout.batchRequest(name)),
+                                                summaryExists: try Syscall.exists(layout.batchSummary(name)),
+                                                refused: try Syscall.exists(layout.failedBatch(name)) && Syscall.exists(layout.errorRecord(name)))
+        } catch {
+            logger.warning("cannot tell whether a batch's hook is owed; its note stays for the next start", id: name, ["reason": "\(error)"])
+            return false
+        }
+        switch decision {
+        case .leaveToTheBatch:
+            return false
+        case .drop:
+            removeNote(note, id: name)
+            return false
+        case .runRefused:
+            logger.info("running a hook owed from before the restart", id: name)
+            handleBatch(BatchRunner.EndReport(name: name, status: "failed", total: 0, succeeded: 0, failed: 0, outputPath: layout.failedBatch(name),
+                                              summaryPath: layout.errorRecord(name)))
+            return true
+        case .runFromSummary:
+            let end: BatchSummary.End?
+            do {
+                end = BatchSummary.end(of: try FileReader.prefix(path: layout.batchSummary(name), limit: 1 << 20))
+            } catch {
+                logger.warning("cannot read a batch's summary; its hook owed waits for the next start", id: name, ["reason": "\(error)"])
+                return false
+            }
+            guard let end else {
+                logger.warning("a batch's summary cannot be read back; its hook owed does not run", id: name,
+                               ["summary": LogValue(layout.batchSummary(name))])
+                return false
+            }
+            logger.info("running a hook owed from before the restart", id: name)
+            handleBatch(BatchRunner.EndReport(name: name, status: end.status, total: end.total, succeeded: end.completed, failed: end.failed,
+                                              outputPath: layout.batchOutput(name), summaryPath: layout.batchSummary(name)))
+            return true
+        }
     }
 
     /// Waits for running hooks, then stops the hook threads.

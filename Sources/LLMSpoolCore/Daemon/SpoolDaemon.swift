@@ -122,6 +122,7 @@ public final class SpoolDaemon: Sendable {
                                   },
                                   laneBacklog: { lane.backlog })
         finisher.batches.withLock { $0 = batches }
+        batches.noteHooks(hooks.notesBatches)
         var watcherDelegate = Watcher.Delegate(found: { post(.arrived($0)) }, removed: { id, path in engineBox.withLock { $0 }?.removed(id: id, path: path) })
         watcherDelegate.foundBatch = { batches.found($0) }
         watcherDelegate.removedBatch = { batches.removed($0) }

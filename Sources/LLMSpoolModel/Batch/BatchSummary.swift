@@ -32,6 +32,27 @@ public struct BatchSummary: Sendable, Equatable {
         self.completionWindow = completionWindow
     }
 
+    /// What a batch's hook is told of its end, read back from a summary on disk.
+    public struct End: Sendable, Equatable {
+        public var status: String
+        public var total: Int
+        public var completed: Int
+        public var failed: Int
+    }
+
+    /// The status and request counts of a summary this type wrote, or nil when the bytes
+    /// are not one (a hook owed is then run by nothing, and the note is kept).
+    public static func end(of bytes: [UInt8]) -> End? {
+        guard let value = try? RawJSON.parse(bytes), let status = value["status"].flatMap({ RawJSON.string($0, in: bytes) }),
+              let counts = value["request_counts"] else { return nil }
+        func integer(_ key: String) -> Int? {
+            guard case .number(let range)? = counts[key], range.upperBound <= bytes.count else { return nil }
+            return Int(String(decoding: bytes[range], as: UTF8.self))
+        }
+        guard let total = integer("total"), let completed = integer("completed"), let failed = integer("failed") else { return nil }
+        return End(status: status, total: total, completed: completed, failed: failed)
+    }
+
     /// The Batch object's `id`: stable for a name.
     public var id: String {
         "batch_" + TextEscaping.leftPadded(String(Fingerprint.hash(name.utf8), radix: 16), to: 16)

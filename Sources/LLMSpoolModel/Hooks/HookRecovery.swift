@@ -18,6 +18,27 @@ public enum HookRecovery {
         case drop
     }
 
+    /// The decision for a batch file's note.
+    public enum BatchDecision: Sendable, Equatable {
+        /// Run the batch's hook with the counts of its summary (`incoming/<name>.batch.json`).
+        case runFromSummary
+        /// Run `on_failure` for a batch refused at validation (`failed/<name>.error.json`).
+        case runRefused
+        /// Leave the note: the input is still in `outgoing`, so the batch runs on or ends at
+        /// this start, and its end runs the hook.
+        case leaveToTheBatch
+        /// Remove the note: the batch ended nowhere to be seen.
+        case drop
+    }
+
+    /// The decision for a batch from what the spool holds for its name now.
+    public static func decideBatch(inputPresent: Bool, summaryExists: Bool, refused: Bool) -> BatchDecision {
+        if inputPresent { return .leaveToTheBatch }
+        if summaryExists { return .runFromSummary }
+        if refused { return .runRefused }
+        return .drop
+    }
+
     /// The decision from what the spool holds for the note's id now. A result wins over an
     /// error record: a request that failed and was later retried to success has both only
     /// while the older failure is being archived, and its latest outcome is the result.

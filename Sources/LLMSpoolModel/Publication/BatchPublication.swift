@@ -4,9 +4,10 @@ extension PublicationPlan {
     /// go, the list of its `custom_id`s just before the journal. Each step can be run again
     /// after a crash: the journal stays until the last step, and `BatchRecovery` says from
     /// where to go on.
+    /// With `hookNote` (a hook is configured), the hook owed is noted first.
     public static func batchEnd(name: String, input: String, identity: FileIdentity?, summary: [UInt8], outputPublished: Bool,
-                                layout: SpoolLayout) -> [PublicationStep] {
-        var steps: [PublicationStep] = []
+                                layout: SpoolLayout, hookNote: String? = nil) -> [PublicationStep] {
+        var steps: [PublicationStep] = hookNote.map { [.notePendingHook($0)] } ?? []
         if !outputPublished {
             steps += [.syncFile(layout.batchPartial(name)),
                       .rename(from: layout.batchPartial(name), to: layout.batchOutput(name)),
@@ -26,8 +27,9 @@ extension PublicationPlan {
     /// An invalid batch file: its error record, then the file moved beside it. Validation
     /// is repeatable, so a crash only means the same rejection again.
     public static func batchRejection(name: String, input: String, identity: FileIdentity?, errorRecord: [UInt8],
-                                      layout: SpoolLayout) -> [PublicationStep] {
-        [.archiveIfPresent(layout.failedBatch(name), into: layout.superseded),
+                                      layout: SpoolLayout, hookNote: String? = nil) -> [PublicationStep] {
+        (hookNote.map { [PublicationStep.notePendingHook($0)] } ?? []) + [
+         .archiveIfPresent(layout.failedBatch(name), into: layout.superseded),
          .archiveIfPresent(layout.errorRecord(name), into: layout.superseded),
          .writeFile(layout.errorRecord(name), errorRecord),
          .moveIfSame(from: input, to: layout.failedBatch(name), identity: identity),

@@ -130,6 +130,9 @@ public struct SpoolLayout: Sendable, Equatable {
     /// its outcome's commit point until its hook has run (`HookRecovery`).
     public var pendingHooks: String { state + "/hooks" }
     public func pendingHook(_ id: String) -> String { "\(pendingHooks)/\(id)" }
+    /// A batch's hook owed: `.batch` cannot end a request's id (`.batch.json` is reserved).
+    public static let batchHookSuffix = ".batch"
+    public func pendingBatchHook(_ name: String) -> String { "\(pendingHooks)/\(name)\(Self.batchHookSuffix)" }
 
     /// A hidden name beside `path` to write to before renaming onto it.
     public static func temporary(for path: String) -> String {
