@@ -86,15 +86,20 @@ public final class HookRunner: Sendable {
             if case .cancelled = report.outcome, let note { removeNote(note, id: report.id) }
             return
         }
+        dispatch(variables, id: report.id, note: note, on: pool)
+    }
+
+    /// Queues the hook the variables' status calls for, then removes its note once it has
+    /// run. With no such hook configured, a note left by a configuration that had it goes.
+    private func dispatch(_ variables: [String: String], id: String, note: String?, on pool: WorkerPool) {
         let command = variables["LLMSPOOL_STATUS"] == "done" ? settings.onComplete : settings.onFailure
         guard let command else {
-            // A note left by a configuration that had this hook: none is owed now.
-            if let note { removeNote(note, id: report.id) }
+            if let note { removeNote(note, id: id) }
             return
         }
         pool.submit { [self] in
-            run(command, variables: variables, id: report.id)
-            if let note { removeNote(note, id: report.id) }
+            run(command, variables: variables, id: id)
+            if let note { removeNote(note, id: id) }
         }
     }
 
@@ -178,16 +183,7 @@ public final class HookRunner: Sendable {
     public func handleBatch(_ report: BatchRunner.EndReport) {
         guard let pool else { return }
         let note = notesOwed ? layout.pendingBatchHook(report.name) : nil
-        let variables = HookRunner.environment(forBatch: report, layout: layout)
-        let command = variables["LLMSPOOL_STATUS"] == "done" ? settings.onComplete : settings.onFailure
-        guard let command else {
-            if let note { removeNote(note, id: report.name) }
-            return
-        }
-        pool.submit { [self] in
-            run(command, variables: variables, id: report.name)
-            if let note { removeNote(note, id: report.name) }
-        }
+        dispatch(HookRunner.environment(forBatch: report, layout: layout), id: report.name, note: note, on: pool)
     }
 
     /// A batch's hook owed (`HookRecovery.decideBatch`); false when its note must stay.
