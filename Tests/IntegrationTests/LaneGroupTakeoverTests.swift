@@ -15,6 +15,21 @@ import Testing
 
     static let prompt = "Adopted"
 
+    /// How claims are held: locks (a dead daemon's claims are free at once), or lease files
+    /// (taken over once expired; a lease time of 9 s renews every 3 s, so that a group formed
+    /// just before the kill may expire seconds after the claims of its members or its batch).
+    static let methods = ["locks", "lease-files"]
+
+    static func daemonConfig(_ harness: Harness, _ host: String, method: String) -> [String: Any] {
+        var config = Self.config(harness, host)
+        if method == "lease-files" { config["lease_seconds"] = 9 }
+        return config
+    }
+
+    static func environment(_ method: String) -> [String: String] {
+        method == "lease-files" ? [SpoolDaemon.leaseFilesVariable: "lease-files"] : [:]
+    }
+
     /// The daemons among `names` whose log says a remote batch was created.
     static func creators(_ harness: Harness, _ names: [String]) -> [String] {
         names.filter { harness.extraLog($0).contains("remote batch created") }
@@ -50,13 +65,15 @@ import Testing
         #expect(harness.files(in: harness.layout.incoming).filter { $0.hasSuffix(".partial") }.isEmpty)
     }
 
-    @Test func theTakerOfAKilledDaemonsClaimsAdoptsItsRemoteBatch() throws {
+    @Test(arguments: methods) func theTakerOfAKilledDaemonsClaimsAdoptsItsRemoteBatch(method: String) throws {
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub(["--batch-seconds", "8"])
         let names = ["d1", "d2"]
         var daemons: [String: Process] = [:]
-        for name in names { daemons[name] = try harness.startExtraDaemon(name, config: Self.config(harness, name)) }
+        for name in names {
+            daemons[name] = try harness.startExtraDaemon(name, config: Self.daemonConfig(harness, name, method: method), environment: Self.environment(method))
+        }
         let ids = (0..<6).map { "a\($0)" }
         for id in ids { try harness.drop(id, BackgroundLaneTests.deferrable(id, "\(Self.prompt) \(id)")) }
         try waitUntil("a remote batch is created", timeout: 30) { !Self.creators(harness, names).isEmpty }
@@ -80,7 +97,7 @@ import Testing
         let survivor = harness.extraLog(survivorName)
         #expect(survivor.contains("adopting the remote batch of a daemon that is gone"), "\(survivorName) adopted the group")
         let count = { (text: String) in survivor.components(separatedBy: text).count - 1 }
-        print("\(victimName) killed with \(groupsBefore.count) group(s) created; \(survivorName): \(count("took over the claim")) claims taken over, "
+        print("\(method): \(victimName) killed with \(groupsBefore.count) group(s) created; \(survivorName): \(count("took over the claim") + count("took over an expired lease")) claims taken over, "
               + "\(count("adopting the remote batch")) group(s) adopted, \(count("found again for its remote batch")) members found again, "
               + "\(count("instead of starting")) turned back from a live start")
     }
@@ -127,13 +144,15 @@ import Testing
     /// A batch file's lines in the owner's remote batch: the daemon that takes the batch over
     /// from its journal adopts that remote batch before it feeds the lines again, and each
     /// line comes back from it once.
-    @Test func theTakerOfABatchFileAdoptsTheRemoteBatchOfItsLines() throws {
+    @Test(arguments: methods) func theTakerOfABatchFileAdoptsTheRemoteBatchOfItsLines(method: String) throws {
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub(["--batch-seconds", "8"])
         let names = ["d1", "d2"]
         var daemons: [String: Process] = [:]
-        for name in names { daemons[name] = try harness.startExtraDaemon(name, config: Self.config(harness, name)) }
+        for name in names {
+            daemons[name] = try harness.startExtraDaemon(name, config: Self.daemonConfig(harness, name, method: method), environment: Self.environment(method))
+        }
         let ids = (0..<5).map { "l\($0)" }
         try BatchTests.dropBatch(harness, "nightly", ids.map { BackgroundLaneBatchFileTests.line($0, "\(Self.prompt) \($0)") })
         try waitUntil("a remote batch is created", timeout: 30) { !Self.creators(harness, names).isEmpty }
@@ -155,7 +174,11 @@ import Testing
         for id in ids { #expect(try harness.arrivals(of: "\(Self.prompt) \(id)").isEmpty, "\(id) was sent live") }
         let made = try BackgroundLaneTests().creations(harness)
         #expect(Set(made.keys) == groupsBefore && made.values.allSatisfy { $0 == 1 }, "no group created after the kill: \(made) against \(groupsBefore)")
-        #expect(harness.extraLog(survivorName).contains("adopting the remote batch of a daemon that is gone"))
+        let survivor = harness.extraLog(survivorName)
+        #expect(survivor.contains("adopting the remote batch of a daemon that is gone"))
+        let count = { (text: String) in survivor.components(separatedBy: text).count - 1 }
+        print("\(method): \(victimName) killed running the batch file; \(survivorName): \(count("held aside until")) lines held aside "
+              + "until the group was adopted, \(count("found again for its remote batch")) found again by it")
     }
 
     @Test func aDaemonStartedBesideALiveOneLeavesItsRemoteBatchAlone() throws {

@@ -75,6 +75,26 @@ import Testing
         #expect(two.registry.judge("b", tookOver: true) { _ in } == .proceed)
     }
 
+    @Test func aGroupWithLinesIsAdoptedOnlyByTheRunnerOfTheirBatch() throws {
+        let layout = try spool()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        let (runner, other) = (daemon(layout, "runner"), daemon(layout, "other"))
+        try Data("{}\n".utf8).write(to: URL(fileURLWithPath: layout.batchRequest("n")))
+        let group = intent("g1", members: ["a", SpoolLayout.lineID(batch: "n", entry: 0)])
+        try RemoteIntentStore(layout: layout).write(group)
+        // Its follower is gone (its claim free), and nobody runs the batch yet.
+        #expect(other.registry.adoptUnfollowed().isEmpty)
+        #expect(!other.leases.holds(RemoteGroupClaims.claimID(group: "g1")), "the claim is let go for the batch's runner")
+        #expect(other.registry.judge("a", tookOver: true) { _ in } == .leave, "its request is not sent meanwhile")
+        #expect(other.registry.lineWaits(SpoolLayout.lineID(batch: "n", entry: 3)))
+        #expect(!other.registry.lineWaits(SpoolLayout.lineID(batch: "m", entry: 0)))
+        #expect(!other.registry.lineWaits("a"))
+        // The daemon that takes the batch over adopts it.
+        #expect(runner.leases.claim(BatchClaimRules.claimID(batch: "n")) == .claimed)
+        #expect(runner.registry.adoptUnfollowed() == [group])
+        #expect(!runner.registry.lineWaits(SpoolLayout.lineID(batch: "n", entry: 0)))
+    }
+
     @Test func withoutLeasesEveryRecordIsFollowed() throws {
         let layout = try spool()
         defer { try? FileManager.default.removeItem(atPath: layout.root) }

@@ -36,6 +36,21 @@ import Testing
         #expect(RemoteGroupClaims.found(state: state, claim: .failed("EIO")) == .retry(reason: "EIO"))
     }
 
+    @Test func aGroupCarryingLinesOfABatchRunElsewhereIsLeftToThatBatchsRunner() {
+        #expect(RemoteGroupClaims.found(state: .polling, claim: .claimed, runsItsLines: false) == .leaveToBatchRunner)
+        #expect(RemoteGroupClaims.found(state: .polling, claim: .claimed, runsItsLines: true) == .follow)
+        // Nothing remote: whoever finds it removes the record, and the lines are grouped again.
+        #expect(RemoteGroupClaims.found(state: .intent, claim: .claimed, runsItsLines: false) == .formAgain)
+        #expect(RemoteGroupClaims.found(state: .polling, claim: .heldElsewhere, runsItsLines: true) == .leave)
+        // Alone on the spool, the daemon runs every batch.
+        #expect(RemoteGroupClaims.found(state: .polling, claim: nil, runsItsLines: false) == .follow)
+    }
+
+    @Test func aLineWaitsWhileAGroupNotFollowedHereCarriesLinesOfItsBatch() {
+        #expect(RemoteGroupClaims.line(batchInGroupNotFollowedHere: true) == .wait)
+        #expect(RemoteGroupClaims.line(batchInGroupNotFollowedHere: false) == .join)
+    }
+
     @Test func aClaimedRequestGoesBackToItsGroupOrIsLeftToTheGroupsFollower() {
         #expect(RemoteGroupClaims.member(followedHere: true, followedElsewhere: false) == .rejoin)
         #expect(RemoteGroupClaims.member(followedHere: false, followedElsewhere: true) == .leave)

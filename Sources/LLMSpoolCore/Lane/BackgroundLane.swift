@@ -94,6 +94,10 @@ public final class BackgroundLane: @unchecked Sendable {
     private var lineBatches: [String: LaneLineBatch] = [:]
     /// Members to return to the live lane whose line could not be read back yet.
     private var returning: [LaneMember] = []
+    /// Lines of a batch file taken over from a dead daemon whose remote batch is about to be
+    /// adopted here (`RemoteGroupClaims.line`), with the endpoint they were handed over for:
+    /// joined again after each look at `state/remote`.
+    private var heldAside: [String: (member: LaneMember, endpoint: String?)] = [:]
     var groups: [String: LaneGroup] = [:]
     private var groupOfMember: [String: String] = [:]
 
@@ -214,6 +218,7 @@ public final class BackgroundLane: @unchecked Sendable {
                 // none of its members is taken over here (all published, or all deleted).
                 deliver(registry.adoptUnfollowed(), onLaneThread: true)
                 nextLook = now + registry.lookAgainSeconds
+                joinHeldAside()
             }
             if let deadline = grouper.nextDeadline, deadline <= now { apply(grouper.handle(.tick(now: now))) }
             for id in groups.keys.sorted() {
@@ -241,8 +246,9 @@ public final class BackgroundLane: @unchecked Sendable {
                 apply(grouper.handle(.removed(id: id)))
             } else if groupOfMember[id] == nil {
                 // Not the lane's (any more): the scheduler still holds it, and must let go.
-                // One still to be returned live is not returned.
+                // One still to be returned live (or held aside) is not returned.
                 returning.removeAll { $0.id == id }
+                heldAside[id] = nil
                 finisher.withdrawn(id: id)
                 post(.finalized(id: id))
             }
@@ -324,6 +330,13 @@ public final class BackgroundLane: @unchecked Sendable {
         // A new file under a member's name: the group's answer is not for it, and its claim
         // must not send it back here.
         if let id = groupOfMember[task.id] { registry.notMember(task.id, of: id) }
+        if sharedSpool, task.line != nil, registry.lineWaits(task.id) {
+            if heldAside[task.id] == nil {
+                logger.debug("held aside until the remote batch of a dead daemon that carries lines of its batch is adopted", id: task.id)
+            }
+            heldAside[task.id] = (memberForm(of: task), endpoint)
+            return
+        }
         guard let endpoint else {
             // Sent to its resumed batch although the config no longer batches it, but the
             // file is not the one in the batch (replaced meanwhile), or the batch has ended:
@@ -348,6 +361,27 @@ public final class BackgroundLane: @unchecked Sendable {
         logger.debug("deferred to the background lane", id: task.id, ["endpoint": LogValue(endpoint)])
         apply(grouper.handle(.added(LaneGrouper.Member(id: task.id, bytes: size), LaneGrouper.Key(endpoint: endpoint, url: url(of: task)),
                                     at: Date().timeIntervalSince1970)))
+    }
+
+    /// Joins again the lines held aside, once `state/remote` was looked at: those of an adopted
+    /// group find it, the others are grouped as usual unless a group not followed here still
+    /// carries lines of their batch.
+    private func joinHeldAside() {
+        guard !heldAside.isEmpty else { return }
+        let aside = heldAside
+        heldAside = [:]
+        for (id, entry) in aside.sorted(by: { $0.key < $1.key }) {
+            switch readBack(entry.member) {
+            case .task(let task)?:
+                join(task, endpoint: entry.endpoint)
+            case .changed(let problem)?:
+                logger.warning("a line held aside is not in its batch any more; it is cancelled", id: id, ["problem": LogValue(problem)])
+                finisher.withdrawn(id: id)
+                post(.finalized(id: id))
+            case nil:
+                heldAside[id] = entry
+            }
+        }
     }
 
     /// How the lane keeps `task`: a batch's line by its offsets, against the one object its

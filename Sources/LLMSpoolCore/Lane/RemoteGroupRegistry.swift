@@ -14,12 +14,19 @@ final class RemoteGroupRegistry: Sendable {
         /// costs nothing here.
         var followed: [String: [String]] = [:]
         var followedMember: [String: String] = [:]
-        /// Groups a live daemon follows, as last listed, and the group of each of their members.
-        var elsewhere: [String: [String]] = [:]
+        /// Groups not followed here (a live daemon follows them, or they wait for the runner
+        /// of their lines' batch), as last listed, and the group of each of their members.
+        var elsewhere: [String: Elsewhere] = [:]
         var elsewhereMember: [String: String] = [:]
         var listedAt: Double?
         /// Records found unreadable, logged once each.
         var unreadable: Set<String> = []
+    }
+
+    /// A group not followed here: its request files, and the batch files its lines are of.
+    private struct Elsewhere {
+        var members: [String]
+        var lineBatches: Set<String>
     }
 
     private let store: RemoteIntentStore
@@ -74,6 +81,14 @@ final class RemoteGroupRegistry: Sendable {
         }
     }
 
+    /// Whether a line handed over must wait, held aside, before it is grouped: a group not
+    /// followed here carries lines of its batch (`RemoteGroupClaims.line`).
+    func lineWaits(_ id: String) -> Bool {
+        guard let line = BatchLineRef(id: id) else { return false }
+        let waits = state.withLock { state in state.elsewhere.values.contains { $0.lineBatches.contains(line.batch) } }
+        return RemoteGroupClaims.line(batchInGroupNotFollowedHere: waits) == .wait
+    }
+
     /// Whether this daemon still holds `group`'s claim; nil without leases.
     func stillMine(group: String) -> Bool? {
         leases.map { $0.stillMine(RemoteGroupClaims.claimID(group: group)) }
@@ -109,8 +124,15 @@ final class RemoteGroupRegistry: Sendable {
         state.followed[group] = members
         for member in members { state.followedMember[member] = group }
         if let others = state.elsewhere.removeValue(forKey: group) {
-            for member in others where state.elsewhereMember[member] == group { state.elsewhereMember[member] = nil }
+            for member in others.members where state.elsewhereMember[member] == group { state.elsewhereMember[member] = nil }
         }
+    }
+
+    /// Whether this daemon runs every batch file whose lines `batches` names: it holds the
+    /// batch's claim, or the batch's input is gone (its lines are then discarded).
+    private func runsLines(of batches: Set<String>) -> Bool {
+        guard let leases else { return true }
+        return batches.allSatisfy { leases.holds(BatchClaimRules.claimID(batch: $0)) || !Syscall.isPresent(store.layout.batchRequest($0)) }
     }
 
     private func look(_ state: inout State) -> [RemoteIntent] {
@@ -123,9 +145,9 @@ final class RemoteGroupRegistry: Sendable {
         }
         state.listedAt = Date().timeIntervalSince1970
         let listed = Set(groups)
-        for (group, members) in state.elsewhere where !listed.contains(group) {
+        for (group, others) in state.elsewhere where !listed.contains(group) {
             state.elsewhere[group] = nil
-            for member in members where state.elsewhereMember[member] == group { state.elsewhereMember[member] = nil }
+            for member in others.members where state.elsewhereMember[member] == group { state.elsewhereMember[member] = nil }
         }
         var adopted: [RemoteIntent] = []
         for group in groups where state.followed[group] == nil {
@@ -136,7 +158,14 @@ final class RemoteGroupRegistry: Sendable {
                 case .failed(let reason): .failed(reason)
                 }
             }
-            if case .heldElsewhere? = claim, state.elsewhere[group] != nil { continue }
+            if let known = state.elsewhere[group] {
+                // Known from an earlier look: its record is not read again while nothing changed.
+                if case .heldElsewhere? = claim { continue }
+                if claim == .claimed, !runsLines(of: known.lineBatches) {
+                    leases?.release(RemoteGroupClaims.claimID(group: group), ended: false)
+                    continue
+                }
+            }
             let intent: RemoteIntent
             switch store.load(group: group) {
             case .intent(let found):
@@ -151,10 +180,13 @@ final class RemoteGroupRegistry: Sendable {
                 }
                 continue
             }
-            switch RemoteGroupClaims.found(state: intent.state, claim: claim) {
-            case .leave:
+            let lineBatches = Set(intent.members.lazy.compactMap { BatchLineRef(id: $0.id)?.batch })
+            let runsItsLines = claim == .claimed ? runsLines(of: lineBatches) : true
+            switch RemoteGroupClaims.found(state: intent.state, claim: claim, runsItsLines: runsItsLines) {
+            case .leave, .leaveToBatchRunner:
+                if claim == .claimed { leases?.release(RemoteGroupClaims.claimID(group: group), ended: false) }
                 let members = Self.claimable(intent.members.map(\.id))
-                state.elsewhere[group] = members
+                state.elsewhere[group] = Elsewhere(members: members, lineBatches: lineBatches)
                 for member in members { state.elsewhereMember[member] = group }
             case .retry(let reason):
                 logger.warning("cannot claim a remote batch's group; will look again", ["group": LogValue(group), "reason": LogValue(reason)])

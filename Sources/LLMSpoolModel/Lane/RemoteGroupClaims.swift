@@ -31,16 +31,25 @@ public enum RemoteGroupClaims {
         case formAgain
         /// A live daemon follows it: its record and its members are that daemon's.
         case leave
+        /// Its follower is gone, but it carries lines of a batch file another daemon runs (or
+        /// none yet): a line's answer can only go to its batch's runner, so that runner adopts
+        /// it; the claim just taken is let go, and its members are left as a live daemon's.
+        case leaveToBatchRunner
         /// The claim could not be made (an I/O error): looked at again later.
         case retry(reason: String)
     }
 
     /// A record found. `claim` is nil when no other daemon shares the spool (no leases):
-    /// every record is then this daemon's.
-    public static func found(state: RemoteBatchState, claim: Claim?) -> Found {
+    /// every record is then this daemon's. `runsItsLines`: this daemon holds the claim of
+    /// every batch file whose lines are members (or that batch's input is gone, and its
+    /// lines are discarded when the group ends), as it does when the group has none.
+    public static func found(state: RemoteBatchState, claim: Claim?, runsItsLines: Bool = true) -> Found {
         switch claim {
-        case nil, .claimed?:
+        case nil:
             state == .intent || state == .published ? .formAgain : .follow
+        case .claimed?:
+            // Nothing remote to follow: whoever finds it may remove it.
+            if state == .intent || state == .published { .formAgain } else { runsItsLines ? .follow : .leaveToBatchRunner }
         case .heldElsewhere?:
             .leave
         case .failed(let reason)?:
@@ -64,6 +73,21 @@ public enum RemoteGroupClaims {
     public static func member(followedHere: Bool, followedElsewhere: Bool) -> Member {
         if followedHere { return .rejoin }
         return followedElsewhere ? .leave : .proceed
+    }
+
+    /// What the lane does with a batch file's line handed to it (from the runner that holds
+    /// the batch's claim) that is in no group it follows.
+    public enum Line: Sendable, Equatable {
+        /// Grouped (or sent live) as any line.
+        case join
+        /// Held aside: a group not followed here carries lines of its batch, and is about to
+        /// be adopted (its follower died; its claim, with lease files, may outlive the
+        /// batch's by a renewal's interval). Grouped now, the line would be paid twice.
+        case wait
+    }
+
+    public static func line(batchInGroupNotFollowedHere: Bool) -> Line {
+        batchInGroupNotFollowedHere ? .wait : .join
     }
 
     /// Whether `state/remote` is listed again before a claim is judged: after a takeover (a
