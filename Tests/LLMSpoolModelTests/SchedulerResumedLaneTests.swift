@@ -43,3 +43,32 @@ import Testing
         #expect(!later.contains(.rejoinLane(lanes.task("gone"))), "\(later)")
     }
 }
+
+/// A task whose claim, taken over, shows it to be a member of a remote batch this daemon
+/// follows: it goes back to that batch, its slot freed, and is never started.
+@Suite struct SchedulerRejoinedLaneTests {
+    let lanes = SchedulerLaneTests()
+
+    @Test func aStartingTaskRejoinsItsBatchAndFreesItsSlot() {
+        var s = lanes.scheduler(SchedulerResumedLaneTests.noBatch)
+        #expect(s.handle(.arrived(.valid(lanes.task("a", window: nil))), now: 0) == [.start(lanes.task("a", window: nil), endpoint: 0)])
+        _ = s.handle(.arrived(.valid(lanes.task("b", window: nil))), now: 0)
+        #expect(s.counts.transferring == 1 && s.counts.queued == 1)
+        // The slot goes to the next task at once.
+        #expect(s.handle(.rejoinedLane(id: "a"), now: 0) == [.start(lanes.task("b", window: nil), endpoint: 0)])
+        #expect(s.state(of: "a") == .laned && s.counts.laned == 1 && s.counts.transferring == 1)
+        // Its batch's outcome ends it as any laned task's does.
+        _ = s.handle(.laneEnded(id: "a"), now: 0)
+        _ = s.handle(.finalized(id: "a"), now: 0)
+        #expect(s.state(of: "a") == nil)
+    }
+
+    @Test func onlyAStartingTaskRejoins() {
+        var s = lanes.scheduler()
+        _ = s.handle(.arrived(.valid(lanes.task("laned"))), now: 0)
+        #expect(s.handle(.rejoinedLane(id: "laned"), now: 0).isEmpty)
+        #expect(s.state(of: "laned") == .laned && s.counts.laned == 1)
+        #expect(s.handle(.rejoinedLane(id: "unknown"), now: 0).isEmpty)
+        #expect(s.state(of: "unknown") == nil)
+    }
+}

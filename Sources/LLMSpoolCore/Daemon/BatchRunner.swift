@@ -179,11 +179,15 @@ public final class BatchRunner: @unchecked Sendable {
     private func hookNote(_ name: String) -> String? {
         notesHooks.load(ordering: .relaxed) ? layout.pendingBatchHook(name) : nil
     }
+    /// Has the background lane adopt the groups whose follower is gone, before the lines of a
+    /// batch taken over from a dead daemon are fed again (see `consider`).
+    private let adoptLaneGroups: @Sendable () -> Void
 
     public init(layout: SpoolLayout, settings: Settings, logger: Logger, metrics: Metrics = Metrics(), leases: LeaseManager? = nil,
                 post: @escaping @Sendable (Scheduler.Event) -> Void, onEnd: @escaping @Sendable (EndReport) -> Void = { _ in },
-                laneBacklog: @escaping @Sendable () -> Int = { 0 }) {
+                laneBacklog: @escaping @Sendable () -> Int = { 0 }, adoptLaneGroups: @escaping @Sendable () -> Void = {}) {
         self.laneBacklog = laneBacklog
+        self.adoptLaneGroups = adoptLaneGroups
         self.leases = leases
         self.metrics = metrics
         self.layout = layout
@@ -330,7 +334,8 @@ public final class BatchRunner: @unchecked Sendable {
 
     private func consider(_ name: String) {
         let claimID = BatchClaimRules.claimID(batch: name)
-        let claim = leases.map { BatchRunner.claim(claimID, leases: $0) }
+        var tookOver = false
+        let claim = leases.map { BatchRunner.claim(claimID, leases: $0, tookOver: &tookOver) }
         switch BatchClaimRules.intake(claim: claim, leaseSeconds: settings.withLock { $0.leaseSeconds }) {
         case .run:
             break
@@ -343,6 +348,12 @@ public final class BatchRunner: @unchecked Sendable {
             logger.warning("cannot claim the batch; looked at again later", id: name, ["reason": LogValue(reason)])
             return
         }
+        // The dead daemon may have sent lines of this batch in remote batches of its own: the
+        // lane adopts them first, so that each such line fed again goes back to its batch
+        // instead of being sent again (with locks every claim of the dead daemon is free by
+        // now; with lease files the groups' claims expire with its batch's, give or take the
+        // moments between renewals, and are adopted by the lane's periodic look).
+        if tookOver { adoptLaneGroups() }
         considerClaimed(name)
         // Claimed but not run here (gone, not valid yet, not readable this time): let go, so
         // that any daemon may take it. A batch that ended here has left its tombstone.
@@ -352,7 +363,15 @@ public final class BatchRunner: @unchecked Sendable {
     }
 
     static func claim(_ id: String, leases: LeaseManager) -> BatchClaimRules.Claim {
-        switch leases.claimIfNeeded(id) {
+        var tookOver = false
+        return claim(id, leases: leases, tookOver: &tookOver)
+    }
+
+    /// `tookOver`: the claim was taken from a daemon that is gone.
+    static func claim(_ id: String, leases: LeaseManager, tookOver: inout Bool) -> BatchClaimRules.Claim {
+        tookOver = false
+        let claim: LeaseManager.Claim = leases.holds(id) ? .claimed : leases.claim(id, tookOver: &tookOver)
+        return switch claim {
         case .claimed: .claimed
         case .heldElsewhere: .heldElsewhere
         case .failed(let reason): .failed(reason)

@@ -90,7 +90,7 @@ public final class SpoolDaemon: Sendable {
         let post: @Sendable (Scheduler.Event) -> Void = { event in engineBox.withLock { $0 }?.post(event) }
         let committer = GroupCommitter(finisher: finisher, post: post)
         let lane = BackgroundLane(layout: layout, endpoints: endpoints, settings: BackgroundLane.Settings(config), finisher: finisher,
-                                  logger: logger, post: post)
+                                  logger: logger, leases: leases, post: post)
         var engineDelegate = TransferEngine.Delegate(
                 attemptEnded: { outcome in
                     pool.submit {
@@ -106,6 +106,7 @@ public final class SpoolDaemon: Sendable {
                 unservable: { task, message in pool.submit { post(finisher.unservable(task: task, message: message)) } })
         engineDelegate.deferred = { task, endpoint in lane.deferred(task, endpoint: endpoint) }
         engineDelegate.laneWithdrawn = { id in lane.withdrawn(id: id) }
+        engineDelegate.laneMember = { id, tookOver in lane.memberClaimed(id, tookOver: tookOver) }
         // The watcher is made after the engine, which must know where to send this.
         let watcherBox = Mutex<Watcher?>(nil)
         engineDelegate.claimedElsewhere = { path in watcherBox.withLock { $0 }?.claimedElsewhere(path: path) }
@@ -120,7 +121,7 @@ public final class SpoolDaemon: Sendable {
                                   onEnd: { report in
                                       hooks.handleBatch(report)
                                   },
-                                  laneBacklog: { lane.backlog })
+                                  laneBacklog: { lane.backlog }, adoptLaneGroups: { lane.adoptUnfollowed() })
         finisher.batches.withLock { $0 = batches }
         batches.noteHooks(hooks.notesBatches)
         var watcherDelegate = Watcher.Delegate(found: { post(.arrived($0)) }, removed: { id, path in engineBox.withLock { $0 }?.removed(id: id, path: path) })
@@ -210,9 +211,15 @@ public final class SpoolDaemon: Sendable {
             }),
         ]
         if let leases {
-            services.append(StartStopService("lease keeper", start: { [engine, batches] in
+            services.append(StartStopService("lease keeper", start: { [engine, batches, lane] in
                 leases.startKeeper(lost: { id in
-                    if let name = BatchClaimRules.batchName(ofClaim: id) { batches.leaseLost(name) } else { engine.leaseLost(id) }
+                    if let name = BatchClaimRules.batchName(ofClaim: id) {
+                        batches.leaseLost(name)
+                    } else if let group = RemoteGroupClaims.group(ofClaim: id) {
+                        lane.groupLost(group)
+                    } else {
+                        engine.leaseLost(id)
+                    }
                 })
             },
                                              stop: { leases.stopKeeper() }))

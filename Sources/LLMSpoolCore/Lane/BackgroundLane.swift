@@ -53,6 +53,10 @@ public final class BackgroundLane: @unchecked Sendable {
         indirect case deferred(TaskDescriptor, endpoint: String?)
         case withdrawn(String)
         case reconfigure([Endpoint], Settings)
+        /// A group this daemon now follows: its earlier run's, or a dead daemon's, adopted.
+        case adopted(RemoteIntent)
+        /// The group's claim is another daemon's now (this one was paused past its lease).
+        case lost(String)
         case stop
     }
 
@@ -62,6 +66,9 @@ public final class BackgroundLane: @unchecked Sendable {
     // Not private: the extension for batch files' lines (BackgroundLane+BatchLines) reads them.
     let layout: SpoolLayout
     private let store: RemoteIntentStore
+    /// The groups followed here and by the other daemons of a shared spool.
+    private let registry: RemoteGroupRegistry
+    private let sharedSpool: Bool
     let finisher: Finisher
     let post: @Sendable (Scheduler.Event) -> Void
     let logger: Logger
@@ -87,13 +94,21 @@ public final class BackgroundLane: @unchecked Sendable {
     private var lineBatches: [String: LaneLineBatch] = [:]
     /// Members to return to the live lane whose line could not be read back yet.
     private var returning: [LaneMember] = []
+    /// Lines of a batch file taken over from a dead daemon whose remote batch is about to be
+    /// adopted here (`RemoteGroupClaims.line`), with the endpoint they were handed over for:
+    /// joined again after each look at `state/remote`.
+    private var heldAside: [String: (member: LaneMember, endpoint: String?)] = [:]
     var groups: [String: LaneGroup] = [:]
     private var groupOfMember: [String: String] = [:]
 
-    public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, finisher: Finisher, logger: Logger,
+    /// `leases`: the claims of a spool several daemons share (nil when this daemon has it
+    /// alone); each group is then followed under a claim of its own (`RemoteGroupClaims`).
+    public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, finisher: Finisher, logger: Logger, leases: LeaseManager? = nil,
                 post: @escaping @Sendable (Scheduler.Event) -> Void) {
         self.layout = layout
         self.store = RemoteIntentStore(layout: layout)
+        self.registry = RemoteGroupRegistry(store: store, leases: leases, logger: logger)
+        self.sharedSpool = leases != nil
         self.finisher = finisher
         self.post = post
         self.logger = logger
@@ -134,6 +149,37 @@ public final class BackgroundLane: @unchecked Sendable {
         enqueue(.reconfigure(endpoints, settings))
     }
 
+    /// A request this daemon has just claimed (any thread; `tookOver`: from a daemon that is
+    /// gone), judged against the recorded groups: a group whose follower is gone is adopted
+    /// first, its members made known to the scheduler before the verdict is returned.
+    public func memberClaimed(_ id: String, tookOver: Bool) -> RemoteGroupClaims.Member {
+        // Through the inbox: the member's hand-over, which follows the verdict, queues behind it.
+        registry.judge(id, tookOver: tookOver) { deliver($0, onLaneThread: false) }
+    }
+
+    /// Adopts every group whose follower is gone (any thread): before a batch taken over from
+    /// a dead daemon feeds its lines again, so that a line of an adopted group goes back to it.
+    public func adoptUnfollowed() {
+        deliver(registry.adoptUnfollowed(), onLaneThread: false)
+    }
+
+    /// The claim of `group` is another daemon's now (from the lease keeper).
+    public func groupLost(_ group: String) {
+        enqueue(.lost(group))
+    }
+
+    /// Groups this daemon now follows: the lane's thread takes each one up before any member's
+    /// hand-over (at once on its own thread, whose inbox it has not read yet; through the
+    /// inbox from another), and the scheduler learns their members, so that each member found
+    /// goes back to its batch.
+    private func deliver(_ intents: [RemoteIntent], onLaneThread: Bool) {
+        guard !intents.isEmpty else { return }
+        for intent in intents {
+            if onLaneThread { resume(intent) } else { enqueue(.adopted(intent)) }
+        }
+        post(.laneResumed(ids: intents.flatMap { $0.members.map(\.id) }))
+    }
+
     /// Stops after the step under way; what waits in groups not yet sent stays in `outgoing`
     /// (no intent was recorded for it), and every recorded group resumes on the next start.
     public func finish() {
@@ -152,6 +198,7 @@ public final class BackgroundLane: @unchecked Sendable {
 
     private func run() {
         var messages: [Message] = []
+        var nextLook = Date().timeIntervalSince1970 + registry.lookAgainSeconds
         loop: while true {
             inbox.withLock { swap(&messages, &$0) }
             for message in messages {
@@ -166,6 +213,13 @@ public final class BackgroundLane: @unchecked Sendable {
                 for member in members { returnLive(member) }
             }
             let now = Date().timeIntervalSince1970
+            if sharedSpool && now >= nextLook {
+                // A daemon that died following a group leaves it to be adopted, even when
+                // none of its members is taken over here (all published, or all deleted).
+                deliver(registry.adoptUnfollowed(), onLaneThread: true)
+                nextLook = now + registry.lookAgainSeconds
+                joinHeldAside()
+            }
             if let deadline = grouper.nextDeadline, deadline <= now { apply(grouper.handle(.tick(now: now))) }
             for id in groups.keys.sorted() {
                 guard let group = groups[id], let step = group.next, group.due <= now else { continue }
@@ -174,6 +228,7 @@ public final class BackgroundLane: @unchecked Sendable {
             }
             publishProgress()
             var wait = 1.0
+            if sharedSpool { wait = min(wait, nextLook - now) }
             if let deadline = grouper.nextDeadline { wait = min(wait, deadline - now) }
             for group in groups.values where group.next != nil { wait = min(wait, group.due - now) }
             _ = wake.wait(timeout: .now() + max(0.005, wait))
@@ -191,8 +246,9 @@ public final class BackgroundLane: @unchecked Sendable {
                 apply(grouper.handle(.removed(id: id)))
             } else if groupOfMember[id] == nil {
                 // Not the lane's (any more): the scheduler still holds it, and must let go.
-                // One still to be returned live is not returned.
+                // One still to be returned live (or held aside) is not returned.
                 returning.removeAll { $0.id == id }
+                heldAside[id] = nil
                 finisher.withdrawn(id: id)
                 post(.finalized(id: id))
             }
@@ -222,6 +278,20 @@ public final class BackgroundLane: @unchecked Sendable {
             where group.machine.intent.state == .intent && !batching.contains(group.machine.intent.endpoint) {
                 abandon(id, "its endpoint \(group.machine.intent.endpoint) no longer batches (configuration reloaded) and nothing remote exists yet")
             }
+        case .adopted(let intent):
+            resume(intent)
+        case .lost(let id):
+            guard let group = groups.removeValue(forKey: id) else { return }
+            // Its new follower works from the record: nothing of it is touched here.
+            logger.warning("the claim of a remote batch's group was taken by another daemon; it follows the batch now",
+                           ["group": LogValue(id), "batch": LogValue(group.machine.intent.batchID ?? "unknown")])
+            for member in group.machine.intent.members where groupOfMember[member.id] == id {
+                groupOfMember[member.id] = nil
+                guard group.held[member.id] != nil, !group.ended.contains(member.id) else { continue }
+                post(.laneEnded(id: member.id))
+                post(.finalized(id: member.id))
+            }
+            registry.forget(group: id, ended: false)
         case .stop:
             break
         }
@@ -257,6 +327,16 @@ public final class BackgroundLane: @unchecked Sendable {
             logger.debug("found again for its remote batch", id: task.id, ["group": LogValue(id)])
             return
         }
+        // A new file under a member's name: the group's answer is not for it, and its claim
+        // must not send it back here.
+        if let id = groupOfMember[task.id] { registry.notMember(task.id, of: id) }
+        if sharedSpool, task.line != nil, registry.lineWaits(task.id) {
+            if heldAside[task.id] == nil {
+                logger.debug("held aside until the remote batch of a dead daemon that carries lines of its batch is adopted", id: task.id)
+            }
+            heldAside[task.id] = (memberForm(of: task), endpoint)
+            return
+        }
         guard let endpoint else {
             // Sent to its resumed batch although the config no longer batches it, but the
             // file is not the one in the batch (replaced meanwhile), or the batch has ended:
@@ -281,6 +361,27 @@ public final class BackgroundLane: @unchecked Sendable {
         logger.debug("deferred to the background lane", id: task.id, ["endpoint": LogValue(endpoint)])
         apply(grouper.handle(.added(LaneGrouper.Member(id: task.id, bytes: size), LaneGrouper.Key(endpoint: endpoint, url: url(of: task)),
                                     at: Date().timeIntervalSince1970)))
+    }
+
+    /// Joins again the lines held aside, once `state/remote` was looked at: those of an adopted
+    /// group find it, the others are grouped as usual unless a group not followed here still
+    /// carries lines of their batch.
+    private func joinHeldAside() {
+        guard !heldAside.isEmpty else { return }
+        let aside = heldAside
+        heldAside = [:]
+        for (id, entry) in aside.sorted(by: { $0.key < $1.key }) {
+            switch readBack(entry.member) {
+            case .task(let task)?:
+                join(task, endpoint: entry.endpoint)
+            case .changed(let problem)?:
+                logger.warning("a line held aside is not in its batch any more; it is cancelled", id: id, ["problem": LogValue(problem)])
+                finisher.withdrawn(id: id)
+                post(.finalized(id: id))
+            case nil:
+                heldAside[id] = entry
+            }
+        }
     }
 
     /// How the lane keeps `task`: a batch's line by its offsets, against the one object its
@@ -377,10 +478,17 @@ public final class BackgroundLane: @unchecked Sendable {
         let api = endpoints.first { $0.name == key.endpoint }?.api ?? .openai
         let intent = RemoteIntent(group: groupID, endpoint: key.endpoint, api: api, url: key.url, createdAt: Int(now.timeIntervalSince1970),
                                   members: members.map { RemoteIntent.Member(id: $0.id, request: held[$0.id]?.identity) })
+        // Claimed before the record exists: no other daemon ever finds it unfollowed.
+        guard registry.claimNew(group: groupID, members: members.map(\.id)) else {
+            logger.error("cannot claim a new group; its requests go live", ["group": LogValue(groupID)])
+            for member in members { if let found = held[member.id] { returnLive(found) } }
+            return
+        }
         do {
             try store.write(intent)
         } catch {
             logger.error("cannot record a group's intent; its requests go live", ["group": LogValue(groupID), "reason": "\(error)"])
+            registry.forget(group: groupID, ended: true)
             for member in members { if let found = held[member.id] { returnLive(found) } }
             return
         }
@@ -402,47 +510,32 @@ public final class BackgroundLane: @unchecked Sendable {
         drive(groupID, actions)
     }
 
-    /// Every record of an earlier run: a group recorded only as an intent had nothing
-    /// remote (its file id is recorded before any create), so its record goes and its
-    /// members are grouped again as they are found; every later state resumes.
+    /// Every record of an earlier run, and on a shared spool every group whose follower is
+    /// gone (`RemoteGroupRegistry`): a group recorded only as an intent had nothing remote
+    /// (its file id is recorded before any create), so its record goes and its members are
+    /// grouped again as they are found; every later state resumes. A group a live daemon
+    /// follows is left to it.
     private func recover() {
-        let found: [RemoteIntentStore.Found]
-        do {
-            found = try store.loadAll()
-        } catch {
-            logger.error("cannot read the background lane's records", ["folder": LogValue(layout.remote), "reason": "\(error)"])
-            return
+        deliver(registry.adoptUnfollowed(), onLaneThread: true)
+    }
+
+    /// Takes up a group this daemon now follows, where its record stands.
+    private func resume(_ intent: RemoteIntent) {
+        guard groups[intent.group] == nil else { return }
+        var group = LaneGroup(machine: RemoteBatchMachine(intent: intent, schedule: PollSchedule(initial: settings.pollSeconds,
+                                                                                                  maximum: settings.pollMaxSeconds,
+                                                                                                  maximumRetryAfter: settings.maxRetryAfterSeconds)),
+                              startedAt: Date(timeIntervalSince1970: Double(intent.createdAt)))
+        for member in intent.members { groupOfMember[member.id] = intent.group }
+        if case .perform(let step)? = group.machine.handle(.start).first { group.next = step }
+        if intent.state < .ended, intent.members.allSatisfy({ !isPresent($0) }) {
+            // Every member was deleted while no daemon followed the group.
+            group.deleted = Set(intent.members.map(\.id))
+            if case .perform(let step)? = group.machine.handle(.withdrawn).first { group.next = step }
         }
-        var resumed: [String] = []
-        // Before the watcher starts: the scheduler learns them before any of them arrives.
-        defer { if !resumed.isEmpty { post(.laneResumed(ids: resumed)) } }
-        for entry in found {
-            switch entry {
-            case .unreadable(let path, let problem):
-                logger.error("an intent record cannot be read; it is left in place and its group is not resumed",
-                             ["record": LogValue(path), "problem": LogValue(problem)])
-            case .intent(let intent) where intent.state == .intent || intent.state == .published:
-                logger.info("a group recorded before anything remote existed is formed again", ["group": LogValue(intent.group),
-                                                                                                "requests": "\(intent.members.count)"])
-                logger.bestEffort("removing a record") { try store.remove(group: intent.group) }
-            case .intent(let intent):
-                var group = LaneGroup(machine: RemoteBatchMachine(intent: intent, schedule: PollSchedule(initial: settings.pollSeconds,
-                                                                                                          maximum: settings.pollMaxSeconds,
-                                                                                                          maximumRetryAfter: settings.maxRetryAfterSeconds)),
-                                      startedAt: Date(timeIntervalSince1970: Double(intent.createdAt)))
-                for member in intent.members { groupOfMember[member.id] = intent.group }
-                resumed += intent.members.map(\.id)
-                if case .perform(let step)? = group.machine.handle(.start).first { group.next = step }
-                if intent.state < .ended, intent.members.allSatisfy({ !isPresent($0) }) {
-                    // Every member was deleted while no daemon ran.
-                    group.deleted = Set(intent.members.map(\.id))
-                    if case .perform(let step)? = group.machine.handle(.withdrawn).first { group.next = step }
-                }
-                groups[intent.group] = group
-                logger.info("resuming a remote batch", ["group": LogValue(intent.group), "state": LogValue(intent.state.rawValue),
-                                                        "batch": LogValue(intent.batchID ?? "unknown"), "requests": "\(intent.members.count)"])
-            }
-        }
+        groups[intent.group] = group
+        logger.info("resuming a remote batch", ["group": LogValue(intent.group), "state": LogValue(intent.state.rawValue),
+                                                "batch": LogValue(intent.batchID ?? "unknown"), "requests": "\(intent.members.count)"])
     }
 
     /// Whether a member's request is still the file recorded in its group; true when it
@@ -792,7 +885,15 @@ public final class BackgroundLane: @unchecked Sendable {
     private func end(_ id: String) {
         guard let group = groups.removeValue(forKey: id) else { return }
         for member in group.machine.intent.members where groupOfMember[member.id] == id { groupOfMember[member.id] = nil }
+        guard RemoteGroupClaims.mayRemoveRecord(stillMine: registry.stillMine(group: id)) else {
+            // Its new follower works from the record and its downloads.
+            logger.warning("the claim of a remote batch's group is another daemon's now; its record is left to it", ["group": LogValue(id)])
+            registry.forget(group: id, ended: false)
+            return
+        }
         logger.bestEffort("removing a finished group's record") { try store.remove(group: id) }
+        // A tombstone: no stale view of the record is taken for an unfollowed group.
+        registry.forget(group: id, ended: true)
         logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(outputPath(id)) }
         logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(errorsPath(id)) }
         logger.info("remote batch published", ["group": LogValue(id), "batch": LogValue(group.machine.intent.batchID ?? "?"),

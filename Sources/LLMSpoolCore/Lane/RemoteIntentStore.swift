@@ -36,18 +36,27 @@ public struct RemoteIntentStore: Sendable {
 
     /// Every record in `state/remote`, by name; hidden temporaries are not records.
     public func loadAll(limit: Int = 256 << 20) throws -> [Found] {
+        try groups().map { load(group: $0, limit: limit) }
+    }
+
+    /// The groups recorded in `state/remote`, by name; hidden temporaries are not records.
+    public func groups() throws -> [String] {
         // Names that are not UTF-8 cannot be group ids, so they are not records.
         let names = try Syscall.listDirectoryRaw(layout.remote).compactMap { String(validating: $0, as: UTF8.self) }
-        return names.filter { $0.hasSuffix(SpoolLayout.requestSuffix) && !$0.hasPrefix(SpoolLayout.hiddenPrefix) }.sorted().map { name in
-            let path = layout.remote + "/" + name
-            do {
-                let bytes = try FileReader.prefix(path: path, limit: limit)
-                return .intent(try RemoteIntent.decode(bytes))
-            } catch let problem as RemoteIntent.Problem {
-                return .unreadable(path: path, problem: problem.description)
-            } catch {
-                return .unreadable(path: path, problem: "\(error)")
-            }
+        return names.filter { $0.hasSuffix(SpoolLayout.requestSuffix) && !$0.hasPrefix(SpoolLayout.hiddenPrefix) }.sorted()
+            .map { String($0.dropLast(SpoolLayout.requestSuffix.count)) }
+    }
+
+    /// The record of `group`, or why it could not be read.
+    public func load(group: String, limit: Int = 256 << 20) -> Found {
+        let path = layout.remoteIntent(group)
+        do {
+            let bytes = try FileReader.prefix(path: path, limit: limit)
+            return .intent(try RemoteIntent.decode(bytes))
+        } catch let problem as RemoteIntent.Problem {
+            return .unreadable(path: path, problem: problem.description)
+        } catch {
+            return .unreadable(path: path, problem: "\(error)")
         }
     }
 }

@@ -191,6 +191,15 @@ public final class LeaseManager: Sendable {
     }
 
     public func claim(_ id: String) -> Claim {
+        var tookOver = false
+        return claim(id, tookOver: &tookOver)
+    }
+
+    /// Claims `id`; `tookOver` says whether the claim was taken from a daemon that is gone
+    /// (its lock free, or its lease expired), whose work on `id` may be under way elsewhere
+    /// in the spool (a remote batch of the background lane).
+    public func claim(_ id: String, tookOver: inout Bool) -> Claim {
+        tookOver = false
         let path = layout.lease(id)
         switch createExclusive(path, bytes: encode(expiresAt: LeaseManager.now() + seconds), lock: lockMode.load(ordering: .relaxed)) {
         case .created(let lock):
@@ -201,7 +210,9 @@ public final class LeaseManager: Sendable {
             let lease = read(path)
             switch state(lease) {
             case .heldElsewhere where lockMode.load(ordering: .relaxed) && lease?.isWritten == true:
-                return takeOverUnlocked(id)
+                let claim = takeOverUnlocked(id)
+                tookOver = claim == .claimed
+                return claim
             case .absent, .heldElsewhere, .ended:
                 return .heldElsewhere  // absent: removed meanwhile; looked at again later
             case .mine:
@@ -210,9 +221,13 @@ public final class LeaseManager: Sendable {
             case .expired where lockMode.load(ordering: .relaxed):
                 // With locks the lock decides, never the content: a cached copy of an old
                 // lease can look expired while its new holder is at work.
-                return takeOverUnlocked(id)
+                let claim = takeOverUnlocked(id)
+                tookOver = claim == .claimed && lease?.ended != true
+                return claim
             case .expired:
-                return takeOver(id, expired: lease!)
+                let claim = takeOver(id, expired: lease!)
+                tookOver = claim == .claimed && lease?.ended != true
+                return claim
             }
         case .failed(let message):
             return .failed(message)

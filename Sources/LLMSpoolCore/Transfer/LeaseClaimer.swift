@@ -27,14 +27,20 @@ final class LeaseClaimer: Sendable {
     }
 
     private let leases: LeaseManager
-    private let answer: @Sendable (Request, LeaseManager.Claim) -> Void
+    private let answer: @Sendable (Request, LeaseManager.Claim, _ rejoin: Bool) -> Void
+    private let member: @Sendable (_ id: String, _ tookOver: Bool) -> RemoteGroupClaims.Member
     private let queue = Mutex(Queue())
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
 
-    /// `answer` is called on the claimer's thread, once for each request submitted before `stop`.
-    init(leases: LeaseManager, answer: @escaping @Sendable (Request, LeaseManager.Claim) -> Void) {
+    /// `answer` is called on the claimer's thread, once for each request submitted before
+    /// `stop`; `rejoin` says the request is a member of a remote batch this daemon follows.
+    /// `member` judges each claim made against the background lane's groups before it is
+    /// answered (`RemoteGroupClaims.Member`).
+    init(leases: LeaseManager, member: @escaping @Sendable (_ id: String, _ tookOver: Bool) -> RemoteGroupClaims.Member = { _, _ in .proceed },
+         answer: @escaping @Sendable (Request, LeaseManager.Claim, _ rejoin: Bool) -> Void) {
         self.leases = leases
+        self.member = member
         self.answer = answer
     }
 
@@ -62,9 +68,35 @@ final class LeaseClaimer: Sendable {
                 defer { queue.requests.removeAll() }
                 return (queue.requests, queue.stopping)
             }
-            for request in requests { answer(request, leases.claim(request.task.id)) }
+            for request in requests { claim(request) }
             if stopping { break }
         }
         stopped.signal()
+    }
+
+    /// One claim, judged against the background lane's groups before it is answered: a
+    /// member of a remote batch (a dead daemon's, adopted first when its claim is free) is
+    /// never answered as a plain claim, so it cannot start live nor join a new group.
+    private func claim(_ request: Request) {
+        let id = request.task.id
+        var tookOver = false
+        let claim = leases.claim(id, tookOver: &tookOver)
+        guard claim == .claimed else {
+            answer(request, claim, false)
+            return
+        }
+        // Judged even for a retry, so that a dead daemon's group is adopted; but a member
+        // already tried (its batch's outcome was handed over, then retried live) goes on, as
+        // after a restart (`Scheduler`'s `laneResumed`): only a first attempt is ever batched.
+        let verdict = member(id, tookOver)
+        switch request.task.history.attempts.isEmpty ? verdict : .proceed {
+        case .proceed:
+            answer(request, .claimed, false)
+        case .rejoin:
+            answer(request, .claimed, true)
+        case .leave:
+            leases.release(id, ended: false)
+            answer(request, .heldElsewhere, false)
+        }
     }
 }

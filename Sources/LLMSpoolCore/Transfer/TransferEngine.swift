@@ -76,6 +76,9 @@ public final class TransferEngine: @unchecked Sendable {
         public var claimedElsewhere: @Sendable (_ requestPath: String) -> Void = { _ in }
         /// A request file left `outgoing` when no task of its id is held; nothing is posted back.
         public var requestLeft: @Sendable (_ id: String) -> Void = { _ in }
+        /// On a shared spool, a request just claimed (`tookOver`: from a daemon that is gone)
+        /// judged against the background lane's remote batches, on the claims' thread.
+        public var laneMember: @Sendable (_ id: String, _ tookOver: Bool) -> RemoteGroupClaims.Member = { _, _ in .proceed }
 
         public init(attemptEnded: @escaping @Sendable (AttemptOutcome) -> Void,
                     rejected: @escaping @Sendable (String, String, RequestProblem) -> Void,
@@ -96,8 +99,9 @@ public final class TransferEngine: @unchecked Sendable {
         /// A request file left `outgoing`: its id and the path it had.
         case removed(id: String, path: String)
         case reconfigure([Endpoint], Settings)
-        /// The lease claimer's answer for a start.
-        case claimed(LeaseClaimer.Request, LeaseManager.Claim)
+        /// The lease claimer's answer for a start; `rejoin`: the request is a member of a
+        /// remote batch this daemon follows.
+        case claimed(LeaseClaimer.Request, LeaseManager.Claim, rejoin: Bool)
         case shutdown
     }
 
@@ -325,7 +329,9 @@ public final class TransferEngine: @unchecked Sendable {
 
     public func start() {
         if let leases {
-            let claimer = LeaseClaimer(leases: leases) { [weak self] request, claim in self?.enqueue(.claimed(request, claim)) }
+            let claimer = LeaseClaimer(leases: leases, member: delegate.laneMember) { [weak self] request, claim, rejoin in
+                self?.enqueue(.claimed(request, claim, rejoin: rejoin))
+            }
             self.claimer = claimer
             claimer.start()
         }
@@ -415,7 +421,7 @@ public final class TransferEngine: @unchecked Sendable {
             defer { inbox.removeAll() }
             return inbox
         }
-        for case .claimed(let request, .claimed) in late {
+        for case .claimed(let request, .claimed, _) in late {
             leases?.release(request.task.id, ended: false)
             logger.info("transfer stopped by shutdown; it will restart on the next run", id: request.task.id)
         }
@@ -494,8 +500,8 @@ public final class TransferEngine: @unchecked Sendable {
             handle(.event(.requestRemoved(id: id)))
         case .leaseLost(let id):
             if let transfer = transfersByID[id] { end(transfer, as: .leaseLost) }
-        case .claimed(let request, let claim):
-            claimAnswered(request, claim)
+        case .claimed(let request, let claim, let rejoin):
+            claimAnswered(request, claim, rejoin: rejoin)
         case .reconfigure(let newEndpoints, let newSettings):
             let now = Date().timeIntervalSince1970
             endpoints = newEndpoints
@@ -778,6 +784,8 @@ public final class TransferEngine: @unchecked Sendable {
         }
         switch claim {
         case .claimed:
+            // A member of a remote batch this daemon follows finds its group in the lane
+            // before any new group is formed (`BackgroundLane.join`).
             delegate.deferred(task, endpoint)
             return
         case .heldElsewhere:
@@ -792,7 +800,7 @@ public final class TransferEngine: @unchecked Sendable {
 
     /// A claim's answer, back on the loop. A start cancelled while it waited ends as a
     /// transfer cancelled at once would have.
-    private func claimAnswered(_ request: LeaseClaimer.Request, _ claim: LeaseManager.Claim) {
+    private func claimAnswered(_ request: LeaseClaimer.Request, _ claim: LeaseManager.Claim, rejoin: Bool) {
         let endpointIndex: Int
         switch request.purpose {
         case .lane(let endpoint):
@@ -807,6 +815,12 @@ public final class TransferEngine: @unchecked Sendable {
         switch claim {
         case .claimed where cancelled:
             endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
+        case .claimed where rejoin:
+            // Taken over from a daemon that died while its remote batch carried the request:
+            // that batch answers it, so nothing is sent here (sent live, it was paid twice).
+            logger.info("the request is in a remote batch this daemon follows; it goes back to it instead of starting", id: task.id)
+            apply(scheduler.handle(.rejoinedLane(id: task.id), now: Date().timeIntervalSince1970))
+            delegate.deferred(task, nil)
         case .claimed:
             prepareStart(task, endpointIndex: endpointIndex)
         case .heldElsewhere:

@@ -50,6 +50,10 @@ public struct Scheduler: Sendable {
         /// requests: each one goes back to its batch when it arrives, whatever the config
         /// says now about batching (sending it live as well would pay for it twice).
         case laneResumed(ids: [String])
+        /// The claim of a task about to start showed it to be a member of a remote batch this
+        /// daemon follows (one it adopted from a daemon that is gone): it goes back to that
+        /// batch instead of starting, its slot freed; the engine hands it to the lane.
+        case rejoinedLane(id: String)
     }
 
     public enum Action: Equatable, Sendable {
@@ -305,6 +309,14 @@ public struct Scheduler: Sendable {
         case .laneResumed(let ids):
             resumedLaneMembers.formUnion(ids)
             return []
+        case .rejoinedLane(let id):
+            guard case .transferring(let endpoint)? = entries[id]?.state else { return [] }
+            // Nothing was sent: the endpoint learns nothing of it.
+            if endpoint < gates.count { gates[endpoint].release(EndpointFeedback(.neutral), now: now) }
+            pacing[endpoint]?.ended(on: connectionOf.removeValue(forKey: id))
+            resumedLaneMembers.remove(id)
+            set(id, Entry(state: .laned, task: nil))
+            return fill(now)
         }
     }
 

@@ -14,6 +14,7 @@
 /// | `state/<id>.name` | the daemon | the escaped original name of a request renamed to a safe id |
 /// | `failed/superseded/<n>.<name>` | the daemon | an earlier failure of an id that failed again |
 /// | `state/leases/<id>.lease` | the daemon | the claim of the daemon sending it, on a shared spool |
+/// | `state/leases/.remote.<group>.lease` | the daemon | on a shared spool, the claim of the daemon following a group's remote batch (`RemoteGroupClaims`) |
 /// | `outgoing/<name>.jsonl` | the producer | a batch: one request per line; removed when every line has ended |
 /// | `incoming/<name>.jsonl.partial` | the daemon | the batch runs: one output line per ended line, in the order they end |
 /// | `incoming/<name>.jsonl` | the daemon | every line has ended: the whole output |
@@ -64,6 +65,11 @@ public struct SpoolLayout: Sendable, Equatable {
     public var leases: String { root + "/state/leases" }
     public func lease(_ id: String) -> String { "\(leases)/\(id).lease" }
     public func takeover(_ id: String) -> String { "\(leases)/\(id).takeover" }
+    /// Claim ids of groups of the background lane start with this: hidden, as no request's
+    /// id can be (names starting with a dot are not requests).
+    public static let remoteGroupClaimPrefix = hiddenPrefix + "remote."
+    /// The claim id of the daemon following `group`'s remote batch: `state/leases/.remote.<group>.lease`.
+    public static func remoteGroupClaimID(_ group: String) -> String { remoteGroupClaimPrefix + group }
     /// The roster: one entry per daemon on the spool (see `DaemonRoster`).
     public var daemons: String { state + "/daemons" }
     /// What a running daemon is doing, for `status`.

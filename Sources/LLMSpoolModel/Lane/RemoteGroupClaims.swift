@@ -1,0 +1,113 @@
+/// Who follows a group's remote batch on a spool several daemons share: one daemon at a
+/// time, the one holding the group's claim (the lease a request has, under an id of the
+/// group's own). A daemon that dies leaves the claim to be taken over, and the taker adopts
+/// the group as a restart on its records would: it follows the batch to its end and
+/// publishes each member once, and never sends a member again, live or in a group of its own.
+public enum RemoteGroupClaims {
+    /// What claiming a group's lease gave.
+    public enum Claim: Sendable, Equatable {
+        case claimed
+        case heldElsewhere
+        case failed(String)
+    }
+
+    /// The id a group's claim is held under (`SpoolLayout.remoteGroupClaimID`): hidden, as no
+    /// request's id can be, so it never meets a request's claim.
+    public static func claimID(group: String) -> String { SpoolLayout.remoteGroupClaimID(group) }
+
+    /// The group of a claim id, or nil when the id is not a group's.
+    public static func group(ofClaim id: String) -> String? {
+        let prefix = SpoolLayout.remoteGroupClaimPrefix
+        guard id.hasPrefix(prefix), id.count > prefix.count else { return nil }
+        return String(id.dropFirst(prefix.count))
+    }
+
+    /// What a daemon does with a record in `state/remote` that it does not follow yet.
+    public enum Found: Sendable, Equatable {
+        /// Follow the group from where its record stands (resume, or adopt a dead daemon's).
+        case follow
+        /// Nothing remote exists (recorded as an intent) or every member is published: the
+        /// record goes, and the members are grouped again as they are found.
+        case formAgain
+        /// A live daemon follows it: its record and its members are that daemon's.
+        case leave
+        /// Its follower is gone, but it carries lines of a batch file another daemon runs (or
+        /// none yet): a line's answer can only go to its batch's runner, so that runner adopts
+        /// it; the claim just taken is let go, and its members are left as a live daemon's.
+        case leaveToBatchRunner
+        /// The claim could not be made (an I/O error): looked at again later.
+        case retry(reason: String)
+    }
+
+    /// A record found. `claim` is nil when no other daemon shares the spool (no leases):
+    /// every record is then this daemon's. `runsItsLines`: this daemon holds the claim of
+    /// every batch file whose lines are members (or that batch's input is gone, and its
+    /// lines are discarded when the group ends), as it does when the group has none.
+    public static func found(state: RemoteBatchState, claim: Claim?, runsItsLines: Bool = true) -> Found {
+        switch claim {
+        case nil:
+            state == .intent || state == .published ? .formAgain : .follow
+        case .claimed?:
+            // Nothing remote to follow: whoever finds it may remove it.
+            if state == .intent || state == .published { .formAgain } else { runsItsLines ? .follow : .leaveToBatchRunner }
+        case .heldElsewhere?:
+            .leave
+        case .failed(let reason)?:
+            .retry(reason: reason)
+        }
+    }
+
+    /// What becomes of a request this daemon has just claimed, judged against the groups
+    /// recorded in `state/remote` (after adopting any whose follower is gone).
+    public enum Member: Sendable, Equatable {
+        /// A member of no recorded group: it goes on as the scheduler decided.
+        case proceed
+        /// A member of a group this daemon follows: it goes back to that group's batch, never
+        /// live nor into a new group (it would be paid twice).
+        case rejoin
+        /// A member of a group a live daemon follows: the claim is let go, and that daemon
+        /// takes the request when it looks again.
+        case leave
+    }
+
+    public static func member(followedHere: Bool, followedElsewhere: Bool) -> Member {
+        if followedHere { return .rejoin }
+        return followedElsewhere ? .leave : .proceed
+    }
+
+    /// What the lane does with a batch file's line handed to it (from the runner that holds
+    /// the batch's claim) that is in no group it follows.
+    public enum Line: Sendable, Equatable {
+        /// Grouped (or sent live) as any line.
+        case join
+        /// Held aside: a group not followed here carries lines of its batch, and is about to
+        /// be adopted (its follower died; its claim, with lease files, may outlive the
+        /// batch's by a renewal's interval). Grouped now, the line would be paid twice.
+        case wait
+    }
+
+    public static func line(batchInGroupNotFollowedHere: Bool) -> Line {
+        batchInGroupNotFollowedHere ? .wait : .join
+    }
+
+    /// Whether `state/remote` is listed again before a claim is judged: after a takeover (a
+    /// daemon that died may have recorded a group since the last listing), when the last
+    /// listing puts the request in another daemon's group (that group may have ended since:
+    /// a request is never left on an old listing's word), and when the last listing is
+    /// older than `every` seconds (or there is none).
+    public static func mustList(tookOver: Bool, followedElsewhere: Bool, listedAt: Double?, now: Double, every: Double) -> Bool {
+        guard let listedAt else { return true }
+        return tookOver || followedElsewhere || now - listedAt >= every
+    }
+
+    /// Whether the lane removes a group's record at its end: only under the group's claim,
+    /// since a daemon that lost it (paused past its lease) would remove the record its new
+    /// follower works from. `stillMine` is nil when no other daemon shares the spool.
+    public static func mayRemoveRecord(stillMine: Bool?) -> Bool { stillMine != false }
+
+    /// How often a daemon looks for groups whose follower is gone: as often as a batch file's
+    /// claim is looked at again (a third of the lease time, 1 to 60 s).
+    public static func lookAgainSeconds(leaseSeconds: Double) -> Double {
+        BatchClaimRules.lookAgainSeconds(leaseSeconds: leaseSeconds)
+    }
+}

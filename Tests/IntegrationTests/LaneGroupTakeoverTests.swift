@@ -1,0 +1,200 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+import Testing
+
+/// Two daemons with leases on one spool and the background lane: a remote batch has one
+/// follower at a time. The daemon that takes over the claims of one killed while its remote
+/// batch runs adopts that batch (follows it to its end, publishes each member once) instead
+/// of sending its members again, live or in a new group; and a daemon that starts beside a
+/// live one leaves the live one's batch alone.
+@Suite(.serialized) struct LaneGroupTakeoverTests {
+    static func config(_ harness: Harness, _ host: String) -> [String: Any] {
+        LaneSharedSpoolTests.config(harness, ["host_id": host, "watch_mode": "poll", "poll_interval_seconds": 0.2])
+    }
+
+    static let prompt = "Adopted"
+
+    /// How claims are held: locks (a dead daemon's claims are free at once), or lease files
+    /// (taken over once expired; a lease time of 9 s renews every 3 s, so that a group formed
+    /// just before the kill may expire seconds after the claims of its members or its batch).
+    static let methods = ["locks", "lease-files"]
+
+    static func daemonConfig(_ harness: Harness, _ host: String, method: String) -> [String: Any] {
+        var config = Self.config(harness, host)
+        if method == "lease-files" { config["lease_seconds"] = 9 }
+        return config
+    }
+
+    static func environment(_ method: String) -> [String: String] {
+        method == "lease-files" ? [SpoolDaemon.leaseFilesVariable: "lease-files"] : [:]
+    }
+
+    /// The daemons among `names` whose log says a remote batch was created.
+    static func creators(_ harness: Harness, _ names: [String]) -> [String] {
+        names.filter { harness.extraLog($0).contains("remote batch created") }
+    }
+
+    /// Every id has one result and left `outgoing`, and no intent record is left.
+    static func waitForEveryResult(_ harness: Harness, _ ids: [String], timeout: TimeInterval = 90) throws {
+        do {
+            try waitUntil("every request is answered and no group is left", timeout: timeout) {
+                ids.allSatisfy { Syscall.isPresent(harness.layout.result($0)) && !Syscall.isPresent(harness.layout.request($0)) }
+                    && harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.isEmpty
+            }
+        } catch {
+            let missing = ids.filter { !Syscall.isPresent(harness.layout.result($0)) }
+            Issue.record("unanswered: \(missing); records left: \(harness.files(in: harness.layout.remote))")
+            throw error
+        }
+    }
+
+    /// Each request answered by the remote batches, none sent live, one attempt each, and no
+    /// group created after `groupsBefore`, each of them created once.
+    static func expectPaidOnce(_ harness: Harness, _ ids: [String], groupsBefore: Set<String>) throws {
+        for id in ids {
+            #expect(try harness.arrivals(of: "\(prompt) \(id)").isEmpty, "\(id) was sent live")
+            let attempts = try #require(try harness.record(id)["attempts"] as? [[String: Any]])
+            #expect(attempts.count == 1, "\(id): \(attempts)")
+            #expect(attempts.first?["remote_batch"] != nil, "\(id) answered by a remote batch: \(attempts)")
+        }
+        let made = try BackgroundLaneTests().creations(harness)
+        #expect(Set(made.keys) == groupsBefore, "no group created after the kill: \(made) against \(groupsBefore)")
+        #expect(made.values.allSatisfy { $0 == 1 }, "each group created once: \(made)")
+        #expect(harness.files(in: harness.layout.failed).isEmpty)
+        #expect(harness.files(in: harness.layout.incoming).filter { $0.hasSuffix(".partial") }.isEmpty)
+    }
+
+    @Test(arguments: methods) func theTakerOfAKilledDaemonsClaimsAdoptsItsRemoteBatch(method: String) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "8"])
+        let names = ["d1", "d2"]
+        var daemons: [String: Process] = [:]
+        for name in names {
+            daemons[name] = try harness.startExtraDaemon(name, config: Self.daemonConfig(harness, name, method: method), environment: Self.environment(method))
+        }
+        let ids = (0..<6).map { "a\($0)" }
+        for id in ids { try harness.drop(id, BackgroundLaneTests.deferrable(id, "\(Self.prompt) \(id)")) }
+        try waitUntil("a remote batch is created", timeout: 30) { !Self.creators(harness, names).isEmpty }
+        // Both may have formed a group of their own: the groups of the moment, before the kill.
+        usleep(300_000)
+        let victimName = try #require(Self.creators(harness, names).first)
+        let survivorName = victimName == "d1" ? "d2" : "d1"
+        let victim = try #require(daemons[victimName])
+        let groupsBefore = Set(try BackgroundLaneTests().creations(harness).keys)
+        #expect(!harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.isEmpty, "the batch runs at the kill")
+        kill(victim.processIdentifier, SIGKILL)
+        victim.waitUntilExit()
+        do {
+            try Self.waitForEveryResult(harness, ids)
+        } catch {
+            // What the failure cost: the requests paid again, live or in a new group.
+            try Self.expectPaidOnce(harness, ids, groupsBefore: groupsBefore)
+            throw error
+        }
+        try Self.expectPaidOnce(harness, ids, groupsBefore: groupsBefore)
+        let survivor = harness.extraLog(survivorName)
+        #expect(survivor.contains("adopting the remote batch of a daemon that is gone"), "\(survivorName) adopted the group")
+        let count = { (text: String) in survivor.components(separatedBy: text).count - 1 }
+        print("\(method): \(victimName) killed with \(groupsBefore.count) group(s) created; \(survivorName): \(count("took over the claim") + count("took over an expired lease")) claims taken over, "
+              + "\(count("adopting the remote batch")) group(s) adopted, \(count("found again for its remote batch")) members found again, "
+              + "\(count("instead of starting")) turned back from a live start")
+    }
+
+    /// The taker does not batch (its endpoint says `"batch": false`): each member it takes
+    /// over would start live, and goes back to the adopted batch instead. Locks free a dead
+    /// daemon's claims at once; a lease time of 30 s puts the periodic look for unfollowed
+    /// groups 10 s away, so that the members' takeover is what finds the group.
+    @Test func aTakerThatDoesNotBatchStillFollowsTheAdoptedBatchAndSendsNothingLive() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "8"])
+        var batching = Self.config(harness, "d1")
+        batching["lease_seconds"] = 30
+        let victim = try harness.startExtraDaemon("d1", config: batching)
+        let ids = (0..<4).map { "c\($0)" }
+        for id in ids { try harness.drop(id, BackgroundLaneTests.deferrable(id, "\(Self.prompt) \(id)")) }
+        try waitUntil("the remote batch is created", timeout: 30) { harness.extraLog("d1").contains("remote batch created") }
+        var live = Self.config(harness, "d2")
+        live["lease_seconds"] = 30
+        live["endpoints"] = [["name": "batchy", "base_url": harness.stubURL, "batch": false]]
+        _ = try harness.startExtraDaemon("d2", config: live)
+        let groupsBefore = Set(try BackgroundLaneTests().creations(harness).keys)
+        kill(victim.processIdentifier, SIGKILL)
+        victim.waitUntilExit()
+        do {
+            try Self.waitForEveryResult(harness, ids)
+        } catch {
+            try Self.expectPaidOnce(harness, ids, groupsBefore: groupsBefore)
+            throw error
+        }
+        try Self.expectPaidOnce(harness, ids, groupsBefore: groupsBefore)
+        let survivor = harness.extraLog("d2")
+        #expect(survivor.contains("adopting the remote batch of a daemon that is gone"))
+        // Adopted by its periodic look before a member arrived (each then goes back to the batch
+        // at intake), or when a member's claim was taken over (turned back from its live start).
+        let count = { (text: String) in survivor.components(separatedBy: text).count - 1 }
+        #expect(count("found again for its remote batch") == ids.count, "every member found again by the adopted group")
+        #expect(count("instead of starting") > 0, "a member's live start was turned back")
+        print("d2 (no batch endpoint): \(count("instead of starting")) members turned back from a live start, "
+              + "\(count("found again for its remote batch")) found again by the adopted group")
+    }
+
+    /// A batch file's lines in the owner's remote batch: the daemon that takes the batch over
+    /// from its journal adopts that remote batch before it feeds the lines again, and each
+    /// line comes back from it once.
+    @Test(arguments: methods) func theTakerOfABatchFileAdoptsTheRemoteBatchOfItsLines(method: String) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "8"])
+        let names = ["d1", "d2"]
+        var daemons: [String: Process] = [:]
+        for name in names {
+            daemons[name] = try harness.startExtraDaemon(name, config: Self.daemonConfig(harness, name, method: method), environment: Self.environment(method))
+        }
+        let ids = (0..<5).map { "l\($0)" }
+        try BatchTests.dropBatch(harness, "nightly", ids.map { BackgroundLaneBatchFileTests.line($0, "\(Self.prompt) \($0)") })
+        try waitUntil("a remote batch is created", timeout: 30) { !Self.creators(harness, names).isEmpty }
+        let victimName = try #require(Self.creators(harness, names).first)
+        let survivorName = victimName == "d1" ? "d2" : "d1"
+        let groupsBefore = Set(try BackgroundLaneTests().creations(harness).keys)
+        let victim = try #require(daemons[victimName])
+        kill(victim.processIdentifier, SIGKILL)
+        victim.waitUntilExit()
+        do {
+            try waitUntil("the batch ends and no group is left", timeout: 90) {
+                Syscall.isPresent(harness.layout.batchSummary("nightly")) && harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.isEmpty
+            }
+        } catch {
+            Issue.record("records left: \(harness.files(in: harness.layout.remote)); creations \(try BackgroundLaneTests().creations(harness))")
+            throw error
+        }
+        _ = try BackgroundLaneBatchFileTests().expectOneLineEach(harness, "nightly", ids)
+        for id in ids { #expect(try harness.arrivals(of: "\(Self.prompt) \(id)").isEmpty, "\(id) was sent live") }
+        let made = try BackgroundLaneTests().creations(harness)
+        #expect(Set(made.keys) == groupsBefore && made.values.allSatisfy { $0 == 1 }, "no group created after the kill: \(made) against \(groupsBefore)")
+        let survivor = harness.extraLog(survivorName)
+        #expect(survivor.contains("adopting the remote batch of a daemon that is gone"))
+        let count = { (text: String) in survivor.components(separatedBy: text).count - 1 }
+        print("\(method): \(victimName) killed running the batch file; \(survivorName): \(count("held aside until")) lines held aside "
+              + "until the group was adopted, \(count("found again for its remote batch")) found again by it")
+    }
+
+    @Test func aDaemonStartedBesideALiveOneLeavesItsRemoteBatchAlone() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "6"])
+        _ = try harness.startExtraDaemon("d1", config: Self.config(harness, "d1"))
+        let ids = (0..<3).map { "b\($0)" }
+        for id in ids { try harness.drop(id, BackgroundLaneTests.deferrable(id, "\(Self.prompt) \(id)")) }
+        try waitUntil("the remote batch is created", timeout: 30) { harness.extraLog("d1").contains("remote batch created") }
+        let groupsBefore = Set(try BackgroundLaneTests().creations(harness).keys)
+        _ = try harness.startExtraDaemon("d2", config: Self.config(harness, "d2"))
+        try Self.waitForEveryResult(harness, ids)
+        try Self.expectPaidOnce(harness, ids, groupsBefore: groupsBefore)
+        #expect(!harness.extraLog("d2").contains("resuming a remote batch"), "d2 followed d1's batch beside it")
+        // Logged just after its record is removed.
+        try waitUntil("d1 says it published its batch", timeout: 10) { harness.extraLog("d1").contains("remote batch published") }
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import Testing
+@testable import LLMSpoolCore
+
+/// The groups of the background lane on a shared spool, as two daemons' registries see
+/// them: a live daemon's group is left to it, one whose follower is gone is adopted once,
+/// and each claim of a request is judged against them.
+@Suite struct RemoteGroupRegistryTests {
+    struct Daemon {
+        let leases: LeaseManager
+        let registry: RemoteGroupRegistry
+    }
+
+    func spool() throws -> SpoolLayout {
+        let layout = SpoolLayout(root: NSTemporaryDirectory() + "llmspool-groups-\(UUID().uuidString)")
+        try layout.create()
+        return layout
+    }
+
+    func daemon(_ layout: SpoolLayout, _ host: String) -> Daemon {
+        let logger = Logger(minimum: .error)
+        let leases = LeaseManager(layout: layout, hostID: host, seconds: 30, logger: logger)
+        return Daemon(leases: leases, registry: RemoteGroupRegistry(store: RemoteIntentStore(layout: layout), leases: leases, logger: logger))
+    }
+
+    func intent(_ group: String, state: RemoteBatchState = .polling, members: [String]) -> RemoteIntent {
+        RemoteIntent(group: group, state: state, endpoint: "openai", url: "/v1/chat/completions", createdAt: 7,
+                     members: members.map { .init(id: $0, request: nil) }, inputFileID: "file-1", batchID: "batch_1")
+    }
+
+    @Test func aLiveDaemonsGroupIsLeftToItAndAGoneOnesIsAdoptedOnce() throws {
+        let layout = try spool()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        let (one, two) = (daemon(layout, "one"), daemon(layout, "two"))
+        let group = intent("g1", members: ["a", "b", ".n.jsonl.0"])
+        #expect(one.registry.claimNew(group: "g1", members: group.members.map(\.id)))
+        try RemoteIntentStore(layout: layout).write(group)
+
+        #expect(one.registry.judge("a", tookOver: true) { _ in Issue.record("its own group adopted again") } == .rejoin)
+        #expect(two.registry.adoptUnfollowed().isEmpty, "followed by a live daemon")
+        #expect(two.registry.judge("a", tookOver: true) { _ in } == .leave)
+        #expect(two.registry.judge("other", tookOver: false) { _ in } == .proceed)
+
+        // Its follower lets go of the claim (as a dead daemon's lock or lease does).
+        one.leases.release(RemoteGroupClaims.claimID(group: "g1"), ended: false)
+        var adopted: [RemoteIntent] = []
+        #expect(two.registry.judge("b", tookOver: true) { adopted += $0 } == .rejoin)
+        #expect(adopted == [group])
+        #expect(two.leases.holds(RemoteGroupClaims.claimID(group: "g1")))
+        #expect(two.registry.adoptUnfollowed().isEmpty, "adopted once")
+        #expect(two.registry.judge("a", tookOver: false) { _ in Issue.record("adopted twice") } == .rejoin)
+
+        // A new file under a member's name is judged as any request's.
+        two.registry.notMember("a", of: "g1")
+        #expect(two.registry.judge("a", tookOver: false) { _ in } == .proceed)
+
+        // At its end, the record goes and its claim is a tombstone: nobody adopts it again.
+        #expect(two.registry.stillMine(group: "g1") == true)
+        try RemoteIntentStore(layout: layout).remove(group: "g1")
+        two.registry.forget(group: "g1", ended: true)
+        #expect(two.registry.judge("b", tookOver: true) { _ in } == .proceed)
+        #expect(one.registry.adoptUnfollowed().isEmpty)
+    }
+
+    @Test func aGoneFollowersGroupWithNothingRemoteIsFormedAgainAndALiveOnesIsNot() throws {
+        let layout = try spool()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        let (one, two) = (daemon(layout, "one"), daemon(layout, "two"))
+        let store = RemoteIntentStore(layout: layout)
+        #expect(one.registry.claimNew(group: "live", members: ["a"]))
+        try store.write(intent("live", state: .intent, members: ["a"]))
+        try store.write(intent("orphan", state: .intent, members: ["b"]))
+        #expect(two.registry.adoptUnfollowed().isEmpty)
+        #expect(try store.groups() == ["live"], "the live daemon may be uploading: its record stays")
+        #expect(two.registry.judge("b", tookOver: true) { _ in } == .proceed)
+    }
+
+    @Test func aGroupWithLinesIsAdoptedOnlyByTheRunnerOfTheirBatch() throws {
+        let layout = try spool()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        let (runner, other) = (daemon(layout, "runner"), daemon(layout, "other"))
+        try Data("{}\n".utf8).write(to: URL(fileURLWithPath: layout.batchRequest("n")))
+        let group = intent("g1", members: ["a", SpoolLayout.lineID(batch: "n", entry: 0)])
+        try RemoteIntentStore(layout: layout).write(group)
+        // Its follower is gone (its claim free), and nobody runs the batch yet.
+        #expect(other.registry.adoptUnfollowed().isEmpty)
+        #expect(!other.leases.holds(RemoteGroupClaims.claimID(group: "g1")), "the claim is let go for the batch's runner")
+        #expect(other.registry.judge("a", tookOver: true) { _ in } == .leave, "its request is not sent meanwhile")
+        #expect(other.registry.lineWaits(SpoolLayout.lineID(batch: "n", entry: 3)))
+        #expect(!other.registry.lineWaits(SpoolLayout.lineID(batch: "m", entry: 0)))
+        #expect(!other.registry.lineWaits("a"))
+        // The daemon that takes the batch over adopts it.
+        #expect(runner.leases.claim(BatchClaimRules.claimID(batch: "n")) == .claimed)
+        #expect(runner.registry.adoptUnfollowed() == [group])
+        #expect(!runner.registry.lineWaits(SpoolLayout.lineID(batch: "n", entry: 0)))
+    }
+
+    @Test func withoutLeasesEveryRecordIsFollowed() throws {
+        let layout = try spool()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        let registry = RemoteGroupRegistry(store: RemoteIntentStore(layout: layout), leases: nil, logger: Logger(minimum: .error))
+        let store = RemoteIntentStore(layout: layout)
+        try store.write(intent("g1", members: ["a"]))
+        try store.write(intent("g2", state: .published, members: ["b"]))
+        #expect(registry.adoptUnfollowed().map(\.group) == ["g1"])
+        #expect(try store.groups() == ["g1"])
+        #expect(registry.stillMine(group: "g1") == nil)
+    }
+}

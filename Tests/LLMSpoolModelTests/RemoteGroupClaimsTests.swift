@@ -1,0 +1,79 @@
+import Testing
+@testable import LLMSpoolModel
+
+/// Who follows a group's remote batch on a shared spool: the holder of the group's claim,
+/// alone; a taker adopts a dead follower's group, a live follower's group is left to it,
+/// and a request claimed is judged against the groups recorded.
+@Suite struct RemoteGroupClaimsTests {
+    @Test func aGroupsClaimIDIsHiddenAndReadBack() {
+        let id = RemoteGroupClaims.claimID(group: "g00000000000000ab")
+        #expect(id == ".remote.g00000000000000ab")
+        #expect(RemoteGroupClaims.group(ofClaim: id) == "g00000000000000ab")
+        // No request file has it: names starting with a dot are not requests.
+        if case .request = RequestName.classify(id + ".json") { Issue.record("a request file has a group's claim id") }
+        #expect(RemoteGroupClaims.group(ofClaim: "g00000000000000ab") == nil)
+        #expect(RemoteGroupClaims.group(ofClaim: ".remote.") == nil)
+        #expect(RemoteGroupClaims.group(ofClaim: "eval.jsonl") == nil)
+        #expect(BatchClaimRules.batchName(ofClaim: id) == nil)
+    }
+
+    @Test func withoutLeasesEveryRecordIsThisDaemons() {
+        #expect(RemoteGroupClaims.found(state: .polling, claim: nil) == .follow)
+        #expect(RemoteGroupClaims.found(state: .intent, claim: nil) == .formAgain)
+        #expect(RemoteGroupClaims.found(state: .published, claim: nil) == .formAgain)
+    }
+
+    @Test(arguments: RemoteBatchState.allCases)
+    func aGroupWhoseClaimIsFreeIsAdoptedWhereItsRecordStands(state: RemoteBatchState) {
+        let expected: RemoteGroupClaims.Found = state == .intent || state == .published ? .formAgain : .follow
+        #expect(RemoteGroupClaims.found(state: state, claim: .claimed) == expected)
+    }
+
+    @Test(arguments: RemoteBatchState.allCases)
+    func aGroupALiveDaemonFollowsIsLeftToItWhateverItsState(state: RemoteBatchState) {
+        // Even a record that says nothing remote exists: its follower may be uploading.
+        #expect(RemoteGroupClaims.found(state: state, claim: .heldElsewhere) == .leave)
+        #expect(RemoteGroupClaims.found(state: state, claim: .failed("EIO")) == .retry(reason: "EIO"))
+    }
+
+    @Test func aGroupCarryingLinesOfABatchRunElsewhereIsLeftToThatBatchsRunner() {
+        #expect(RemoteGroupClaims.found(state: .polling, claim: .claimed, runsItsLines: false) == .leaveToBatchRunner)
+        #expect(RemoteGroupClaims.found(state: .polling, claim: .claimed, runsItsLines: true) == .follow)
+        // Nothing remote: whoever finds it removes the record, and the lines are grouped again.
+        #expect(RemoteGroupClaims.found(state: .intent, claim: .claimed, runsItsLines: false) == .formAgain)
+        #expect(RemoteGroupClaims.found(state: .polling, claim: .heldElsewhere, runsItsLines: true) == .leave)
+        // Alone on the spool, the daemon runs every batch.
+        #expect(RemoteGroupClaims.found(state: .polling, claim: nil, runsItsLines: false) == .follow)
+    }
+
+    @Test func aLineWaitsWhileAGroupNotFollowedHereCarriesLinesOfItsBatch() {
+        #expect(RemoteGroupClaims.line(batchInGroupNotFollowedHere: true) == .wait)
+        #expect(RemoteGroupClaims.line(batchInGroupNotFollowedHere: false) == .join)
+    }
+
+    @Test func aClaimedRequestGoesBackToItsGroupOrIsLeftToTheGroupsFollower() {
+        #expect(RemoteGroupClaims.member(followedHere: true, followedElsewhere: false) == .rejoin)
+        #expect(RemoteGroupClaims.member(followedHere: false, followedElsewhere: true) == .leave)
+        #expect(RemoteGroupClaims.member(followedHere: false, followedElsewhere: false) == .proceed)
+    }
+
+    @Test func theRecordsAreListedAgainAfterATakeoverAndBeforeARequestIsLeft() {
+        #expect(RemoteGroupClaims.mustList(tookOver: false, followedElsewhere: false, listedAt: nil, now: 100, every: 10))
+        #expect(RemoteGroupClaims.mustList(tookOver: true, followedElsewhere: false, listedAt: 99.9, now: 100, every: 10))
+        #expect(RemoteGroupClaims.mustList(tookOver: false, followedElsewhere: true, listedAt: 99.9, now: 100, every: 10))
+        #expect(!RemoteGroupClaims.mustList(tookOver: false, followedElsewhere: false, listedAt: 95, now: 100, every: 10))
+        #expect(RemoteGroupClaims.mustList(tookOver: false, followedElsewhere: false, listedAt: 90, now: 100, every: 10))
+    }
+
+    @Test func onlyTheHolderOfTheClaimRemovesTheRecord() {
+        #expect(RemoteGroupClaims.mayRemoveRecord(stillMine: nil))
+        #expect(RemoteGroupClaims.mayRemoveRecord(stillMine: true))
+        #expect(!RemoteGroupClaims.mayRemoveRecord(stillMine: false))
+    }
+
+    @Test func theOthersLookAsOftenAsABatchsClaimIsLookedAt() {
+        #expect(RemoteGroupClaims.lookAgainSeconds(leaseSeconds: 30) == 10)
+        #expect(RemoteGroupClaims.lookAgainSeconds(leaseSeconds: 3) == 1)
+        #expect(RemoteGroupClaims.lookAgainSeconds(leaseSeconds: 600) == 60)
+    }
+}
