@@ -89,9 +89,10 @@ import Testing
         let log = harness.root + "/hooks.log"
         // A note left as a daemon killed before the commit point leaves it, for a request since withdrawn.
         try harness.layout.create()
-        try DurableFile.write([], to: harness.layout.pendingHook("withdrawn"))
+        let note = harness.layout.pendingHook("withdrawn", request: nil)
+        try DurableFile.write([], to: note)
         try harness.startDaemon(config: ["on_complete": "echo \"$LLMSPOOL_ID\" >> \(log)"])
-        try waitUntil("the note is dropped", timeout: 10) { !exists(harness.layout.pendingHook("withdrawn")) }
+        try waitUntil("the note is dropped", timeout: 10) { !exists(note) }
         #expect(!exists(log), "no hook ran for nothing published")
     }
 }

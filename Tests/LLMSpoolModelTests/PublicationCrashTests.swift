@@ -256,10 +256,10 @@ final class StepCounter: @unchecked Sendable {
     /// A spool with the request in flight, its record from the attempt's start, the
     /// attempt's files written (not fsynced), and the plan that publishes its outcome.
     func setUp(_ kind: Kind, order: PublicationPlan.CommitOrder = .recordFirst, hookNote: Bool = false) -> (MemoryFiles, [PublicationStep]) {
-        let note = hookNote ? layout.pendingHook(id) : nil
         let files = MemoryFiles()
         files.create(requestPath(kind), requestText)
         let task = task(files, kind)
+        let note = hookNote ? layout.pendingHook(id, request: task.identity) : nil
         var started = task.history
         started.unfinishedStarts = 1
         files.createRecord(TaskRecord(id: id, status: .active, request: task.identity, history: started))
@@ -403,27 +403,36 @@ final class StepCounter: @unchecked Sendable {
     /// note, which is not fsynced: README says so.)
     @Test(arguments: Kind.allCases, PublicationPlan.CommitOrder.allCases)
     func aKillAfterAnyStepLeavesTheHookOwed(kind: Kind, order: PublicationPlan.CommitOrder) {
-        let (_, plan) = setUp(kind, order: order, hookNote: true)
-        #expect(plan.first == .notePendingHook(layout.pendingHook(id)), "\(kind): the note comes first, before the commit point")
+        let (setUpFiles, plan) = setUp(kind, order: order, hookNote: true)
+        let identity = task(setUpFiles, kind).identity
+        let notePath = layout.pendingHook(id, request: identity)
+        #expect(plan.first == .notePendingHook(notePath, ResultMark(id: id, request: identity!).encoded()),
+                "\(kind): the note comes first, before the commit point, with the request's mark")
         for k in 0...plan.count {
             let (files, steps) = setUp(kind, order: order, hookNote: true)
             _ = PublicationExecutor(files: files, beforeStep: { index, _ in index < k }).run(steps)
             files.removeLeftovers()
             let context = "\(kind), \(order.rawValue), killed before step \(k) of \(steps.count)"
             // What the start sees, before the watcher finds the request again.
-            let queued = files.files[requestPath(kind)] != nil
-            let noted = files.files[layout.pendingHook(id)] != nil
-            let decision = HookRecovery.decide(requestPresent: queued, resultExists: files.files[layout.result(id)] != nil,
-                                               errorRecordExists: files.files[layout.errorRecord(id)] != nil)
+            let noted = files.files[notePath].map { ResultMark.parse($0.bytes) }
+            let mark: ResultMark?
+            if case .success(let parsed)? = noted { mark = parsed } else { mark = nil }
+            let result = files.files[layout.result(id)]
+            let found = HookRecovery.Found(queued: files.files[requestPath(kind)].map(MemoryFiles.identity), record: files.records[id],
+                                           resultInode: result?.inode, resultMark: result?.mark,
+                                           failedRequest: files.files[layout.failedRequest(id, like: requestPath(kind))].map(MemoryFiles.identity),
+                                           errorRecordExists: files.files[layout.errorRecord(id)] != nil)
+            let decision = HookRecovery.decide(id: id, note: mark, found: found)
+            let queued = found.queued != nil
             let settled = restart(files, kind)
             switch (settled, queued) {
             case (_, true):
                 // The clean-up reports a published outcome; a request that runs again notes its own.
                 #expect(decision == .leaveToTheRequest, "\(context)")
             case (.done, false):
-                #expect(noted && decision == .runOnComplete, "\(context): on_complete is owed and noted")
+                #expect(mark != nil && decision == .runOnComplete, "\(context): on_complete is owed and noted")
             case (.failed, false):
-                #expect(noted && decision == .runOnFailure, "\(context): on_failure is owed and noted")
+                #expect(mark != nil && decision == .runOnFailure, "\(context): on_failure is owed and noted")
             case (.runsAgain, false):
                 Issue.record("\(context): nothing queued cannot run again")
             }

@@ -1125,10 +1125,18 @@ public final class BatchRunner: @unchecked Sendable {
                                    inputFile: layout.batchRequest(name), outputFile: layout.batchOutput(name))
         let steps = PublicationPlan.batchEnd(name: name, input: layout.batchRequest(name), identity: identity, summary: summary.encoded(),
                                              outputPublished: outputPublished, layout: layout, hookNote: hookNote(name))
-        if case .failed(_, let step, let error) = executor.run(steps) {
+        switch executor.run(steps) {
+        case .failed(_, let step, let error):
             // The journal stays: the next start (or scan) finishes the end.
             logger.error("cannot publish the batch's end; it is finished on the next start", id: name, ["step": LogValue(step.kind), "reason": "\(error)"])
             return false
+        case .completed(let notes):
+            for case .hookNotNoted(let path, let reason) in notes {
+                logger.warning("cannot note the hook this batch owes; it runs, but a kill before it has run loses it", id: name,
+                               ["note": LogValue(path), "reason": LogValue(reason)])
+            }
+        case .stopped:
+            break
         }
         if releaseClaim { leases?.release(BatchClaimRules.claimID(batch: name), ended: BatchClaimRules.releaseEnds(batchEnded: true)) }
         let counts = journal.counts

@@ -56,6 +56,12 @@ public final class Finisher: Sendable {
         }
     }
 
+    /// A note of a hook owed that could not be written does not hold the outcome back.
+    private func logHookNotNoted(_ path: String, reason: String, id: String) {
+        logger.warning("cannot note the hook this outcome owes; it runs, but a kill before it has run loses it", id: id,
+                       ["note": LogValue(path), "reason": LogValue(reason)])
+    }
+
     /// Sets which outcomes note their hook (at start, from the hooks configured).
     public func noteHooks(_ notes: HookNotes) {
         hookNotes.withLock { $0 = notes }
@@ -194,7 +200,7 @@ public final class Finisher: Sendable {
                 logger.bestEffort("an informational write") { try TaskRecord(id: id, status: .cancelled, request: task.identity, history: task.history).write(layout, durable: false) }
             }
             logger.info("cancelled: the request left outgoing while in flight", id: id, ["bytes_received": "\(outcome.bytesReceived)"])
-            report(TaskReport(id: id, outcome: .cancelled))
+            report(TaskReport(id: id, outcome: .cancelled, request: outcome.task.identity))
             return .ended(.finalized(id: id))
         case .success(let assembled, let usage):
             task.history.attempts.append(entry)
@@ -326,11 +332,11 @@ public final class Finisher: Sendable {
                 logger.info("the ended request's clean-up is complete", id: id, ["status": LogValue(record.status.rawValue)])
             } else if record.status == .done {
                 logger.info("done (completed after a restart)", id: id, ["result": LogValue(layout.result(id))])
-                report(TaskReport(id: id, outcome: .succeeded(resultPath: layout.result(id))))
+                report(TaskReport(id: id, outcome: .succeeded(resultPath: layout.result(id)), request: record.request))
             } else {
                 logger.warning("failed (completed after a restart)", id: id, ["record": LogValue(layout.errorRecord(id))])
                 report(TaskReport(id: id, outcome: .failed(recordPath: layout.errorRecord(id), kind: .invalidRequest,
-                                                           message: "completed after a restart")))
+                                                           message: "completed after a restart"), request: record.request))
             }
         }
         return .finalized(id: id)
@@ -398,7 +404,7 @@ public final class Finisher: Sendable {
             logger.bestEffort("an informational write") { try record.write(layout, durable: false) }
         }
         logger.info("cancelled: the request was removed before it started", id: id)
-        report(TaskReport(id: id, outcome: .cancelled))
+        report(TaskReport(id: id, outcome: .cancelled, request: identity))
     }
 
     /// Whether the task of the removed file had ended: what a restart would decide
@@ -549,7 +555,7 @@ public final class Finisher: Sendable {
             : PublicationExecutor(files: SpoolFiles(layout: layout, heldOpen: [source: number]), beforeStep: executor.beforeStep)
         var failure: Error?
         var order = commitOrder
-        let note = hookNotes.withLock { $0.onComplete } ? layout.pendingHook(id) : nil
+        let note = hookNotes.withLock { $0.onComplete } ? layout.pendingHook(id, request: task.identity) : nil
         switch plans.run(PublicationPlan.prepare(success, order: commitOrder, hookNote: note)) {
         case .failed(_, .markResult, let error as SystemError) where error.errno == ENOTSUP || error.errno == EOPNOTSUPP:
             // The start-up probe said yes, this file says no (a folder mounted over
@@ -559,7 +565,9 @@ public final class Finisher: Sendable {
             if case .failed(_, _, let error) = plans.run(PublicationPlan.prepare(success, order: .recordFirst, hookNote: note)) { failure = error }
         case .failed(_, _, let error):
             failure = error
-        case .completed, .stopped:
+        case .completed(let notes):
+            for case .hookNotNoted(let path, let reason) in notes { logHookNotNoted(path, reason: reason, id: id) }
+        case .stopped:
             break
         }
         if let held {
@@ -618,7 +626,7 @@ public final class Finisher: Sendable {
                                          "attempts": "\(prepared.task.history.attempts.count)", "bytes": "\(outcome.bytesReceived)",
                                          "seconds": "\(seconds)"])
             leases?.release(id, ended: true)
-            report(TaskReport(id: id, outcome: .succeeded(resultPath: layout.result(id))))
+            report(TaskReport(id: id, outcome: .succeeded(resultPath: layout.result(id)), request: prepared.task.identity))
             return .finalized(id: id)
         }
     }
@@ -629,7 +637,7 @@ public final class Finisher: Sendable {
         let bytes = ErrorRecord.encode(id: id, failure: failure, history: task.history, problem: problem, requestFile: layout.failedRequest(id, like: task.requestPath),
                                        originalName: layout.loadOriginalName(id))
         let record = commit ? TaskRecord(id: id, status: .failed, request: task.identity, history: task.history, errorRecord: bytes) : nil
-        let note = hookNotes.withLock { $0.onFailure } ? layout.pendingHook(id) : nil
+        let note = hookNotes.withLock { $0.onFailure } ? layout.pendingHook(id, request: task.identity) : nil
         let steps = PublicationPlan.failure(task: task, errorRecord: bytes, record: record, layout: layout, hookNote: note)
         switch executor.run(steps) {
         case .failed(let index, _, let error):
@@ -645,13 +653,14 @@ public final class Finisher: Sendable {
                 switch note {
                 case .alreadyGone: logger.warning("the request vanished before it could be moved to failed", id: id)
                 case .replacedByNewer: logger.info("a newer request of the same id stays in outgoing as a new task", id: id)
+                case .hookNotNoted(let path, let reason): logHookNotNoted(path, reason: reason, id: id)
                 }
             }
         case .stopped:
             break
         }
         logger.warning("failed", id: id, ["kind": LogValue(failure.kind.rawValue), "reason": LogValue(failure.message), "record": LogValue(recordPath)])
-        report(TaskReport(id: id, outcome: .failed(recordPath: recordPath, kind: failure.kind, message: failure.message)))
+        report(TaskReport(id: id, outcome: .failed(recordPath: recordPath, kind: failure.kind, message: failure.message), request: task.identity))
         return .finalized(id: id)
     }
 

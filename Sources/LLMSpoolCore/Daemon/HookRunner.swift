@@ -80,7 +80,7 @@ public final class HookRunner: Sendable {
 
     public func handle(_ report: TaskReport) {
         guard let pool else { return }
-        let note = notesOwed ? layout.pendingHook(report.id) : nil
+        let note = notesOwed ? layout.pendingHook(report.id, request: report.request) : nil
         guard let variables = HookRunner.environment(for: report, layout: layout) else {
             // Cancelled: no hook is owed. Deferred: the outcome, and its hook, come later.
             if case .cancelled = report.outcome, let note { removeNote(note, id: report.id) }
@@ -104,59 +104,119 @@ public final class HookRunner: Sendable {
     }
 
     /// Runs the hooks a daemon that died owed (`HookRecovery`), before anything new ends:
-    /// each note in `state/hooks` whose outcome is published has its hook run, then goes.
-    /// A hook may so run twice (the daemon died after it ran, before its note went), never
-    /// not at all across a kill or a restart. Returns how many hooks it started.
+    /// each note in `state/hooks` (and `state/batch-hooks`) whose outcome is proven
+    /// published has its hook run, then goes. A hook may so run twice (the daemon died after
+    /// it ran, before its note went), never not at all across a kill or a restart. Without
+    /// notes (no hook, or a shared spool) the notes of an earlier run go, logged: a hook
+    /// configured again later must not run for outcomes long past. Returns the hooks started.
     @discardableResult
     public func recoverOwed() -> Int {
-        guard notesOwed else { return 0 }
-        let names: [String]
-        do {
-            names = try Syscall.listDirectory(layout.pendingHooks)
-        } catch let error as SystemError where error.errno == ENOENT {
-            return 0
-        } catch {
-            logger.error("cannot read the hooks owed; they do not run", ["folder": LogValue(layout.pendingHooks), "reason": "\(error)"])
+        let requests = notes(in: layout.pendingHooks)
+        let batches = notes(in: layout.pendingBatchHooks)
+        guard notesOwed else {
+            if !requests.isEmpty || !batches.isEmpty {
+                logger.warning("hooks noted as owed by an earlier run are dropped: this run keeps no notes (no hook, or a shared spool)",
+                               ["requests": "\(requests.count)", "batches": "\(batches.count)"])
+            }
+            for name in requests { removeNote(layout.pendingHooks + "/" + name, id: name) }
+            for name in batches { removeNote(layout.pendingBatchHook(name), id: name) }
             return 0
         }
         var started = 0
-        for name in names.sorted() {
-            let note = layout.pendingHook(name)
-            // A note's hidden temporary, left by a daemon that died while writing it.
-            if name.hasPrefix(SpoolLayout.hiddenPrefix) {
-                removeNote(note, id: name)
-                continue
-            }
-            if name.hasSuffix(SpoolLayout.batchHookSuffix) {
-                if recoverBatch(String(name.dropLast(SpoolLayout.batchHookSuffix.count)), note: note) { started += 1 }
-                continue
-            }
-            let decision: HookRecovery.Decision
-            do {
-                let requestPresent = try RequestFormatRegistry.suffixes.contains { try Syscall.exists(layout.outgoing + "/" + name + $0) }
-                decision = HookRecovery.decide(requestPresent: requestPresent, resultExists: try Syscall.exists(layout.result(name)),
-                                               errorRecordExists: try Syscall.exists(layout.errorRecord(name)))
-            } catch {
-                logger.warning("cannot tell whether a hook is owed; its note stays for the next start", id: name, ["reason": "\(error)"])
-                continue
-            }
-            let report: TaskReport
-            switch decision {
-            case .leaveToTheRequest:
-                continue
-            case .drop:
-                removeNote(note, id: name)
-                continue
-            case .runOnComplete:
-                report = TaskReport(id: name, outcome: .succeeded(resultPath: layout.result(name)))
-            case .runOnFailure:
-                report = TaskReport(id: name, outcome: .failed(recordPath: layout.errorRecord(name), kind: .invalidRequest, message: "owed before a restart"))
-            }
-            logger.info("running a hook owed from before the restart", id: name)
-            handle(report)
-            started += 1
-        }
+        for name in requests where recoverRequest(note: layout.pendingHooks + "/" + name, name: name) { started += 1 }
+        for name in batches where recoverBatch(name, note: layout.pendingBatchHook(name)) { started += 1 }
         return started
+    }
+
+    /// The names in a folder of notes, sorted; a note's hidden temporary, left by a daemon
+    /// that died while writing it, is removed.
+    private func notes(in folder: String) -> [String] {
+        let names: [String]
+        do {
+            names = try Syscall.listDirectory(folder)
+        } catch let error as SystemError where error.errno == ENOENT {
+            return []
+        } catch {
+            logger.error("cannot read the hooks owed; they do not run", ["folder": LogValue(folder), "reason": "\(error)"])
+            return []
+        }
+        var kept: [String] = []
+        for name in names.sorted() {
+            if name.hasPrefix(SpoolLayout.hiddenPrefix) {
+                removeNote(folder + "/" + name, id: name)
+            } else {
+                kept.append(name)
+            }
+        }
+        return kept
+    }
+
+    /// A request's hook owed (`HookRecovery.decide`); true when it was started.
+    private func recoverRequest(note path: String, name: String) -> Bool {
+        let mark: ResultMark?
+        let id: String
+        do {
+            let content = try FileReader.prefix(path: path, limit: ResultMark.maximumSize)
+            if content.isEmpty {
+                // The request's identity was not known: the note is named by the id alone.
+                (mark, id) = (nil, name)
+            } else {
+                switch ResultMark.parse(content) {
+                case .success(let parsed): (mark, id) = (parsed, parsed.id)
+                case .failure(let problem):
+                    logger.warning("a note of a hook owed cannot be read; it is dropped", ["note": LogValue(path), "problem": LogValue(problem.description)])
+                    removeNote(path, id: name)
+                    return false
+                }
+            }
+        } catch {
+            logger.warning("cannot read a note of a hook owed; it stays for the next start", ["note": LogValue(path), "reason": "\(error)"])
+            return false
+        }
+        let decision: HookRecovery.Decision
+        do {
+            decision = HookRecovery.decide(id: id, note: mark, found: try found(id))
+        } catch {
+            logger.warning("cannot tell whether a hook is owed; its note stays for the next start", id: id, ["reason": "\(error)"])
+            return false
+        }
+        let outcome: TaskReport.Outcome
+        switch decision {
+        case .leaveToTheRequest:
+            return false
+        case .drop:
+            logger.info("a hook noted as owed has no outcome to run for; the note goes", id: id)
+            removeNote(path, id: id)
+            return false
+        case .runOnComplete:
+            outcome = .succeeded(resultPath: layout.result(id))
+        case .runOnFailure:
+            outcome = .failed(recordPath: layout.errorRecord(id), kind: .invalidRequest, message: "owed before a restart")
+        }
+        logger.info("running a hook owed from before the restart", id: id)
+        handle(TaskReport(id: id, outcome: outcome, request: mark?.request))
+        return true
+    }
+
+    /// What the spool holds for an id now, for `HookRecovery.decide`.
+    private func found(_ id: String) throws -> HookRecovery.Found {
+        func identity(_ path: String) throws -> FileIdentity? {
+            do {
+                return FileIdentity(try Syscall.lstat(path))
+            } catch let error as SystemError where error.errno == ENOENT {
+                return nil
+            }
+        }
+        var found = HookRecovery.Found()
+        for suffix in RequestFormatRegistry.suffixes {
+            if found.queued == nil { found.queued = try identity(layout.outgoing + "/" + id + suffix) }
+            if found.failedRequest == nil { found.failedRequest = try identity(layout.failed + "/" + id + suffix) }
+        }
+        found.record = TaskRecord.load(layout, id: id)
+        found.resultInode = try identity(layout.result(id))?.inode
+        if found.resultInode != nil { found.resultMark = ResultMarkReader.read(layout.result(id), id: id, logger: logger) }
+        found.errorRecordExists = try Syscall.exists(layout.errorRecord(id))
+        return found
     }
 
     private func removeNote(_ note: String, id: String) {
@@ -191,6 +251,7 @@ public final class HookRunner: Sendable {
         let decision: HookRecovery.BatchDecision
         do {
             decision = HookRecovery.decideBatch(inputPresent: try Syscall.exists(layout.batchRequest(name)),
+                                                journalPresent: try Syscall.exists(layout.batchJournal(name)),
                                                 summaryExists: try Syscall.exists(layout.batchSummary(name)),
                                                 refused: try Syscall.exists(layout.failedBatch(name)) && Syscall.exists(layout.errorRecord(name)))
         } catch {

@@ -10,4 +10,13 @@ public struct TaskReport: Sendable, Equatable {
 
     public let id: String
     public let outcome: Outcome
+    /// The request file the outcome answers, when known: it names the outcome's note of a
+    /// hook owed (`SpoolLayout.pendingHook`).
+    public let request: FileIdentity?
+
+    public init(id: String, outcome: Outcome, request: FileIdentity? = nil) {
+        self.id = id
+        self.outcome = outcome
+        self.request = request
+    }
 }

@@ -7,7 +7,7 @@ extension PublicationPlan {
     /// With `hookNote` (a hook is configured), the hook owed is noted first.
     public static func batchEnd(name: String, input: String, identity: FileIdentity?, summary: [UInt8], outputPublished: Bool,
                                 layout: SpoolLayout, hookNote: String? = nil) -> [PublicationStep] {
-        var steps: [PublicationStep] = hookNote.map { [.notePendingHook($0)] } ?? []
+        var steps = hookNoteSteps(hookNote, id: name, request: identity)
         if !outputPublished {
             steps += [.syncFile(layout.batchPartial(name)),
                       .rename(from: layout.batchPartial(name), to: layout.batchOutput(name)),
@@ -28,7 +28,7 @@ extension PublicationPlan {
     /// is repeatable, so a crash only means the same rejection again.
     public static func batchRejection(name: String, input: String, identity: FileIdentity?, errorRecord: [UInt8],
                                       layout: SpoolLayout, hookNote: String? = nil) -> [PublicationStep] {
-        (hookNote.map { [PublicationStep.notePendingHook($0)] } ?? []) + [
+        hookNoteSteps(hookNote, id: name, request: identity) + [
          .archiveIfPresent(layout.failedBatch(name), into: layout.superseded),
          .archiveIfPresent(layout.errorRecord(name), into: layout.superseded),
          .writeFile(layout.errorRecord(name), errorRecord),

@@ -35,6 +35,9 @@ public struct PublicationExecutor<Files: PublicationFiles> {
         case replacedByNewer(String)
         /// It was already gone (withdrawn, or finished by another daemon).
         case alreadyGone(String)
+        /// A hook's note could not be written (`notePendingHook`): the outcome goes on, and
+        /// its hook runs as before, but a kill before it has run loses it.
+        case hookNotNoted(String, reason: String)
     }
 
     public let files: Files
@@ -142,10 +145,14 @@ public struct PublicationExecutor<Files: PublicationFiles> {
             try files.syncFolder(path)
         case .markResult(let path, let mark):
             try files.mark(path, mark)
-        case .notePendingHook(let path):
-            // Its folder may have gone with `state` (rm -rf): the note is made where it belongs.
-            try files.ensureFolder(PublicationPlan.folder(of: path))
-            try files.write([], to: path, durable: false)
+        case .notePendingHook(let path, let content):
+            do throws(Files.Failure) {
+                // Its folder may have gone with `state` (rm -rf): the note is made where it belongs.
+                try files.ensureFolder(PublicationPlan.folder(of: path))
+                try files.write(content, to: path, durable: false)
+            } catch {
+                return .hookNotNoted(path, reason: "\(error)")
+            }
         }
         return nil
     }

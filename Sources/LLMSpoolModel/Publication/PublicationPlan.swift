@@ -77,7 +77,7 @@ public enum PublicationPlan {
     /// A success whose request has no identity cannot be marked, and commits record first.
     /// With `hookNote` (an `on_complete` hook is configured), the hook owed is noted first.
     public static func prepare(_ success: Success, order: CommitOrder = .recordFirst, hookNote: String? = nil) -> [PublicationStep] {
-        let note: [PublicationStep] = hookNote.map { [.notePendingHook($0)] } ?? []
+        let note = hookNoteSteps(hookNote, id: success.task.id, request: success.task.identity)
         guard let mark = mark(of: success, order: order) else {
             return note + [.syncFile(success.source),
                            .writeRecord(success.record, durable: true, resultInodeOf: success.source)]
@@ -132,7 +132,7 @@ public enum PublicationPlan {
     public static func failure(task: TaskDescriptor, errorRecord: [UInt8], record: TaskRecord?, layout: SpoolLayout,
                                hookNote: String? = nil) -> [PublicationStep] {
         let id = task.id
-        var steps: [PublicationStep] = hookNote.map { [.notePendingHook($0)] } ?? []
+        var steps = hookNoteSteps(hookNote, id: id, request: task.identity)
         if let record { steps += [.writeRecord(record, durable: true, resultInodeOf: nil), .syncFolder(layout.state)] }
         let failedRequest = layout.failedRequest(id, like: task.requestPath)
         steps += [.archiveIfPresent(failedRequest, into: layout.superseded),
@@ -170,6 +170,12 @@ public enum PublicationPlan {
         case .active, .cancelled:
             return []
         }
+    }
+
+    /// The note of a hook owed at `path`, holding the mark of the request it answers.
+    static func hookNoteSteps(_ path: String?, id: String, request: FileIdentity?) -> [PublicationStep] {
+        guard let path else { return [] }
+        return [.notePendingHook(path, request.map { ResultMark(id: id, request: $0).encoded() } ?? [])]
     }
 
     /// The folder a path is in, as written (`.` for a bare name).

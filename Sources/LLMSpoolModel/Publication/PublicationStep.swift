@@ -25,10 +25,12 @@ public enum PublicationStep: Sendable, Equatable {
     /// Set the result mark (`ResultMark`) on a file the attempt wrote, before its fsync:
     /// the result then carries its own commit point.
     case markResult(String, ResultMark)
-    /// Note, before the commit point, that a hook is owed for this outcome: an empty file,
-    /// not fsynced, that the hook runner removes once the hook has run, and that a restart
-    /// finds when the daemon died in between (`HookRecovery`).
-    case notePendingHook(String)
+    /// Note, before the commit point, that a hook is owed for this outcome: a small file,
+    /// not fsynced, holding the mark of the request the outcome answers (empty when its
+    /// identity is unknown), that the hook runner removes once the hook has run and that a
+    /// restart finds when the daemon died in between (`HookRecovery`). A note that cannot be
+    /// written does not hold the outcome back: the executor reports it and goes on.
+    case notePendingHook(String, [UInt8])
 
     /// The step's name, as logs and tests call it.
     public var kind: String {

@@ -29,6 +29,7 @@
 /// | `state/control/send-now.<id>`, `send-now-all` | `retry` | a person asked for a waiting request (or all) to go now |
 /// | `hold/<id>.json` | `hold` | a request kept unsent until `release` |
 /// | `state/remote/<group>.json` | the daemon | a group sent through a provider's Batch API: its intent record (`RemoteIntent`), from before anything remote exists until every member is published |
+/// | `state/hooks/<id>@<inode>`, `state/batch-hooks/<name>` | the daemon | a hook owed for an outcome (or a batch's end), from just before its commit point until the hook has run (`HookRecovery`) |
 public struct SpoolLayout: Sendable, Equatable {
     public static let requestSuffix = ".json"
     public static let partialSuffix = ".partial"
@@ -132,13 +133,18 @@ public struct SpoolLayout: Sendable, Equatable {
     public var remote: String { state + "/remote" }
     public func remoteIntent(_ group: String) -> String { "\(remote)/\(group)\(Self.requestSuffix)" }
 
-    /// Hooks owed for outcomes already committed: one empty file per id, from just before
-    /// its outcome's commit point until its hook has run (`HookRecovery`).
+    /// Hooks owed for outcomes about to be committed: one file per outcome, from just
+    /// before its commit point until its hook has run (`HookRecovery`), holding the mark of
+    /// the request it answers. Named by the id and the request's inode, so that a newer
+    /// request of the same id has a note of its own.
     public var pendingHooks: String { state + "/hooks" }
-    public func pendingHook(_ id: String) -> String { "\(pendingHooks)/\(id)" }
-    /// A batch's hook owed: `.batch` cannot end a request's id (`.batch.json` is reserved).
-    public static let batchHookSuffix = ".batch"
-    public func pendingBatchHook(_ name: String) -> String { "\(pendingHooks)/\(name)\(Self.batchHookSuffix)" }
+    public func pendingHook(_ id: String, request: FileIdentity?) -> String {
+        request.map { "\(pendingHooks)/\(id)@\($0.inode)" } ?? "\(pendingHooks)/\(id)"
+    }
+    /// Batch files' hooks owed, by the batch's name: a folder of their own, since a
+    /// request's id and a batch's name may be the same word.
+    public var pendingBatchHooks: String { state + "/batch-hooks" }
+    public func pendingBatchHook(_ name: String) -> String { "\(pendingBatchHooks)/\(name)" }
 
     /// A hidden name beside `path` to write to before renaming onto it.
     public static func temporary(for path: String) -> String {
@@ -149,5 +155,5 @@ public struct SpoolLayout: Sendable, Equatable {
     }
 
     /// Every folder of the spool, parents first.
-    public var folders: [String] { [root, outgoing, incoming, failed, state, leases, batches, control, remote, pendingHooks] }
+    public var folders: [String] { [root, outgoing, incoming, failed, state, leases, batches, control, remote, pendingHooks, pendingBatchHooks] }
 }
