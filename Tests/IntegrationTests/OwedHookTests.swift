@@ -13,9 +13,11 @@ import Testing
         defer { harness.stop() }
         try harness.startStub()
         let log = harness.root + "/hooks.log"
-        // One hook at a time, a second each: the outcomes are all published long before
-        // their hooks have run.
-        let hook = "sleep 1; echo \"$LLMSPOOL_STATUS $LLMSPOOL_ID\" >> \(log)"
+        // One hook at a time, each waiting for a gate the test opens after the kill: every
+        // outcome is published, and every hook but the first still queued, at the kill,
+        // however slow the machine.
+        let gate = harness.root + "/gate"
+        let hook = "while [ ! -e \(gate) ]; do sleep 0.05; done; echo \"$LLMSPOOL_STATUS $LLMSPOOL_ID\" >> \(log)"
         let config: [String: Any] = ["on_complete": hook, "on_failure": hook, "hook_concurrency": 1]
         try harness.startDaemon(config: config)
         let good = (1...5).map { "good\($0)" }
@@ -27,11 +29,12 @@ import Testing
                 && !good.contains { exists(harness.layout.request($0)) } && !bad.contains { exists(harness.layout.request($0)) }
         }
         harness.killDaemon()
-        // A hook running at the kill is not the daemon's to stop (its own process group): let it end.
-        usleep(1_500_000)
         func lines() -> [String] { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+        #expect(lines().isEmpty, "no hook had run at the kill")
+        // The hook running at the kill is not the daemon's to stop (its own process group): it ends once the gate opens.
+        try DurableFile.write([], to: gate)
+        try waitUntil("the hook running at the kill ends", timeout: 10) { lines().count == 1 }
         let ranBefore = Set(lines())
-        #expect(ranBefore.count < good.count + bad.count, "hooks were still owed at the kill (else this test shows nothing)")
         let owed = try Syscall.listDirectory(harness.layout.pendingHooks)
         #expect(!owed.isEmpty, "the owed hooks are noted")
 
@@ -55,7 +58,9 @@ import Testing
         defer { harness.stop() }
         try harness.startStub()
         let log = harness.root + "/hooks.log"
-        let hook = "[ \"$LLMSPOOL_ID\" = slow ] && sleep 4; echo \"${LLMSPOOL_BATCH:-0} $LLMSPOOL_ID $LLMSPOOL_STATUS ${LLMSPOOL_BATCH_TOTAL:-} ${LLMSPOOL_BATCH_SUCCEEDED:-} ${LLMSPOOL_BATCH_FAILED:-}\" >> \(log)"
+        // The request's hook holds the one hook thread until the test opens the gate, after the kill.
+        let gate = harness.root + "/gate"
+        let hook = "if [ \"$LLMSPOOL_ID\" = slow ]; then while [ ! -e \(gate) ]; do sleep 0.05; done; fi; echo \"${LLMSPOOL_BATCH:-0} $LLMSPOOL_ID $LLMSPOOL_STATUS ${LLMSPOOL_BATCH_TOTAL:-} ${LLMSPOOL_BATCH_SUCCEEDED:-} ${LLMSPOOL_BATCH_FAILED:-}\" >> \(log)"
         let config: [String: Any] = ["on_complete": hook, "on_failure": hook, "hook_concurrency": 1]
         try harness.startDaemon(config: config)
         try harness.drop("slow", Harness.request("holds the hook thread"))
@@ -68,8 +73,10 @@ import Testing
         }
         harness.killDaemon()
         #expect(exists(harness.layout.pendingBatchHook("mixed")) && exists(harness.layout.pendingBatchHook("refused")), "both hooks are owed")
-        // The slow hook, running at the kill, ends by itself (its own process group).
+        // The slow hook, running at the kill, ends once the gate opens (its own process group).
         func lines() -> Set<String> { Set(((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)) }
+        #expect(lines().isEmpty, "no hook had run at the kill")
+        try DurableFile.write([], to: gate)
         try waitUntil("the slow hook ends", timeout: 10) { lines().contains("0 slow done   ") }
         #expect(!lines().contains { $0.contains("mixed") || $0.contains("refused") }, "the batches' hooks had not run")
 
