@@ -82,7 +82,7 @@ enum Scenarios {
                                              threads: SpoolDaemon.finisherThreads, batchLimit: GroupCommitter.batchLimit)
         let probeRate = Double(ids.count) / probe.seconds
         let payload = bodies((0..<sizes.p1Requests).map { request("raw \($0)") })
-        let rawRun = try RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.concurrency)
+        let rawRun = RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.concurrency)
         let sessionRun = URLSessionClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.concurrency)
         let raw = Double(payload.count) / rawRun.seconds
         let session = Double(payload.count) / sessionRun.seconds
@@ -117,7 +117,7 @@ enum Scenarios {
         let rss = ProcessStats.peakRSSMiB(pid)
         fixture.stopDaemon()
         let payload = bodies((0..<sizes.p2Streams).map { request("raw \($0)", stream: true, stub: stub) })
-        let rawRun = try RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.p2Streams)
+        let rawRun = RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.p2Streams)
         let sessionRun = URLSessionClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: sizes.p2Streams)
         let raw = rawRun.seconds
         let session = sessionRun.seconds
@@ -191,7 +191,7 @@ enum Scenarios {
         let rate = size / end.timeIntervalSince(start) / 1e6
         let rss = ProcessStats.peakRSSMiB(pid)
         let payload = bodies([request("raw", stream: true, stub: stub)])
-        let raw = try size / RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: 1).seconds / 1e6
+        let raw = size / RawCurlClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: 1).seconds / 1e6
         let session = size / URLSessionClient.run(url: fixture.stubURL + "/chat/completions", bodies: payload, concurrency: 1).seconds / 1e6
         let mib = sizes.p4Bytes >> 20
         return [
