@@ -78,7 +78,7 @@ import Testing
         try record("w7", .done, request: Self.ended, resultInode: 99_999)
         let reports = Reports()
         finisher(reports).withdrawn(id: "w7", identity: Self.ended)
-        #expect(reports.all == [TaskReport(id: "w7", outcome: .cancelled)])
+        #expect(reports.all == [TaskReport(id: "w7", outcome: .cancelled, request: Self.ended)], "the report names the file withdrawn")
     }
 
     /// A newer file dropped under a finished request's name, deleted before it started:
@@ -89,7 +89,7 @@ import Testing
         let reports = Reports()
         let newer = FileIdentity(device: 7, inode: 71, size: 133, modifiedNanoseconds: 5_000_000_000, contentHash: 0xbeef)
         finisher(reports).withdrawn(id: "w5", identity: newer)
-        #expect(reports.all == [TaskReport(id: "w5", outcome: .cancelled)])
+        #expect(reports.all == [TaskReport(id: "w5", outcome: .cancelled, request: newer)], "the newer file, not the ended one")
         #expect(TaskRecord.load(layout, id: "w5")?.status == status)
     }
 
