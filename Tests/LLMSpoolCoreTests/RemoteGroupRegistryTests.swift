@@ -95,6 +95,31 @@ import Testing
         #expect(!runner.registry.lineWaits(SpoolLayout.lineID(batch: "n", entry: 0)))
     }
 
+    /// A daemon paused past its lease finds its group's claim taken: the group is the new
+    /// follower's from then on, for the requests claimed here again and for the lines of its
+    /// batch, before any look at `state/remote`.
+    @Test func aLostGroupIsKnownAsTheNewFollowersAtOnce() throws {
+        let layout = try spool()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        let (paused, taker) = (daemon(layout, "paused"), daemon(layout, "taker"))
+        let line = SpoolLayout.lineID(batch: "n", entry: 0)
+        let group = intent("g1", members: ["a", line])
+        #expect(paused.registry.claimNew(group: "g1", members: group.members.map(\.id)))
+        try RemoteIntentStore(layout: layout).write(group)
+        #expect(paused.registry.judge("a", tookOver: false) { _ in } == .rejoin)
+        // Its lease expired and was taken (as a lock is freed here).
+        paused.leases.release(RemoteGroupClaims.claimID(group: "g1"), ended: false)
+        #expect(taker.registry.adoptUnfollowed() == [group])
+
+        paused.registry.lost(group: "g1", members: group.members.map(\.id))
+        #expect(!paused.leases.holds(RemoteGroupClaims.claimID(group: "g1")))
+        var adoptedBack: [RemoteIntent] = []
+        #expect(paused.registry.judge("a", tookOver: false) { adoptedBack += $0 } == .leave, "not sent again here")
+        #expect(adoptedBack.isEmpty)
+        #expect(paused.registry.lineWaits(SpoolLayout.lineID(batch: "n", entry: 4)), "a line of its batch waits")
+        #expect(paused.registry.stillMine(group: "g1") == false)
+    }
+
     @Test func withoutLeasesEveryRecordIsFollowed() throws {
         let layout = try spool()
         defer { try? FileManager.default.removeItem(atPath: layout.root) }

@@ -76,4 +76,9 @@ import Testing
         #expect(RemoteGroupClaims.lookAgainSeconds(leaseSeconds: 3) == 1)
         #expect(RemoteGroupClaims.lookAgainSeconds(leaseSeconds: 600) == 60)
     }
+
+    @Test func aLostGroupsRequestLetsItsClaimGoAndItsLineGoesBackToItsBatch() {
+        #expect(RemoteGroupClaims.afterLoss(isLine: false) == .letClaimGo)
+        #expect(RemoteGroupClaims.afterLoss(isLine: true) == .backToBatch)
+    }
 }

@@ -75,6 +75,23 @@ public enum RemoteGroupClaims {
         return followedElsewhere ? .leave : .proceed
     }
 
+    /// What becomes of a member this daemon holds when its group's claim is found taken by
+    /// another daemon (this one was paused past its lease): the group's answer will not come
+    /// here, and the new follower publishes it only once it holds every member.
+    public enum AfterLoss: Sendable, Equatable {
+        /// A request file: its claim is let go, not ended, so that the new follower can take
+        /// it (kept and renewed here, it would hold that follower's publication forever).
+        case letClaimGo
+        /// A batch file's line (it has no claim of its own): it goes back to its batch, whose
+        /// runner retries it, or ends it when the batch no longer runs here. Finalized with
+        /// no outcome, it would hold its batch forever.
+        case backToBatch
+    }
+
+    public static func afterLoss(isLine: Bool) -> AfterLoss {
+        isLine ? .backToBatch : .letClaimGo
+    }
+
     /// What the lane does with a batch file's line handed to it (from the runner that holds
     /// the batch's claim) that is in no group it follows.
     public enum Line: Sendable, Equatable {
