@@ -606,6 +606,7 @@ public final class BackgroundLane: @unchecked Sendable {
                     retry(id, step, after: 5)
                     return
                 }
+                guard mayTake(step, id) else { return }
                 // Every step's answer passes here, on its way to the log, the machine and
                 // the record: a provider that echoes the key it was sent is blanked out once.
                 guard let event = perform(step, id).map(finisher.secretRedaction.redact) else { return }
@@ -623,6 +624,26 @@ public final class BackgroundLane: @unchecked Sendable {
             case .warn(let message):
                 logger.warning("a remote batch's reconciling", ["group": LogValue(id), "reason": LogValue(message)])
             }
+        }
+    }
+
+    /// Whether the group's claim lets `step` be taken now (`RemoteGroupClaims.stepGate`):
+    /// when it does not, the step waits for the keeper, or the group is dropped as lost.
+    private func mayTake(_ step: RemoteBatchMachine.Step, _ id: String) -> Bool {
+        guard let leases else { return true }
+        let claimID = RemoteGroupClaims.claimID(group: id)
+        switch RemoteGroupClaims.stepGate(step, shared: true, held: leases.holds(claimID), leaseFilesOnly: leases.method == .leaseFiles,
+                                          leaseExpiresAt: leases.writtenExpiry(claimID), now: Date().timeIntervalSince1970) {
+        case .go:
+            return true
+        case .wait(let seconds):
+            logger.debug("the group's claim is past its lease time here; its step waits for its renewal",
+                         ["group": LogValue(id), "step": LogValue(step.name)])
+            retry(id, step, after: seconds)
+            return false
+        case .lost:
+            handle(.lost(id))
+            return false
         }
     }
 

@@ -92,6 +92,42 @@ public enum RemoteGroupClaims {
         isLine ? .backToBatch : .letClaimGo
     }
 
+    /// Whether a group's step is taken now, on a spool several daemons share.
+    public enum StepGate: Sendable, Equatable {
+        case go
+        /// Asked again after `seconds`.
+        case wait(seconds: Double)
+        /// The group's claim is not this daemon's any more: the group is another's now.
+        case lost
+    }
+
+    /// The steps that make or change something remote: an upload, a create, a cancel.
+    public static func changesRemote(_ step: RemoteBatchMachine.Step) -> Bool {
+        switch step {
+        case .upload, .create, .cancel: true
+        case .list, .inspect, .poll, .download, .split, .publish: false
+        }
+    }
+
+    /// A step that changes something remote is taken only under the group's claim. A daemon
+    /// paused past its lease (SIGSTOP, a suspended machine) wakes before its keeper has
+    /// looked, and another daemon may have adopted the group meanwhile: a create now would
+    /// make a second remote batch (paid twice), a cancel would cancel the adopter's. So, as
+    /// a batch's line waits (`BatchLineStart`), such a step waits while the claim's lease, as
+    /// this daemon last wrote it, has expired by its clock: until the keeper has renewed it
+    /// (the step goes) or found it taken (the group is lost). A claim no longer held is lost
+    /// at once. `shared`: other daemons share the spool; `held`: this daemon holds the
+    /// group's claim (in memory); `leaseExpiresAt` as `BatchLineStart.decide` takes it.
+    public static func stepGate(_ step: RemoteBatchMachine.Step, shared: Bool, held: Bool, leaseFilesOnly: Bool,
+                                leaseExpiresAt: Double?, now: Double) -> StepGate {
+        guard shared, changesRemote(step) else { return .go }
+        guard held else { return .lost }
+        switch BatchLineStart.decide(leaseFilesOnly: leaseFilesOnly, leaseExpiresAt: leaseExpiresAt, now: now) {
+        case .start: return .go
+        case .wait(let seconds): return .wait(seconds: seconds)
+        }
+    }
+
     /// What the lane does with a batch file's line handed to it (from the runner that holds
     /// the batch's claim) that is in no group it follows.
     public enum Line: Sendable, Equatable {
