@@ -235,4 +235,46 @@ import Testing
         // Logged just after its record is removed.
         try waitUntil("d1 says it published its batch", timeout: 30) { harness.extraLog("d1").contains("remote batch published") }
     }
+
+    /// A daemon paused (SIGSTOP) past its lease with a group recorded and nothing remote yet
+    /// (lease files, 3 s): the other daemon takes its requests over, forms them again and
+    /// creates its own remote batch. The paused daemon, woken, must not upload and create
+    /// the group it no longer holds (the requests paid twice): its upload waits for the
+    /// keeper, which finds the group's claim taken, and the group is dropped here.
+    @Test func aDaemonPausedPastItsLeaseDoesNotCreateTheGroupAnotherDaemonTookOver() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "3"])
+        let ids = (0..<3).map { "p\($0)" }
+        for id in ids { try harness.drop(id, BackgroundLaneTests.deferrable(id, "\(Self.prompt) \(id)")) }
+        var leaseFiles = Self.config(harness, "d1")
+        leaseFiles["lease_seconds"] = 3
+        var environment = Self.environment("lease-files")
+        // The lane waits 30 s once its group's intent is recorded, before the upload.
+        environment["LLMSPOOL_TEST_LANE_PAUSE"] = "intent"
+        let paused = try harness.startExtraDaemon("d1", config: leaseFiles, environment: environment)
+        try waitUntil("d1 recorded its group", timeout: 30) { harness.extraLog("d1").contains("lane test pause") }
+        kill(paused.processIdentifier, SIGSTOP)
+        defer { kill(paused.processIdentifier, SIGCONT) }
+        var taker = Self.config(harness, "d2")
+        taker["lease_seconds"] = 3
+        _ = try harness.startExtraDaemon("d2", config: taker, environment: Self.environment("lease-files"))
+        try Self.waitForEveryResult(harness, ids)
+        let made = try BackgroundLaneTests().creations(harness)
+        #expect(made.count == 1 && made.values.allSatisfy { $0 == 1 }, "d2's group alone is created: \(made)")
+        kill(paused.processIdentifier, SIGCONT)
+        // Woken, d1's lane goes on from its pause (30 s after it began) to the upload.
+        try waitUntil("d1 gives its group up (or goes on with it)", timeout: 60) {
+            let log = harness.extraLog("d1")
+            return log.contains("the claim of a remote batch's group was taken by another daemon") || log.contains("input uploaded")
+        }
+        usleep(500_000)
+        let after = try BackgroundLaneTests().creations(harness)
+        #expect(after == made, "d1 created no second remote batch: \(after)")
+        #expect(!harness.extraLog("d1").contains("input uploaded"), "d1 uploaded nothing")
+        for id in ids {
+            let attempts = try #require(try harness.record(id)["attempts"] as? [[String: Any]])
+            #expect(attempts.count == 1, "\(id): \(attempts)")
+        }
+    }
 }
