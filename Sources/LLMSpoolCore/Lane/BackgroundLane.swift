@@ -305,7 +305,10 @@ public final class BackgroundLane: @unchecked Sendable {
                 post(.laneEnded(id: member.id))
                 switch RemoteGroupClaims.afterLoss(isLine: BatchLineRef(id: member.id) != nil) {
                 case .letClaimGo:
-                    leases?.release(member.id, ended: false)
+                    // Left expired, as a member of a live daemon's group is (`LeaseClaimer`):
+                    // should the new follower die before it claims it, the next claim is a
+                    // takeover, which looks at `state/remote` again.
+                    leases?.letGo(member.id)
                     post(.finalized(id: member.id))
                 case .backToBatch:
                     handBackToBatch(held)
