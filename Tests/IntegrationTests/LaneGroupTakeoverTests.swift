@@ -35,6 +35,45 @@ import Testing
         names.filter { harness.extraLog($0).contains("remote batch created") }
     }
 
+    /// The members of the groups recorded in `state/remote` whose remote batch exists
+    /// (`created` or later). A record read while it is replaced counts as none.
+    static func membersOfCreatedGroups(_ harness: Harness) -> [String] {
+        harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.flatMap { name -> [String] in
+            guard let bytes = FileManager.default.contents(atPath: harness.layout.remote + "/" + name),
+                  let intent = try? RemoteIntent.decode(Array(bytes)), intent.state >= .created else { return [] }
+            return intent.members.map(\.id)
+        }
+    }
+
+    /// Waits until the groups of the moment are all made: every request is a member of a
+    /// recorded group whose remote batch exists, and the stub's creations stay the same
+    /// across two looks 0.3 s apart (a create the stub answered but its daemon has not
+    /// recorded yet shows there). A fixed sleep would take a snapshot too early on a loaded
+    /// machine, and a group made after it, by correct behaviour, would fail the test.
+    static func waitForGroupsMade(_ harness: Harness, _ what: String, timeout: TimeInterval = 60,
+                                  members done: ([String]) -> Bool) throws -> Set<String> {
+        var last: [String: Int]?
+        var lastAt = Date.distantPast
+        var made: [String: Int] = [:]
+        try waitUntil("\(what) is in a created remote batch and no other is being created", timeout: timeout) {
+            guard done(Self.membersOfCreatedGroups(harness)) else {
+                last = nil
+                return false
+            }
+            guard Date().timeIntervalSince(lastAt) >= 0.3 else { return false }
+            made = try BackgroundLaneTests().creations(harness)
+            lastAt = Date()
+            defer { last = made }
+            return made == last
+        }
+        return Set(made.keys)
+    }
+
+    /// Waits for `waitForGroupsMade` with every one of `ids` a member.
+    static func waitForGroupsMade(_ harness: Harness, ids: [String]) throws -> Set<String> {
+        try waitForGroupsMade(harness, "every request") { Set(ids).isSubset(of: Set($0)) }
+    }
+
     /// Every id has one result and left `outgoing`, and no intent record is left.
     static func waitForEveryResult(_ harness: Harness, _ ids: [String], timeout: TimeInterval = 90) throws {
         do {
@@ -76,13 +115,12 @@ import Testing
         }
         let ids = (0..<6).map { "a\($0)" }
         for id in ids { try harness.drop(id, BackgroundLaneTests.deferrable(id, "\(Self.prompt) \(id)")) }
-        try waitUntil("a remote batch is created", timeout: 30) { !Self.creators(harness, names).isEmpty }
-        // Both may have formed a group of their own: the groups of the moment, before the kill.
-        usleep(300_000)
+        // Both may have formed a group of their own (or more than one): the groups of the
+        // moment, every one of them made, before the kill.
+        let groupsBefore = try Self.waitForGroupsMade(harness, ids: ids)
         let victimName = try #require(Self.creators(harness, names).first)
         let survivorName = victimName == "d1" ? "d2" : "d1"
         let victim = try #require(daemons[victimName])
-        let groupsBefore = Set(try BackgroundLaneTests().creations(harness).keys)
         #expect(!harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.isEmpty, "the batch runs at the kill")
         kill(victim.processIdentifier, SIGKILL)
         victim.waitUntilExit()
@@ -119,8 +157,9 @@ import Testing
         var live = Self.config(harness, "d2")
         live["lease_seconds"] = 30
         live["endpoints"] = [["name": "batchy", "base_url": harness.stubURL, "batch": false]]
+        // Its requests may have been found in two polls, and grouped twice.
+        let groupsBefore = try Self.waitForGroupsMade(harness, ids: ids)
         _ = try harness.startExtraDaemon("d2", config: live)
-        let groupsBefore = Set(try BackgroundLaneTests().creations(harness).keys)
         kill(victim.processIdentifier, SIGKILL)
         victim.waitUntilExit()
         do {
@@ -155,10 +194,10 @@ import Testing
         }
         let ids = (0..<5).map { "l\($0)" }
         try BatchTests.dropBatch(harness, "nightly", ids.map { BackgroundLaneBatchFileTests.line($0, "\(Self.prompt) \($0)") })
-        try waitUntil("a remote batch is created", timeout: 30) { !Self.creators(harness, names).isEmpty }
+        // Every line in a remote batch: one fed after the kill would be grouped again, rightly.
+        let groupsBefore = try Self.waitForGroupsMade(harness, "every line") { $0.count == ids.count }
         let victimName = try #require(Self.creators(harness, names).first)
         let survivorName = victimName == "d1" ? "d2" : "d1"
-        let groupsBefore = Set(try BackgroundLaneTests().creations(harness).keys)
         let victim = try #require(daemons[victimName])
         kill(victim.processIdentifier, SIGKILL)
         victim.waitUntilExit()
@@ -188,13 +227,54 @@ import Testing
         _ = try harness.startExtraDaemon("d1", config: Self.config(harness, "d1"))
         let ids = (0..<3).map { "b\($0)" }
         for id in ids { try harness.drop(id, BackgroundLaneTests.deferrable(id, "\(Self.prompt) \(id)")) }
-        try waitUntil("the remote batch is created", timeout: 30) { harness.extraLog("d1").contains("remote batch created") }
-        let groupsBefore = Set(try BackgroundLaneTests().creations(harness).keys)
+        let groupsBefore = try Self.waitForGroupsMade(harness, ids: ids)
         _ = try harness.startExtraDaemon("d2", config: Self.config(harness, "d2"))
         try Self.waitForEveryResult(harness, ids)
         try Self.expectPaidOnce(harness, ids, groupsBefore: groupsBefore)
         #expect(!harness.extraLog("d2").contains("resuming a remote batch"), "d2 followed d1's batch beside it")
         // Logged just after its record is removed.
-        try waitUntil("d1 says it published its batch", timeout: 10) { harness.extraLog("d1").contains("remote batch published") }
+        try waitUntil("d1 says it published its batch", timeout: 30) { harness.extraLog("d1").contains("remote batch published") }
+    }
+
+    /// A daemon paused (SIGSTOP) past its lease with a group recorded and nothing remote yet
+    /// (lease files, 3 s): the other daemon takes its requests over, forms them again and
+    /// creates its own remote batch. The paused daemon, woken, must not upload and create
+    /// the group it no longer holds (the requests paid twice): its upload waits for the
+    /// keeper, which finds the group's claim taken, and the group is dropped here.
+    @Test func aDaemonPausedPastItsLeaseDoesNotCreateTheGroupAnotherDaemonTookOver() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "3"])
+        let ids = (0..<3).map { "p\($0)" }
+        for id in ids { try harness.drop(id, BackgroundLaneTests.deferrable(id, "\(Self.prompt) \(id)")) }
+        var leaseFiles = Self.config(harness, "d1")
+        leaseFiles["lease_seconds"] = 3
+        var environment = Self.environment("lease-files")
+        // The lane waits 30 s once its group's intent is recorded, before the upload.
+        environment["LLMSPOOL_TEST_LANE_PAUSE"] = "intent"
+        let paused = try harness.startExtraDaemon("d1", config: leaseFiles, environment: environment)
+        try waitUntil("d1 recorded its group", timeout: 30) { harness.extraLog("d1").contains("lane test pause") }
+        kill(paused.processIdentifier, SIGSTOP)
+        defer { kill(paused.processIdentifier, SIGCONT) }
+        var taker = Self.config(harness, "d2")
+        taker["lease_seconds"] = 3
+        _ = try harness.startExtraDaemon("d2", config: taker, environment: Self.environment("lease-files"))
+        try Self.waitForEveryResult(harness, ids)
+        let made = try BackgroundLaneTests().creations(harness)
+        #expect(made.count == 1 && made.values.allSatisfy { $0 == 1 }, "d2's group alone is created: \(made)")
+        kill(paused.processIdentifier, SIGCONT)
+        // Woken, d1's lane goes on from its pause (30 s after it began) to the upload.
+        try waitUntil("d1 gives its group up (or goes on with it)", timeout: 60) {
+            let log = harness.extraLog("d1")
+            return log.contains("the claim of a remote batch's group was taken by another daemon") || log.contains("input uploaded")
+        }
+        usleep(500_000)
+        let after = try BackgroundLaneTests().creations(harness)
+        #expect(after == made, "d1 created no second remote batch: \(after)")
+        #expect(!harness.extraLog("d1").contains("input uploaded"), "d1 uploaded nothing")
+        for id in ids {
+            let attempts = try #require(try harness.record(id)["attempts"] as? [[String: Any]])
+            #expect(attempts.count == 1, "\(id): \(attempts)")
+        }
     }
 }

@@ -22,6 +22,14 @@ import Testing
         #expect(state(Lease(owner: me, expiresAt: 99, ended: true)) == .expired, "a tombstone gets no margin")
     }
 
+    @Test func aLeaseLetGoIsExpiredForEveryDaemonItsFormerOwnerIncluded() {
+        let lease = Lease.lettingGo(owner: me)
+        #expect(!lease.ended)
+        #expect(LeaseRules.state(of: lease, me: me, now: 100, margin: 10) == .expired, "not ours: its next claim is a takeover")
+        #expect(LeaseRules.state(of: lease, me: "h2:7:x", now: 100, margin: 10) == .expired)
+        #expect(!LeaseRules.isDeadIncarnation(lease, hostID: "h1", myPID: 5, isAlive: { _ in false }), "nobody's run")
+    }
+
     @Test func ownersSplitIntoHostAndPid() {
         #expect(Lease(owner: "h1:100:abc", expiresAt: 0).host == "h1")
         #expect(Lease(owner: "h1:100:abc", expiresAt: 0).pid == 100)

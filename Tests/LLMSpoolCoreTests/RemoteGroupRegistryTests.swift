@@ -95,6 +95,83 @@ import Testing
         #expect(!runner.registry.lineWaits(SpoolLayout.lineID(batch: "n", entry: 0)))
     }
 
+    /// A daemon paused past its lease finds its group's claim taken: the group is the new
+    /// follower's from then on, for the requests claimed here again and for the lines of its
+    /// batch, before any look at `state/remote`.
+    @Test func aLostGroupIsKnownAsTheNewFollowersAtOnce() throws {
+        let layout = try spool()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        let (paused, taker) = (daemon(layout, "paused"), daemon(layout, "taker"))
+        let line = SpoolLayout.lineID(batch: "n", entry: 0)
+        let group = intent("g1", members: ["a", line])
+        #expect(paused.registry.claimNew(group: "g1", members: group.members.map(\.id)))
+        try RemoteIntentStore(layout: layout).write(group)
+        #expect(paused.registry.judge("a", tookOver: false) { _ in } == .rejoin)
+        // Its lease expired and was taken (as a lock is freed here).
+        paused.leases.release(RemoteGroupClaims.claimID(group: "g1"), ended: false)
+        #expect(taker.registry.adoptUnfollowed() == [group])
+
+        paused.registry.lost(group: "g1", members: group.members.map(\.id))
+        #expect(!paused.leases.holds(RemoteGroupClaims.claimID(group: "g1")))
+        var adoptedBack: [RemoteIntent] = []
+        #expect(paused.registry.judge("a", tookOver: false) { adoptedBack += $0 } == .leave, "not sent again here")
+        #expect(adoptedBack.isEmpty)
+        #expect(paused.registry.lineWaits(SpoolLayout.lineID(batch: "n", entry: 4)), "a line of its batch waits")
+        #expect(paused.registry.stillMine(group: "g1") == false)
+    }
+
+    /// A request let go as a member of a live daemon's group (`LeaseClaimer`'s `.leave`),
+    /// whose follower then dies before it claims the request: the group may have been
+    /// recorded after the next claimer's last look, and that claim must look again. It does
+    /// because the lease is left expired, not removed: the claim is a takeover.
+    @Test(arguments: [false, true]) func aRequestLetGoIsTakenOverNextSoItsGroupIsLookedFor(locks: Bool) throws {
+        let layout = try spool()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        let (one, two) = (daemon(layout, "one"), daemon(layout, "two"))
+        if locks {
+            for daemon in [one, two] { daemon.leases.chooseMethod() }
+            guard one.leases.method == .locks else { return }
+        }
+        // Two has just looked: nothing recorded yet.
+        #expect(two.registry.judge("x", tookOver: false) { _ in } == .proceed)
+        #expect(one.leases.claim("a") == .claimed)
+        #expect(one.registry.claimNew(group: "g1", members: ["a"]))
+        let group = intent("g1", members: ["a"])
+        try RemoteIntentStore(layout: layout).write(group)
+        // The claim of "a" let go (as a daemon that found it in this group does), then the
+        // group's follower dies: its claim is free.
+        one.leases.letGo("a")
+        one.leases.release(RemoteGroupClaims.claimID(group: "g1"), ended: false)
+
+        var tookOver = false
+        #expect(two.leases.claim("a", tookOver: &tookOver) == .claimed)
+        #expect(tookOver, "a claim over a lease let go is a takeover")
+        var adopted: [RemoteIntent] = []
+        #expect(two.registry.judge("a", tookOver: tookOver) { adopted += $0 } == .rejoin, "not sent again")
+        #expect(adopted == [group])
+
+        // Let go by its former holder, it is a takeover for that daemon too.
+        two.leases.letGo("a")
+        #expect(one.leases.claim("a", tookOver: &tookOver) == .claimed)
+        #expect(tookOver)
+    }
+
+    /// A starting daemon takes back its dead earlier run's leases (lease files) at once,
+    /// leaving them expired: the next claim of each, its own or another daemon's, is a
+    /// takeover.
+    @Test func anEarlierRunsLeaseTakenBackIsTakenOverNext() throws {
+        let layout = try spool()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        let host = daemon(layout, "host")
+        // No pid is above the kernel's limit (2^22): that run is dead.
+        let dead = JSONObject.encode(["owner": "host:4194400:old", "expires_at": Date().timeIntervalSince1970 + 30, "host": "host"] as [String: Any])
+        try Data(dead).write(to: URL(fileURLWithPath: layout.lease("a")))
+        #expect(host.leases.reclaimDeadIncarnations() == ["a"])
+        var tookOver = false
+        #expect(host.leases.claim("a", tookOver: &tookOver) == .claimed)
+        #expect(tookOver)
+    }
+
     @Test func withoutLeasesEveryRecordIsFollowed() throws {
         let layout = try spool()
         defer { try? FileManager.default.removeItem(atPath: layout.root) }

@@ -76,4 +76,28 @@ import Testing
         #expect(RemoteGroupClaims.lookAgainSeconds(leaseSeconds: 3) == 1)
         #expect(RemoteGroupClaims.lookAgainSeconds(leaseSeconds: 600) == 60)
     }
+
+    @Test func aLostGroupsRequestLetsItsClaimGoAndItsLineGoesBackToItsBatch() {
+        #expect(RemoteGroupClaims.afterLoss(isLine: false) == .letClaimGo)
+        #expect(RemoteGroupClaims.afterLoss(isLine: true) == .backToBatch)
+    }
+
+    @Test func aStepThatChangesSomethingRemoteIsTakenOnlyUnderTheGroupsClaimUnexpired() {
+        let remote: [RemoteBatchMachine.Step] = [.upload, .create, .cancel]
+        for step in remote {
+            #expect(RemoteGroupClaims.stepGate(step, shared: true, held: true, leaseFilesOnly: true, leaseExpiresAt: 110, now: 100) == .go)
+            // Paused past its lease: the keeper has not looked yet.
+            #expect(RemoteGroupClaims.stepGate(step, shared: true, held: true, leaseFilesOnly: true, leaseExpiresAt: 100, now: 100)
+                == .wait(seconds: BatchLineStart.waitSeconds))
+            #expect(RemoteGroupClaims.stepGate(step, shared: true, held: false, leaseFilesOnly: true, leaseExpiresAt: nil, now: 100) == .lost)
+            #expect(RemoteGroupClaims.stepGate(step, shared: true, held: false, leaseFilesOnly: false, leaseExpiresAt: nil, now: 100) == .lost)
+            // A lock is kept through a pause.
+            #expect(RemoteGroupClaims.stepGate(step, shared: true, held: true, leaseFilesOnly: false, leaseExpiresAt: nil, now: 100) == .go)
+            #expect(RemoteGroupClaims.stepGate(step, shared: false, held: false, leaseFilesOnly: false, leaseExpiresAt: nil, now: 100) == .go)
+        }
+        let local: [RemoteBatchMachine.Step] = [.poll, .list(after: nil), .download(outputFileID: "f", errorFileID: nil), .split, .publish, .inspect(batchID: "b")]
+        for step in local {
+            #expect(RemoteGroupClaims.stepGate(step, shared: true, held: false, leaseFilesOnly: true, leaseExpiresAt: nil, now: 100) == .go)
+        }
+    }
 }

@@ -88,4 +88,16 @@ extension Finisher {
                           lane: outcome.remoteBatch == nil ? .live : .batch, endpoint: outcome.endpointName)
         return .finalized(id: id)
     }
+
+    /// A line the background lane carried in a group whose claim another daemon took (the
+    /// lane posted `.laneEnded`): that group's answer will not come here. It goes back to
+    /// its batch as a failed attempt's line does (`BatchRunner.lineRetrying`), with no
+    /// attempt of its own: the runner retries it, or ends it when the batch no longer runs
+    /// here (its claim lost too). The event to post, or nil when the runner posts it.
+    func lineHandedBack(_ task: TaskDescriptor) -> Scheduler.Event? {
+        guard let line = BatchLineRef(id: task.id), let runner = batches.withLock({ $0 }) else { return .finalized(id: task.id) }
+        logger.info("the line's group is another daemon's now; it goes back to its batch", id: task.id)
+        runner.lineRetrying(line, task: task, at: Date().timeIntervalSince1970)
+        return nil
+    }
 }

@@ -69,6 +69,8 @@ public final class BackgroundLane: @unchecked Sendable {
     /// The groups followed here and by the other daemons of a shared spool.
     private let registry: RemoteGroupRegistry
     private let sharedSpool: Bool
+    /// The claims of a shared spool: a member's is let go when its group's is lost.
+    private let leases: LeaseManager?
     let finisher: Finisher
     let post: @Sendable (Scheduler.Event) -> Void
     let logger: Logger
@@ -94,6 +96,9 @@ public final class BackgroundLane: @unchecked Sendable {
     private var lineBatches: [String: LaneLineBatch] = [:]
     /// Members to return to the live lane whose line could not be read back yet.
     private var returning: [LaneMember] = []
+    /// Lines of a group lost to another daemon to hand back to their batch, whose line could
+    /// not be read back yet.
+    private var handingBack: [LaneMember] = []
     /// Lines of a batch file taken over from a dead daemon whose remote batch is about to be
     /// adopted here (`RemoteGroupClaims.line`), with the endpoint they were handed over for:
     /// joined again after each look at `state/remote`.
@@ -109,6 +114,7 @@ public final class BackgroundLane: @unchecked Sendable {
         self.store = RemoteIntentStore(layout: layout)
         self.registry = RemoteGroupRegistry(store: store, leases: leases, logger: logger)
         self.sharedSpool = leases != nil
+        self.leases = leases
         self.finisher = finisher
         self.post = post
         self.logger = logger
@@ -212,6 +218,11 @@ public final class BackgroundLane: @unchecked Sendable {
                 returning = []
                 for member in members { returnLive(member) }
             }
+            if !handingBack.isEmpty {
+                let members = handingBack
+                handingBack = []
+                for member in members { handBackToBatch(member) }
+            }
             let now = Date().timeIntervalSince1970
             if sharedSpool && now >= nextLook {
                 // A daemon that died following a group leaves it to be adopted, even when
@@ -285,13 +296,24 @@ public final class BackgroundLane: @unchecked Sendable {
             // Its new follower works from the record: nothing of it is touched here.
             logger.warning("the claim of a remote batch's group was taken by another daemon; it follows the batch now",
                            ["group": LogValue(id), "batch": LogValue(group.machine.intent.batchID ?? "unknown")])
+            // Known as the new follower's group before any member is let go: one claimed here
+            // again is then let go too, not sent a second time.
+            registry.lost(group: id, members: group.machine.intent.members.map(\.id))
             for member in group.machine.intent.members where groupOfMember[member.id] == id {
                 groupOfMember[member.id] = nil
-                guard group.held[member.id] != nil, !group.ended.contains(member.id) else { continue }
+                guard let held = group.held[member.id], !group.ended.contains(member.id) else { continue }
                 post(.laneEnded(id: member.id))
-                post(.finalized(id: member.id))
+                switch RemoteGroupClaims.afterLoss(isLine: BatchLineRef(id: member.id) != nil) {
+                case .letClaimGo:
+                    // Left expired, as a member of a live daemon's group is (`LeaseClaimer`):
+                    // should the new follower die before it claims it, the next claim is a
+                    // takeover, which looks at `state/remote` again.
+                    leases?.letGo(member.id)
+                    post(.finalized(id: member.id))
+                case .backToBatch:
+                    handBackToBatch(held)
+                }
             }
-            registry.forget(group: id, ended: false)
         case .stop:
             break
         }
@@ -408,6 +430,22 @@ public final class BackgroundLane: @unchecked Sendable {
             post(.finalized(id: member.id))
         case nil:
             returning.append(member)
+        }
+    }
+
+    /// Hands a line of a group lost to another daemon back to its batch (`.laneEnded` was
+    /// posted): read back first; a line whose batch's input changed is not wanted any more,
+    /// and one that cannot be read now is tried again on the next turn.
+    private func handBackToBatch(_ member: LaneMember) {
+        switch readBack(member) {
+        case .task(let task)?:
+            if let event = finisher.lineHandedBack(task) { post(event) }
+        case .changed(let problem)?:
+            logger.warning("a line of a lost group is not in its batch any more; it is cancelled", id: member.id, ["problem": LogValue(problem)])
+            finisher.withdrawn(id: member.id)
+            post(.finalized(id: member.id))
+        case nil:
+            handingBack.append(member)
         }
     }
 
@@ -571,6 +609,7 @@ public final class BackgroundLane: @unchecked Sendable {
                     retry(id, step, after: 5)
                     return
                 }
+                guard mayTake(step, id) else { return }
                 // Every step's answer passes here, on its way to the log, the machine and
                 // the record: a provider that echoes the key it was sent is blanked out once.
                 guard let event = perform(step, id).map(finisher.secretRedaction.redact) else { return }
@@ -588,6 +627,26 @@ public final class BackgroundLane: @unchecked Sendable {
             case .warn(let message):
                 logger.warning("a remote batch's reconciling", ["group": LogValue(id), "reason": LogValue(message)])
             }
+        }
+    }
+
+    /// Whether the group's claim lets `step` be taken now (`RemoteGroupClaims.stepGate`):
+    /// when it does not, the step waits for the keeper, or the group is dropped as lost.
+    private func mayTake(_ step: RemoteBatchMachine.Step, _ id: String) -> Bool {
+        guard let leases else { return true }
+        let claimID = RemoteGroupClaims.claimID(group: id)
+        switch RemoteGroupClaims.stepGate(step, shared: true, held: leases.holds(claimID), leaseFilesOnly: leases.method == .leaseFiles,
+                                          leaseExpiresAt: leases.writtenExpiry(claimID), now: Date().timeIntervalSince1970) {
+        case .go:
+            return true
+        case .wait(let seconds):
+            logger.debug("the group's claim is past its lease time here; its step waits for its renewal",
+                         ["group": LogValue(id), "step": LogValue(step.name)])
+            retry(id, step, after: seconds)
+            return false
+        case .lost:
+            handle(.lost(id))
+            return false
         }
     }
 

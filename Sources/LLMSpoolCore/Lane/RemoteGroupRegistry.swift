@@ -71,6 +71,23 @@ final class RemoteGroupRegistry: Sendable {
         leases?.release(RemoteGroupClaims.claimID(group: group), ended: ended)
     }
 
+    /// The group's claim was found taken (this daemon was paused past its lease): another
+    /// daemon follows it now. Its members are known as that daemon's group at once, as a
+    /// look at `state/remote` would find them, so that a member claimed here again is let go
+    /// (`.leave`) and a line of its batch waits, instead of being sent a second time.
+    func lost(group: String, members allMembers: [String]) {
+        state.withLock { state in
+            for member in state.followed.removeValue(forKey: group) ?? [] where state.followedMember[member] == group {
+                state.followedMember[member] = nil
+            }
+            let members = Self.claimable(allMembers)
+            state.elsewhere[group] = Elsewhere(members: members, lineBatches: Set(allMembers.lazy.compactMap { BatchLineRef(id: $0)?.batch }))
+            for member in members { state.elsewhereMember[member] = group }
+        }
+        // Another daemon's lease now: nothing of it is rewritten (`LeaseManager.release`).
+        leases?.release(RemoteGroupClaims.claimID(group: group), ended: false)
+    }
+
     /// The request of `id` is not the file `group` carries (replaced under its name): its
     /// claims are judged as any request's from now on.
     func notMember(_ id: String, of group: String) {

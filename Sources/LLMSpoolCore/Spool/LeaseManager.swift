@@ -115,6 +115,12 @@ public final class LeaseManager: Sendable {
         return JSONObject.encode(object)
     }
 
+    /// A let-go lease's content (`Lease.lettingGo`).
+    func encodeLettingGo(_ previousOwner: String) -> [UInt8] {
+        let lease = Lease.lettingGo(owner: previousOwner)
+        return JSONObject.encode(["owner": lease.owner, "expires_at": lease.expiresAt, "host": hostID] as [String: Any])
+    }
+
     func state(_ lease: Lease?) -> LeaseRules.State {
         LeaseRules.state(of: lease, me: owner, now: LeaseManager.now(), margin: margin)
     }
@@ -394,6 +400,20 @@ public final class LeaseManager: Sendable {
     /// for a lease time. Otherwise (a retry later, a shutdown) the lease is removed, so any
     /// daemon may take the request at once.
     public func release(_ id: String, ended: Bool) {
+        release(id, ended: ended, leaveExpired: false)
+    }
+
+    /// Gives up the claim on `id` for another daemon to take up (not ended), leaving its
+    /// lease expired instead of removing it (`Lease.lettingGo`): the next claim of `id`, by
+    /// any daemon, is then a takeover (`claim`'s `tookOver`). A request let go because it is
+    /// a member of another daemon's remote batch needs that: should that daemon die before
+    /// it claims the request, its group may have been recorded after the next claimer's
+    /// last look at `state/remote`, and only a takeover makes the claimer look again.
+    public func letGo(_ id: String) {
+        release(id, ended: false, leaveExpired: true)
+    }
+
+    private func release(_ id: String, ended: Bool, leaveExpired: Bool) {
         // Wait while the keeper renews this very lease: a renewal after the release would
         // bring the lease back.
         while true {
@@ -426,6 +446,15 @@ public final class LeaseManager: Sendable {
                 return
             } catch {
                 logger.warning("cannot leave a tombstone; removing the lease", id: id, ["reason": "\(error)"])
+            }
+        } else if leaveExpired {
+            // Rewritten before the lock goes: with locks, no taker reads it half-written.
+            do {
+                try rewrite(path, encodeLettingGo(owner))
+                lock?.discard()
+                return
+            } catch {
+                logger.warning("cannot leave the lease expired; removing it", id: id, ["reason": "\(error)"])
             }
         }
         logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) }
@@ -649,9 +678,17 @@ public final class LeaseManager: Sendable {
             // With locks, a dead run's claims are free already: the next claim takes them.
             guard !lockMode.load(ordering: .relaxed),
                   LeaseRules.isDeadIncarnation(lease, hostID: hostID, myPID: getpid(), isAlive: LeaseManager.isAlive) else { continue }
-            // Re-read just before the unlink: a taker may have replaced it meanwhile.
+            // Re-read just before the rewrite: a taker may have replaced it meanwhile. Left
+            // expired, not removed (`Lease.lettingGo`): its next claim, ours or another
+            // daemon's, is a takeover, which makes the background lane look for a group the
+            // dead run recorded for it.
             guard read(path) == lease else { continue }
-            logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) }
+            do {
+                try rewrite(path, encodeLettingGo(lease.owner))
+            } catch {
+                logger.warning("cannot leave an earlier run's lease expired; removing it", ["lease": LogValue(path), "reason": "\(error)"])
+                logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) }
+            }
             reclaimed.append(String(name.dropLast(".lease".count)))
         }
         return reclaimed

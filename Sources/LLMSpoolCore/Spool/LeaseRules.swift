@@ -22,6 +22,19 @@ public enum LeaseRules {
         /// The owner given to a lease file whose content cannot be read (being written).
         public static let unreadablePrefix = "unreadable@"
 
+        /// The owner of a lease let go for another daemon to take up (`lettingGo`).
+        public static let letGoPrefix = "let-go@"
+
+        /// The lease left in place of one given up for another daemon to take up, instead of
+        /// no file: expired for every daemon, its former owner included (its owner is not
+        /// theirs), so that the next claim of its id is a takeover, never a fresh create. The
+        /// background lane lists `state/remote` again after a takeover: a group recorded for
+        /// the request since the claimer last looked, by a daemon that died before claiming
+        /// it, is then adopted, not sent a second time (`RemoteGroupClaims.mustList`).
+        public static func lettingGo(owner: String) -> Lease {
+            Lease(owner: letGoPrefix + owner, expiresAt: 0)
+        }
+
         /// Whether the lease had content: its creator wrote it (and, with locks, locked it first).
         public var isWritten: Bool { !owner.hasPrefix(Self.unreadablePrefix) }
 

@@ -95,7 +95,9 @@ final class LeaseClaimer: Sendable {
         case .rejoin:
             answer(request, .claimed, true)
         case .leave:
-            leases.release(id, ended: false)
+            // Left expired: should the group's follower die before it claims the request,
+            // the next claim is a takeover, which looks at `state/remote` again.
+            leases.letGo(id)
             answer(request, .heldElsewhere, false)
         }
     }

@@ -75,6 +75,59 @@ public enum RemoteGroupClaims {
         return followedElsewhere ? .leave : .proceed
     }
 
+    /// What becomes of a member this daemon holds when its group's claim is found taken by
+    /// another daemon (this one was paused past its lease): the group's answer will not come
+    /// here, and the new follower publishes it only once it holds every member.
+    public enum AfterLoss: Sendable, Equatable {
+        /// A request file: its claim is let go, not ended, so that the new follower can take
+        /// it (kept and renewed here, it would hold that follower's publication forever).
+        case letClaimGo
+        /// A batch file's line (it has no claim of its own): it goes back to its batch, whose
+        /// runner retries it, or ends it when the batch no longer runs here. Finalized with
+        /// no outcome, it would hold its batch forever.
+        case backToBatch
+    }
+
+    public static func afterLoss(isLine: Bool) -> AfterLoss {
+        isLine ? .backToBatch : .letClaimGo
+    }
+
+    /// Whether a group's step is taken now, on a spool several daemons share.
+    public enum StepGate: Sendable, Equatable {
+        case go
+        /// Asked again after `seconds`.
+        case wait(seconds: Double)
+        /// The group's claim is not this daemon's any more: the group is another's now.
+        case lost
+    }
+
+    /// The steps that make or change something remote: an upload, a create, a cancel.
+    public static func changesRemote(_ step: RemoteBatchMachine.Step) -> Bool {
+        switch step {
+        case .upload, .create, .cancel: true
+        case .list, .inspect, .poll, .download, .split, .publish: false
+        }
+    }
+
+    /// A step that changes something remote is taken only under the group's claim. A daemon
+    /// paused past its lease (SIGSTOP, a suspended machine) wakes before its keeper has
+    /// looked, and another daemon may have adopted the group meanwhile: a create now would
+    /// make a second remote batch (paid twice), a cancel would cancel the adopter's. So, as
+    /// a batch's line waits (`BatchLineStart`), such a step waits while the claim's lease, as
+    /// this daemon last wrote it, has expired by its clock: until the keeper has renewed it
+    /// (the step goes) or found it taken (the group is lost). A claim no longer held is lost
+    /// at once. `shared`: other daemons share the spool; `held`: this daemon holds the
+    /// group's claim (in memory); `leaseExpiresAt` as `BatchLineStart.decide` takes it.
+    public static func stepGate(_ step: RemoteBatchMachine.Step, shared: Bool, held: Bool, leaseFilesOnly: Bool,
+                                leaseExpiresAt: Double?, now: Double) -> StepGate {
+        guard shared, changesRemote(step) else { return .go }
+        guard held else { return .lost }
+        switch BatchLineStart.decide(leaseFilesOnly: leaseFilesOnly, leaseExpiresAt: leaseExpiresAt, now: now) {
+        case .start: return .go
+        case .wait(let seconds): return .wait(seconds: seconds)
+        }
+    }
+
     /// What the lane does with a batch file's line handed to it (from the runner that holds
     /// the batch's claim) that is in no group it follows.
     public enum Line: Sendable, Equatable {
