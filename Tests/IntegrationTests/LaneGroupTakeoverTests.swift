@@ -30,6 +30,36 @@ import Testing
         method == "lease-files" ? [SpoolDaemon.leaseFilesVariable: "lease-files"] : [:]
     }
 
+    /// Kills `victim` with SIGKILL, waits for every request's result, and checks that each
+    /// was paid once; a wait that fails still says what the failure cost (the requests
+    /// paid again, live or in a new group) before it throws.
+    static func killThenExpectPaidOnce(_ victim: Process, _ harness: Harness, _ ids: [String], groupsBefore: Set<String>) throws {
+        kill(victim.processIdentifier, SIGKILL)
+        victim.waitUntilExit()
+        do {
+            try waitForEveryResult(harness, ids)
+        } catch {
+            try expectPaidOnce(harness, ids, groupsBefore: groupsBefore)
+            throw error
+        }
+        try expectPaidOnce(harness, ids, groupsBefore: groupsBefore)
+    }
+
+    /// The daemons `names` on one spool, each with its own config and log.
+    static func startDaemons(_ harness: Harness, _ names: [String], method: String) throws -> [String: Process] {
+        var daemons: [String: Process] = [:]
+        for name in names {
+            daemons[name] = try harness.startExtraDaemon(name, config: daemonConfig(harness, name, method: method), environment: environment(method))
+        }
+        return daemons
+    }
+
+    /// The daemon to kill (one that created a remote batch) and the other of the two.
+    static func victimAndSurvivor(_ harness: Harness, _ names: [String]) throws -> (victim: String, survivor: String) {
+        let victim = try #require(creators(harness, names).first)
+        return (victim, victim == "d1" ? "d2" : "d1")
+    }
+
     /// The daemons among `names` whose log says a remote batch was created.
     static func creators(_ harness: Harness, _ names: [String]) -> [String] {
         names.filter { harness.extraLog($0).contains("remote batch created") }
@@ -109,29 +139,16 @@ import Testing
         defer { harness.stop() }
         try harness.startStub(["--batch-seconds", "8"])
         let names = ["d1", "d2"]
-        var daemons: [String: Process] = [:]
-        for name in names {
-            daemons[name] = try harness.startExtraDaemon(name, config: Self.daemonConfig(harness, name, method: method), environment: Self.environment(method))
-        }
+        let daemons = try Self.startDaemons(harness, names, method: method)
         let ids = (0..<6).map { "a\($0)" }
         for id in ids { try harness.drop(id, BackgroundLaneTests.deferrable(id, "\(Self.prompt) \(id)")) }
         // Both may have formed a group of their own (or more than one): the groups of the
         // moment, every one of them made, before the kill.
         let groupsBefore = try Self.waitForGroupsMade(harness, ids: ids)
-        let victimName = try #require(Self.creators(harness, names).first)
-        let survivorName = victimName == "d1" ? "d2" : "d1"
+        let (victimName, survivorName) = try Self.victimAndSurvivor(harness, names)
         let victim = try #require(daemons[victimName])
         #expect(!harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.isEmpty, "the batch runs at the kill")
-        kill(victim.processIdentifier, SIGKILL)
-        victim.waitUntilExit()
-        do {
-            try Self.waitForEveryResult(harness, ids)
-        } catch {
-            // What the failure cost: the requests paid again, live or in a new group.
-            try Self.expectPaidOnce(harness, ids, groupsBefore: groupsBefore)
-            throw error
-        }
-        try Self.expectPaidOnce(harness, ids, groupsBefore: groupsBefore)
+        try Self.killThenExpectPaidOnce(victim, harness, ids, groupsBefore: groupsBefore)
         let survivor = harness.extraLog(survivorName)
         #expect(survivor.contains("adopting the remote batch of a daemon that is gone"), "\(survivorName) adopted the group")
         let count = { (text: String) in survivor.components(separatedBy: text).count - 1 }
@@ -160,15 +177,7 @@ import Testing
         // Its requests may have been found in two polls, and grouped twice.
         let groupsBefore = try Self.waitForGroupsMade(harness, ids: ids)
         _ = try harness.startExtraDaemon("d2", config: live)
-        kill(victim.processIdentifier, SIGKILL)
-        victim.waitUntilExit()
-        do {
-            try Self.waitForEveryResult(harness, ids)
-        } catch {
-            try Self.expectPaidOnce(harness, ids, groupsBefore: groupsBefore)
-            throw error
-        }
-        try Self.expectPaidOnce(harness, ids, groupsBefore: groupsBefore)
+        try Self.killThenExpectPaidOnce(victim, harness, ids, groupsBefore: groupsBefore)
         let survivor = harness.extraLog("d2")
         #expect(survivor.contains("adopting the remote batch of a daemon that is gone"))
         // Adopted by its periodic look before a member arrived (each then goes back to the batch
@@ -188,16 +197,12 @@ import Testing
         defer { harness.stop() }
         try harness.startStub(["--batch-seconds", "8"])
         let names = ["d1", "d2"]
-        var daemons: [String: Process] = [:]
-        for name in names {
-            daemons[name] = try harness.startExtraDaemon(name, config: Self.daemonConfig(harness, name, method: method), environment: Self.environment(method))
-        }
+        let daemons = try Self.startDaemons(harness, names, method: method)
         let ids = (0..<5).map { "l\($0)" }
         try BatchTests.dropBatch(harness, "nightly", ids.map { BackgroundLaneBatchFileTests.line($0, "\(Self.prompt) \($0)") })
         // Every line in a remote batch: one fed after the kill would be grouped again, rightly.
         let groupsBefore = try Self.waitForGroupsMade(harness, "every line") { $0.count == ids.count }
-        let victimName = try #require(Self.creators(harness, names).first)
-        let survivorName = victimName == "d1" ? "d2" : "d1"
+        let (victimName, survivorName) = try Self.victimAndSurvivor(harness, names)
         let victim = try #require(daemons[victimName])
         kill(victim.processIdentifier, SIGKILL)
         victim.waitUntilExit()

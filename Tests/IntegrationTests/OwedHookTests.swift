@@ -8,17 +8,24 @@ import Testing
 @Suite(.serialized) struct OwedHookTests {
     func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
 
+    /// The config of hooks run one at a time, each appending `line` (shell words) to `log`;
+    /// a hook for which `held` (a shell test) is true first waits for `gate`, which the
+    /// test makes after the kill: whatever the machine's speed, that hook holds the one
+    /// hook thread and the others queue behind it until then.
+    func gatedHooks(_ harness: Harness, held: String, line: String) -> (config: [String: Any], log: String, gate: String) {
+        let log = harness.root + "/hooks.log"
+        let gate = harness.root + "/gate"
+        let hook = "if \(held); then while [ ! -e \(gate) ]; do sleep 0.05; done; fi; echo \"\(line)\" >> \(log)"
+        return (["on_complete": hook, "on_failure": hook, "hook_concurrency": 1], log, gate)
+    }
+
     @Test func hooksQueuedAtAKillRunAfterTheRestart() throws {
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()
-        let log = harness.root + "/hooks.log"
-        // One hook at a time, each waiting for a gate the test opens after the kill: every
-        // outcome is published, and every hook but the first still queued, at the kill,
-        // however slow the machine.
-        let gate = harness.root + "/gate"
-        let hook = "while [ ! -e \(gate) ]; do sleep 0.05; done; echo \"$LLMSPOOL_STATUS $LLMSPOOL_ID\" >> \(log)"
-        let config: [String: Any] = ["on_complete": hook, "on_failure": hook, "hook_concurrency": 1]
+        // Every hook waits for the gate: every outcome is published, and every hook but the
+        // first still queued, at the kill.
+        let (config, log, gate) = gatedHooks(harness, held: "true", line: "$LLMSPOOL_STATUS $LLMSPOOL_ID")
         try harness.startDaemon(config: config)
         let good = (1...5).map { "good\($0)" }
         let bad = ["bad1", "bad2"]
@@ -57,11 +64,9 @@ import Testing
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()
-        let log = harness.root + "/hooks.log"
         // The request's hook holds the one hook thread until the test opens the gate, after the kill.
-        let gate = harness.root + "/gate"
-        let hook = "if [ \"$LLMSPOOL_ID\" = slow ]; then while [ ! -e \(gate) ]; do sleep 0.05; done; fi; echo \"${LLMSPOOL_BATCH:-0} $LLMSPOOL_ID $LLMSPOOL_STATUS ${LLMSPOOL_BATCH_TOTAL:-} ${LLMSPOOL_BATCH_SUCCEEDED:-} ${LLMSPOOL_BATCH_FAILED:-}\" >> \(log)"
-        let config: [String: Any] = ["on_complete": hook, "on_failure": hook, "hook_concurrency": 1]
+        let (config, log, gate) = gatedHooks(harness, held: "[ \"$LLMSPOOL_ID\" = slow ]",
+                                             line: "${LLMSPOOL_BATCH:-0} $LLMSPOOL_ID $LLMSPOOL_STATUS ${LLMSPOOL_BATCH_TOTAL:-} ${LLMSPOOL_BATCH_SUCCEEDED:-} ${LLMSPOOL_BATCH_FAILED:-}")
         try harness.startDaemon(config: config)
         try harness.drop("slow", Harness.request("holds the hook thread"))
         try waitUntil("the slow hook runs", timeout: 20) { harness.log.contains("done id=slow") }

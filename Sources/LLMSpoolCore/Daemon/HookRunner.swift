@@ -200,13 +200,7 @@ public final class HookRunner: Sendable {
 
     /// What the spool holds for an id now, for `HookRecovery.decide`.
     private func found(_ id: String) throws -> HookRecovery.Found {
-        func identity(_ path: String) throws -> FileIdentity? {
-            do {
-                return FileIdentity(try Syscall.lstat(path))
-            } catch let error as SystemError where error.errno == ENOENT {
-                return nil
-            }
-        }
+        let identity = SpoolFiles(layout: layout).identity(of:)
         var found = HookRecovery.Found()
         for suffix in RequestFormatRegistry.suffixes {
             if found.queued == nil { found.queued = try identity(layout.outgoing + "/" + id + suffix) }

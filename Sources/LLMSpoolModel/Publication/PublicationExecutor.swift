@@ -147,11 +147,15 @@ public struct PublicationExecutor<Files: PublicationFiles> {
             try files.mark(path, mark)
         case .notePendingHook(let path, let content):
             do throws(Files.Failure) {
-                // Its folder may have gone with `state` (rm -rf): the note is made where it belongs.
-                try files.ensureFolder(PublicationPlan.folder(of: path))
                 try files.write(content, to: path, durable: false)
             } catch {
-                return .hookNotNoted(path, reason: "\(error)")
+                // Its folder may have gone with `state` (rm -rf): made again, and written once more.
+                do throws(Files.Failure) {
+                    try files.ensureFolder(PublicationPlan.folder(of: path))
+                    try files.write(content, to: path, durable: false)
+                } catch {
+                    return .hookNotNoted(path, reason: "\(error)")
+                }
             }
         }
         return nil
