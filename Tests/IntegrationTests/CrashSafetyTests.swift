@@ -164,7 +164,7 @@ import Testing
 
         // Room above the floor but not for the answer: the write fails with ENOSPC, the
         // request stays and is tried again, and the result is never truncated.
-        try harness.stopDaemon()
+        harness.stopDaemon()
         try harness.startDaemon(config: ["min_free_bytes": 64 << 10, "retry_max_seconds": 0.5])
         try fill(filler, leaving: 600 << 10, on: harness.layout.root)
         let prompt = "an answer bigger than the free space"

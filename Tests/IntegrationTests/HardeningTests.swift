@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LLMSpoolCore
+import LLMSpoolModel
 @testable import LLMSpoolStub
 import Testing
 
@@ -132,6 +133,12 @@ import Testing
             try harness.startDaemon(environment: ["LLMSPOOL_TEST_CRASH_HEADER": "x-stub-crash"], waitUntilWatching: false)
             let status = try harness.waitForDaemonExit(timeout: 30)
             #expect(status != 0, "round \(round): the test-only trigger crashed the daemon")
+            // The start is in the journal, counted; the record holds the count of the crashes
+            // before it, written by the restart that found them in the journal.
+            let starts = StartJournal.frames(Array(try Data(contentsOf: URL(fileURLWithPath: harness.layout.startJournal))))
+            let counted = starts.filter { $0.name == "poison.json" }.compactMap { TaskRecord.decode($0.record)?.history.unfinishedStarts }
+            #expect(counted == [round], "round \(round)")
+            #expect(TaskRecord.load(harness.layout, id: "poison")?.history.unfinishedStarts == (round == 1 ? nil : round - 1), "round \(round)")
         }
         #expect(try harness.arrivals(of: "crash the daemon").count == 3)
         try harness.startDaemon(environment: ["LLMSPOOL_TEST_CRASH_HEADER": "x-stub-crash"])

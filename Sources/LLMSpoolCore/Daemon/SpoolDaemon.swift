@@ -175,6 +175,9 @@ public final class SpoolDaemon: Sendable {
             }
         } else {
             try lockSpool()
+            // Before the watcher looks at records: the starts a crash left unended become theirs.
+            let counted = StartJournalFile.replay(layout: layout, previousRunCrashed: engine.previousRunCrashed, logger: logger)
+            if counted > 0 { logger.info("requests in flight at the crash are counted against the crash guard", ["requests": "\(counted)"]) }
         }
         removeLeftovers()
         // Before the watcher: a record written again here is what the scan would look at.

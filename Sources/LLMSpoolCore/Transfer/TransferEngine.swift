@@ -205,6 +205,8 @@ public final class TransferEngine: @unchecked Sendable {
     /// Whether the daemon before this one crashed; otherwise starts recorded by it are
     /// not held against their requests (`CrashGuard`).
     public var previousRunCrashed = false
+    /// Where starts are recorded on a local spool; nil on a shared one (records instead).
+    private let startJournal: StartJournalFile?
     /// How long the loop pauses after each turn; told what each transfer received in it.
     private var pacing = EventLoopPacing()
     /// Transfers that received bytes for their `.partial` during this turn: their
@@ -214,6 +216,7 @@ public final class TransferEngine: @unchecked Sendable {
     public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, known: KnownTasks, metrics: Metrics = Metrics(),
                 diskHealth: DiskHealth = DiskHealth(), leases: LeaseManager? = nil, delegate: Delegate, logger: Logger) throws {
         self.leases = leases
+        startJournal = leases == nil ? StartJournalFile(layout: layout) : nil
         self.diskHealth = diskHealth
         guard let multi = curl_multi_init() else { throw ConfigError("libcurl could not create a multi handle") }
         self.multi = multi
@@ -956,12 +959,18 @@ public final class TransferEngine: @unchecked Sendable {
         }
         if !isBatchLine {
             // The start is on disk before the request is sent: if the answer crashes the
-            // daemon, the next run knows this request was in flight (`CrashGuard`). Written
-            // only once the request is open: a request another daemon has just finished and
-            // removed must not have its record overwritten.
+            // daemon, the next run knows this request was in flight (`CrashGuard`). On a
+            // local spool in the start journal; on a shared one as the task's record, which
+            // every daemon reads, written only once the request is open: a request another
+            // daemon has just finished and removed must not have its record overwritten.
             task.history = CrashGuard.starting(task.history)
+            let record = TaskRecord(id: task.id, status: .active, request: task.identity, history: task.history)
             do {
-                try TaskRecord(id: task.id, status: .active, request: task.identity, history: task.history).write(layout, durable: false)
+                if let startJournal {
+                    try startJournal.append(record, requestPath: task.requestPath)
+                } else {
+                    try record.write(layout, durable: false)
+                }
             } catch {
                 endBeforeStart(task, endpointIndex: endpointIndex, .diskError("recording the start of the attempt failed: \(error)"))
                 return
@@ -999,6 +1008,13 @@ public final class TransferEngine: @unchecked Sendable {
         }
         transfers[handle] = transfer
         transfersByID[task.id] = transfer
+        startJournal?.turnIfDue(inFlightCount: transfersByID.count, inFlight: { [transfersByID] in
+            transfersByID.values.compactMap { transfer in
+                let task = transfer.task
+                guard BatchLineRef(id: task.id) == nil else { return nil }
+                return (TaskRecord(id: task.id, status: .active, request: task.identity, history: task.history), task.requestPath)
+            }
+        }, logger: logger)
         logger.debug("upload started", id: task.id, ["endpoint": LogValue(endpoint.name), "attempt": "\(task.history.attempts.count + 1)",
                                                       "bytes": "\(transfer.bodySize)", "stream": "\(task.summary.stream)"])
     }

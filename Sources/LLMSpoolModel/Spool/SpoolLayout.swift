@@ -26,6 +26,7 @@
 /// | `state/.daemon.json` | the daemon | the live status that `status` reads while it runs |
 /// | `state/.lock` | the daemon | held (flock) by the daemon that owns a local spool |
 /// | `state/.run` | the daemon | a run in the one-fsync order began: its boot and start (`PowerLossRepair.RunMark`) |
+/// | `state/.starts`, `.starts.old` | the daemon | on a local spool, the starts of attempts, appended before each request is sent (`StartJournal`) |
 /// | `state/control/send-now.<id>`, `send-now-all` | `retry` | a person asked for a waiting request (or all) to go now |
 /// | `hold/<id>.json` | `hold` | a request kept unsent until `release` |
 /// | `state/remote/<group>.json` | the daemon | a group sent through a provider's Batch API: its intent record (`RemoteIntent`), from before anything remote exists until every member is published |
@@ -79,6 +80,10 @@ public struct SpoolLayout: Sendable, Equatable {
     public var lock: String { state + "/.lock" }
     /// The boot and start of the last run in the one-fsync order (`PowerLossRepair`).
     public var runMark: String { state + "/.run" }
+    /// The start journal's current generation (`StartJournal`).
+    public var startJournal: String { state + "/.starts" }
+    /// The start journal's previous generation.
+    public var previousStartJournal: String { state + "/.starts.old" }
     /// Where held requests wait, unsent, like Postfix's hold queue: outside `outgoing`, so
     /// holding needs no cooperation from the daemon (taking a request out withdraws it).
     public var hold: String { root + "/hold" }

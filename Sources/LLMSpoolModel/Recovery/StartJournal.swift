@@ -1,0 +1,99 @@
+/// The starts of attempts on a local spool, appended to `state/.starts` before each request
+/// is sent, in place of a task record written at every start. A start record (a file
+/// created, written and renamed) was a tenth of a streamed request's CPU and a fifth of a
+/// small one's; an append is one `write`. Only a crash needs what it said (`CrashGuard`:
+/// how many starts of a request never ended), so the restart after a crash turns the starts
+/// that never ended into the records they stand for, and any other start drops the journal.
+///
+/// A frame is `<record length> <name length>\n<name><record>`: the request's file name in
+/// `outgoing`, then the record a start used to write. The journal has two generations: when
+/// the current one (`.starts`) has taken enough frames it becomes `.starts.old` and a new one
+/// begins with the frames of the attempts still in flight, so that the journal stays about
+/// as long as what is in flight while a start is never dropped before it ended. Pure.
+public enum StartJournal {
+    /// A frame longer than this is not one of the daemon's (a record is a few KiB at most).
+    public static let maxFrameBytes = 4 << 20
+
+    /// One start, as read back.
+    public struct Frame: Sendable, Equatable {
+        /// The request's file name in `outgoing` (`<id>.json`, `<id>.md`, ...).
+        public let name: String
+        /// The encoded task record the start stands for.
+        public let record: [UInt8]
+
+        public init(name: String, record: [UInt8]) {
+            self.name = name
+            self.record = record
+        }
+    }
+
+    /// The bytes appended for one start.
+    public static func frame(name: String, record: [UInt8]) -> [UInt8] {
+        let nameBytes = Array(name.utf8)
+        var bytes = Array("\(record.count) \(nameBytes.count)\n".utf8)
+        bytes.reserveCapacity(bytes.count + nameBytes.count + record.count)
+        bytes += nameBytes
+        bytes += record
+        return bytes
+    }
+
+    /// The frames of a journal, in order. Reading stops at the first frame that is not whole
+    /// or not well formed: the tail a power loss cut, or zeros it left.
+    public static func frames(_ bytes: [UInt8]) -> [Frame] {
+        var frames: [Frame] = []
+        var position = 0
+        while position < bytes.count {
+            guard let newline = bytes[position...].firstIndex(of: 0x0A), newline - position <= 24 else { break }
+            let header = String(decoding: bytes[position..<newline], as: UTF8.self).split(separator: " ")
+            guard header.count == 2, let recordLength = Int(header[0]), let nameLength = Int(header[1]),
+                  recordLength > 0, nameLength > 0, recordLength <= maxFrameBytes, nameLength <= 4096 else { break }
+            let nameStart = newline + 1
+            guard bytes.count - nameStart >= nameLength + recordLength else { break }
+            let recordStart = nameStart + nameLength
+            frames.append(Frame(name: String(decoding: bytes[nameStart..<recordStart], as: UTF8.self),
+                                record: Array(bytes[recordStart..<(recordStart + recordLength)])))
+            position = recordStart + recordLength
+        }
+        return frames
+    }
+
+    /// What a restart after a crash does with the last start journaled for a request.
+    public enum Fate: Sendable, Equatable {
+        /// The start never ended: its record is written, counting it.
+        case write
+        /// An outcome or a later attempt was recorded after it.
+        case ended
+        /// The request that started is no longer in `outgoing` (or another file has its name).
+        case gone
+    }
+
+    /// `started` is the record the start stood for, `current` the record on disk now, and
+    /// `requestIsTheOneStarted` whether `outgoing` still holds the very file that started.
+    public static func fate(started: TaskRecord, current: TaskRecord?, requestIsTheOneStarted: Bool) -> Fate {
+        guard requestIsTheOneStarted else { return .gone }
+        guard let current, let startedRequest = started.request,
+              current.request.map({ $0.isSameInstance(as: startedRequest) }) == true else {
+            // No record, or one of an earlier file of the name: the start is the news.
+            return .write
+        }
+        guard current.status == .active else { return .ended }
+        if current.history.attempts.count > started.history.attempts.count { return .ended }
+        if current.history.unfinishedStarts >= started.history.unfinishedStarts { return .ended }
+        return .write
+    }
+
+    /// The last frame of each request, in the order of those last frames: `.starts.old`'s
+    /// frames come first, and a later start of a request stands for the earlier ones.
+    public static func lastStarts(_ frames: [Frame]) -> [Frame] {
+        var last: [String: Int] = [:]
+        for (index, frame) in frames.enumerated() { last[frame.name] = index }
+        return frames.enumerated().filter { last[$0.element.name] == $0.offset }.map(\.element)
+    }
+
+    /// Whether the current generation has taken enough frames to begin a new one: a few
+    /// thousand at least, and twice what is in flight, so that the frames copied into the
+    /// new generation cost at most half a frame for each start.
+    public static func isTimeToTurn(framesSinceTurn: Int, inFlight: Int) -> Bool {
+        framesSinceTurn >= max(4096, 2 * inFlight)
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+@testable import LLMSpoolCore
+import LLMSpoolModel
+import LLMSpoolSystem
+
+/// The start journal on disk: appended, turned into a new generation, replayed after a crash.
+@Suite struct StartJournalFileTests {
+    let root: String
+    let layout: SpoolLayout
+    let logger = Logger(minimum: .error)
+
+    init() throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("startjournal-\(UUID().uuidString)").path
+        layout = SpoolLayout(root: root)
+        try layout.create()
+    }
+
+    /// A request in `outgoing` and the record its start stands for.
+    func request(_ id: String, unfinished: Int = 1) throws -> TaskRecord {
+        let path = layout.request(id)
+        try DurableFile.write(Array("{\"messages\": []}".utf8), to: path)
+        let identity = try #require(try SpoolFiles(layout: layout).identity(of: path))
+        return TaskRecord(id: id, status: .active, request: identity,
+                          history: TaskHistory(firstSeen: Date(timeIntervalSince1970: 0), unfinishedStarts: unfinished))
+    }
+
+    @Test func aCrashTurnsTheUnendedStartsIntoRecords() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let journal = StartJournalFile(layout: layout)
+        let inFlight = try request("in-flight", unfinished: 2)
+        let ended = try request("ended")
+        let gone = try request("gone")
+        try journal.append(inFlight, requestPath: layout.request("in-flight"))
+        try journal.append(ended, requestPath: layout.request("ended"))
+        try journal.append(gone, requestPath: layout.request("gone"))
+        var done = ended
+        done.status = .done
+        done.history.unfinishedStarts = 0
+        try done.write(layout, durable: false)
+        try FileManager.default.removeItem(atPath: layout.request("gone"))
+
+        #expect(StartJournalFile.replay(layout: layout, previousRunCrashed: true, logger: logger) == 1)
+        #expect(TaskRecord.load(layout, id: "in-flight") == inFlight, "the record the start stood for, with its count")
+        #expect(TaskRecord.load(layout, id: "ended")?.status == .done)
+        #expect(TaskRecord.load(layout, id: "gone") == nil)
+        #expect(!FileManager.default.fileExists(atPath: layout.startJournal), "the journal is consumed")
+    }
+
+    @Test func withoutACrashTheJournalIsDroppedUnread() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let journal = StartJournalFile(layout: layout)
+        try journal.append(try request("a"), requestPath: layout.request("a"))
+        #expect(StartJournalFile.replay(layout: layout, previousRunCrashed: false, logger: logger) == 0)
+        #expect(TaskRecord.load(layout, id: "a") == nil)
+        #expect(!FileManager.default.fileExists(atPath: layout.startJournal))
+    }
+
+    /// Past a generation's length the attempts still in flight are copied into the new one:
+    /// a start made long before the crash, thousands of starts ago, still counts.
+    @Test func aLongAttemptOutlivesTwoGenerations() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let journal = StartJournalFile(layout: layout)
+        let long = try request("long")
+        let short = try request("short")
+        try journal.append(long, requestPath: layout.request("long"))
+        for _ in 0..<3 {
+            for _ in 0..<4096 {
+                try journal.append(short, requestPath: layout.request("short"))
+                journal.turnIfDue(inFlightCount: 1, inFlight: { [(long, layout.request("long"))] }, logger: logger)
+            }
+        }
+        let current = StartJournal.frames(try FileReader.prefix(path: layout.startJournal, limit: 64 << 20))
+        let previous = StartJournal.frames(try FileReader.prefix(path: layout.previousStartJournal, limit: 64 << 20))
+        #expect(current.count < 4096 && previous.count <= 4097, "each generation stays about one turn long")
+        #expect(current.first?.name == "long.json", "a new generation opens with the starts in flight")
+        var done = short
+        done.status = .done
+        try done.write(layout, durable: false)
+        #expect(StartJournalFile.replay(layout: layout, previousRunCrashed: true, logger: logger) == 1)
+        #expect(TaskRecord.load(layout, id: "long")?.history.unfinishedStarts == 1)
+    }
+}

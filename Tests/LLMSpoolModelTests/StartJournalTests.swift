@@ -1,0 +1,97 @@
+import FoundationEssentials
+import Testing
+@testable import LLMSpoolModel
+
+/// The start journal's frames and what a restart after a crash makes of them.
+@Suite struct StartJournalTests {
+    let file = FileIdentity(device: 1, inode: 42, size: 100, modifiedNanoseconds: 7)
+    let history = TaskHistory(firstSeen: Date(timeIntervalSince1970: 0))
+
+    func record(_ status: TaskRecord.Status = .active, request: FileIdentity?, attempts: Int = 0, unfinished: Int = 1) -> TaskRecord {
+        var history = history
+        history.attempts = (0..<attempts).map { _ in
+            AttemptEntry(startedAt: Date(timeIntervalSince1970: 1), endedAt: Date(timeIntervalSince1970: 2), endpoint: "e", outcome: "http-500")
+        }
+        history.unfinishedStarts = unfinished
+        return TaskRecord(id: "a", status: status, request: request, history: history)
+    }
+
+    @Test func framesReadBackInOrder() {
+        let bytes = StartJournal.frame(name: "a.json", record: Array("{\"x\": 1}\n".utf8))
+            + StartJournal.frame(name: "b c.md", record: Array("{}".utf8))
+        #expect(StartJournal.frames(bytes) == [
+            StartJournal.Frame(name: "a.json", record: Array("{\"x\": 1}\n".utf8)),
+            StartJournal.Frame(name: "b c.md", record: Array("{}".utf8)),
+        ])
+    }
+
+    @Test func aCutOrZeroedTailEndsTheReading() {
+        let whole = StartJournal.frame(name: "a.json", record: Array("{\"x\": 1}".utf8))
+        let next = StartJournal.frame(name: "b.json", record: Array("{\"y\": 2}".utf8))
+        for cut in 1..<next.count {
+            #expect(StartJournal.frames(whole + next.prefix(cut)).map(\.name) == ["a.json"], "cut at \(cut)")
+        }
+        #expect(StartJournal.frames(whole + [UInt8](repeating: 0, count: 4096) + next).map(\.name) == ["a.json"])
+        #expect(StartJournal.frames([UInt8](repeating: 0, count: 64)).isEmpty)
+        #expect(StartJournal.frames([]).isEmpty)
+    }
+
+    @Test func absurdHeadersAreNotFollowed() {
+        for header in ["99999999999999999999 5\n", "-3 5\n", "5 -1\n", "0 5\n", "5\n", "5 5 5\n", "\(StartJournal.maxFrameBytes + 1) 1\n",
+                       String(repeating: "1", count: 40) + " 1\n", "x y\n"] {
+            #expect(StartJournal.frames(Array(header.utf8) + [UInt8](repeating: 0x41, count: 64)).isEmpty, "\(header)")
+        }
+    }
+
+    @Test func theLastStartOfEachRequestStands() {
+        let frames = [("a.json", "1"), ("b.json", "1"), ("a.json", "2"), ("c.md", "1")].map {
+            StartJournal.Frame(name: $0.0, record: Array($0.1.utf8))
+        }
+        #expect(StartJournal.lastStarts(frames).map { "\($0.name)=\(String(decoding: $0.record, as: UTF8.self))" } == ["b.json=1", "a.json=2", "c.md=1"])
+    }
+
+    @Test func aStartWithoutARecordAfterItIsWritten() {
+        #expect(StartJournal.fate(started: record(request: file), current: nil, requestIsTheOneStarted: true) == .write)
+    }
+
+    @Test func aRequestNoLongerThereIsLeft() {
+        #expect(StartJournal.fate(started: record(request: file), current: nil, requestIsTheOneStarted: false) == .gone)
+    }
+
+    @Test func aRecordOfAnEarlierFileOfTheNameDoesNotHideTheStart() {
+        let earlier = FileIdentity(device: 1, inode: 41, size: 100, modifiedNanoseconds: 7)
+        #expect(StartJournal.fate(started: record(request: file), current: record(.done, request: earlier, unfinished: 0),
+                                  requestIsTheOneStarted: true) == .write)
+    }
+
+    @Test func anOutcomeRecordedAfterTheStartEndsIt() {
+        for status in [TaskRecord.Status.done, .failed, .cancelled] {
+            #expect(StartJournal.fate(started: record(request: file), current: record(status, request: file, attempts: 1, unfinished: 0),
+                                      requestIsTheOneStarted: true) == .ended, "\(status)")
+        }
+    }
+
+    @Test func aRetryRecordedAfterTheStartEndsIt() {
+        #expect(StartJournal.fate(started: record(request: file, attempts: 0), current: record(request: file, attempts: 1, unfinished: 0),
+                                  requestIsTheOneStarted: true) == .ended)
+    }
+
+    @Test func aSecondAttemptInFlightAfterARetryIsWritten() {
+        #expect(StartJournal.fate(started: record(request: file, attempts: 1, unfinished: 1), current: record(request: file, attempts: 1, unfinished: 0),
+                                  requestIsTheOneStarted: true) == .write)
+    }
+
+    @Test func aRecordThatAlreadyCountsTheStartStands() {
+        #expect(StartJournal.fate(started: record(request: file, unfinished: 2), current: record(request: file, unfinished: 2),
+                                  requestIsTheOneStarted: true) == .ended)
+        #expect(StartJournal.fate(started: record(request: file, unfinished: 3), current: record(request: file, unfinished: 2),
+                                  requestIsTheOneStarted: true) == .write)
+    }
+
+    @Test func aNewGenerationBeginsPastAFloorAndTwiceWhatIsInFlight() {
+        #expect(!StartJournal.isTimeToTurn(framesSinceTurn: 4095, inFlight: 0))
+        #expect(StartJournal.isTimeToTurn(framesSinceTurn: 4096, inFlight: 0))
+        #expect(!StartJournal.isTimeToTurn(framesSinceTurn: 19_999, inFlight: 10_000))
+        #expect(StartJournal.isTimeToTurn(framesSinceTurn: 20_000, inFlight: 10_000))
+    }
+}
