@@ -17,10 +17,11 @@ public enum RequestFile {
     /// a folder is never opened at all; a file with more than one link is refused (it could
     /// be a name for a file its owner never meant to send); then `open` without following
     /// links and without blocking, and the opened file must be the one `lstat` saw.
-    public static func read(path: String, limit: Int) -> Result<Loaded, RequestProblem>? {
+    /// `seen` is what `lstat` said of `path` just now, when the caller looked already.
+    public static func read(path: String, limit: Int, seen looked: stat? = nil) -> Result<Loaded, RequestProblem>? {
         let seen: stat
         do {
-            seen = try Syscall.lstat(path)
+            seen = try looked ?? Syscall.lstat(path)
         } catch let error as SystemError where isGone(error.errno) {
             return nil
         } catch let error as SystemError where error.isTransient {

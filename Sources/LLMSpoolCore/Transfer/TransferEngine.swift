@@ -851,7 +851,7 @@ public final class TransferEngine: @unchecked Sendable {
                 return
             }
         }
-        if let reason = diskHealth.holdReason(layout, logger: logger) {
+        if let reason = diskHealth.holdReason(layout, logger: logger, now: TransferEngine.monotonic()) {
             // The answer could not be kept: the request waits, unsent, like one on a full disk.
             endBeforeStart(task, endpointIndex: endpointIndex, .diskError(reason))
             return

@@ -211,6 +211,8 @@ public final class Watcher: @unchecked Sendable {
         if mask & UInt32(IN_CREATE) != 0 {
             // Links, FIFOs, sockets, devices and folders are never closed after writing:
             // creation is all they say. A regular file is read when its writer closes it.
+            // A hidden name is ignored whatever it is: a producer's temporary is not looked at.
+            if raw.first == UInt8(ascii: ".") { return }
             let path = Array(layout.outgoing.utf8) + [0x2F] + raw + [0]
             var info = stat()
             let found = path.withUnsafeBufferPointer { $0.withMemoryRebound(to: CChar.self) { Glibc.lstat($0.baseAddress!, &info) } }
@@ -422,7 +424,10 @@ public final class Watcher: @unchecked Sendable {
             let isKnown = known.contains(id)
             if !force && isKnown { return }
             let path = "\(layout.outgoing)/\(name)"
-            let snapshot = Watcher.snapshot(path)
+            // One look at the file serves the reread rule and the read's own check; when it
+            // fails, the read looks again and reports why.
+            let seen = try? Syscall.lstat(path)
+            let snapshot = seen.map(Watcher.snapshot)
             guard IntakeRereadRule.mustRead(known: isKnown, lastRead: lastRead[name], current: snapshot) else { return }
             var abandoned = false
             if let leases {
@@ -442,7 +447,7 @@ public final class Watcher: @unchecked Sendable {
             // again whatever lstat says); taken before the read, so that a change during it
             // shows as a difference next time.
             lastRead[name] = nil
-            switch RequestFile.read(path: path, limit: settings.maxRequestBytes) {
+            switch RequestFile.read(path: path, limit: settings.maxRequestBytes, seen: seen) {
             case nil:
                 return  // gone already
             case .failure(let problem)? where problem.kind == .transient:
@@ -488,15 +493,14 @@ public final class Watcher: @unchecked Sendable {
     /// What `lstat` says of `path` for `IntakeRereadRule`; nil when it says nothing (the
     /// read that follows reports why).
     static func snapshot(_ path: String) -> IntakeRereadRule.Snapshot? {
-        do {
-            let info = try Syscall.lstat(path)
-            return IntakeRereadRule.Snapshot(
-                device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int64(info.st_size),
-                modifiedNanoseconds: Int64(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_mtim.tv_nsec),
-                changedNanoseconds: Int64(info.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_ctim.tv_nsec))
-        } catch {
-            return nil
-        }
+        (try? Syscall.lstat(path)).map(snapshot)
+    }
+
+    static func snapshot(_ info: stat) -> IntakeRereadRule.Snapshot {
+        IntakeRereadRule.Snapshot(
+            device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int64(info.st_size),
+            modifiedNanoseconds: Int64(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_mtim.tv_nsec),
+            changedNanoseconds: Int64(info.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_ctim.tv_nsec))
     }
 
     /// What a readable request amounts to: a task (new, or resumed from its record), a
