@@ -51,6 +51,15 @@ import Testing
         #expect(RemoteGroupClaims.line(batchInGroupNotFollowedHere: false) == .join)
     }
 
+    /// A line is fed to the group that may carry it, whatever its route, as long as it has
+    /// not been tried: live, it would be paid twice. One already tried goes as routed.
+    @Test func aLineFedWhileAGroupNotFollowedHereCarriesItsBatchGoesToThatGroup() {
+        #expect(RemoteGroupClaims.lineFed(firstAttempt: true, batchInGroupNotFollowedHere: true) == .toItsGroup)
+        #expect(RemoteGroupClaims.lineFed(firstAttempt: true, batchInGroupNotFollowedHere: false) == .asRouted)
+        #expect(RemoteGroupClaims.lineFed(firstAttempt: false, batchInGroupNotFollowedHere: true) == .asRouted)
+        #expect(RemoteGroupClaims.lineFed(firstAttempt: false, batchInGroupNotFollowedHere: false) == .asRouted)
+    }
+
     @Test func aClaimedRequestGoesBackToItsGroupOrIsLeftToTheGroupsFollower() {
         #expect(RemoteGroupClaims.member(followedHere: true, followedElsewhere: false) == .rejoin)
         #expect(RemoteGroupClaims.member(followedHere: false, followedElsewhere: true) == .leave)

@@ -182,12 +182,17 @@ public final class BatchRunner: @unchecked Sendable {
     /// Has the background lane adopt the groups whose follower is gone, before the lines of a
     /// batch taken over from a dead daemon are fed again (see `consider`).
     private let adoptLaneGroups: @Sendable () -> Void
+    /// Whether a group of the background lane not followed here carries lines of a batch
+    /// (`BackgroundLane.groupElsewhereCarriesLines`): its lines then wait for that group.
+    private let laneGroupElsewhere: @Sendable (String) -> Bool
 
     public init(layout: SpoolLayout, settings: Settings, logger: Logger, metrics: Metrics = Metrics(), leases: LeaseManager? = nil,
                 post: @escaping @Sendable (Scheduler.Event) -> Void, onEnd: @escaping @Sendable (EndReport) -> Void = { _ in },
-                laneBacklog: @escaping @Sendable () -> Int = { 0 }, adoptLaneGroups: @escaping @Sendable () -> Void = {}) {
+                laneBacklog: @escaping @Sendable () -> Int = { 0 }, adoptLaneGroups: @escaping @Sendable () -> Void = {},
+                laneGroupElsewhere: @escaping @Sendable (String) -> Bool = { _ in false }) {
         self.laneBacklog = laneBacklog
         self.adoptLaneGroups = adoptLaneGroups
+        self.laneGroupElsewhere = laneGroupElsewhere
         self.leases = leases
         self.metrics = metrics
         self.layout = layout
@@ -840,6 +845,9 @@ public final class BatchRunner: @unchecked Sendable {
         }
         let size = Int(batch.identity.size)
         var fed = 0
+        // Asked once a round, and only when a line is fed: the lane's registry is locked
+        // while it looks at `state/remote`.
+        var carriedElsewhere: Bool?
         while batch.next < batch.index.count {
             if fed >= Self.feedChunk {
                 wake.signal()
@@ -882,7 +890,12 @@ public final class BatchRunner: @unchecked Sendable {
                 made.line = range
                 task = made
             }
-            let lane = BatchLineFeed.lane(of: routing.route(task))
+            // A line a group not followed here may carry waits for that group in the lane,
+            // whatever its route: sent live, it would be paid twice.
+            if carriedElsewhere == nil { carriedElsewhere = laneGroupElsewhere(batch.name) }
+            let toGroup = RemoteGroupClaims.lineFed(firstAttempt: task.history.attempts.isEmpty,
+                                                    batchInGroupNotFollowedHere: carriedElsewhere ?? false)
+            let lane = BatchLineFeed.lane(of: routing.route(task), fed: toGroup)
             guard rule.admits(lane, live: batch.inWindow.count - batch.laned.count, background: batch.laned.count, laneBacklog: backlog) else {
                 if rule.waitsForLane(lane, background: batch.laned.count, laneBacklog: backlog) { waitForLane(batch, backlog) }
                 batch.peeked = (entry, task)
@@ -896,6 +909,9 @@ public final class BatchRunner: @unchecked Sendable {
                 backlog += 1
             }
             fed += 1
+            // Handed to the lane, not started, whatever the scheduler's routing says (its
+            // `laneResumed`); the lane holds it aside until the group is adopted.
+            if toGroup == .toItsGroup { post(.laneResumed(ids: [task.id])) }
             post(.arrived(.valid(task)))
         }
         if !batch.ended.isEmpty { wake.signal() }

@@ -121,7 +121,8 @@ public final class SpoolDaemon: Sendable {
                                   onEnd: { report in
                                       hooks.handleBatch(report)
                                   },
-                                  laneBacklog: { lane.backlog }, adoptLaneGroups: { lane.adoptUnfollowed() })
+                                  laneBacklog: { lane.backlog }, adoptLaneGroups: { lane.adoptUnfollowed() },
+                                  laneGroupElsewhere: { lane.groupElsewhereCarriesLines(of: $0) })
         finisher.batches.withLock { $0 = batches }
         batches.noteHooks(hooks.notesBatches)
         var watcherDelegate = Watcher.Delegate(found: { post(.arrived($0)) }, removed: { id, path in engineBox.withLock { $0 }?.removed(id: id, path: path) })

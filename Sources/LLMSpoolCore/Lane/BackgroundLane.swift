@@ -169,6 +169,14 @@ public final class BackgroundLane: @unchecked Sendable {
         deliver(registry.adoptUnfollowed(), onLaneThread: false)
     }
 
+    /// Whether a group not followed here carries lines of the batch file `batch` (any
+    /// thread): its runner then feeds each line not tried yet to the lane, whatever its
+    /// route, to wait for that group (`RemoteGroupClaims.lineFed`). Never on a spool this
+    /// daemon has alone.
+    public func groupElsewhereCarriesLines(of batch: String) -> Bool {
+        sharedSpool && registry.carriedElsewhere(batch: batch)
+    }
+
     /// The claim of `group` is another daemon's now (from the lease keeper).
     public func groupLost(_ group: String) {
         enqueue(.lost(group))

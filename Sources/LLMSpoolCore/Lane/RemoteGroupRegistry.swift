@@ -102,8 +102,12 @@ final class RemoteGroupRegistry: Sendable {
     /// followed here carries lines of its batch (`RemoteGroupClaims.line`).
     func lineWaits(_ id: String) -> Bool {
         guard let line = BatchLineRef(id: id) else { return false }
-        let waits = state.withLock { state in state.elsewhere.values.contains { $0.lineBatches.contains(line.batch) } }
-        return RemoteGroupClaims.line(batchInGroupNotFollowedHere: waits) == .wait
+        return RemoteGroupClaims.line(batchInGroupNotFollowedHere: carriedElsewhere(batch: line.batch)) == .wait
+    }
+
+    /// Whether a group not followed here (as last listed) carries lines of the batch file `batch`.
+    func carriedElsewhere(batch: String) -> Bool {
+        state.withLock { state in state.elsewhere.values.contains { $0.lineBatches.contains(batch) } }
     }
 
     /// Whether this daemon still holds `group`'s claim; nil without leases.
