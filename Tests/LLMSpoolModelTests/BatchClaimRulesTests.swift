@@ -36,6 +36,13 @@ import Testing
         #expect(BatchClaimRules.commit(stillMine: false) == .abandon)
     }
 
+    @Test func aDeadDaemonsGroupsAreAdoptedOnlyForABatchTakenOverAndRun() {
+        #expect(BatchClaimRules.adoptsLaneGroups(tookOver: true, runs: true))
+        #expect(!BatchClaimRules.adoptsLaneGroups(tookOver: true, runs: false), "a batch declined is let go for any daemon")
+        #expect(!BatchClaimRules.adoptsLaneGroups(tookOver: false, runs: true))
+        #expect(!BatchClaimRules.adoptsLaneGroups(tookOver: false, runs: false))
+    }
+
     @Test func anEndedBatchLeavesATombstoneAndAStopLeavesItFree() {
         #expect(BatchClaimRules.releaseEnds(batchEnded: true))
         #expect(!BatchClaimRules.releaseEnds(batchEnded: false))

@@ -46,6 +46,15 @@ import Testing
         #expect(RemoteGroupClaims.found(state: .polling, claim: nil, runsItsLines: false) == .follow)
     }
 
+    /// A batch's lines are run here when its runner runs it, not when it merely holds its
+    /// claim; lines of a batch whose input is gone are discarded by whoever follows the group.
+    @Test func theLinesOfABatchAreRunHereOnlyWhenItsRunnerRunsItOrItsInputIsGone() {
+        #expect(RemoteGroupClaims.runsLines(runHere: true, inputPresent: true))
+        #expect(!RemoteGroupClaims.runsLines(runHere: false, inputPresent: true))
+        #expect(RemoteGroupClaims.runsLines(runHere: false, inputPresent: false))
+        #expect(RemoteGroupClaims.runsLines(runHere: true, inputPresent: false))
+    }
+
     @Test func aLineWaitsWhileAGroupNotFollowedHereCarriesLinesOfItsBatch() {
         #expect(RemoteGroupClaims.line(batchInGroupNotFollowedHere: true) == .wait)
         #expect(RemoteGroupClaims.line(batchInGroupNotFollowedHere: false) == .join)

@@ -153,7 +153,12 @@ public final class BatchRunner: @unchecked Sendable {
     /// Set by `finish`: a validation under way gives up, and the file is read again next time.
     private let stopRequested = Atomic<Bool>(false)
     private let live = Mutex<[String: BatchProgress]>([:])
-    private var batches: [String: Batch] = [:]
+    private var batches: [String: Batch] = [:] {
+        // Kept for other threads (`runs`): the background lane adopts a group carrying lines
+        // of a batch only while the batch runs here.
+        didSet { running.withLock { $0 = Set(batches.keys) } }
+    }
+    private let running = Mutex<Set<String>>([])
     private var settling: [String: Double] = [:]
     private var draining = false
     /// The lines handed to the background lane that its thread has not taken in yet.
@@ -245,6 +250,13 @@ public final class BatchRunner: @unchecked Sendable {
 
     /// The keeper found the batch's claim held by another daemon: the batch is dropped here.
     public func leaseLost(_ name: String) { send(.lost(name)) }
+
+    /// Whether the batch `name` runs here now: read, validated, and begun or resumed (any
+    /// thread). Its claim alone does not say so: a batch claimed to be looked at and not run
+    /// is let go again.
+    public func runs(batch name: String) -> Bool {
+        running.withLock { $0.contains(name) }
+    }
 
     /// The running batches' counts, for the live status.
     public var progress: [BatchProgress] { live.withLock { Array($0.values) }.sorted { $0.name < $1.name } }
@@ -353,13 +365,7 @@ public final class BatchRunner: @unchecked Sendable {
             logger.warning("cannot claim the batch; looked at again later", id: name, ["reason": LogValue(reason)])
             return
         }
-        // The dead daemon may have sent lines of this batch in remote batches of its own: the
-        // lane adopts them first, so that each such line fed again goes back to its batch
-        // instead of being sent again (with locks every claim of the dead daemon is free by
-        // now; with lease files the groups' claims expire with its batch's, give or take the
-        // moments between renewals, and are adopted by the lane's periodic look).
-        if tookOver { adoptLaneGroups() }
-        considerClaimed(name)
+        considerClaimed(name, tookOver: tookOver)
         // Claimed but not run here (gone, not valid yet, not readable this time): let go, so
         // that any daemon may take it. A batch that ended here has left its tombstone.
         if let leases, batches[name] == nil {
@@ -384,7 +390,8 @@ public final class BatchRunner: @unchecked Sendable {
     }
 
     /// The batch's claim is this daemon's (or the spool is not shared): read it and run it.
-    private func considerClaimed(_ name: String) {
+    /// `tookOver`: the claim was taken from a daemon that is gone.
+    private func considerClaimed(_ name: String, tookOver: Bool) {
         let path = layout.batchRequest(name)
         if let batch = batches[name] {
             // A newer file under the running batch's name: the old batch is cancelled, and
@@ -487,6 +494,15 @@ public final class BatchRunner: @unchecked Sendable {
             // After the journal: a list is never newer than the journal it goes with.
             ids.keep(for: batch.journal.header)
             batches[name] = batch
+            // The dead daemon may have sent lines of this batch in remote batches of its own:
+            // the lane adopts them now that the batch runs here, before its first line is fed
+            // (in the next round), so that each such line fed again goes back to its batch
+            // instead of being sent again (with locks every claim of the dead daemon is free
+            // by now; with lease files the groups' claims expire with its batch's, give or take
+            // the moments between renewals, and are adopted by the lane's periodic look). Not
+            // earlier: a batch declined (not valid yet, not readable this time) is let go, and
+            // a group adopted for it here would never get its lines.
+            if BatchClaimRules.adoptsLaneGroups(tookOver: tookOver, runs: true) { adoptLaneGroups() }
         } catch {
             logger.error("cannot start the batch; it stays in outgoing and is tried again", id: name, ["reason": "\(error)"])
             settle(name, "starting failed")

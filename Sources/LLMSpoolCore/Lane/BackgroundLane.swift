@@ -108,11 +108,14 @@ public final class BackgroundLane: @unchecked Sendable {
 
     /// `leases`: the claims of a spool several daemons share (nil when this daemon has it
     /// alone); each group is then followed under a claim of its own (`RemoteGroupClaims`).
+    /// `runsBatch`: whether this daemon's batch runner runs a batch file now (a group that
+    /// carries lines of a batch is adopted only by the daemon that runs it).
     public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, finisher: Finisher, logger: Logger, leases: LeaseManager? = nil,
+                runsBatch: @escaping @Sendable (String) -> Bool = { _ in false },
                 post: @escaping @Sendable (Scheduler.Event) -> Void) {
         self.layout = layout
         self.store = RemoteIntentStore(layout: layout)
-        self.registry = RemoteGroupRegistry(store: store, leases: leases, logger: logger)
+        self.registry = RemoteGroupRegistry(store: store, leases: leases, logger: logger, runsBatch: runsBatch)
         self.sharedSpool = leases != nil
         self.leases = leases
         self.finisher = finisher

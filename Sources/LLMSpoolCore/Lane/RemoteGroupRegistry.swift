@@ -33,11 +33,14 @@ final class RemoteGroupRegistry: Sendable {
     private let leases: LeaseManager?
     private let logger: Logger
     private let state = Mutex(State())
+    /// Whether this daemon's batch runner runs a batch file now (`BatchRunner.runs`).
+    private let runsBatch: @Sendable (String) -> Bool
 
-    init(store: RemoteIntentStore, leases: LeaseManager?, logger: Logger) {
+    init(store: RemoteIntentStore, leases: LeaseManager?, logger: Logger, runsBatch: @escaping @Sendable (String) -> Bool = { _ in false }) {
         self.store = store
         self.leases = leases
         self.logger = logger
+        self.runsBatch = runsBatch
     }
 
     /// How often `state/remote` is looked at for groups whose follower is gone.
@@ -149,11 +152,14 @@ final class RemoteGroupRegistry: Sendable {
         }
     }
 
-    /// Whether this daemon runs every batch file whose lines `batches` names: it holds the
-    /// batch's claim, or the batch's input is gone (its lines are then discarded).
+    /// Whether this daemon runs every batch file whose lines `batches` names: its runner runs
+    /// the batch (not merely holds its claim), or the batch's input is gone (its lines are
+    /// then discarded): `RemoteGroupClaims.runsLines`.
     private func runsLines(of batches: Set<String>) -> Bool {
-        guard let leases else { return true }
-        return batches.allSatisfy { leases.holds(BatchClaimRules.claimID(batch: $0)) || !Syscall.isPresent(store.layout.batchRequest($0)) }
+        guard leases != nil else { return true }
+        return batches.allSatisfy {
+            RemoteGroupClaims.runsLines(runHere: runsBatch($0), inputPresent: Syscall.isPresent(store.layout.batchRequest($0)))
+        }
     }
 
     private func look(_ state: inout State) -> [RemoteIntent] {

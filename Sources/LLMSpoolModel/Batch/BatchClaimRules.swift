@@ -64,6 +64,14 @@ public enum BatchClaimRules {
         stillMine == false ? .abandon : .commit
     }
 
+    /// Whether the runner has the background lane adopt the groups whose follower is gone
+    /// (a dead daemon may have sent lines of the batch in remote batches of its own): only
+    /// when it took the claim over (`tookOver`) and is about to run the batch (`runs`: read,
+    /// validated, begun or resumed, before its first line is fed). A batch it then declines
+    /// (not valid yet, not readable this time, a stop) goes back to being claimed by any
+    /// daemon, and a group adopted for it here would never get its lines.
+    public static func adoptsLaneGroups(tookOver: Bool, runs: Bool) -> Bool { tookOver && runs }
+
     /// Whether the batch's claim ends as a tombstone when this daemon lets go of it: yes
     /// when the batch ended here (published, or refused as invalid), so that no stale view
     /// of its input is claimed again; no when the daemon stops with the batch unfinished,

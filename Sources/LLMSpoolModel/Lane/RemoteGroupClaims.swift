@@ -57,6 +57,17 @@ public enum RemoteGroupClaims {
         }
     }
 
+    /// Whether this daemon runs the lines of a batch file that a group carries, for
+    /// `found`'s `runsItsLines`: its runner runs that batch here (read, validated, and
+    /// begun or resumed), or the batch's input is gone (its lines are discarded when the
+    /// group ends). Holding the batch's claim is not enough: a runner claims a batch to look
+    /// at it and lets the claim go again when it does not run it (not valid yet, not readable
+    /// this time, a stop), and a group adopted meanwhile would be followed by a daemon that
+    /// never feeds its lines, while the batch's next runner holds them aside for that group.
+    public static func runsLines(runHere: Bool, inputPresent: Bool) -> Bool {
+        runHere || !inputPresent
+    }
+
     /// What becomes of a request this daemon has just claimed, judged against the groups
     /// recorded in `state/remote` (after adopting any whose follower is gone).
     public enum Member: Sendable, Equatable {
