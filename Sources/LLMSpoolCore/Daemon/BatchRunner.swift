@@ -483,8 +483,10 @@ public final class BatchRunner: @unchecked Sendable {
         }
         do {
             let batch: Batch
+            var resumed = false
             if case .resume(let journal) = decision, journal.header.lines == validator.index.count {
                 batch = try resume(name, fd: opened.file, identity: identity, index: validator.index, journal: journal)
+                resumed = true
                 logger.info("batch resumed", id: name, ["lines": "\(validator.index.count)", "committed": "\(journal.committed.count)"])
             } else {
                 batch = try begin(name, fd: opened.file, identity: identity, index: validator.index, kind: kind,
@@ -494,15 +496,16 @@ public final class BatchRunner: @unchecked Sendable {
             // After the journal: a list is never newer than the journal it goes with.
             ids.keep(for: batch.journal.header)
             batches[name] = batch
-            // The dead daemon may have sent lines of this batch in remote batches of its own:
-            // the lane adopts them now that the batch runs here, before its first line is fed
-            // (in the next round), so that each such line fed again goes back to its batch
-            // instead of being sent again (with locks every claim of the dead daemon is free
-            // by now; with lease files the groups' claims expire with its batch's, give or take
-            // the moments between renewals, and are adopted by the lane's periodic look). Not
-            // earlier: a batch declined (not valid yet, not readable this time) is let go, and
-            // a group adopted for it here would never get its lines.
-            if BatchClaimRules.adoptsLaneGroups(tookOver: tookOver, runs: true) { adoptLaneGroups() }
+            // The batch's earlier runner (a dead daemon, or one stopped cleanly) may have sent
+            // lines of it in remote batches of its own: the lane adopts them now that the
+            // batch runs here, before its first line is fed (in the next round), so that each
+            // such line fed again goes back to its batch instead of being sent again (with
+            // locks every claim of a dead daemon is free by now; with lease files the groups'
+            // claims expire with its batch's, give or take the moments between renewals, and
+            // are adopted by the lane's periodic look). Not earlier: a batch declined (not
+            // valid yet, not readable this time) is let go, and a group adopted for it here
+            // would never get its lines.
+            if BatchClaimRules.adoptsLaneGroups(tookOver: tookOver, resumed: resumed, runs: true) { adoptLaneGroups() }
         } catch {
             logger.error("cannot start the batch; it stays in outgoing and is tried again", id: name, ["reason": "\(error)"])
             settle(name, "starting failed")

@@ -8,7 +8,7 @@ import Testing
 /// its first line is fed. A batch it declines (here: not valid yet) is let go for any daemon
 /// to take, and a group adopted for it would be followed by a daemon that never feeds its
 /// lines, while the batch's next runner holds those lines aside for it.
-@Suite struct BatchTakeoverAdoptionTests {
+@Suite struct BatchRunnerLaneAdoptionTests {
     /// What the runner did, in order, and its log.
     final class Seen: Sendable {
         let events = Mutex<[String]>([])
@@ -53,10 +53,10 @@ import Testing
     }
 
     /// A runner whose lane adoption goes to a registry of the groups, as the daemon wires them.
-    func taker(_ layout: SpoolLayout) -> Taker {
+    func taker(_ layout: SpoolLayout, host: String = "taker") -> Taker {
         let seen = Seen()
         let logger = Logger(minimum: .debug, sink: { line in seen.log.withLock { $0.append(line) } })
-        let leases = LeaseManager(layout: layout, hostID: "taker", seconds: 30, logger: logger)
+        let leases = LeaseManager(layout: layout, hostID: host, seconds: 30, logger: logger)
         let box = RunnerBox()
         let registry = RemoteGroupRegistry(store: RemoteIntentStore(layout: layout), leases: leases, logger: logger, runsBatch: { box.runs($0) })
         var settings = BatchRunner.Settings(Config())
@@ -113,5 +113,32 @@ import Testing
         #expect(taker.seen.all.first == "adopted [\"g1\"]", "adopted before the first line: \(taker.seen.all)")
         #expect(taker.runner.runs(batch: "n"))
         #expect(taker.leases.holds(RemoteGroupClaims.claimID(group: "g1")))
+    }
+
+    /// A batch whose runner stopped cleanly (its claim let go at once, so the next claim is
+    /// not a takeover) while a group of its lines, recorded just before, was followed there:
+    /// the daemon that resumes the batch from its journal adopts that group before it feeds a
+    /// line, instead of counting on an earlier look at `state/remote` to know the group.
+    @Test func aBatchResumedAfterItsRunnerStoppedAdoptsTheGroupsBeforeItsFirstLine() throws {
+        let layout = try spool()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        let lines = ["a", "b", "c"].map { String(format: Self.line, $0) }
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: layout.batchRequest("n")))
+        let first = taker(layout, host: "first")
+        first.runner.start()
+        first.runner.found("n")
+        try waitUntil("the first runner feeds every line") { first.seen.all.filter { $0.hasPrefix("fed ") }.count == lines.count }
+        first.runner.finish()
+        #expect(!first.leases.holds(BatchClaimRules.claimID(batch: "n")))
+        try deadGroup(layout)
+
+        let next = taker(layout, host: "next")
+        next.runner.start()
+        defer { next.runner.finish() }
+        next.runner.found("n")
+        try waitUntil("every line is fed again") { next.seen.all.filter { $0.hasPrefix("fed ") }.count == lines.count }
+        #expect(next.seen.logged("batch resumed"))
+        #expect(next.seen.all.first == "adopted [\"g1\"]", "adopted before the first line: \(next.seen.all)")
+        #expect(next.leases.holds(RemoteGroupClaims.claimID(group: "g1")))
     }
 }
