@@ -225,6 +225,55 @@ import Testing
               + "until the group was adopted, \(count("found again for its remote batch")) found again by it")
     }
 
+    /// A batch file's lines in the owner's remote batch, taken over by a daemon that does not
+    /// batch (its endpoint says `"batch": false`, so every line is routed live there) while
+    /// the group's claim is still held: with lease files a group's claim may outlive its
+    /// batch's by a renewal's interval, and here `GroupClaimKeeper` renews it, as the dead
+    /// daemon's last renewal would, until the taker has fed the lines. A line the group
+    /// carries waits for it whatever its route, and comes back from it once. Before, the
+    /// taker sent every line live at once, and the adopted remote batch answered them too:
+    /// each line paid twice.
+    @Test func aLineRoutedLiveWaitsForTheGroupThatCarriesIt() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "8"])
+        let victim = try harness.startExtraDaemon("d1", config: Self.daemonConfig(harness, "d1", method: "lease-files").merging(["lease_seconds": 3]) { $1 },
+                                                  environment: Self.environment("lease-files"))
+        let ids = (0..<4).map { "r\($0)" }
+        try BatchTests.dropBatch(harness, "nightly", ids.map { BackgroundLaneBatchFileTests.line($0, "\(Self.prompt) \($0)") })
+        let groupsBefore = try Self.waitForGroupsMade(harness, "every line") { $0.count == ids.count }
+        kill(victim.processIdentifier, SIGKILL)
+        victim.waitUntilExit()
+        let keeper = GroupClaimKeeper(paths: groupsBefore.map { harness.layout.lease(RemoteGroupClaims.claimID(group: $0)) }, seconds: 3)
+        defer { keeper.stop() }
+        var live = Self.daemonConfig(harness, "d2", method: "lease-files")
+        live["lease_seconds"] = 3
+        live["endpoints"] = [["name": "batchy", "base_url": harness.stubURL, "batch": false]]
+        _ = try harness.startExtraDaemon("d2", config: live, environment: Self.environment("lease-files"))
+        let sentLive = { try ids.filter { !(try harness.arrivals(of: "\(Self.prompt) \($0)")).isEmpty } }
+        try waitUntil("d2 resumes the batch and holds its lines aside (or sends one live)", timeout: 60) {
+            let log = harness.extraLog("d2")
+            return try !sentLive().isEmpty
+                || (log.contains("batch resumed") && log.components(separatedBy: "held aside until").count - 1 >= ids.count)
+        }
+        #expect(try sentLive().isEmpty, "sent live while the group that carries them was not adopted yet")
+        // The group's claim expires: d2 adopts the group, and each line goes back to it.
+        keeper.stop()
+        do {
+            try waitUntil("the batch ends and no group is left", timeout: 90) {
+                Syscall.isPresent(harness.layout.batchSummary("nightly")) && harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.isEmpty
+            }
+        } catch {
+            Issue.record("records left: \(harness.files(in: harness.layout.remote)); creations \(try BackgroundLaneTests().creations(harness))")
+            throw error
+        }
+        _ = try BackgroundLaneBatchFileTests().expectOneLineEach(harness, "nightly", ids)
+        #expect(try sentLive().isEmpty, "a line was sent live")
+        let made = try BackgroundLaneTests().creations(harness)
+        #expect(Set(made.keys) == groupsBefore && made.values.allSatisfy { $0 == 1 }, "no group created after the kill: \(made) against \(groupsBefore)")
+        #expect(harness.extraLog("d2").contains("adopting the remote batch of a daemon that is gone"))
+    }
+
     @Test func aDaemonStartedBesideALiveOneLeavesItsRemoteBatchAlone() throws {
         let harness = try Harness()
         defer { harness.stop() }
@@ -281,5 +330,42 @@ import Testing
             let attempts = try #require(try harness.record(id)["attempts"] as? [[String: Any]])
             #expect(attempts.count == 1, "\(id): \(attempts)")
         }
+    }
+}
+
+/// Renews groups' lease files in place (owner and host kept, the expiry pushed on) every
+/// half second until `stop`, as a daemon that still follows those groups would: their
+/// claims stay held while the test needs them so, then expire as a dead daemon's do.
+final class GroupClaimKeeper: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stopping = false
+    private let stopped = DispatchSemaphore(value: 0)
+    private var running = true
+
+    init(paths: [String], seconds: Double) {
+        Thread.detachNewThread { [self] in
+            while !lock.withLock({ stopping }) {
+                for path in paths { Self.renew(path, seconds: seconds) }
+                usleep(500_000)
+            }
+            stopped.signal()
+        }
+    }
+
+    private static func renew(_ path: String, seconds: Double) {
+        guard let bytes = FileManager.default.contents(atPath: path),
+              var lease = (try? JSONSerialization.jsonObject(with: bytes)) as? [String: Any], lease["ended"] == nil else { return }
+        lease["expires_at"] = Date().timeIntervalSince1970 + seconds
+        guard let data = try? JSONSerialization.data(withJSONObject: lease) else { return }
+        try? data.write(to: URL(fileURLWithPath: path))
+    }
+
+    /// Stops renewing; returns once the last renewal is written. Called again, does nothing.
+    func stop() {
+        let wasRunning = lock.withLock { () -> Bool in
+            defer { running = false; stopping = true }
+            return running
+        }
+        if wasRunning { stopped.wait() }
     }
 }

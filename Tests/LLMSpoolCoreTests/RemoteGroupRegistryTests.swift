@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import LLMSpoolCore
 
@@ -17,10 +18,16 @@ import Testing
         return layout
     }
 
-    func daemon(_ layout: SpoolLayout, _ host: String) -> Daemon {
+    /// The batch files a daemon's runner runs.
+    final class Running: Sendable {
+        let names = Mutex<Set<String>>([])
+    }
+
+    func daemon(_ layout: SpoolLayout, _ host: String, running: Running = Running()) -> Daemon {
         let logger = Logger(minimum: .error)
         let leases = LeaseManager(layout: layout, hostID: host, seconds: 30, logger: logger)
-        return Daemon(leases: leases, registry: RemoteGroupRegistry(store: RemoteIntentStore(layout: layout), leases: leases, logger: logger))
+        return Daemon(leases: leases, registry: RemoteGroupRegistry(store: RemoteIntentStore(layout: layout), leases: leases, logger: logger,
+                                                                    runsBatch: { name in running.names.withLock { $0.contains(name) } }))
     }
 
     func intent(_ group: String, state: RemoteBatchState = .polling, members: [String]) -> RemoteIntent {
@@ -78,7 +85,8 @@ import Testing
     @Test func aGroupWithLinesIsAdoptedOnlyByTheRunnerOfTheirBatch() throws {
         let layout = try spool()
         defer { try? FileManager.default.removeItem(atPath: layout.root) }
-        let (runner, other) = (daemon(layout, "runner"), daemon(layout, "other"))
+        let running = Running()
+        let (runner, other) = (daemon(layout, "runner", running: running), daemon(layout, "other"))
         try Data("{}\n".utf8).write(to: URL(fileURLWithPath: layout.batchRequest("n")))
         let group = intent("g1", members: ["a", SpoolLayout.lineID(batch: "n", entry: 0)])
         try RemoteIntentStore(layout: layout).write(group)
@@ -89,8 +97,13 @@ import Testing
         #expect(other.registry.lineWaits(SpoolLayout.lineID(batch: "n", entry: 3)))
         #expect(!other.registry.lineWaits(SpoolLayout.lineID(batch: "m", entry: 0)))
         #expect(!other.registry.lineWaits("a"))
-        // The daemon that takes the batch over adopts it.
+        // The daemon that takes the batch over adopts it once it runs it: not while it only
+        // holds the batch's claim, taken to look at the batch (which may then be let go).
         #expect(runner.leases.claim(BatchClaimRules.claimID(batch: "n")) == .claimed)
+        #expect(runner.registry.adoptUnfollowed().isEmpty, "the batch is claimed, not run")
+        #expect(!runner.leases.holds(RemoteGroupClaims.claimID(group: "g1")))
+        #expect(runner.registry.lineWaits(SpoolLayout.lineID(batch: "n", entry: 0)))
+        running.names.withLock { _ = $0.insert("n") }
         #expect(runner.registry.adoptUnfollowed() == [group])
         #expect(!runner.registry.lineWaits(SpoolLayout.lineID(batch: "n", entry: 0)))
     }

@@ -27,6 +27,13 @@ import Testing
         #expect(BatchLineFeed.lane(of: .noEndpoint) == .live, "a deferrable line nothing batches ends (or goes) live")
     }
 
+    @Test func aLineFedToItsGroupCountsInTheBackgroundLaneWhateverItsRoute() {
+        for route: LaneRouter.Route in [.deferred(endpoint: 3), .live, .noEndpoint] {
+            #expect(BatchLineFeed.lane(of: route, fed: .toItsGroup) == .background, "\(route)")
+            #expect(BatchLineFeed.lane(of: route, fed: .asRouted) == BatchLineFeed.lane(of: route), "\(route)")
+        }
+    }
+
     @Test func eachLaneHasItsOwnWindow() {
         let feed = BatchLineFeed(liveWindow: 2, backgroundWindow: 3)
         #expect(feed.admits(.live, live: 1, background: 3))

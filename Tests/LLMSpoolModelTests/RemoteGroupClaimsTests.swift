@@ -46,9 +46,27 @@ import Testing
         #expect(RemoteGroupClaims.found(state: .polling, claim: nil, runsItsLines: false) == .follow)
     }
 
+    /// A batch's lines are run here when its runner runs it, not when it merely holds its
+    /// claim; lines of a batch whose input is gone are discarded by whoever follows the group.
+    @Test func theLinesOfABatchAreRunHereOnlyWhenItsRunnerRunsItOrItsInputIsGone() {
+        #expect(RemoteGroupClaims.runsLines(runHere: true, inputPresent: true))
+        #expect(!RemoteGroupClaims.runsLines(runHere: false, inputPresent: true))
+        #expect(RemoteGroupClaims.runsLines(runHere: false, inputPresent: false))
+        #expect(RemoteGroupClaims.runsLines(runHere: true, inputPresent: false))
+    }
+
     @Test func aLineWaitsWhileAGroupNotFollowedHereCarriesLinesOfItsBatch() {
         #expect(RemoteGroupClaims.line(batchInGroupNotFollowedHere: true) == .wait)
         #expect(RemoteGroupClaims.line(batchInGroupNotFollowedHere: false) == .join)
+    }
+
+    /// A line is fed to the group that may carry it, whatever its route, as long as it has
+    /// not been tried: live, it would be paid twice. One already tried goes as routed.
+    @Test func aLineFedWhileAGroupNotFollowedHereCarriesItsBatchGoesToThatGroup() {
+        #expect(RemoteGroupClaims.lineFed(firstAttempt: true, batchInGroupNotFollowedHere: true) == .toItsGroup)
+        #expect(RemoteGroupClaims.lineFed(firstAttempt: true, batchInGroupNotFollowedHere: false) == .asRouted)
+        #expect(RemoteGroupClaims.lineFed(firstAttempt: false, batchInGroupNotFollowedHere: true) == .asRouted)
+        #expect(RemoteGroupClaims.lineFed(firstAttempt: false, batchInGroupNotFollowedHere: false) == .asRouted)
     }
 
     @Test func aClaimedRequestGoesBackToItsGroupOrIsLeftToTheGroupsFollower() {

@@ -153,7 +153,12 @@ public final class BatchRunner: @unchecked Sendable {
     /// Set by `finish`: a validation under way gives up, and the file is read again next time.
     private let stopRequested = Atomic<Bool>(false)
     private let live = Mutex<[String: BatchProgress]>([:])
-    private var batches: [String: Batch] = [:]
+    private var batches: [String: Batch] = [:] {
+        // Kept for other threads (`runs`): the background lane adopts a group carrying lines
+        // of a batch only while the batch runs here.
+        didSet { running.withLock { $0 = Set(batches.keys) } }
+    }
+    private let running = Mutex<Set<String>>([])
     private var settling: [String: Double] = [:]
     private var draining = false
     /// The lines handed to the background lane that its thread has not taken in yet.
@@ -182,12 +187,17 @@ public final class BatchRunner: @unchecked Sendable {
     /// Has the background lane adopt the groups whose follower is gone, before the lines of a
     /// batch taken over from a dead daemon are fed again (see `consider`).
     private let adoptLaneGroups: @Sendable () -> Void
+    /// Whether a group of the background lane not followed here carries lines of a batch
+    /// (`BackgroundLane.groupElsewhereCarriesLines`): its lines then wait for that group.
+    private let laneGroupElsewhere: @Sendable (String) -> Bool
 
     public init(layout: SpoolLayout, settings: Settings, logger: Logger, metrics: Metrics = Metrics(), leases: LeaseManager? = nil,
                 post: @escaping @Sendable (Scheduler.Event) -> Void, onEnd: @escaping @Sendable (EndReport) -> Void = { _ in },
-                laneBacklog: @escaping @Sendable () -> Int = { 0 }, adoptLaneGroups: @escaping @Sendable () -> Void = {}) {
+                laneBacklog: @escaping @Sendable () -> Int = { 0 }, adoptLaneGroups: @escaping @Sendable () -> Void = {},
+                laneGroupElsewhere: @escaping @Sendable (String) -> Bool = { _ in false }) {
         self.laneBacklog = laneBacklog
         self.adoptLaneGroups = adoptLaneGroups
+        self.laneGroupElsewhere = laneGroupElsewhere
         self.leases = leases
         self.metrics = metrics
         self.layout = layout
@@ -240,6 +250,13 @@ public final class BatchRunner: @unchecked Sendable {
 
     /// The keeper found the batch's claim held by another daemon: the batch is dropped here.
     public func leaseLost(_ name: String) { send(.lost(name)) }
+
+    /// Whether the batch `name` runs here now: read, validated, and begun or resumed (any
+    /// thread). Its claim alone does not say so: a batch claimed to be looked at and not run
+    /// is let go again.
+    public func runs(batch name: String) -> Bool {
+        running.withLock { $0.contains(name) }
+    }
 
     /// The running batches' counts, for the live status.
     public var progress: [BatchProgress] { live.withLock { Array($0.values) }.sorted { $0.name < $1.name } }
@@ -348,13 +365,7 @@ public final class BatchRunner: @unchecked Sendable {
             logger.warning("cannot claim the batch; looked at again later", id: name, ["reason": LogValue(reason)])
             return
         }
-        // The dead daemon may have sent lines of this batch in remote batches of its own: the
-        // lane adopts them first, so that each such line fed again goes back to its batch
-        // instead of being sent again (with locks every claim of the dead daemon is free by
-        // now; with lease files the groups' claims expire with its batch's, give or take the
-        // moments between renewals, and are adopted by the lane's periodic look).
-        if tookOver { adoptLaneGroups() }
-        considerClaimed(name)
+        considerClaimed(name, tookOver: tookOver)
         // Claimed but not run here (gone, not valid yet, not readable this time): let go, so
         // that any daemon may take it. A batch that ended here has left its tombstone.
         if let leases, batches[name] == nil {
@@ -379,7 +390,8 @@ public final class BatchRunner: @unchecked Sendable {
     }
 
     /// The batch's claim is this daemon's (or the spool is not shared): read it and run it.
-    private func considerClaimed(_ name: String) {
+    /// `tookOver`: the claim was taken from a daemon that is gone.
+    private func considerClaimed(_ name: String, tookOver: Bool) {
         let path = layout.batchRequest(name)
         if let batch = batches[name] {
             // A newer file under the running batch's name: the old batch is cancelled, and
@@ -471,8 +483,10 @@ public final class BatchRunner: @unchecked Sendable {
         }
         do {
             let batch: Batch
+            var resumed = false
             if case .resume(let journal) = decision, journal.header.lines == validator.index.count {
                 batch = try resume(name, fd: opened.file, identity: identity, index: validator.index, journal: journal)
+                resumed = true
                 logger.info("batch resumed", id: name, ["lines": "\(validator.index.count)", "committed": "\(journal.committed.count)"])
             } else {
                 batch = try begin(name, fd: opened.file, identity: identity, index: validator.index, kind: kind,
@@ -482,6 +496,16 @@ public final class BatchRunner: @unchecked Sendable {
             // After the journal: a list is never newer than the journal it goes with.
             ids.keep(for: batch.journal.header)
             batches[name] = batch
+            // The batch's earlier runner (a dead daemon, or one stopped cleanly) may have sent
+            // lines of it in remote batches of its own: the lane adopts them now that the
+            // batch runs here, before its first line is fed (in the next round), so that each
+            // such line fed again goes back to its batch instead of being sent again (with
+            // locks every claim of a dead daemon is free by now; with lease files the groups'
+            // claims expire with its batch's, give or take the moments between renewals, and
+            // are adopted by the lane's periodic look). Not earlier: a batch declined (not
+            // valid yet, not readable this time) is let go, and a group adopted for it here
+            // would never get its lines.
+            if BatchClaimRules.adoptsLaneGroups(tookOver: tookOver, resumed: resumed, runs: true) { adoptLaneGroups() }
         } catch {
             logger.error("cannot start the batch; it stays in outgoing and is tried again", id: name, ["reason": "\(error)"])
             settle(name, "starting failed")
@@ -840,6 +864,9 @@ public final class BatchRunner: @unchecked Sendable {
         }
         let size = Int(batch.identity.size)
         var fed = 0
+        // Asked once a round, and only when a line is fed: the lane's registry is locked
+        // while it looks at `state/remote`.
+        var carriedElsewhere: Bool?
         while batch.next < batch.index.count {
             if fed >= Self.feedChunk {
                 wake.signal()
@@ -882,7 +909,12 @@ public final class BatchRunner: @unchecked Sendable {
                 made.line = range
                 task = made
             }
-            let lane = BatchLineFeed.lane(of: routing.route(task))
+            // A line a group not followed here may carry waits for that group in the lane,
+            // whatever its route: sent live, it would be paid twice.
+            if carriedElsewhere == nil { carriedElsewhere = laneGroupElsewhere(batch.name) }
+            let toGroup = RemoteGroupClaims.lineFed(firstAttempt: task.history.attempts.isEmpty,
+                                                    batchInGroupNotFollowedHere: carriedElsewhere ?? false)
+            let lane = BatchLineFeed.lane(of: routing.route(task), fed: toGroup)
             guard rule.admits(lane, live: batch.inWindow.count - batch.laned.count, background: batch.laned.count, laneBacklog: backlog) else {
                 if rule.waitsForLane(lane, background: batch.laned.count, laneBacklog: backlog) { waitForLane(batch, backlog) }
                 batch.peeked = (entry, task)
@@ -896,6 +928,9 @@ public final class BatchRunner: @unchecked Sendable {
                 backlog += 1
             }
             fed += 1
+            // Handed to the lane, not started, whatever the scheduler's routing says (its
+            // `laneResumed`); the lane holds it aside until the group is adopted.
+            if toGroup == .toItsGroup { post(.laneResumed(ids: [task.id])) }
             post(.arrived(.valid(task)))
         }
         if !batch.ended.isEmpty { wake.signal() }

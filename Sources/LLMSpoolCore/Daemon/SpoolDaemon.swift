@@ -89,8 +89,11 @@ public final class SpoolDaemon: Sendable {
         let engineBox = Mutex<TransferEngine?>(nil)
         let post: @Sendable (Scheduler.Event) -> Void = { event in engineBox.withLock { $0 }?.post(event) }
         let committer = GroupCommitter(finisher: finisher, post: post)
+        // The batch runner is made after the lane, which asks it which batches it runs.
+        let runnerBox = Mutex<BatchRunner?>(nil)
         let lane = BackgroundLane(layout: layout, endpoints: endpoints, settings: BackgroundLane.Settings(config), finisher: finisher,
-                                  logger: logger, leases: leases, post: post)
+                                  logger: logger, leases: leases, runsBatch: { name in runnerBox.withLock { $0 }?.runs(batch: name) ?? false },
+                                  post: post)
         var engineDelegate = TransferEngine.Delegate(
                 attemptEnded: { outcome in
                     pool.submit {
@@ -121,8 +124,10 @@ public final class SpoolDaemon: Sendable {
                                   onEnd: { report in
                                       hooks.handleBatch(report)
                                   },
-                                  laneBacklog: { lane.backlog }, adoptLaneGroups: { lane.adoptUnfollowed() })
+                                  laneBacklog: { lane.backlog }, adoptLaneGroups: { lane.adoptUnfollowed() },
+                                  laneGroupElsewhere: { lane.groupElsewhereCarriesLines(of: $0) })
         finisher.batches.withLock { $0 = batches }
+        runnerBox.withLock { $0 = batches }
         batches.noteHooks(hooks.notesBatches)
         var watcherDelegate = Watcher.Delegate(found: { post(.arrived($0)) }, removed: { id, path in engineBox.withLock { $0 }?.removed(id: id, path: path) })
         watcherDelegate.foundBatch = { batches.found($0) }

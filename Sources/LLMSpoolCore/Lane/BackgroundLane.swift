@@ -108,11 +108,14 @@ public final class BackgroundLane: @unchecked Sendable {
 
     /// `leases`: the claims of a spool several daemons share (nil when this daemon has it
     /// alone); each group is then followed under a claim of its own (`RemoteGroupClaims`).
+    /// `runsBatch`: whether this daemon's batch runner runs a batch file now (a group that
+    /// carries lines of a batch is adopted only by the daemon that runs it).
     public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, finisher: Finisher, logger: Logger, leases: LeaseManager? = nil,
+                runsBatch: @escaping @Sendable (String) -> Bool = { _ in false },
                 post: @escaping @Sendable (Scheduler.Event) -> Void) {
         self.layout = layout
         self.store = RemoteIntentStore(layout: layout)
-        self.registry = RemoteGroupRegistry(store: store, leases: leases, logger: logger)
+        self.registry = RemoteGroupRegistry(store: store, leases: leases, logger: logger, runsBatch: runsBatch)
         self.sharedSpool = leases != nil
         self.leases = leases
         self.finisher = finisher
@@ -167,6 +170,14 @@ public final class BackgroundLane: @unchecked Sendable {
     /// a dead daemon feeds its lines again, so that a line of an adopted group goes back to it.
     public func adoptUnfollowed() {
         deliver(registry.adoptUnfollowed(), onLaneThread: false)
+    }
+
+    /// Whether a group not followed here carries lines of the batch file `batch` (any
+    /// thread): its runner then feeds each line not tried yet to the lane, whatever its
+    /// route, to wait for that group (`RemoteGroupClaims.lineFed`). Never on a spool this
+    /// daemon has alone.
+    public func groupElsewhereCarriesLines(of batch: String) -> Bool {
+        sharedSpool && registry.carriedElsewhere(batch: batch)
     }
 
     /// The claim of `group` is another daemon's now (from the lease keeper).

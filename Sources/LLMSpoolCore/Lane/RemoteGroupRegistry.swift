@@ -33,11 +33,14 @@ final class RemoteGroupRegistry: Sendable {
     private let leases: LeaseManager?
     private let logger: Logger
     private let state = Mutex(State())
+    /// Whether this daemon's batch runner runs a batch file now (`BatchRunner.runs`).
+    private let runsBatch: @Sendable (String) -> Bool
 
-    init(store: RemoteIntentStore, leases: LeaseManager?, logger: Logger) {
+    init(store: RemoteIntentStore, leases: LeaseManager?, logger: Logger, runsBatch: @escaping @Sendable (String) -> Bool = { _ in false }) {
         self.store = store
         self.leases = leases
         self.logger = logger
+        self.runsBatch = runsBatch
     }
 
     /// How often `state/remote` is looked at for groups whose follower is gone.
@@ -102,8 +105,12 @@ final class RemoteGroupRegistry: Sendable {
     /// followed here carries lines of its batch (`RemoteGroupClaims.line`).
     func lineWaits(_ id: String) -> Bool {
         guard let line = BatchLineRef(id: id) else { return false }
-        let waits = state.withLock { state in state.elsewhere.values.contains { $0.lineBatches.contains(line.batch) } }
-        return RemoteGroupClaims.line(batchInGroupNotFollowedHere: waits) == .wait
+        return RemoteGroupClaims.line(batchInGroupNotFollowedHere: carriedElsewhere(batch: line.batch)) == .wait
+    }
+
+    /// Whether a group not followed here (as last listed) carries lines of the batch file `batch`.
+    func carriedElsewhere(batch: String) -> Bool {
+        state.withLock { state in state.elsewhere.values.contains { $0.lineBatches.contains(batch) } }
     }
 
     /// Whether this daemon still holds `group`'s claim; nil without leases.
@@ -145,11 +152,14 @@ final class RemoteGroupRegistry: Sendable {
         }
     }
 
-    /// Whether this daemon runs every batch file whose lines `batches` names: it holds the
-    /// batch's claim, or the batch's input is gone (its lines are then discarded).
+    /// Whether this daemon runs every batch file whose lines `batches` names: its runner runs
+    /// the batch (not merely holds its claim), or the batch's input is gone (its lines are
+    /// then discarded): `RemoteGroupClaims.runsLines`.
     private func runsLines(of batches: Set<String>) -> Bool {
-        guard let leases else { return true }
-        return batches.allSatisfy { leases.holds(BatchClaimRules.claimID(batch: $0)) || !Syscall.isPresent(store.layout.batchRequest($0)) }
+        guard leases != nil else { return true }
+        return batches.allSatisfy {
+            RemoteGroupClaims.runsLines(runHere: runsBatch($0), inputPresent: Syscall.isPresent(store.layout.batchRequest($0)))
+        }
     }
 
     private func look(_ state: inout State) -> [RemoteIntent] {

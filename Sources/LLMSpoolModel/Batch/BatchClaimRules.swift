@@ -64,6 +64,17 @@ public enum BatchClaimRules {
         stillMine == false ? .abandon : .commit
     }
 
+    /// Whether the runner has the background lane adopt the groups whose follower is gone
+    /// (the batch's earlier runner may have sent lines of it in remote batches of its own):
+    /// only when it is about to run the batch (`runs`: read, validated, begun or resumed,
+    /// before its first line is fed), and either took the claim over from a daemon that is
+    /// gone (`tookOver`) or resumes the batch from its journal (`resumed`: its earlier runner
+    /// may have stopped cleanly, letting the claim go at once, just after recording a group
+    /// that no look at `state/remote` here has seen yet). A batch it then declines (not valid
+    /// yet, not readable this time, a stop) goes back to being claimed by any daemon, and a
+    /// group adopted for it here would never get its lines.
+    public static func adoptsLaneGroups(tookOver: Bool, resumed: Bool, runs: Bool) -> Bool { runs && (tookOver || resumed) }
+
     /// Whether the batch's claim ends as a tombstone when this daemon lets go of it: yes
     /// when the batch ended here (published, or refused as invalid), so that no stale view
     /// of its input is claimed again; no when the daemon stops with the batch unfinished,

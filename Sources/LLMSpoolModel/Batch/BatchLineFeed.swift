@@ -40,6 +40,13 @@ public struct BatchLineFeed: Sendable, Equatable {
         }
     }
 
+    /// The lane a line's task goes to once the groups are consulted: a line fed to the
+    /// group that carries it (`RemoteGroupClaims.lineFed`) waits in the background lane,
+    /// whatever its route.
+    public static func lane(of route: LaneRouter.Route, fed: RemoteGroupClaims.LineFed) -> Lane {
+        fed == .toItsGroup ? .background : lane(of: route)
+    }
+
     /// Whether a line of `lane` may be fed with `live` live lines and `background` lines
     /// of the background lane in flight, `laneBacklog` of them not yet taken in by the lane.
     public func admits(_ lane: Lane, live: Int, background: Int, laneBacklog: Int = 0) -> Bool {

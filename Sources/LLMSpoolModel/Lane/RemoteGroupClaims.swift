@@ -57,6 +57,17 @@ public enum RemoteGroupClaims {
         }
     }
 
+    /// Whether this daemon runs the lines of a batch file that a group carries, for
+    /// `found`'s `runsItsLines`: its runner runs that batch here (read, validated, and
+    /// begun or resumed), or the batch's input is gone (its lines are discarded when the
+    /// group ends). Holding the batch's claim is not enough: a runner claims a batch to look
+    /// at it and lets the claim go again when it does not run it (not valid yet, not readable
+    /// this time, a stop), and a group adopted meanwhile would be followed by a daemon that
+    /// never feeds its lines, while the batch's next runner holds them aside for that group.
+    public static func runsLines(runHere: Bool, inputPresent: Bool) -> Bool {
+        runHere || !inputPresent
+    }
+
     /// What becomes of a request this daemon has just claimed, judged against the groups
     /// recorded in `state/remote` (after adopting any whose follower is gone).
     public enum Member: Sendable, Equatable {
@@ -141,6 +152,28 @@ public enum RemoteGroupClaims {
 
     public static func line(batchInGroupNotFollowedHere: Bool) -> Line {
         batchInGroupNotFollowedHere ? .wait : .join
+    }
+
+    /// Where a batch file's line goes when its runner feeds it. A request is judged against
+    /// the groups when it is claimed (`member`); a line has no claim of its own, so its
+    /// runner asks, as it feeds it, whether a group not followed here carries lines of its
+    /// batch (the same membership `line` reads).
+    public enum LineFed: Sendable, Equatable {
+        /// As the configuration routes it: live, or into the background lane to be grouped.
+        case asRouted
+        /// Into the background lane whatever its route (a reload to `"batch": false`, or a
+        /// taker whose config differs from the daemon that grouped the line): there it is
+        /// held aside (`line`) until that group is adopted here, and then goes back to it
+        /// when it is a member, or its route when it is not. Sent live meanwhile, it would be
+        /// answered twice and paid twice: live, and by that group's remote batch.
+        case toItsGroup
+    }
+
+    /// `firstAttempt`: the line has no attempt journalled. One that has is carried by no
+    /// group (its group handed its outcome over, or it was never grouped: only a first
+    /// attempt is), and goes as routed, as a request's claim does (`LeaseClaimer`).
+    public static func lineFed(firstAttempt: Bool, batchInGroupNotFollowedHere: Bool) -> LineFed {
+        firstAttempt && batchInGroupNotFollowedHere ? .toItsGroup : .asRouted
     }
 
     /// Whether `state/remote` is listed again before a claim is judged: after a takeover (a

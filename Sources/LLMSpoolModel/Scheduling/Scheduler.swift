@@ -48,7 +48,10 @@ public struct Scheduler: Sendable {
         case laneReturned(TaskDescriptor)
         /// The lane found, after a restart, remote batches already created for these
         /// requests: each one goes back to its batch when it arrives, whatever the config
-        /// says now about batching (sending it live as well would pay for it twice).
+        /// says now about batching (sending it live as well would pay for it twice). Also
+        /// posted by a batch file's runner just before a line a group not followed here may
+        /// carry (`RemoteGroupClaims.lineFed`): the lane holds it aside until that group is
+        /// adopted.
         case laneResumed(ids: [String])
         /// The claim of a task about to start showed it to be a member of a remote batch this
         /// daemon follows (one it adopted from a daemon that is gone): it goes back to that
