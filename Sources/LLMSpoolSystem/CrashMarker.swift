@@ -36,6 +36,11 @@ public enum CrashMarker {
         }
     }
 
+    /// Whether the previous run died of a crash; the marker stays.
+    public static func isPresent(markerPath: String) -> Bool {
+        access(markerPath, F_OK) == 0
+    }
+
     /// Whether the previous run died of a crash; the marker is removed.
     public static func consume(markerPath: String) -> Bool {
         guard access(markerPath, F_OK) == 0 else { return false }

@@ -133,12 +133,13 @@ import Testing
             try harness.startDaemon(environment: ["LLMSPOOL_TEST_CRASH_HEADER": "x-stub-crash"], waitUntilWatching: false)
             let status = try harness.waitForDaemonExit(timeout: 30)
             #expect(status != 0, "round \(round): the test-only trigger crashed the daemon")
-            // The start is in the journal, counted; the record holds the count of the crashes
-            // before it, written by the restart that found them in the journal.
-            let starts = StartJournal.frames(Array(try Data(contentsOf: URL(fileURLWithPath: harness.layout.startJournal))))
-            let counted = starts.filter { $0.name == "poison.json" }.compactMap { TaskRecord.decode($0.record)?.history.unfinishedStarts }
-            #expect(counted == [round], "round \(round)")
-            #expect(TaskRecord.load(harness.layout, id: "poison")?.history.unfinishedStarts == (round == 1 ? nil : round - 1), "round \(round)")
+            // The first start is in the start journal; the restart after the crash writes it
+            // as the record, which each later start then updates itself.
+            let journal = (try? Data(contentsOf: URL(fileURLWithPath: harness.layout.startJournal))).map { Array($0) } ?? []
+            let journaled = StartJournal.frames(journal).filter { $0.name == "poison.json" }
+                .compactMap { TaskRecord.decode($0.record)?.history.unfinishedStarts }
+            #expect(journaled == (round == 1 ? [1] : []), "round \(round)")
+            #expect(TaskRecord.load(harness.layout, id: "poison")?.history.unfinishedStarts == (round == 1 ? nil : round), "round \(round)")
         }
         #expect(try harness.arrivals(of: "crash the daemon").count == 3)
         try harness.startDaemon(environment: ["LLMSPOOL_TEST_CRASH_HEADER": "x-stub-crash"])
@@ -152,6 +153,38 @@ import Testing
         try waitUntil("the daemon still answers", timeout: 20) {
             FileManager.default.fileExists(atPath: harness.layout.result("after"))
         }
+    }
+
+    /// A request held while in flight leaves a `cancelled` record of the very file, which
+    /// `release` puts back unchanged: its next starts must still count, though the record
+    /// on disk is not the crash's.
+    @Test func aRequestHeldAndReleasedStillCountsItsCrashes() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let slow: [String: Any] = ["header_delay_ms": 10_000]
+        let crash: [String: Any] = ["headers": ["X-Stub-Crash": "1"]]
+        try harness.drop("poison", Harness.request("crash after a hold", stub: ["faults": [slow, crash, crash, crash, crash, crash]]))
+        let environment = ["LLMSPOOL_TEST_CRASH_HEADER": "x-stub-crash"]
+        try harness.startDaemon(environment: environment)
+        try waitUntil("the first attempt reached the stub", timeout: 20) { try harness.arrivals(of: "crash after a hold").count == 1 }
+        #expect(try harness.cli(["hold", "poison", "--spool", harness.layout.root]).status == 0)
+        try waitUntil("the held request's attempt is recorded cancelled", timeout: 20) {
+            (try? harness.record("poison"))?["status"] as? String == "cancelled"
+        }
+        #expect(try harness.cli(["release", "poison", "--spool", harness.layout.root]).status == 0)
+        #expect(try harness.waitForDaemonExit(timeout: 30) != 0, "the released request's answer crashed the daemon")
+        for round in 2...3 {
+            try harness.startDaemon(environment: environment, waitUntilWatching: false)
+            #expect(try harness.waitForDaemonExit(timeout: 30) != 0, "round \(round) crashed")
+        }
+        #expect(try harness.arrivals(of: "crash after a hold").count == 4)
+        try harness.startDaemon(environment: environment)
+        try waitUntil("poison is in failed/", timeout: 30) {
+            FileManager.default.fileExists(atPath: harness.layout.failedRequest("poison"))
+        }
+        #expect(try harness.json(harness.layout.errorRecord("poison"))["kind"] as? String == "crash-loop")
+        #expect(try harness.arrivals(of: "crash after a hold").count == 4, "not sent after its third crash")
     }
 }
 

@@ -27,13 +27,13 @@ import LLMSpoolSystem
 
     @Test func aCrashTurnsTheUnendedStartsIntoRecords() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let journal = StartJournalFile(layout: layout)
+        let journal = StartJournalFile(layout: layout, logger: logger)
         let inFlight = try request("in-flight", unfinished: 2)
         let ended = try request("ended")
         let gone = try request("gone")
-        try journal.append(inFlight, requestPath: layout.request("in-flight"))
-        try journal.append(ended, requestPath: layout.request("ended"))
-        try journal.append(gone, requestPath: layout.request("gone"))
+        try journal.append(inFlight, requestPath: layout.request("in-flight"), now: 0, notEnded: { [] })
+        try journal.append(ended, requestPath: layout.request("ended"), now: 0, notEnded: { [] })
+        try journal.append(gone, requestPath: layout.request("gone"), now: 0, notEnded: { [] })
         var done = ended
         done.status = .done
         done.history.unfinishedStarts = 0
@@ -49,8 +49,8 @@ import LLMSpoolSystem
 
     @Test func withoutACrashTheJournalIsDroppedUnread() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let journal = StartJournalFile(layout: layout)
-        try journal.append(try request("a"), requestPath: layout.request("a"))
+        let journal = StartJournalFile(layout: layout, logger: logger)
+        try journal.append(try request("a"), requestPath: layout.request("a"), now: 0, notEnded: { [] })
         #expect(StartJournalFile.replay(layout: layout, previousRunCrashed: false, logger: logger) == 0)
         #expect(TaskRecord.load(layout, id: "a") == nil)
         #expect(!FileManager.default.fileExists(atPath: layout.startJournal))
@@ -60,14 +60,14 @@ import LLMSpoolSystem
     /// a start made long before the crash, thousands of starts ago, still counts.
     @Test func aLongAttemptOutlivesTwoGenerations() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let journal = StartJournalFile(layout: layout)
+        let journal = StartJournalFile(layout: layout, logger: logger)
         let long = try request("long")
         let short = try request("short")
-        try journal.append(long, requestPath: layout.request("long"))
+        try journal.append(long, requestPath: layout.request("long"), now: 0, notEnded: { [] })
         for _ in 0..<3 {
             for _ in 0..<4096 {
-                try journal.append(short, requestPath: layout.request("short"))
-                journal.turnIfDue(inFlightCount: 1, inFlight: { [(long, layout.request("long"))] }, logger: logger)
+                try journal.append(short, requestPath: layout.request("short"), now: 0, notEnded: { [] })
+                journal.turnIfDue(inFlightCount: 1, notEnded: { [(long, layout.request("long"))] })
             }
         }
         let current = StartJournal.frames(try FileReader.prefix(path: layout.startJournal, limit: 64 << 20))
@@ -79,5 +79,23 @@ import LLMSpoolSystem
         try done.write(layout, durable: false)
         #expect(StartJournalFile.replay(layout: layout, previousRunCrashed: true, logger: logger) == 1)
         #expect(TaskRecord.load(layout, id: "long")?.history.unfinishedStarts == 1)
+    }
+
+    /// `state/` removed while the daemon runs: appends would go to a file no restart reads.
+    /// The next append after the check's interval begins a new journal with the starts not
+    /// ended, so a crash after it still counts them.
+    @Test func aJournalRemovedWhileRunningIsBegunAgainWithTheStartsNotEnded() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let journal = StartJournalFile(layout: layout, logger: logger)
+        let long = try request("long")
+        try journal.append(long, requestPath: layout.request("long"), now: 0, notEnded: { [] })
+        try FileManager.default.removeItem(atPath: layout.state)
+        try layout.create()
+        let next = try request("next")
+        try journal.append(next, requestPath: layout.request("next"), now: StartJournalFile.linkCheckSeconds,
+                           notEnded: { [(long, layout.request("long"))] })
+        let names = StartJournal.frames(try FileReader.prefix(path: layout.startJournal, limit: 1 << 20)).map(\.name)
+        #expect(names == ["long.json", "next.json"])
+        #expect(StartJournalFile.replay(layout: layout, previousRunCrashed: true, logger: logger) == 2)
     }
 }

@@ -64,28 +64,27 @@ import Testing
                                   requestIsTheOneStarted: true) == .write)
     }
 
-    @Test func anOutcomeRecordedAfterTheStartEndsIt() {
-        for status in [TaskRecord.Status.done, .failed, .cancelled] {
+    /// A journaled start had no record: any record of the very file was written after it.
+    @Test func anyRecordOfTheFileWrittenAfterTheStartEndsIt() {
+        for status in [TaskRecord.Status.active, .done, .failed, .cancelled] {
             #expect(StartJournal.fate(started: record(request: file), current: record(status, request: file, attempts: 1, unfinished: 0),
                                       requestIsTheOneStarted: true) == .ended, "\(status)")
         }
+        #expect(StartJournal.fate(started: record(request: file), current: record(request: file, unfinished: 2),
+                                  requestIsTheOneStarted: true) == .ended, "a crash's record written by an earlier replay")
     }
 
-    @Test func aRetryRecordedAfterTheStartEndsIt() {
-        #expect(StartJournal.fate(started: record(request: file, attempts: 0), current: record(request: file, attempts: 1, unfinished: 0),
-                                  requestIsTheOneStarted: true) == .ended)
-    }
-
-    @Test func aSecondAttemptInFlightAfterARetryIsWritten() {
-        #expect(StartJournal.fate(started: record(request: file, attempts: 1, unfinished: 1), current: record(request: file, attempts: 1, unfinished: 0),
-                                  requestIsTheOneStarted: true) == .write)
-    }
-
-    @Test func aRecordThatAlreadyCountsTheStartStands() {
-        #expect(StartJournal.fate(started: record(request: file, unfinished: 2), current: record(request: file, unfinished: 2),
-                                  requestIsTheOneStarted: true) == .ended)
-        #expect(StartJournal.fate(started: record(request: file, unfinished: 3), current: record(request: file, unfinished: 2),
-                                  requestIsTheOneStarted: true) == .write)
+    @Test func onlyTheFirstStartOfARequestWithoutARecordIsJournaled() {
+        var first = history
+        first.unfinishedStarts = 1
+        #expect(StartJournal.takes(recordless: true, history: first))
+        #expect(!StartJournal.takes(recordless: false, history: first), "a record on disk (a cancellation's, an earlier file's) is overwritten")
+        var retried = first
+        retried.attempts = record(request: file, attempts: 1).history.attempts
+        #expect(!StartJournal.takes(recordless: true, history: retried), "a retry's record is on disk")
+        var carried = first
+        carried.unfinishedStarts = 2
+        #expect(!StartJournal.takes(recordless: true, history: carried), "a count carried from a crash")
     }
 
     @Test func aNewGenerationBeginsPastAFloorAndTwiceWhatIsInFlight() {

@@ -164,9 +164,8 @@ public final class SpoolDaemon: Sendable {
         // A request in flight counts toward the crash guard only when this daemon's
         // predecessor died of a crash: a kill -9 or a power loss is not the request's doing.
         let marker = layout.state + "/.crashed"
-        engine.previousRunCrashed = CrashMarker.consume(markerPath: marker)
+        engine.previousRunCrashed = CrashMarker.isPresent(markerPath: marker)
         if engine.previousRunCrashed { logger.warning("the previous run of the daemon crashed") }
-        CrashMarker.install(markerPath: marker)
         warnIfOpenToEveryone()
         if let leases {
             // Tests of a spool without locks set this; no user setting asks for it.
@@ -178,12 +177,17 @@ public final class SpoolDaemon: Sendable {
             if !reclaimed.isEmpty {
                 logger.info("took back the claims of this host's earlier run", ["requests": "\(reclaimed.count)"])
             }
+            // A local run's start journal is not this kind of spool's: its starts are not counted.
+            StartJournalFile.drop(layout: layout, logger: logger)
         } else {
             try lockSpool()
             // Before the watcher looks at records: the starts a crash left unended become theirs.
             let counted = StartJournalFile.replay(layout: layout, previousRunCrashed: engine.previousRunCrashed, logger: logger)
             if counted > 0 { logger.info("requests in flight at the crash are counted against the crash guard", ["requests": "\(counted)"]) }
         }
+        // Consumed only now: a start killed before this point counts the crash again.
+        _ = CrashMarker.consume(markerPath: marker)
+        CrashMarker.install(markerPath: marker)
         removeLeftovers()
         // Before the watcher: a record written again here is what the scan would look at.
         if commitOrder == .resultMarked { try PowerLossScan.run(layout: layout, logger: logger) }

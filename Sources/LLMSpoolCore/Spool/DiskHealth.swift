@@ -11,13 +11,6 @@ public final class DiskHealth: Sendable {
     private let root: Mutex<(device: UInt64, inode: UInt64)?>
     private let pinsRoot: Bool
     private let rootReported = Atomic<Bool>(false)
-    /// When (monotonic seconds) the folders were last found in order with nothing troubled.
-    private let lastClear = Mutex<Double>(-.infinity)
-    /// Starts this close after a clear check go ahead without another: a burst of starts
-    /// looked at the same four folders once per start (four `lstat`s of the 19 system calls
-    /// an engine spends on a small request). A folder removed meanwhile is made again by the
-    /// transfer's own writes.
-    static let recheckSeconds = 0.01
 
     /// With a layout, the root is pinned now if it exists, else at the first start.
     public init(layout: SpoolLayout? = nil) {
@@ -38,14 +31,7 @@ public final class DiskHealth: Sendable {
 
     /// Before a start: recreates missing folders, and after a failed write probes until a
     /// write succeeds. The reason to hold the start, or nil to go ahead.
-    public func holdReason(_ layout: SpoolLayout, logger: Logger, now: Double) -> String? {
-        if !troubled.load(ordering: .relaxed), now - lastClear.withLock({ $0 }) < DiskHealth.recheckSeconds { return nil }
-        let reason = checkedHoldReason(layout, logger: logger)
-        if reason == nil, !troubled.load(ordering: .relaxed) { lastClear.withLock { $0 = now } }
-        return reason
-    }
-
-    private func checkedHoldReason(_ layout: SpoolLayout, logger: Logger) -> String? {
+    public func holdReason(_ layout: SpoolLayout, logger: Logger) -> String? {
         if pinsRoot {
             let now = DiskHealth.identity(layout)
             let pinned = root.withLock { pinned in

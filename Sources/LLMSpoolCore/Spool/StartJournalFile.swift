@@ -7,55 +7,116 @@ import LLMSpoolSystem
 /// anything is sent. Like the start record it replaces, not fsynced: a kill -9 leaves the
 /// bytes in the page cache, and a power loss is not a request's doing.
 final class StartJournalFile {
-    private let layout: SpoolLayout
-    private var file: FileDescriptor?
-    private var framesSinceTurn = 0
+    /// A start not ended yet, as a new generation copies it.
+    typealias Start = (record: TaskRecord, requestPath: String)
 
-    init(layout: SpoolLayout) {
+    private let layout: SpoolLayout
+    private let logger: Logger
+    private var file: FileDescriptor?
+    /// The current generation's length as written here (the only writer): a failed append
+    /// is cut back to it, so that no torn frame hides the frames after it.
+    private var length = 0
+    private var framesSinceTurn = 0
+    /// When (monotonic seconds) the open file was last seen to still have its name.
+    private var lastLinkCheck = -Double.infinity
+    /// How often the file is checked for its name: `state/` removed while running would
+    /// leave appends going to a file no restart can read.
+    static let linkCheckSeconds = 0.1
+
+    init(layout: SpoolLayout, logger: Logger) {
         self.layout = layout
+        self.logger = logger
     }
 
     /// Appends the start `record` of the request at `requestPath`, before it is sent.
-    func append(_ record: TaskRecord, requestPath: String) throws {
+    /// `notEnded` lists the other starts not ended yet, for a new generation begun first
+    /// (the first append, or the file lost its name or its descriptor).
+    func append(_ record: TaskRecord, requestPath: String, now: Double, notEnded: () -> [Start]) throws {
+        if file != nil, now - lastLinkCheck >= StartJournalFile.linkCheckSeconds {
+            lastLinkCheck = now
+            if let fd = file?.rawValue, try Syscall.fstat(fd, path: layout.startJournal).st_nlink == 0 {
+                logger.warning("the start journal was removed while running; a new one begins", ["path": LogValue(layout.startJournal)])
+                file = nil
+            }
+        }
         if file == nil {
-            file = try FileDescriptor.open(layout.startJournal, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, mode: mode_t(layout.fileMode))
+            try beginGeneration(with: notEnded())
+            lastLinkCheck = now
         }
         guard let fd = file?.rawValue else { return }
-        try Syscall.writeAll(fd, StartJournal.frame(name: StartJournalFile.name(of: requestPath), record: record.encoded()),
-                             path: layout.startJournal)
+        let frame = StartJournal.frame(name: StartJournalFile.name(of: requestPath), record: record.encoded())
+        do {
+            try Syscall.writeAll(fd, frame, path: layout.startJournal)
+        } catch {
+            // A full disk may take part of the frame: cut it off, or start afresh next time.
+            do {
+                try Syscall.ftruncate(fd, length: length, path: layout.startJournal)
+            } catch {
+                file = nil
+            }
+            throw error
+        }
+        length += frame.count
         framesSinceTurn += 1
     }
 
-    /// Begins a new generation once the current one is long enough (`StartJournal.isTimeToTurn`):
-    /// the current becomes `.starts.old` and the new one opens with `inFlight`'s starts, the
-    /// attempts not ended, so that none of them is forgotten when `.starts.old` is replaced.
-    /// A failure is logged and the current generation goes on growing.
-    func turnIfDue(inFlightCount: Int, inFlight: () -> [(record: TaskRecord, requestPath: String)], logger: Logger) {
+    /// Begins a new generation once the current one is long enough (`StartJournal.isTimeToTurn`),
+    /// opening with `notEnded()`. A failure is logged: the current generation goes on growing,
+    /// or, when it lost its name half-way, a new one is begun at the next append.
+    func turnIfDue(inFlightCount: Int, notEnded: () -> [Start]) {
         guard file != nil, StartJournal.isTimeToTurn(framesSinceTurn: framesSinceTurn, inFlight: inFlightCount) else { return }
-        let temporary = SpoolLayout.temporary(for: layout.startJournal)
+        framesSinceTurn = 0
         do {
-            let next = try FileDescriptor.createNew(temporary, O_WRONLY | O_APPEND, mode: mode_t(layout.fileMode))
-            var bytes: [UInt8] = []
-            for start in inFlight() {
-                bytes += StartJournal.frame(name: StartJournalFile.name(of: start.requestPath), record: start.record.encoded())
-                if bytes.count >= 1 << 20 {
-                    try next.writeAll(bytes)
-                    bytes.removeAll(keepingCapacity: true)
-                }
-            }
-            try next.writeAll(bytes)
-            // Kept in this order, a crash at any point leaves every unended start in one of
-            // the two names: the current generation is `.starts.old` before the new one,
-            // holding the starts in flight, is `.starts`.
-            try Syscall.rename(layout.startJournal, layout.previousStartJournal)
-            try Syscall.rename(temporary, layout.startJournal)
-            file = consume next
-            framesSinceTurn = 0
+            try beginGeneration(with: notEnded())
         } catch {
-            logger.warning("cannot begin a new generation of the start journal; the current one grows", ["reason": "\(error)"])
-            logger.bestEffort("removing an unfinished start journal") { try Syscall.unlinkIfPresent(temporary) }
-            framesSinceTurn = 0
+            logger.warning("cannot begin a new generation of the start journal", ["reason": "\(error)"])
         }
+    }
+
+    /// Writes `starts` to a temporary, then makes the current generation `.starts.old` and the
+    /// temporary `.starts`: at any point every start not ended is under one of the two names.
+    private func beginGeneration(with starts: [Start]) throws {
+        let temporary = SpoolLayout.temporary(for: layout.startJournal)
+        let next = try FileDescriptor.createNew(temporary, O_WRONLY | O_APPEND, mode: mode_t(layout.fileMode))
+        let written: Int
+        do {
+            written = try StartJournalFile.write(starts, to: next)
+        } catch {
+            logger.bestEffort("removing an unfinished start journal") { try Syscall.unlinkIfPresent(temporary) }
+            throw error
+        }
+        do {
+            try Syscall.rename(layout.startJournal, layout.previousStartJournal)
+        } catch let error as SystemError where error.errno == ENOENT {
+            // The first generation of this run, or `state/` was removed: nothing to keep.
+        }
+        do {
+            try Syscall.rename(temporary, layout.startJournal)
+        } catch {
+            // The current generation is `.starts.old` now: appends to it would be read, but
+            // the next turn would replace it. A new generation is begun at the next append.
+            file = nil
+            logger.bestEffort("removing an unfinished start journal") { try Syscall.unlinkIfPresent(temporary) }
+            throw error
+        }
+        file = consume next
+        length = written
+    }
+
+    /// Writes the frames of `starts`, a MiB at a time; returns how many bytes.
+    private static func write(_ starts: [Start], to file: borrowing FileDescriptor) throws -> Int {
+        var written = 0
+        var bytes: [UInt8] = []
+        for start in starts {
+            bytes += StartJournal.frame(name: name(of: start.requestPath), record: start.record.encoded())
+            if bytes.count >= 1 << 20 {
+                try file.writeAll(bytes)
+                written += bytes.count
+                bytes.removeAll(keepingCapacity: true)
+            }
+        }
+        try file.writeAll(bytes)
+        return written + bytes.count
     }
 
     /// At a start, before the watcher: after a crash, writes the record of every start that
@@ -92,10 +153,15 @@ final class StartJournalFile {
                 }
             }
         }
+        drop(layout: layout, logger: logger)
+        return written
+    }
+
+    /// Removes the journal's files.
+    static func drop(layout: SpoolLayout, logger: Logger) {
         for path in [layout.startJournal, layout.previousStartJournal, SpoolLayout.temporary(for: layout.startJournal)] {
             logger.bestEffort("removing the start journal of the previous run") { try Syscall.unlinkIfPresent(path) }
         }
-        return written
     }
 
     private static func name(of requestPath: String) -> String {

@@ -18,6 +18,9 @@ final class Transfer {
     let task: TaskDescriptor
     /// The request file's bytes, for a format that makes its body (see `AttemptOutcome`).
     var requestSource: [UInt8]?
+    /// The start went to the start journal, not to a record: until its outcome is written the
+    /// journal must keep it (`StartJournalFile`).
+    var startJournaled = false
     let endpointIndex: Int
     let endpointName: String
     /// The CA file its certificate check used, for the hint when the check fails.

@@ -207,6 +207,10 @@ public final class TransferEngine: @unchecked Sendable {
     public var previousRunCrashed = false
     /// Where starts are recorded on a local spool; nil on a shared one (records instead).
     private let startJournal: StartJournalFile?
+    /// Journaled starts whose attempt ended and whose outcome the finisher has not written
+    /// yet (until its `.finalized` or `.retry` comes back): a new generation of the journal
+    /// keeps them, with the transfers in flight.
+    private var journaledAwaitingOutcome: [String: StartJournalFile.Start] = [:]
     /// How long the loop pauses after each turn; told what each transfer received in it.
     private var pacing = EventLoopPacing()
     /// Transfers that received bytes for their `.partial` during this turn: their
@@ -216,7 +220,7 @@ public final class TransferEngine: @unchecked Sendable {
     public init(layout: SpoolLayout, endpoints: [Endpoint], settings: Settings, known: KnownTasks, metrics: Metrics = Metrics(),
                 diskHealth: DiskHealth = DiskHealth(), leases: LeaseManager? = nil, delegate: Delegate, logger: Logger) throws {
         self.leases = leases
-        startJournal = leases == nil ? StartJournalFile(layout: layout) : nil
+        startJournal = leases == nil ? StartJournalFile(layout: layout, logger: logger) : nil
         self.diskHealth = diskHealth
         guard let multi = curl_multi_init() else { throw ConfigError("libcurl could not create a multi handle") }
         self.multi = multi
@@ -491,7 +495,10 @@ public final class TransferEngine: @unchecked Sendable {
                     heldFiles[intake.id] = (intake.requestPath, identity)
                 }
             case .finalized(let id):
+                journaledAwaitingOutcome[id] = nil
                 forget(id)
+            case .retry(let task, _):
+                journaledAwaitingOutcome[task.id] = nil
             default:
                 break
             }
@@ -851,7 +858,7 @@ public final class TransferEngine: @unchecked Sendable {
                 return
             }
         }
-        if let reason = diskHealth.holdReason(layout, logger: logger, now: TransferEngine.monotonic()) {
+        if let reason = diskHealth.holdReason(layout, logger: logger) {
             // The answer could not be kept: the request waits, unsent, like one on a full disk.
             endBeforeStart(task, endpointIndex: endpointIndex, .diskError(reason))
             return
@@ -957,6 +964,7 @@ public final class TransferEngine: @unchecked Sendable {
             delegate.rejected(task.id, task.requestPath, RequestProblem(.unreadable, "cannot open the request: \(error)"))
             return
         }
+        var journaled = false
         if !isBatchLine {
             // The start is on disk before the request is sent: if the answer crashes the
             // daemon, the next run knows this request was in flight (`CrashGuard`). On a
@@ -966,8 +974,9 @@ public final class TransferEngine: @unchecked Sendable {
             task.history = CrashGuard.starting(task.history)
             let record = TaskRecord(id: task.id, status: .active, request: task.identity, history: task.history)
             do {
-                if let startJournal {
-                    try startJournal.append(record, requestPath: task.requestPath)
+                if let startJournal, StartJournal.takes(recordless: task.recordless, history: task.history) {
+                    try startJournal.append(record, requestPath: task.requestPath, now: TransferEngine.monotonic(), notEnded: journaledNotEnded)
+                    journaled = true
                 } else {
                     try record.write(layout, durable: false)
                 }
@@ -994,6 +1003,7 @@ public final class TransferEngine: @unchecked Sendable {
                                 responseLimit: settings.maxResponseBytes,
                                 now: TransferEngine.monotonic())
         transfer.requestSource = source
+        transfer.startJournaled = journaled
         transfer.needsFlush = { [unowned self] in unflushed.append($0) }
         do {
             try configure(transfer, endpoint: endpoint)
@@ -1008,13 +1018,7 @@ public final class TransferEngine: @unchecked Sendable {
         }
         transfers[handle] = transfer
         transfersByID[task.id] = transfer
-        startJournal?.turnIfDue(inFlightCount: transfersByID.count, inFlight: { [transfersByID] in
-            transfersByID.values.compactMap { transfer in
-                let task = transfer.task
-                guard BatchLineRef(id: task.id) == nil else { return nil }
-                return (TaskRecord(id: task.id, status: .active, request: task.identity, history: task.history), task.requestPath)
-            }
-        }, logger: logger)
+        if journaled { startJournal?.turnIfDue(inFlightCount: transfersByID.count, notEnded: journaledNotEnded) }
         logger.debug("upload started", id: task.id, ["endpoint": LogValue(endpoint.name), "attempt": "\(task.history.attempts.count + 1)",
                                                       "bytes": "\(transfer.bodySize)", "stream": "\(task.summary.stream)"])
     }
@@ -1245,7 +1249,20 @@ public final class TransferEngine: @unchecked Sendable {
             startedAt: transfer.startedAt, endedAt: now, endpointIndex: transfer.endpointIndex, endpointName: transfer.endpointName,
             stream: stream, requestSource: transfer.requestSource, rawPath: transfer.textPath != nil ? transfer.partialPath : nil)
         outcome.heldBody = transfer.takeHeldAnswer()
+        if transfer.startJournaled { journaledAwaitingOutcome[transfer.task.id] = TransferEngine.start(of: transfer.task) }
         delegate.attemptEnded(outcome)
+    }
+
+    /// The journaled starts not ended: the transfers in flight and the outcomes not written
+    /// yet, for a new generation of the start journal.
+    private func journaledNotEnded() -> [StartJournalFile.Start] {
+        // An entry whose task the scheduler no longer holds has ended whichever way.
+        journaledAwaitingOutcome = journaledAwaitingOutcome.filter { scheduler.state(of: $0.key) != nil }
+        return transfersByID.values.filter(\.startJournaled).map { TransferEngine.start(of: $0.task) } + Array(journaledAwaitingOutcome.values)
+    }
+
+    private static func start(of task: TaskDescriptor) -> StartJournalFile.Start {
+        (TaskRecord(id: task.id, status: .active, request: task.identity, history: task.history), task.requestPath)
     }
 
     /// Whether a batch line may go now, by its batch's claim as this daemon last wrote it:

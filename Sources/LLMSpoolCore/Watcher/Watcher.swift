@@ -447,7 +447,10 @@ public final class Watcher: @unchecked Sendable {
             // again whatever lstat says); taken before the read, so that a change during it
             // shows as a difference next time.
             lastRead[name] = nil
-            switch RequestFile.read(path: path, limit: settings.maxRequestBytes, seen: seen) {
+            // On a shared spool the claim's look (network round trips) lies between: the read
+            // looks again, so that a file renamed over this one meanwhile is not taken for one
+            // replaced while it was opened.
+            switch RequestFile.read(path: path, limit: settings.maxRequestBytes, seen: leases == nil ? seen : nil) {
             case nil:
                 return  // gone already
             case .failure(let problem)? where problem.kind == .transient:
@@ -543,7 +546,9 @@ public final class Watcher: @unchecked Sendable {
         }
         switch verdict {
         case .request(let summary, _):
-            return .valid(TaskDescriptor(id: id, requestPath: path, summary: summary, identity: loaded.identity, history: history))
+            var task = TaskDescriptor(id: id, requestPath: path, summary: summary, identity: loaded.identity, history: history)
+            task.recordless = record == nil
+            return .valid(task)
         case .invalid(let problem):
             return .invalid(id: id, requestPath: path, problem: problem)
         case .draft:

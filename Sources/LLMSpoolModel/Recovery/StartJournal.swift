@@ -5,11 +5,16 @@
 /// how many starts of a request never ended), so the restart after a crash turns the starts
 /// that never ended into the records they stand for, and any other start drops the journal.
 ///
+/// Only the first start of a request that had no record when it was read goes here: any
+/// record on disk (a retry's, a crash count carried from an earlier run, a cancellation's, an
+/// earlier file's of the same name) is overwritten at the start as before, so that a record
+/// found after a journaled start was written after it, and ended it.
+///
 /// A frame is `<record length> <name length>\n<name><record>`: the request's file name in
 /// `outgoing`, then the record a start used to write. The journal has two generations: when
 /// the current one (`.starts`) has taken enough frames it becomes `.starts.old` and a new one
-/// begins with the frames of the attempts still in flight, so that the journal stays about
-/// as long as what is in flight while a start is never dropped before it ended. Pure.
+/// begins with the frames of the starts not ended yet, so that the journal stays about as
+/// long as what is in flight while a start is never dropped before it ended. Pure.
 public enum StartJournal {
     /// A frame longer than this is not one of the daemon's (a record is a few KiB at most).
     public static let maxFrameBytes = 4 << 20
@@ -61,7 +66,7 @@ public enum StartJournal {
     public enum Fate: Sendable, Equatable {
         /// The start never ended: its record is written, counting it.
         case write
-        /// An outcome or a later attempt was recorded after it.
+        /// A record of the very file was written after it: an outcome, a retry, a cancellation.
         case ended
         /// The request that started is no longer in `outgoing` (or another file has its name).
         case gone
@@ -69,17 +74,19 @@ public enum StartJournal {
 
     /// `started` is the record the start stood for, `current` the record on disk now, and
     /// `requestIsTheOneStarted` whether `outgoing` still holds the very file that started.
+    /// A journaled start had no record on disk (see above), so any record of that file now
+    /// was written after it.
     public static func fate(started: TaskRecord, current: TaskRecord?, requestIsTheOneStarted: Bool) -> Fate {
         guard requestIsTheOneStarted else { return .gone }
         guard let current, let startedRequest = started.request,
-              current.request.map({ $0.isSameInstance(as: startedRequest) }) == true else {
-            // No record, or one of an earlier file of the name: the start is the news.
-            return .write
-        }
-        guard current.status == .active else { return .ended }
-        if current.history.attempts.count > started.history.attempts.count { return .ended }
-        if current.history.unfinishedStarts >= started.history.unfinishedStarts { return .ended }
-        return .write
+              current.request.map({ $0.isSameInstance(as: startedRequest) }) == true else { return .write }
+        return .ended
+    }
+
+    /// Whether a start goes to the journal: the first start (no attempt, no count carried
+    /// from a crash) of a request that had no record when it was read.
+    public static func takes(recordless: Bool, history: TaskHistory) -> Bool {
+        recordless && history.attempts.isEmpty && history.unfinishedStarts <= 1
     }
 
     /// The last frame of each request, in the order of those last frames: `.starts.old`'s

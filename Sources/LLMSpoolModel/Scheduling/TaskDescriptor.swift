@@ -67,6 +67,9 @@ public struct TaskDescriptor: Sendable, Equatable {
     /// Where a batch file's line lies in its input (`requestPath`), without its newline;
     /// nil for a request file. The background lane holds a waiting line by it.
     public var line: Range<Int>?
+    /// No task record of the id was on disk when intake read the file: its first start may be
+    /// journaled instead of recorded (`StartJournal`).
+    public var recordless = false
 
     public init(id: String, requestPath: String, summary: RequestSummary, identity: FileIdentity? = nil, history: TaskHistory? = nil) {
         self.id = id
