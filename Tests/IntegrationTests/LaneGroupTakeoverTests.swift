@@ -192,6 +192,20 @@ import Testing
     /// A batch file's lines in the owner's remote batch: the daemon that takes the batch over
     /// from its journal adopts that remote batch before it feeds the lines again, and each
     /// line comes back from it once.
+    /// Waits for the batch `name` to end with no group left, then checks its output holds
+    /// one line for each of `ids`.
+    static func waitForTheBatchToEndOnce(_ harness: Harness, _ name: String, _ ids: [String]) throws {
+        do {
+            try waitUntil("the batch ends and no group is left", timeout: 90) {
+                Syscall.isPresent(harness.layout.batchSummary(name)) && harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.isEmpty
+            }
+        } catch {
+            Issue.record("records left: \(harness.files(in: harness.layout.remote)); creations \(try BackgroundLaneTests().creations(harness))")
+            throw error
+        }
+        _ = try BackgroundLaneBatchFileTests().expectOneLineEach(harness, name, ids)
+    }
+
     @Test(arguments: methods) func theTakerOfABatchFileAdoptsTheRemoteBatchOfItsLines(method: String) throws {
         let harness = try Harness()
         defer { harness.stop() }
@@ -206,15 +220,7 @@ import Testing
         let victim = try #require(daemons[victimName])
         kill(victim.processIdentifier, SIGKILL)
         victim.waitUntilExit()
-        do {
-            try waitUntil("the batch ends and no group is left", timeout: 90) {
-                Syscall.isPresent(harness.layout.batchSummary("nightly")) && harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.isEmpty
-            }
-        } catch {
-            Issue.record("records left: \(harness.files(in: harness.layout.remote)); creations \(try BackgroundLaneTests().creations(harness))")
-            throw error
-        }
-        _ = try BackgroundLaneBatchFileTests().expectOneLineEach(harness, "nightly", ids)
+        try Self.waitForTheBatchToEndOnce(harness, "nightly", ids)
         for id in ids { #expect(try harness.arrivals(of: "\(Self.prompt) \(id)").isEmpty, "\(id) was sent live") }
         let made = try BackgroundLaneTests().creations(harness)
         #expect(Set(made.keys) == groupsBefore && made.values.allSatisfy { $0 == 1 }, "no group created after the kill: \(made) against \(groupsBefore)")
@@ -259,15 +265,7 @@ import Testing
         #expect(try sentLive().isEmpty, "sent live while the group that carries them was not adopted yet")
         // The group's claim expires: d2 adopts the group, and each line goes back to it.
         keeper.stop()
-        do {
-            try waitUntil("the batch ends and no group is left", timeout: 90) {
-                Syscall.isPresent(harness.layout.batchSummary("nightly")) && harness.files(in: harness.layout.remote).filter { $0.hasSuffix(".json") }.isEmpty
-            }
-        } catch {
-            Issue.record("records left: \(harness.files(in: harness.layout.remote)); creations \(try BackgroundLaneTests().creations(harness))")
-            throw error
-        }
-        _ = try BackgroundLaneBatchFileTests().expectOneLineEach(harness, "nightly", ids)
+        try Self.waitForTheBatchToEndOnce(harness, "nightly", ids)
         #expect(try sentLive().isEmpty, "a line was sent live")
         let made = try BackgroundLaneTests().creations(harness)
         #expect(Set(made.keys) == groupsBefore && made.values.allSatisfy { $0 == 1 }, "no group created after the kill: \(made) against \(groupsBefore)")
