@@ -12,6 +12,8 @@
 #include <sys/vfs.h>
 #include <sys/xattr.h>
 #include <linux/stat.h>
+#include <signal.h>
+#include <unistd.h>
 #include <spawn.h>
 #include <unistd.h>
 
@@ -101,4 +103,12 @@ static inline int llms_ofd_lock(int fd, short type) {
 }
 static const short llms_lock_write = F_WRLCK;
 static const short llms_lock_unlock = F_UNLCK;
+
+/// Whether a signal was sent by another process (`kill -SEGV`, `kill -ABRT`) rather than
+/// raised by a fault of this one or by its own abort(): only the latter is a crash.
+/// Async-signal-safe (getpid only).
+static inline int llms_signal_from_outside(const siginfo_t *info) {
+    return info != 0 && info->si_code <= 0 && info->si_pid != getpid();
+}
+
 #endif

@@ -1,3 +1,4 @@
+import CSystem
 import Glibc
 
 /// Leaves a file behind when the process dies of a crash (a trap, a bad access, an abort),
@@ -16,9 +17,22 @@ public enum CrashMarker {
         let table = UnsafeMutablePointer<sigaction>.allocate(capacity: 64)
         table.initialize(repeating: sigaction(), count: 64)
         previous = table
+        // A parent may have left these blocked (a test runner does): a `kill -ABRT` would
+        // then wait for ever, unseen.
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        for signal in signals { sigaddset(&unblocked, signal) }
+        _ = pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
         for signal in signals {
             var action = sigaction()
-            action.__sigaction_handler.sa_sigaction = { signal, _, _ in
+            action.__sigaction_handler.sa_sigaction = { signal, info, _ in
+                if llms_signal_from_outside(info) != 0 {
+                    // Sent by someone (`kill -ABRT` for a core dump): no fault of a request's.
+                    // The default action ends the process, as the sender asked.
+                    _ = Glibc.signal(signal, SIG_DFL)
+                    _ = raise(signal)
+                    return
+                }
                 if let path = CrashMarker.path {
                     // Raw open and close: only async-signal-safe calls belong in a handler.
                     let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)

@@ -32,22 +32,25 @@ public struct FileReader {
     public static func prefixOfRegularFile(path: String, limit: Int) throws -> [UInt8] {
         let file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
         guard try file.fstat().st_mode & S_IFMT == S_IFREG else { throw NotARegularFile(path: path) }
-        var bytes: [UInt8] = []
-        try forEachChunk(fd: file.rawValue, path: path) { chunk in
-            let room = limit - bytes.count
-            if room <= 0 { return }
-            bytes.append(contentsOf: chunk.prefix(room))
-        }
-        return bytes
+        return try prefix(fd: file.rawValue, path: path, limit: limit)
     }
 
     /// Reads at most `limit` bytes from the start of the file.
     public static func prefix(path: String, limit: Int) throws -> [UInt8] {
+        let file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW)
+        return try prefix(fd: file.rawValue, path: path, limit: limit)
+    }
+
+    /// Reads until `limit` bytes or the end, whichever comes first: a file larger than the
+    /// limit (a sparse one of terabytes) is not read past it.
+    static func prefix(fd: Int32, path: String, limit: Int) throws -> [UInt8] {
         var bytes: [UInt8] = []
-        try forEachChunk(path: path) { chunk in
-            let room = limit - bytes.count
-            if room <= 0 { return }
-            bytes.append(contentsOf: chunk.prefix(room))
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        defer { buffer.deallocate() }
+        while bytes.count < limit {
+            let count = try Syscall.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(chunkSize, limit - bytes.count)]), path: path)
+            if count == 0 { break }
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
         }
         return bytes
     }

@@ -155,6 +155,23 @@ import Testing
         }
     }
 
+    /// `kill -ABRT` from outside (for a core dump) ends the daemon as the signal's default
+    /// action does, and is no crash: before, the daemon lived on with a crash marker left,
+    /// and its next start counted the requests in flight against them.
+    @Test func aCrashSignalSentFromOutsideEndsTheDaemonWithoutAMarker() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.drop("slow", Harness.request("in flight at the signal", stub: ["header_delay_ms": 10_000]))
+        try harness.startDaemon()
+        try waitUntil("the request reached the stub", timeout: 20) { try harness.arrivals(of: "in flight at the signal").count == 1 }
+        harness.signalDaemon(SIGABRT)
+        #expect(try harness.waitForDaemonExit(timeout: 30) != 0)
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.state + "/.crashed"))
+        try harness.startDaemon()
+        #expect(!harness.log.contains("the previous run of the daemon crashed"))
+    }
+
     /// A request held while in flight leaves a `cancelled` record of the very file, which
     /// `release` puts back unchanged: its next starts must still count, though the record
     /// on disk is not the crash's.

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 @testable import LLMSpoolCore
 import LLMSpoolModel
@@ -97,5 +98,35 @@ import LLMSpoolSystem
         let names = StartJournal.frames(try FileReader.prefix(path: layout.startJournal, limit: 1 << 20)).map(\.name)
         #expect(names == ["long.json", "next.json"])
         #expect(StartJournalFile.replay(layout: layout, previousRunCrashed: true, logger: logger) == 2)
+    }
+
+    /// A frame whose record names another id (or a path) writes nothing: a record from the
+    /// journal lands only under the id of the request file the frame names.
+    @Test func aStartThatDoesNotNameItsRequestIsIgnored() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let victim = try request("v")
+        var elsewhere = victim
+        elsewhere.id = "../../escaped"
+        var other = victim
+        other.id = "w"
+        let bytes = StartJournal.frame(name: "v.json", record: elsewhere.encoded()) + StartJournal.frame(name: "v.json", record: other.encoded())
+        try DurableFile.write(bytes, to: layout.startJournal)
+        #expect(StartJournalFile.replay(layout: layout, previousRunCrashed: true, logger: logger) == 0)
+        #expect(TaskRecord.load(layout, id: "w") == nil && TaskRecord.load(layout, id: "v") == nil)
+        #expect(!FileManager.default.fileExists(atPath: root + "/escaped.json"))
+    }
+
+    /// A journal planted as a huge sparse file is read only up to the limit: the start it
+    /// delays is the daemon's.
+    @Test func aHugeJournalIsReadOnlyUpToTheLimit() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let fd = open(layout.startJournal, O_WRONLY | O_CREAT, 0o600)
+        #expect(fd >= 0)
+        #expect(ftruncate(fd, 1 << 40) == 0, "a sparse file of a TiB")
+        close(fd)
+        let read = try FileReader.prefixOfRegularFile(path: layout.startJournal, limit: 1 << 20)
+        #expect(read.count == 1 << 20)
+        #expect(StartJournalFile.replay(layout: layout, previousRunCrashed: true, logger: logger) == 0)
+        #expect(!FileManager.default.fileExists(atPath: layout.startJournal))
     }
 }

@@ -43,25 +43,26 @@ import Testing
         }
     }
 
-    @Test func theLastStartOfEachRequestStands() {
-        let frames = [("a.json", "1"), ("b.json", "1"), ("a.json", "2"), ("c.md", "1")].map {
-            StartJournal.Frame(name: $0.0, record: Array($0.1.utf8))
-        }
-        #expect(StartJournal.lastStarts(frames).map { "\($0.name)=\(String(decoding: $0.record, as: UTF8.self))" } == ["b.json=1", "a.json=2", "c.md=1"])
+    @Test func theLastStartOfEachRequestStandsAcrossGenerations() {
+        let old = [("a.json", "1"), ("b.json", "1")].flatMap { StartJournal.frame(name: $0.0, record: Array($0.1.utf8)) }
+        let current = [("a.json", "2"), ("c.md", "1")].flatMap { StartJournal.frame(name: $0.0, record: Array($0.1.utf8)) } + Array("12 4\nab".utf8)
+        let read = StartJournal.lastStarts(in: [old, current])
+        #expect(Set(read.starts.map { "\($0.name)=\(String(decoding: $0.record, as: UTF8.self))" }) == ["a.json=2", "b.json=1", "c.md=1"])
+        #expect(read.unread == [0, 7], "the cut tail is counted, to be reported")
     }
 
-    @Test func aStartWithoutARecordAfterItIsWritten() {
-        #expect(StartJournal.fate(started: record(request: file), current: nil, requestIsTheOneStarted: true) == .write)
+    @Test func aRecordStandsOnlyForTheRequestItsFrameNames() {
+        #expect(StartJournal.recordMatches(name: "a.json", id: "a"))
+        #expect(StartJournal.recordMatches(name: "a.md", id: "a"))
+        #expect(!StartJournal.recordMatches(name: "a.json", id: "b"))
+        #expect(!StartJournal.recordMatches(name: "v.json", id: "../../pwned"))
+        #expect(!StartJournal.recordMatches(name: "../x.json", id: "../x"))
+        #expect(!StartJournal.recordMatches(name: ".a.json", id: ".a"))
     }
 
-    @Test func aRequestNoLongerThereIsLeft() {
-        #expect(StartJournal.fate(started: record(request: file), current: nil, requestIsTheOneStarted: false) == .gone)
-    }
-
-    @Test func aRecordOfAnEarlierFileOfTheNameDoesNotHideTheStart() {
-        let earlier = FileIdentity(device: 1, inode: 41, size: 100, modifiedNanoseconds: 7)
-        #expect(StartJournal.fate(started: record(request: file), current: record(.done, request: earlier, unfinished: 0),
-                                  requestIsTheOneStarted: true) == .write)
+    @Test func aLongLineOfGarbageIsNotSearchedForAHeader() {
+        let garbage = [UInt8](repeating: 0x41, count: 1 << 20) + Array("\n".utf8)
+        #expect(StartJournal.lastStarts(in: [garbage]).unread == [garbage.count])
     }
 
     /// A journaled start had no record: any record of the very file was written after it.

@@ -19,6 +19,9 @@ final class StartJournalFile {
     private var framesSinceTurn = 0
     /// When (monotonic seconds) the open file was last seen to still have its name.
     private var lastLinkCheck = -Double.infinity
+    /// The most read of each generation at a replay: a generation holds about twice the
+    /// starts in flight (at most tens of thousands of frames of a few hundred bytes).
+    static let readLimit = 64 << 20
     /// How often the file is checked for its name: `state/` removed while running would
     /// leave appends going to a file no restart can read.
     static let linkCheckSeconds = 0.1
@@ -34,8 +37,8 @@ final class StartJournalFile {
     func append(_ record: TaskRecord, requestPath: String, now: Double, notEnded: () -> [Start]) throws {
         if file != nil, now - lastLinkCheck >= StartJournalFile.linkCheckSeconds {
             lastLinkCheck = now
-            if let fd = file?.rawValue, try Syscall.fstat(fd, path: layout.startJournal).st_nlink == 0 {
-                logger.warning("the start journal was removed while running; a new one begins", ["path": LogValue(layout.startJournal)])
+            if let fd = file?.rawValue, !(try StartJournalFile.isNamed(fd, layout.startJournal)) {
+                logger.warning("the start journal was removed or moved while running; a new one begins", ["path": LogValue(layout.startJournal)])
                 file = nil
             }
         }
@@ -58,6 +61,18 @@ final class StartJournalFile {
         }
         length += frame.count
         framesSinceTurn += 1
+    }
+
+    /// Whether `path` still names the file open as `fd` (`state/` removed or moved names another, or none).
+    private static func isNamed(_ fd: Int32, _ path: String) throws -> Bool {
+        let open = try Syscall.fstat(fd, path: path)
+        let named: stat
+        do {
+            named = try Syscall.lstat(path)
+        } catch let error as SystemError where error.errno == ENOENT || error.errno == ENOTDIR {
+            return false
+        }
+        return open.st_nlink > 0 && named.st_dev == open.st_dev && named.st_ino == open.st_ino
     }
 
     /// Begins a new generation once the current one is long enough (`StartJournal.isTimeToTurn`),
@@ -89,6 +104,9 @@ final class StartJournalFile {
             try Syscall.rename(layout.startJournal, layout.previousStartJournal)
         } catch let error as SystemError where error.errno == ENOENT {
             // The first generation of this run, or `state/` was removed: nothing to keep.
+        } catch {
+            logger.bestEffort("removing an unfinished start journal") { try Syscall.unlinkIfPresent(temporary) }
+            throw error
         }
         do {
             try Syscall.rename(temporary, layout.startJournal)
@@ -126,25 +144,37 @@ final class StartJournalFile {
     static func replay(layout: SpoolLayout, previousRunCrashed: Bool, logger: Logger) -> Int {
         var written = 0
         if previousRunCrashed {
-            var frames: [StartJournal.Frame] = []
-            for path in [layout.previousStartJournal, layout.startJournal] {
+            var generations: [[UInt8]] = []
+            let paths = [layout.previousStartJournal, layout.startJournal]
+            for path in paths {
                 do {
-                    frames += StartJournal.frames(try FileReader.prefixOfRegularFile(path: path, limit: 256 << 20))
+                    generations.append(try FileReader.prefixOfRegularFile(path: path, limit: StartJournalFile.readLimit))
                 } catch let error as SystemError where error.errno == ENOENT {
+                    generations.append([])
                 } catch {
                     logger.warning("cannot read the start journal; starts of requests in flight at the crash are not counted",
                                    ["file": LogValue(path), "reason": "\(error)"])
+                    generations.append([])
                 }
             }
-            for frame in StartJournal.lastStarts(frames) {
-                guard let started = TaskRecord.decode(frame.record), !frame.name.contains("/") else { continue }
+            let (starts, unread) = StartJournal.lastStarts(in: generations)
+            for (path, bytes) in zip(paths, unread) where bytes > 0 {
+                logger.warning("the start journal ends in bytes that are not a start; they are ignored",
+                               ["file": LogValue(path), "bytes": "\(bytes)"])
+            }
+            for frame in starts {
+                guard let started = TaskRecord.decode(frame.record), StartJournal.recordMatches(name: frame.name, id: started.id) else {
+                    logger.warning("a start in the start journal does not name its request; ignored", ["name": LogValue(frame.name)])
+                    continue
+                }
                 let path = layout.outgoing + "/" + frame.name
                 let present = logger.bestEffortValue("looking at a request started before the crash", id: started.id) {
                     try SpoolFiles(layout: layout).identity(of: path)
                 } ?? nil
                 let isTheOne = present.map { file in started.request.map { $0.isSameInstance(as: file) } ?? true } ?? false
+                guard isTheOne else { continue }
                 guard StartJournal.fate(started: started, current: TaskRecord.load(layout, id: started.id),
-                                        requestIsTheOneStarted: isTheOne) == .write else { continue }
+                                        requestIsTheOneStarted: true) == .write else { continue }
                 do {
                     try started.write(layout, durable: false)
                     written += 1

@@ -101,7 +101,7 @@ extension TaskRecord {
     /// simply starts afresh).
     public static func load(_ layout: SpoolLayout, id: String) -> TaskRecord? {
         // No record, or one that cannot be read: the task starts afresh, as documented above.
-        guard let bytes = try? FileReader.prefix(path: layout.taskRecord(id), limit: 16 << 20) else { return nil }
+        guard let bytes = try? FileReader.prefixOfRegularFile(path: layout.taskRecord(id), limit: 16 << 20) else { return nil }
         return decode(bytes)
     }
 
@@ -120,7 +120,8 @@ extension TaskRecord {
         let path = layout.taskRecord(id)
         let bytes: [UInt8]
         do {
-            bytes = try FileReader.prefix(path: path, limit: 16 << 20)
+            // A FIFO put in its place must not block the reader.
+            bytes = try FileReader.prefixOfRegularFile(path: path, limit: 16 << 20)
         } catch let error as SystemError where error.errno == ENOENT {
             return .none
         } catch {

@@ -975,11 +975,15 @@ public final class TransferEngine: @unchecked Sendable {
             let record = TaskRecord(id: task.id, status: .active, request: task.identity, history: task.history)
             do {
                 if let startJournal, StartJournal.takes(recordless: task.recordless, history: task.history) {
-                    try startJournal.append(record, requestPath: task.requestPath, now: TransferEngine.monotonic(), notEnded: journaledNotEnded)
-                    journaled = true
-                } else {
-                    try record.write(layout, durable: false)
+                    do {
+                        try startJournal.append(record, requestPath: task.requestPath, now: TransferEngine.monotonic(), notEnded: journaledNotEnded)
+                        journaled = true
+                    } catch {
+                        // The journal saves a file per start; the record does the same work.
+                        logger.debug("cannot append to the start journal; the start is recorded", id: task.id, ["reason": "\(error)"])
+                    }
                 }
+                if !journaled { try record.write(layout, durable: false) }
             } catch {
                 endBeforeStart(task, endpointIndex: endpointIndex, .diskError("recording the start of the attempt failed: \(error)"))
                 return

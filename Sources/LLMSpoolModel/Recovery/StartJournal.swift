@@ -46,20 +46,54 @@ public enum StartJournal {
     /// or not well formed: the tail a power loss cut, or zeros it left.
     public static func frames(_ bytes: [UInt8]) -> [Frame] {
         var frames: [Frame] = []
+        _ = scan(bytes) { frames.append($0) }
+        return frames
+    }
+
+    /// What the replay reads of the journal's generations, oldest first: the last frame of each
+    /// request file named in them (one kept per name, so a journal of millions of tiny frames
+    /// costs memory by its names, not its frames), and how many bytes of each were not frames.
+    public static func lastStarts(in generations: [[UInt8]]) -> (starts: [Frame], unread: [Int]) {
+        var index: [String: Int] = [:]
+        var starts: [Frame] = []
+        var unread: [Int] = []
+        for bytes in generations {
+            unread.append(scan(bytes) { frame in
+                if let at = index[frame.name] {
+                    starts[at] = frame
+                } else {
+                    index[frame.name] = starts.count
+                    starts.append(frame)
+                }
+            })
+        }
+        return (starts, unread)
+    }
+
+    /// Calls `body` with each frame in order; returns how many bytes after the last were not one.
+    private static func scan(_ bytes: [UInt8], _ body: (Frame) -> Void) -> Int {
         var position = 0
         while position < bytes.count {
-            guard let newline = bytes[position...].firstIndex(of: 0x0A), newline - position <= 24 else { break }
+            guard let newline = bytes[position..<min(bytes.count, position + 25)].firstIndex(of: 0x0A) else { break }
             let header = String(decoding: bytes[position..<newline], as: UTF8.self).split(separator: " ")
             guard header.count == 2, let recordLength = Int(header[0]), let nameLength = Int(header[1]),
                   recordLength > 0, nameLength > 0, recordLength <= maxFrameBytes, nameLength <= 4096 else { break }
             let nameStart = newline + 1
             guard bytes.count - nameStart >= nameLength + recordLength else { break }
             let recordStart = nameStart + nameLength
-            frames.append(Frame(name: String(decoding: bytes[nameStart..<recordStart], as: UTF8.self),
-                                record: Array(bytes[recordStart..<(recordStart + recordLength)])))
+            body(Frame(name: String(decoding: bytes[nameStart..<recordStart], as: UTF8.self),
+                       record: Array(bytes[recordStart..<(recordStart + recordLength)])))
             position = recordStart + recordLength
         }
-        return frames
+        return bytes.count - position
+    }
+
+    /// Whether a frame's record may stand for its name: the record's id is the id of the
+    /// request file the frame names. A journal is the daemon's own, but a record written
+    /// from it must never land outside `state/` or under another id.
+    public static func recordMatches(name: String, id: String) -> Bool {
+        guard case .request(let named) = RequestName.classify(name) else { return false }
+        return named == id
     }
 
     /// What a restart after a crash does with the last start journaled for a request.
@@ -87,14 +121,6 @@ public enum StartJournal {
     /// from a crash) of a request that had no record when it was read.
     public static func takes(recordless: Bool, history: TaskHistory) -> Bool {
         recordless && history.attempts.isEmpty && history.unfinishedStarts <= 1
-    }
-
-    /// The last frame of each request, in the order of those last frames: `.starts.old`'s
-    /// frames come first, and a later start of a request stands for the earlier ones.
-    public static func lastStarts(_ frames: [Frame]) -> [Frame] {
-        var last: [String: Int] = [:]
-        for (index, frame) in frames.enumerated() { last[frame.name] = index }
-        return frames.enumerated().filter { last[$0.element.name] == $0.offset }.map(\.element)
     }
 
     /// Whether the current generation has taken enough frames to begin a new one: a few
