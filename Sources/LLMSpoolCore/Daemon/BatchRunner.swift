@@ -1029,6 +1029,14 @@ public final class BatchRunner: @unchecked Sendable {
         for attempted in batch.attempted where !seen.contains(attempted.entry) {
             records += BatchLineAttempts.encode(entry: attempted.entry, attempted.attempts)
         }
+        // Asked again just before the writes: with lease files nothing fences a daemon paused
+        // between the look above and its writes (the lines' ids read, the output encoded)
+        // past its lease; a taker would then find lines written twice. The look here leaves
+        // only the moments between it and the write.
+        if leases != nil, BatchClaimRules.commit(stillMine: leases.map { $0.stillMine(BatchClaimRules.claimID(batch: batch.name)) }) == .abandon {
+            abandon(batch)
+            return
+        }
         do {
             if !output.isEmpty {
                 try keepOutputNamed(batch)
