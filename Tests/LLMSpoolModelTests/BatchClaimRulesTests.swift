@@ -36,16 +36,12 @@ import Testing
         #expect(BatchClaimRules.commit(stillMine: false) == .abandon)
     }
 
-    @Test func aDeadDaemonsGroupsAreAdoptedOnlyForABatchTakenOverOrResumedAndRun() {
-        #expect(BatchClaimRules.adoptsLaneGroups(tookOver: true, resumed: true, runs: true))
-        #expect(BatchClaimRules.adoptsLaneGroups(tookOver: true, resumed: false, runs: true))
-        #expect(BatchClaimRules.adoptsLaneGroups(tookOver: false, resumed: true, runs: true), "its earlier runner stopped cleanly")
-        #expect(!BatchClaimRules.adoptsLaneGroups(tookOver: false, resumed: false, runs: true), "a new batch: no line of it was ever grouped")
-        for tookOver in [false, true] {
-            for resumed in [false, true] {
-                #expect(!BatchClaimRules.adoptsLaneGroups(tookOver: tookOver, resumed: resumed, runs: false), "a batch declined is let go for any daemon")
-            }
-        }
+    /// Asked only once the batch runs (a declined one: `BatchRunnerLaneAdoptionTests`).
+    @Test func aDeadDaemonsGroupsAreAdoptedOnlyForABatchTakenOverOrResumed() {
+        #expect(BatchClaimRules.adoptsLaneGroups(tookOver: true, resumed: true))
+        #expect(BatchClaimRules.adoptsLaneGroups(tookOver: true, resumed: false))
+        #expect(BatchClaimRules.adoptsLaneGroups(tookOver: false, resumed: true), "its earlier runner stopped cleanly")
+        #expect(!BatchClaimRules.adoptsLaneGroups(tookOver: false, resumed: false), "a new batch: no line of it was ever grouped")
     }
 
     @Test func anEndedBatchLeavesATombstoneAndAStopLeavesItFree() {

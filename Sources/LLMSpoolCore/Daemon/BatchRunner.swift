@@ -505,7 +505,7 @@ public final class BatchRunner: @unchecked Sendable {
             // are adopted by the lane's periodic look). Not earlier: a batch declined (not
             // valid yet, not readable this time) is let go, and a group adopted for it here
             // would never get its lines.
-            if BatchClaimRules.adoptsLaneGroups(tookOver: tookOver, resumed: resumed, runs: true) { adoptLaneGroups() }
+            if BatchClaimRules.adoptsLaneGroups(tookOver: tookOver, resumed: resumed) { adoptLaneGroups() }
         } catch {
             logger.error("cannot start the batch; it stays in outgoing and is tried again", id: name, ["reason": "\(error)"])
             settle(name, "starting failed")
@@ -985,11 +985,6 @@ public final class BatchRunner: @unchecked Sendable {
     /// journal: the lines are committed together.
     private func commit(_ batch: Batch) {
         guard !batch.abandoned, !batch.ended.isEmpty || !batch.attempted.isEmpty else { return }
-        let stillMine = leases.map { $0.stillMine(BatchClaimRules.claimID(batch: batch.name)) }
-        if BatchClaimRules.commit(stillMine: stillMine) == .abandon {
-            abandon(batch)
-            return
-        }
         let size = Int(batch.identity.size)
         var output: [UInt8] = []
         var entries: [BatchJournal.Entry] = []
@@ -1029,11 +1024,10 @@ public final class BatchRunner: @unchecked Sendable {
         for attempted in batch.attempted where !seen.contains(attempted.entry) {
             records += BatchLineAttempts.encode(entry: attempted.entry, attempted.attempts)
         }
-        // Asked again just before the writes: with lease files nothing fences a daemon paused
-        // between the look above and its writes (the lines' ids read, the output encoded)
-        // past its lease; a taker would then find lines written twice. The look here leaves
-        // only the moments between it and the write.
-        if leases != nil, BatchClaimRules.commit(stillMine: leases.map { $0.stillMine(BatchClaimRules.claimID(batch: batch.name)) }) == .abandon {
+        // Asked just before the writes, not before the lines' ids are read and the output
+        // encoded: with lease files nothing fences a daemon paused past its lease between
+        // this look and its writes, and a taker would then find lines written twice.
+        if BatchClaimRules.commit(stillMine: leases.map { $0.stillMine(BatchClaimRules.claimID(batch: batch.name)) }) == .abandon {
             abandon(batch)
             return
         }

@@ -37,7 +37,7 @@ final class StartJournalFile {
     func append(_ record: TaskRecord, requestPath: String, now: Double, notEnded: () -> [Start]) throws {
         if file != nil, now - lastLinkCheck >= StartJournalFile.linkCheckSeconds {
             lastLinkCheck = now
-            if let fd = file?.rawValue, !(try StartJournalFile.isNamed(fd, layout.startJournal)) {
+            if let fd = file?.rawValue, try HeldFile.lostName(fd, path: layout.startJournal) {
                 logger.warning("the start journal was removed or moved while running; a new one begins", ["path": LogValue(layout.startJournal)])
                 file = nil
             }
@@ -61,18 +61,6 @@ final class StartJournalFile {
         }
         length += frame.count
         framesSinceTurn += 1
-    }
-
-    /// Whether `path` still names the file open as `fd` (`state/` removed or moved names another, or none).
-    private static func isNamed(_ fd: Int32, _ path: String) throws -> Bool {
-        let open = try Syscall.fstat(fd, path: path)
-        let named: stat
-        do {
-            named = try Syscall.lstat(path)
-        } catch let error as SystemError where error.errno == ENOENT || error.errno == ENOTDIR {
-            return false
-        }
-        return open.st_nlink > 0 && named.st_dev == open.st_dev && named.st_ino == open.st_ino
     }
 
     /// Begins a new generation once the current one is long enough (`StartJournal.isTimeToTurn`),

@@ -972,7 +972,7 @@ public final class TransferEngine: @unchecked Sendable {
             // every daemon reads, written only once the request is open: a request another
             // daemon has just finished and removed must not have its record overwritten.
             task.history = CrashGuard.starting(task.history)
-            let record = TaskRecord(id: task.id, status: .active, request: task.identity, history: task.history)
+            let record = TransferEngine.start(of: task).record
             do {
                 if let startJournal, StartJournal.takes(recordless: task.recordless, history: task.history) {
                     do {

@@ -65,15 +65,15 @@ public enum BatchClaimRules {
     }
 
     /// Whether the runner has the background lane adopt the groups whose follower is gone
-    /// (the batch's earlier runner may have sent lines of it in remote batches of its own):
-    /// only when it is about to run the batch (`runs`: read, validated, begun or resumed,
-    /// before its first line is fed), and either took the claim over from a daemon that is
-    /// gone (`tookOver`) or resumes the batch from its journal (`resumed`: its earlier runner
-    /// may have stopped cleanly, letting the claim go at once, just after recording a group
-    /// that no look at `state/remote` here has seen yet). A batch it then declines (not valid
-    /// yet, not readable this time, a stop) goes back to being claimed by any daemon, and a
-    /// group adopted for it here would never get its lines.
-    public static func adoptsLaneGroups(tookOver: Bool, resumed: Bool, runs: Bool) -> Bool { runs && (tookOver || resumed) }
+    /// (the batch's earlier runner may have sent lines of it in remote batches of its own),
+    /// asked once it has begun or resumed the batch, before its first line is fed: when it
+    /// took the claim over from a daemon that is gone (`tookOver`), or resumes the batch from
+    /// its journal (`resumed`: its earlier runner may have stopped cleanly, letting the claim
+    /// go at once, just after recording a group no look at `state/remote` here has seen yet).
+    /// Not before it runs the batch: one it then declines (not valid yet, not readable this
+    /// time, a stop) goes back to being claimed by any daemon, and a group adopted for it
+    /// here would never get its lines.
+    public static func adoptsLaneGroups(tookOver: Bool, resumed: Bool) -> Bool { tookOver || resumed }
 
     /// Whether the batch's claim ends as a tombstone when this daemon lets go of it: yes
     /// when the batch ended here (published, or refused as invalid), so that no stale view
