@@ -613,6 +613,87 @@ struct NetworkSpoolTests {
         // start probe, closed and then removed (`theProbesLeaveNothingBehindOnSSHFS`).
         #expect(fuseHidden.isEmpty, "\(fuseHidden.count) left: \(fuseHidden.prefix(5))")
     }
+
+    /// Lease files on the share, and the batch's owner paused (SIGSTOP) past its lease: the
+    /// daemon on another mount takes the claim over and resumes into copies of its own of
+    /// the output and the journal, so that what the owner writes when it wakes reaches files
+    /// no name leads to; it finds its claim taken, and the output holds one line per custom_id.
+    @Test(arguments: NetworkMounts.Kind.allCases)
+    func aPausedOwnersBatchIsTakenOverIntoFilesOfTheTakersOwn(_ kind: NetworkMounts.Kind) throws {
+        let mounts = try NetworkMounts()
+        let harness = try Harness()
+        var daemons: [String: Process] = [:]
+        defer {
+            for daemon in daemons.values { kill(daemon.processIdentifier, SIGCONT) }
+            Self.stopAll(Array(daemons.values))
+            harness.stop()
+            mounts.down()
+        }
+        try harness.startStub()
+        let producer = mounts.spool(kind, 2)
+        try producer.create()
+        let environment = [SpoolDaemon.leaseFilesVariable: "lease-files"]
+        for (index, name) in ["d1", "d2"].enumerated() {
+            var config = Self.config(name, spool: mounts.spool(kind, index), harness: harness)
+            config["lease_seconds"] = 6
+            daemons[name] = try harness.startExtraDaemon(name, config: config, environment: environment)
+        }
+        let count = 320
+        let lines = (0..<count).map { BatchTests.line("\(kind)-\($0)", stub: ["latency_ms": 120]) }
+        let hidden = "\(producer.outgoing)/.paused.jsonl.tmp"
+        try DurableFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: hidden, syncDirectory: false)
+        try Syscall.rename(hidden, producer.batchRequest("paused"))
+        let server = mounts.server(kind)
+        try waitUntil("the output grows", timeout: 60) {
+            (((try? FileManager.default.attributesOfItem(atPath: server.batchPartial("paused")))?[.size] as? Int) ?? 0) > 30_000
+        }
+        let owners = ["d1", "d2"].filter { SharedBatchTests.runs(harness.extraLog($0)) > 0 }
+        #expect(owners.count == 1, "one daemon runs the batch: \(owners)")
+        let owner = try #require(owners.first)
+        let other = owner == "d1" ? "d2" : "d1"
+        let victim = try #require(daemons[owner])
+        kill(victim.processIdentifier, SIGSTOP)
+        let outputAtStop = try Syscall.lstat(server.batchPartial("paused")).st_ino
+        let journalAtStop = try Syscall.lstat(server.batchJournal("paused")).st_ino
+        let committedAtStop = try SharedBatchTakeoverTests.committed(server.batchJournal("paused"))
+        #expect(!committedAtStop.isEmpty && committedAtStop.count < count, "paused mid-batch: \(committedAtStop.count) committed")
+        try waitUntil("\(other) resumes the batch", timeout: 60) { harness.extraLog(other).contains("batch resumed") }
+        try waitUntil("\(other) sends lines of its own", timeout: 60) {
+            try harness.stubPosts().filter { $0.path.hasPrefix("/\(other)/") }.count >= 20
+        }
+        // On the server: the names lead to new files now, the owner's stay open on the old
+        // ones. (Through the owner's own mount the name still leads to the old file: sshfs
+        // numbers a mount's files by path, GlusterFS's client caches the entry.)
+        for (path, before) in [(server.batchPartial("paused"), outputAtStop), (server.batchJournal("paused"), journalAtStop)] {
+            #expect(try Syscall.lstat(path).st_ino != before, "\(path) is the file the paused owner had open")
+        }
+        kill(victim.processIdentifier, SIGCONT)
+        try waitUntil("\(owner) finds its claim taken", timeout: 60) {
+            harness.extraLog(owner).contains("the batch's claim was lost to another daemon")
+        }
+        try waitUntil("the batch ends", timeout: 120) { Syscall.isPresent(server.batchSummary("paused")) }
+        let summary = try harness.json(server.batchSummary("paused"))
+        #expect(summary["status"] as? String == "completed")
+        let output = try BatchTests.outputLines(server.batchOutput("paused"))
+        let found = BatchTests.byID(output)
+        #expect(output.count == count && found.count == count, "one output line per custom_id: \(output.count) lines, \(found.count) ids")
+        for index in stride(from: 0, to: count, by: 40) {
+            let body = (found["\(kind)-\(index)"]?["response"] as? [String: Any])?["body"] as? [String: Any] ?? [:]
+            #expect(Harness.content(of: body)?.hasPrefix("Echo: prompt of \(kind)-\(index)") == true)
+        }
+        let posts = try harness.stubPosts()
+        var sent: [String: Int] = [:]
+        for post in posts { sent[post.prompt, default: 0] += 1 }
+        let committedAndSentAgain = committedAtStop.filter { (sent["prompt of \(kind)-\($0)"] ?? 0) > 1 }.sorted()
+        #expect(committedAndSentAgain.isEmpty, "committed before the pause, then sent again: \(committedAndSentAgain.prefix(10))")
+        print("\(kind): paused batch of \(count) lines: \(owner) paused with \(committedAtStop.count) committed, \(other) took it over; "
+              + "\(posts.count - Set(posts.map(\.prompt)).count) sent twice")
+        #expect(!Syscall.isPresent(server.batchJournal("paused")))
+        try? waitUntil("no temporary or partial is left", timeout: 10) {
+            harness.files(in: server.incoming).filter { !$0.hasPrefix(".fuse_hidden") }.sorted() == ["paused.batch.json", "paused.jsonl"]
+        }
+        #expect(harness.files(in: server.incoming).filter { !$0.hasPrefix(".fuse_hidden") }.sorted() == ["paused.batch.json", "paused.jsonl"])
+    }
 }
 
 /// A flag one thread sets and another reads.

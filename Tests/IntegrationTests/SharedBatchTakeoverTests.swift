@@ -27,6 +27,17 @@ import Testing
         })
     }
 
+    /// The descriptors of process `pid` open on the file `path` names now.
+    static func descriptors(of pid: Int32, openOn path: String) throws -> [String] {
+        var named = stat()
+        guard stat(path, &named) == 0 else { return [] }
+        let folder = "/proc/\(pid)/fd"
+        return try FileManager.default.contentsOfDirectory(atPath: folder).filter { fd in
+            var open = stat()
+            return stat("\(folder)/\(fd)", &open) == 0 && open.st_dev == named.st_dev && open.st_ino == named.st_ino
+        }
+    }
+
     /// The daemon whose log says it runs the batch, of `names`.
     static func owner(of names: [String], _ harness: Harness) throws -> String {
         let owners = names.filter { SharedBatchTests.runs(harness.extraLog($0)) > 0 }
@@ -68,6 +79,13 @@ import Testing
         try waitUntil("\(other) resumes the batch", timeout: 60) { harness.extraLog(other).contains("batch resumed") }
         try waitUntil("\(other) sends lines of its own", timeout: 60) {
             try harness.stubPosts().filter { $0.path.hasPrefix("/\(other)/") }.count >= 40
+        }
+        // The fence: the taker writes to copies of its own under the names, so that the
+        // owner, however long it was paused and wherever, has nothing open that a name
+        // leads to; what it writes when it wakes reaches no one.
+        for path in [harness.layout.batchPartial("paused"), harness.layout.batchJournal("paused")] {
+            let held = try Self.descriptors(of: victim.processIdentifier, openOn: path)
+            #expect(held.isEmpty, "the paused owner still holds \(path) open (descriptors \(held))")
         }
         let continuedAt = Date().timeIntervalSince1970
         kill(victim.processIdentifier, SIGCONT)

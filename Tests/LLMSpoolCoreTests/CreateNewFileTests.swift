@@ -13,7 +13,10 @@ import Testing
     }
 
     func removeFolder() {
-        for name in (try? Syscall.listDirectoryRaw(folder)) ?? [] { unlink(folder + "/" + String(decoding: name, as: UTF8.self)) }
+        for name in (try? Syscall.listDirectoryRaw(folder)) ?? [] {
+            let path = folder + "/" + String(decoding: name, as: UTF8.self)
+            if unlink(path) != 0 { rmdir(path) }
+        }
         rmdir(folder)
     }
 

@@ -703,11 +703,25 @@ public final class BatchRunner: @unchecked Sendable {
     /// last whole record, and only the lines not in it go.
     private func resume(_ name: String, fd: consuming FileDescriptor, identity: FileIdentity, index: BatchIndex, journal: BatchJournal) throws -> Batch {
         let partial = layout.batchPartial(name)
+        let journalPath = layout.batchJournal(name)
+        if leases != nil {
+            // The daemon this batch was taken from may only be paused past its lease, its
+            // output and journal still open: cut back in place, they would take its next
+            // commit after the lines resumed here (a line twice in the output). Copies of
+            // what the journal committed take their names instead, the journal first (a
+            // crash between the two leaves a journal whose output holds all it committed).
+            let journalFD = try HeldFile.takeOver(journalPath, length: journal.validLength, flags: O_RDWR | O_APPEND, mode: layout.fileMode)
+            try Syscall.fsyncDirectory(layout.batches)
+            let outputFD = try HeldFile.takeOver(partial, length: journal.outputLength, flags: O_RDWR | O_APPEND, mode: layout.fileMode)
+            try Syscall.fsyncDirectory(layout.incoming)
+            return Batch(name: name, inputPath: layout.batchRequest(name), fd: fd, identity: identity, index: index,
+                         journal: journal, journalFD: journalFD, outputFD: outputFD)
+        }
         let outputFD = try FileDescriptor.open(partial, O_RDWR | O_APPEND | O_NOFOLLOW)
         try Syscall.ftruncate(outputFD.rawValue, length: journal.outputLength, path: partial)
         try outputFD.fsync()
-        let journalFD = try FileDescriptor.open(layout.batchJournal(name), O_WRONLY | O_APPEND | O_NOFOLLOW)
-        try Syscall.ftruncate(journalFD.rawValue, length: journal.validLength, path: layout.batchJournal(name))
+        let journalFD = try FileDescriptor.open(journalPath, O_WRONLY | O_APPEND | O_NOFOLLOW)
+        try Syscall.ftruncate(journalFD.rawValue, length: journal.validLength, path: journalPath)
         return Batch(name: name, inputPath: layout.batchRequest(name), fd: fd, identity: identity, index: index,
                      journal: journal, journalFD: journalFD, outputFD: outputFD)
     }
@@ -1041,6 +1055,9 @@ public final class BatchRunner: @unchecked Sendable {
                 try Syscall.writeAll(batch.journalFD, records, path: layout.batchJournal(batch.name))
                 try Syscall.fdatasync(batch.journalFD, path: layout.batchJournal(batch.name))
             }
+        } catch is OutputTakenOver {
+            abandon(batch)
+            return
         } catch {
             // Nothing of this group counts: the output is cut back, and the group is written
             // again on the next round.
@@ -1106,9 +1123,22 @@ public final class BatchRunner: @unchecked Sendable {
             batch.next = batch.index.count
         }
         guard batch.journal.committed.count + batch.unnamed.count >= batch.index.count, batch.inWindow.isEmpty else { return }
+        // Asked again, as before a commit: a daemon that took the claim over since the last
+        // commit here has the output under its own copy, which this one must not publish.
+        if BatchClaimRules.commit(stillMine: leases.map { $0.stillMine(BatchClaimRules.claimID(batch: batch.name)) }) == .abandon {
+            abandon(batch)
+            return
+        }
+        do {
+            try keepOutputNamed(batch)
+        } catch is OutputTakenOver {
+            abandon(batch)
+            return
+        } catch {
+            logger.warning("cannot write the batch's output again", id: batch.name, ["reason": "\(error)"])
+        }
         // The output is renamed, not removed: closed now. The journal is removed by the plan,
         // its descriptor goes there with the input's (see `publish`).
-        logger.bestEffort("writing the batch's output again", id: batch.name) { try keepOutputNamed(batch) }
         batch.outputFile = nil
         let journalFile = batch.journalFile.take()
         for attempted in batch.attempted { answer(attempted, durable: false) }
@@ -1125,9 +1155,17 @@ public final class BatchRunner: @unchecked Sendable {
     /// name before more lines go. Appended to nameless, the batch's end would find no output
     /// and publish none, and a restart would find no output to resume and send every line
     /// again.
+    ///
+    /// On a shared spool, another file under the name is the output of a daemon that took
+    /// the claim over (`resume`): this one stops there (`OutputTakenOver`) and gives it up.
     private func keepOutputNamed(_ batch: Batch) throws {
         let path = layout.batchPartial(batch.name)
-        guard batch.outputFD >= 0, try HeldFile.lostName(batch.outputFD, path: path) else { return }
+        guard batch.outputFD >= 0 else { return }
+        switch try HeldFile.name(batch.outputFD, path: path) {
+        case .held: return
+        case .another where leases != nil: throw OutputTakenOver()
+        case .another, .missing: break
+        }
         let copy = try HeldFile.giveNameAgain(from: batch.outputFD, to: path, flags: O_RDWR | O_APPEND, layout: layout, logger: logger)
         batch.outputFile = consume copy
         logger.warning("the batch's output was removed while it ran; written again from the file still open", id: batch.name,
@@ -1236,6 +1274,11 @@ public final class BatchRunner: @unchecked Sendable {
 }
 
 extension BatchRunner {
+    /// Another daemon took the batch over and has the output under its own copy.
+    struct OutputTakenOver: Error, CustomStringConvertible {
+        var description: String { "the batch's output is another daemon's now" }
+    }
+
     /// The daemon is stopping: a validation under way gives up, the file stays in `outgoing`.
     struct Interrupted: Error, CustomStringConvertible {
         var description: String { "the daemon is stopping" }

@@ -6,35 +6,78 @@ import Glibc
 /// committed lines. Dropped, the answer would only come back from the provider by sending
 /// the request again, and paying for it again.
 enum HeldFile {
-    /// Whether `path` no longer names the file open as `fd`: no file there, or another.
-    static func lostName(_ fd: Int32, path: String) throws -> Bool {
+    /// What `path` names now, beside the file open as `fd`.
+    enum Name: Equatable {
+        /// The file open as `fd`.
+        case held
+        /// No file: removed, or its folder gone.
+        case missing
+        /// Another file: on a shared spool, another daemon's (a batch's output it took over).
+        case another
+    }
+
+    static func name(_ fd: Int32, path: String) throws -> Name {
         let held = try Syscall.fstat(fd, path: path)
         let named: stat
         do {
             named = try Syscall.lstat(path)
         } catch let error as SystemError where error.errno == ENOENT || error.errno == ENOTDIR {
-            return true
+            return .missing
         }
-        return named.st_dev != held.st_dev || named.st_ino != held.st_ino
+        return named.st_dev == held.st_dev && named.st_ino == held.st_ino ? .held : .another
+    }
+
+    /// Whether `path` no longer names the file open as `fd`: no file there, or another.
+    static func lostName(_ fd: Int32, path: String) throws -> Bool {
+        try name(fd, path: path) != .held
     }
 
     /// A new file at `path` with every byte of the file open as `fd`, fsynced, its folder
     /// made again first if it is gone (logged as any folder recreated). Opened with `flags`
     /// (`O_RDWR` at least: the copy may have to be given a name again itself), positioned
-    /// at its end. `fd` must be readable; its position is not moved.
+    /// at its end. `fd` must be readable; its position is not moved. A file found at `path`
+    /// meanwhile is never replaced (EEXIST): it is someone else's, on a shared spool
+    /// another daemon's that took the work over, or one seen missing through a stale cache.
     static func giveNameAgain(from fd: Int32, to path: String, flags: Int32, layout: SpoolLayout, logger: Logger) throws -> FileDescriptor {
         layout.recreateMissingFolders(logger: logger)
-        let copy = try FileDescriptor.createNew(path, flags | O_NOFOLLOW, mode: layout.fileMode)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: FileReader.chunkSize, alignment: 16)
-        defer { buffer.deallocate() }
-        var offset = 0
-        while true {
-            let count = try Syscall.pread(fd, into: buffer, at: offset, path: path)
-            if count == 0 { break }
-            try copy.writeAll(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-            offset += count
-        }
+        let copy = try FileDescriptor.open(path, flags | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
+        try copy.copy(from: fd, count: nil, path: path)
         try copy.fsync()
         return copy
+    }
+
+    /// Makes the file at `path`, which another daemon may still write through a descriptor
+    /// it holds (a batch's output or journal whose claim was taken from a daemon paused past
+    /// its lease), this daemon's own: a copy of its first `length` bytes, fsynced, renamed
+    /// over the name. Whatever the other daemon writes after goes to a file no name leads
+    /// to, and the copy, opened with `flags` and positioned at its end, is returned. Fails
+    /// when the file is shorter than `length`. The folder is not fsynced here.
+    static func takeOver(_ path: String, length: Int, flags: Int32, mode: mode_t) throws -> FileDescriptor {
+        let original = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW)
+        let temporary = SpoolLayout.temporary(for: path)
+        let copy = try FileDescriptor.open(temporary, flags | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: mode)
+        do {
+            let copied = try copy.copy(from: original.rawValue, count: length, path: path)
+            guard copied == length else { throw ShorterThanCommitted(path: path, length: copied, committed: length) }
+            try copy.fsync()
+            try Syscall.rename(temporary, path)
+        } catch {
+            do {
+                try Syscall.unlinkIfPresent(temporary)
+            } catch {
+                // The take-over's failure is what the caller must hear; a hidden temporary
+                // left behind is ignored by every reader and replaced by the next one.
+            }
+            throw error
+        }
+        return copy
+    }
+
+    /// A file to take over that holds less than its journal committed.
+    struct ShorterThanCommitted: Error, CustomStringConvertible {
+        let path: String
+        let length: Int
+        let committed: Int
+        var description: String { "\(path) holds \(length) bytes, fewer than the \(committed) committed" }
     }
 }

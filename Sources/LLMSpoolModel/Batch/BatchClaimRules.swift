@@ -59,7 +59,8 @@ public enum BatchClaimRules {
         }
     }
 
-    /// Before a group commit. `stillMine` is nil when no other daemon shares the spool.
+    /// Before a group commit, and before a batch whose lines have all ended is published.
+    /// `stillMine` is nil when no other daemon shares the spool.
     public static func commit(stillMine: Bool?) -> Commit {
         stillMine == false ? .abandon : .commit
     }

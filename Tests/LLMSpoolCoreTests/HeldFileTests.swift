@@ -1,0 +1,88 @@
+import Foundation
+import Glibc
+import Testing
+@testable import LLMSpoolCore
+
+/// `HeldFile`: a file written through a descriptor held open, whose name is lost, taken by
+/// another file, or taken over from a daemon that may still write to it.
+@Suite struct HeldFileTests {
+    let layout: SpoolLayout
+    let logger = Logger(minimum: .error, sink: { _ in })
+
+    init() throws {
+        layout = SpoolLayout(root: NSTemporaryDirectory() + "llmspool-held-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(atPath: layout.incoming, withIntermediateDirectories: true)
+    }
+
+    func removeSpool() {
+        try? FileManager.default.removeItem(atPath: layout.root)
+    }
+
+    func held(_ path: String, _ content: String) throws -> FileDescriptor {
+        let file = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL | O_APPEND, mode: 0o600)
+        try file.writeAll(Array(content.utf8))
+        return file
+    }
+
+    @Test func theNameOfAHeldFileIsHeldMissingOrAnother() throws {
+        defer { removeSpool() }
+        let path = layout.incoming + "/a.jsonl.partial"
+        let file = try held(path, "one\n")
+        #expect(try HeldFile.name(file.rawValue, path: path) == .held)
+        try Syscall.unlinkIfPresent(path)
+        #expect(try HeldFile.name(file.rawValue, path: path) == .missing)
+        try DurableFile.write(Array("other\n".utf8), to: path, syncDirectory: false)
+        #expect(try HeldFile.name(file.rawValue, path: path) == .another)
+        #expect(try HeldFile.lostName(file.rawValue, path: path))
+    }
+
+    @Test func aLostNameIsGivenBackWithEveryByteOfTheHeldFile() throws {
+        defer { removeSpool() }
+        let path = layout.incoming + "/b.jsonl.partial"
+        let file = try held(path, String(repeating: "line\n", count: 40_000))
+        try Syscall.unlinkIfPresent(path)
+        let copy = try HeldFile.giveNameAgain(from: file.rawValue, to: path, flags: O_RDWR | O_APPEND, layout: layout, logger: logger)
+        try copy.writeAll(Array("next\n".utf8))
+        #expect(try FileReader.prefix(path: path, limit: 1 << 20) == Array((String(repeating: "line\n", count: 40_000) + "next\n").utf8))
+    }
+
+    /// The file found under the name is another daemon's: the held copy never replaces it.
+    @Test func aNameTakenByAnotherFileIsNeverReplaced() throws {
+        defer { removeSpool() }
+        let path = layout.incoming + "/c.jsonl.partial"
+        let file = try held(path, "mine\n")
+        try Syscall.unlinkIfPresent(path)
+        try DurableFile.write(Array("theirs\n".utf8), to: path, syncDirectory: false)
+        #expect(throws: SystemError.self) {
+            _ = try HeldFile.giveNameAgain(from: file.rawValue, to: path, flags: O_RDWR | O_APPEND, layout: layout, logger: logger)
+        }
+        #expect(try FileReader.prefix(path: path, limit: 100) == Array("theirs\n".utf8))
+    }
+
+    /// A daemon paused past its lease still holds the output open; once it is taken over,
+    /// what it writes reaches no file a name leads to, and the copy holds the committed
+    /// prefix alone.
+    @Test func aFileTakenOverLeavesItsOldWriterWritingToNoName() throws {
+        defer { removeSpool() }
+        let path = layout.incoming + "/d.jsonl.partial"
+        let paused = try held(path, "committed\nnot committed\n")
+        let taken = try HeldFile.takeOver(path, length: 10, flags: O_RDWR | O_APPEND, mode: 0o600)
+        try paused.writeAll(Array("woken\n".utf8))
+        try taken.writeAll(Array("resumed\n".utf8))
+        #expect(try FileReader.prefix(path: path, limit: 100) == Array("committed\nresumed\n".utf8))
+        #expect(try HeldFile.name(paused.rawValue, path: path) == .another)
+        #expect(try HeldFile.name(taken.rawValue, path: path) == .held)
+        #expect(try Syscall.listDirectoryRaw(layout.incoming).count == 1, "no temporary left")
+    }
+
+    @Test func aFileShorterThanItsCommittedLengthIsNotTakenOver() throws {
+        defer { removeSpool() }
+        let path = layout.incoming + "/e.jsonl.partial"
+        let file = try held(path, "short\n")
+        #expect(throws: HeldFile.ShorterThanCommitted.self) {
+            _ = try HeldFile.takeOver(path, length: 100, flags: O_RDWR | O_APPEND, mode: 0o600)
+        }
+        #expect(try HeldFile.name(file.rawValue, path: path) == .held, "the file under the name is left as it was")
+        #expect(try Syscall.listDirectoryRaw(layout.incoming).count == 1, "no temporary left")
+    }
+}
