@@ -690,7 +690,9 @@ public final class BatchRunner: @unchecked Sendable {
                                          endpoint: endpoint)
         let partial = layout.batchPartial(name)
         // Readable: an output whose name is taken while the batch runs is copied back (`keepOutputNamed`).
-        let outputFD = try FileDescriptor.open(partial, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW, mode: layout.fileMode)
+        // A new file, never an old one truncated: a daemon paused past its lease may still
+        // hold an earlier output open (as `resume` takes over its files).
+        let outputFD = try FileDescriptor.createNew(partial, O_RDWR | O_APPEND | O_NOFOLLOW, mode: layout.fileMode)
         try outputFD.fsync()
         try Syscall.fsyncDirectory(layout.incoming)
         try DurableFile.write(BatchJournal.encode(header), to: layout.batchJournal(name), mode: layout.fileMode)
