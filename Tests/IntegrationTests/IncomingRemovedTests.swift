@@ -84,4 +84,30 @@ import Testing
         #expect(try harness.stubArrivals().count == count, "each line sent once")
         #expect(harness.log.contains("the batch's output was removed while it ran"))
     }
+
+    /// On a local spool another file under the output's name is a person's or a tool's
+    /// (a save through a temporary renamed over it): the output still open takes the name
+    /// back and the batch ends as if nothing happened. (On a shared spool it would be the
+    /// output of a daemon that took the batch over: `SharedBatchTakeoverTests`.)
+    @Test func aBatchWhoseOutputIsReplacedByAnotherFileOnALocalSpoolTakesItsNameBack() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["concurrency": 2])
+        let count = 40
+        try BatchTests.dropBatch(harness, "saved", (0..<count).map { BatchTests.line("s-\($0)", stub: ["latency_ms": 150]) })
+        let partial = harness.layout.batchPartial("saved")
+        try waitUntil("some lines are committed", timeout: 60) {
+            ((try? String(contentsOfFile: partial, encoding: .utf8)) ?? "").split(separator: "\n").count >= 4
+        }
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.batchSummary("saved")), "replaced while the batch runs")
+        try DurableFile.write(Array("not the batch's\n".utf8), to: partial, syncDirectory: false)
+        let summary = try BatchTests.waitForSummary(harness, "saved", timeout: 60)
+        #expect(summary["status"] as? String == "completed")
+        let output = try BatchTests.outputLines(harness.layout.batchOutput("saved"))
+        #expect(output.count == count, "every line once, those committed before the save included")
+        #expect(BatchTests.byID(output).count == count)
+        #expect(try harness.stubArrivals().count == count, "each line sent once")
+        #expect(!harness.log.contains("cannot commit the batch's lines"))
+    }
 }

@@ -126,6 +126,45 @@ import Testing
         #expect(!Syscall.isPresent(harness.layout.batchJournal("paused")))
     }
 
+    /// The owner paused past its lease and the batch's input deleted: the other daemon
+    /// ends the batch as cancelled, writing its cancelled lines to copies of its own, so
+    /// that the owner, woken, has nothing open that the published output's name leads to.
+    @Test func aPausedOwnersBatchWhoseInputLeftIsEndedInFilesOfTheTakersOwn() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let environment = [SpoolDaemon.leaseFilesVariable: "lease-files"]
+        var daemons: [String: Process] = [:]
+        for name in ["d1", "d2"] {
+            daemons[name] = try harness.startExtraDaemon(name, config: Self.config(name, harness), environment: environment)
+        }
+        let count = 300
+        try BatchTests.dropBatch(harness, "orphan", (0..<count).map { BatchTests.line("o-\($0)", stub: ["latency_ms": 100]) })
+        try waitUntil("the output grows", timeout: 60) { Self.outputLength(harness, "orphan") > 20_000 }
+        let owner = try Self.owner(of: ["d1", "d2"], harness)
+        let victim = try #require(daemons[owner])
+        kill(victim.processIdentifier, SIGSTOP)
+        defer {
+            kill(victim.processIdentifier, SIGCONT)
+            kill(victim.processIdentifier, SIGTERM)
+        }
+        let committedAtStop = try Self.committed(harness.layout.batchJournal("orphan"))
+        try Syscall.unlink(harness.layout.batchRequest("orphan"))
+        let summary = try BatchTests.waitForSummary(harness, "orphan", timeout: 120)
+        #expect(summary["status"] as? String == "cancelled")
+        let held = try Self.descriptors(of: victim.processIdentifier, openOn: harness.layout.batchOutput("orphan"))
+        #expect(held.isEmpty, "the paused owner holds the published output open (descriptors \(held))")
+        kill(victim.processIdentifier, SIGCONT)
+        try waitUntil("\(owner) finds the batch gone", timeout: 30) {
+            let log = harness.extraLog(owner)
+            return log.contains("the batch's claim was lost to another daemon") || log.contains("batch cancelled")
+        }
+        let output = try BatchTests.outputLines(harness.layout.batchOutput("orphan"))
+        #expect(output.count == count && BatchTests.byID(output).count == count, "one line per custom_id: \(output.count)")
+        let succeeded = Set(output.filter { $0["error"] is NSNull }.compactMap { $0["custom_id"] as? String })
+        #expect(committedAtStop.allSatisfy { succeeded.contains("o-\($0)") }, "the lines committed before the pause kept as they were")
+    }
+
     /// The owner is killed and the input deleted before the other daemon (paused meanwhile,
     /// so that it cannot take the batch over first) looks again: no daemon will ever cancel
     /// or resume it, and the running daemon ends it, cancelled: every line once, the

@@ -41,22 +41,32 @@ import Testing
         let path = layout.incoming + "/b.jsonl.partial"
         let file = try held(path, String(repeating: "line\n", count: 40_000))
         try Syscall.unlinkIfPresent(path)
-        let copy = try HeldFile.giveNameAgain(from: file.rawValue, to: path, flags: O_RDWR | O_APPEND, layout: layout, logger: logger)
+        let copy = try HeldFile.giveNameAgain(from: file.rawValue, to: path, flags: O_RDWR | O_APPEND, replacing: false, layout: layout,
+                                              logger: logger)
         try copy.writeAll(Array("next\n".utf8))
         #expect(try FileReader.prefix(path: path, limit: 1 << 20) == Array((String(repeating: "line\n", count: 40_000) + "next\n").utf8))
     }
 
-    /// The file found under the name is another daemon's: the held copy never replaces it.
-    @Test func aNameTakenByAnotherFileIsNeverReplaced() throws {
+    /// On a shared spool the file found under the name is another daemon's: the held copy
+    /// never replaces it. On a local one it is a person's or a tool's, and is replaced.
+    @Test(arguments: [false, true]) func aNameTakenByAnotherFileIsReplacedOnlyOnALocalSpool(replacing: Bool) throws {
         defer { removeSpool() }
         let path = layout.incoming + "/c.jsonl.partial"
         let file = try held(path, "mine\n")
         try Syscall.unlinkIfPresent(path)
         try DurableFile.write(Array("theirs\n".utf8), to: path, syncDirectory: false)
-        #expect(throws: SystemError.self) {
-            _ = try HeldFile.giveNameAgain(from: file.rawValue, to: path, flags: O_RDWR | O_APPEND, layout: layout, logger: logger)
+        if replacing {
+            let copy = try HeldFile.giveNameAgain(from: file.rawValue, to: path, flags: O_RDWR | O_APPEND, replacing: true, layout: layout,
+                                                  logger: logger)
+            #expect(try HeldFile.name(copy.rawValue, path: path) == .held)
+            #expect(try FileReader.prefix(path: path, limit: 100) == Array("mine\n".utf8))
+        } else {
+            #expect(throws: SystemError.self) {
+                _ = try HeldFile.giveNameAgain(from: file.rawValue, to: path, flags: O_RDWR | O_APPEND, replacing: false, layout: layout,
+                                               logger: logger)
+            }
+            #expect(try FileReader.prefix(path: path, limit: 100) == Array("theirs\n".utf8))
         }
-        #expect(try FileReader.prefix(path: path, limit: 100) == Array("theirs\n".utf8))
     }
 
     /// A daemon paused past its lease still holds the output open; once it is taken over,
@@ -66,7 +76,7 @@ import Testing
         defer { removeSpool() }
         let path = layout.incoming + "/d.jsonl.partial"
         let paused = try held(path, "committed\nnot committed\n")
-        let taken = try HeldFile.takeOver(path, length: 10, flags: O_RDWR | O_APPEND, mode: 0o600)
+        let taken = try HeldFile.takeOver(path, length: 10, flags: O_RDWR | O_APPEND, mode: 0o600, stillMine: { true })
         try paused.writeAll(Array("woken\n".utf8))
         try taken.writeAll(Array("resumed\n".utf8))
         #expect(try FileReader.prefix(path: path, limit: 100) == Array("committed\nresumed\n".utf8))
@@ -80,9 +90,22 @@ import Testing
         let path = layout.incoming + "/e.jsonl.partial"
         let file = try held(path, "short\n")
         #expect(throws: HeldFile.ShorterThanCommitted.self) {
-            _ = try HeldFile.takeOver(path, length: 100, flags: O_RDWR | O_APPEND, mode: 0o600)
+            _ = try HeldFile.takeOver(path, length: 100, flags: O_RDWR | O_APPEND, mode: 0o600, stillMine: { true })
         }
         #expect(try HeldFile.name(file.rawValue, path: path) == .held, "the file under the name is left as it was")
+        #expect(try Syscall.listDirectoryRaw(layout.incoming).count == 1, "no temporary left")
+    }
+
+    /// A copy that outlasted the claim is not put under the name: the new holder's files
+    /// may be there by now.
+    @Test func aTakeoverWhoseClaimWasLostMeanwhileLeavesTheNameAlone() throws {
+        defer { removeSpool() }
+        let path = layout.incoming + "/f.jsonl.partial"
+        let file = try held(path, "committed\n")
+        #expect(throws: HeldFile.ClaimLostDuringTakeover.self) {
+            _ = try HeldFile.takeOver(path, length: 10, flags: O_RDWR | O_APPEND, mode: 0o600, stillMine: { false })
+        }
+        #expect(try HeldFile.name(file.rawValue, path: path) == .held)
         #expect(try Syscall.listDirectoryRaw(layout.incoming).count == 1, "no temporary left")
     }
 }

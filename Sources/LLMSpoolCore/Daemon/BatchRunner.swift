@@ -322,8 +322,11 @@ public final class BatchRunner: @unchecked Sendable {
             if stop {
                 for batch in batches.values {
                     for attempted in batch.attempted { answer(attempted, durable: false) }
-                    // The next start resumes from the output by name.
-                    logger.bestEffort("writing the batch's output again", id: batch.name) { try keepOutputNamed(batch) }
+                    // The next start resumes from the output by name; not one another daemon
+                    // took over since (its copy has the name).
+                    if leases?.stillMine(BatchClaimRules.claimID(batch: batch.name)) != false {
+                        logger.bestEffort("writing the batch's output again", id: batch.name) { try keepOutputNamed(batch) }
+                    }
                     close(batch)
                     // Unfinished: free at once for another daemon to resume.
                     leases?.release(BatchClaimRules.claimID(batch: batch.name), ended: BatchClaimRules.releaseEnds(batchEnded: false))
@@ -485,7 +488,7 @@ public final class BatchRunner: @unchecked Sendable {
             let batch: Batch
             var resumed = false
             if case .resume(let journal) = decision, journal.header.lines == validator.index.count {
-                batch = try resume(name, fd: opened.file, identity: identity, index: validator.index, journal: journal)
+                batch = try resume(name, fd: opened.file, identity: identity, index: validator.index, journal: journal, tookOver: tookOver)
                 resumed = true
                 logger.info("batch resumed", id: name, ["lines": "\(validator.index.count)", "committed": "\(journal.committed.count)"])
             } else {
@@ -703,21 +706,16 @@ public final class BatchRunner: @unchecked Sendable {
 
     /// A restart: the output cut back to what the journal committed, the journal to its
     /// last whole record, and only the lines not in it go.
-    private func resume(_ name: String, fd: consuming FileDescriptor, identity: FileIdentity, index: BatchIndex, journal: BatchJournal) throws -> Batch {
+    ///
+    /// `tookOver`: the claim was taken from another daemon (`claim(_:leases:tookOver:)`).
+    private func resume(_ name: String, fd: consuming FileDescriptor, identity: FileIdentity, index: BatchIndex, journal: BatchJournal,
+                        tookOver: Bool) throws -> Batch {
         let partial = layout.batchPartial(name)
         let journalPath = layout.batchJournal(name)
-        if leases != nil {
-            // The daemon this batch was taken from may only be paused past its lease, its
-            // output and journal still open: cut back in place, they would take its next
-            // commit after the lines resumed here (a line twice in the output). Copies of
-            // what the journal committed take their names instead, the journal first (a
-            // crash between the two leaves a journal whose output holds all it committed).
-            let journalFD = try HeldFile.takeOver(journalPath, length: journal.validLength, flags: O_RDWR | O_APPEND, mode: layout.fileMode)
-            try Syscall.fsyncDirectory(layout.batches)
-            let outputFD = try HeldFile.takeOver(partial, length: journal.outputLength, flags: O_RDWR | O_APPEND, mode: layout.fileMode)
-            try Syscall.fsyncDirectory(layout.incoming)
+        if leases != nil && tookOver {
+            let files = try takeOverFiles(name, journal: journal)
             return Batch(name: name, inputPath: layout.batchRequest(name), fd: fd, identity: identity, index: index,
-                         journal: journal, journalFD: journalFD, outputFD: outputFD)
+                         journal: journal, journalFD: files.journal, outputFD: files.output)
         }
         let outputFD = try FileDescriptor.open(partial, O_RDWR | O_APPEND | O_NOFOLLOW)
         try Syscall.ftruncate(outputFD.rawValue, length: journal.outputLength, path: partial)
@@ -726,6 +724,33 @@ public final class BatchRunner: @unchecked Sendable {
         try Syscall.ftruncate(journalFD.rawValue, length: journal.validLength, path: journalPath)
         return Batch(name: name, inputPath: layout.batchRequest(name), fd: fd, identity: identity, index: index,
                      journal: journal, journalFD: journalFD, outputFD: outputFD)
+    }
+
+    /// The batch's journal and output as a daemon taking its claim over makes them its own.
+    /// The daemon it was taken from may only be paused past its lease, its output and
+    /// journal still open: cut back in place, they would take its next commit after the lines
+    /// written here (a line twice in the output). Copies of what the journal committed take
+    /// their names instead (`HeldFile.takeOver`), the journal first: a crash between the two
+    /// leaves a journal whose output holds all it committed. Costs a read and a write of the
+    /// output, which is why a batch resumed after a clean stop, or by its own daemon, is cut
+    /// back in place instead.
+    private func takeOverFiles(_ name: String, journal: BatchJournal) throws -> TakenOverFiles {
+        let claimID = BatchClaimRules.claimID(batch: name)
+        let stillMine = { [leases] in leases?.stillMine(claimID) ?? true }
+        let journalFile = try HeldFile.takeOver(layout.batchJournal(name), length: journal.validLength, flags: O_RDWR | O_APPEND,
+                                                mode: layout.fileMode, stillMine: stillMine)
+        try Syscall.fsyncDirectory(layout.batches)
+        let outputFile = try HeldFile.takeOver(layout.batchPartial(name), length: journal.outputLength, flags: O_RDWR | O_APPEND,
+                                               mode: layout.fileMode, stillMine: stillMine)
+        try Syscall.fsyncDirectory(layout.incoming)
+        logger.info("the batch's output and journal copied as this daemon's own", id: name, ["bytes": "\(journal.outputLength)"])
+        return TakenOverFiles(journal: journalFile, output: outputFile)
+    }
+
+    /// The copies `takeOverFiles` made, open.
+    struct TakenOverFiles: ~Copyable {
+        let journal: FileDescriptor
+        let output: FileDescriptor
     }
 
     /// Journals whose input left while no daemon ran them (this one was down, or their owner
@@ -816,7 +841,17 @@ public final class BatchRunner: @unchecked Sendable {
                            status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed,
                            releaseClaim: !keepClaim)
         case .cancelled(let journal):
-            if let partialLength, partialLength > journal.outputLength {
+            if leases != nil, partialLength != nil {
+                // Its runner may only be paused past its lease (see `takeOverFiles`); the
+                // cancelled lines are written to copies of this daemon's own.
+                do {
+                    _ = try takeOverFiles(name, journal: journal)
+                } catch {
+                    logger.error("cannot take over the output of a batch whose input left; it is ended on a later sweep", id: name,
+                                 ["reason": "\(error)"])
+                    return false
+                }
+            } else if let partialLength, partialLength > journal.outputLength {
                 logger.bestEffort("cutting the output back to its committed length") {
                     let output = try FileDescriptor.open(layout.batchPartial(name), O_WRONLY | O_NOFOLLOW)
                     try Syscall.ftruncate(output.rawValue, length: journal.outputLength, path: layout.batchPartial(name))
@@ -1168,7 +1203,8 @@ public final class BatchRunner: @unchecked Sendable {
         case .another where leases != nil: throw OutputTakenOver()
         case .another, .missing: break
         }
-        let copy = try HeldFile.giveNameAgain(from: batch.outputFD, to: path, flags: O_RDWR | O_APPEND, layout: layout, logger: logger)
+        let copy = try HeldFile.giveNameAgain(from: batch.outputFD, to: path, flags: O_RDWR | O_APPEND, replacing: leases == nil, layout: layout,
+                                              logger: logger)
         batch.outputFile = consume copy
         logger.warning("the batch's output was removed while it ran; written again from the file still open", id: batch.name,
                        ["path": LogValue(path), "committed": "\(batch.journal.committed.count)"])

@@ -455,7 +455,8 @@ public final class Finisher: Sendable {
             return
         }
         do {
-            owner.put(try HeldFile.giveNameAgain(from: file.rawValue, to: path, flags: O_RDWR, layout: layout, logger: logger))
+            owner.put(try HeldFile.giveNameAgain(from: file.rawValue, to: path, flags: O_RDWR, replacing: leases == nil, layout: layout,
+                                                 logger: logger))
             logger.warning("the answer's file was removed while the answer arrived; written again from the file still open", id: id,
                            ["path": LogValue(path)])
         } catch {

@@ -36,11 +36,15 @@ enum HeldFile {
     /// made again first if it is gone (logged as any folder recreated). Opened with `flags`
     /// (`O_RDWR` at least: the copy may have to be given a name again itself), positioned
     /// at its end. `fd` must be readable; its position is not moved. A file found at `path`
-    /// meanwhile is never replaced (EEXIST): it is someone else's, on a shared spool
-    /// another daemon's that took the work over, or one seen missing through a stale cache.
-    static func giveNameAgain(from fd: Int32, to path: String, flags: Int32, layout: SpoolLayout, logger: Logger) throws -> FileDescriptor {
+    /// meanwhile is replaced only when `replacing` (a local spool, where only a person or
+    /// a tool can have put it there); on a shared spool it is another daemon's that took the
+    /// work over, or one seen missing through a stale cache, and the copy fails (EEXIST).
+    static func giveNameAgain(from fd: Int32, to path: String, flags: Int32, replacing: Bool, layout: SpoolLayout,
+                              logger: Logger) throws -> FileDescriptor {
         layout.recreateMissingFolders(logger: logger)
-        let copy = try FileDescriptor.open(path, flags | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
+        let copy = replacing
+            ? try FileDescriptor.createNew(path, flags | O_NOFOLLOW, mode: layout.fileMode)
+            : try FileDescriptor.open(path, flags | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
         try copy.copy(from: fd, count: nil, path: path)
         try copy.fsync()
         return copy
@@ -51,15 +55,18 @@ enum HeldFile {
     /// its lease), this daemon's own: a copy of its first `length` bytes, fsynced, renamed
     /// over the name. Whatever the other daemon writes after goes to a file no name leads
     /// to, and the copy, opened with `flags` and positioned at its end, is returned. Fails
-    /// when the file is shorter than `length`. The folder is not fsynced here.
-    static func takeOver(_ path: String, length: Int, flags: Int32, mode: mode_t) throws -> FileDescriptor {
+    /// when the file is shorter than `length`, and when `stillMine`, asked just before the
+    /// rename (a long copy may outlast the claim), says no. The folder is not fsynced here.
+    static func takeOver(_ path: String, length: Int, flags: Int32, mode: mode_t, stillMine: () -> Bool) throws -> FileDescriptor {
         let original = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW)
-        let temporary = SpoolLayout.temporary(for: path)
-        let copy = try FileDescriptor.open(temporary, flags | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: mode)
+        let temporary = SpoolLayout.takeoverTemporary(in: DurableFile.directory(of: path),
+                                                       unique: "\(getpid()).\(UInt64.random(in: 0...UInt64.max))")
+        let copy = try FileDescriptor.open(temporary, flags | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
         do {
             let copied = try copy.copy(from: original.rawValue, count: length, path: path)
             guard copied == length else { throw ShorterThanCommitted(path: path, length: copied, committed: length) }
             try copy.fsync()
+            guard stillMine() else { throw ClaimLostDuringTakeover(path: path) }
             try Syscall.rename(temporary, path)
         } catch {
             do {
@@ -71,6 +78,12 @@ enum HeldFile {
             throw error
         }
         return copy
+    }
+
+    /// The claim went to another daemon while its files were being copied.
+    struct ClaimLostDuringTakeover: Error, CustomStringConvertible {
+        let path: String
+        var description: String { "the claim was lost to another daemon while \(path) was copied" }
     }
 
     /// A file to take over that holds less than its journal committed.

@@ -151,6 +151,22 @@ public struct SpoolLayout: Sendable, Equatable {
     public var pendingBatchHooks: String { state + "/batch-hooks" }
     public func pendingBatchHook(_ name: String) -> String { "\(pendingBatchHooks)/\(name)" }
 
+    /// A batch's output or journal copied by a daemon taking the batch over
+    /// (`HeldFile.takeOver`), beside the file it replaces: a name of its own per copy
+    /// (`unique`), so that two daemons never write one temporary, and one that neither a
+    /// line's leftover (`isLineTemporary`) nor a request's (`LeaseRules.leftoverID`) matches,
+    /// so that no daemon starting meanwhile removes it. A crash leaves it to the start-up
+    /// sweep, once it is older than `takeoverLeftoverSeconds`.
+    public static func takeoverTemporary(in folder: String, unique: String) -> String {
+        "\(folder)/\(hiddenPrefix)\(takeoverInfix)\(unique)\(temporarySuffix)"
+    }
+    public static let takeoverInfix = "takeover."
+    public static func isTakeoverTemporary(_ name: String) -> Bool {
+        name.hasPrefix(hiddenPrefix + takeoverInfix) && name.hasSuffix(temporarySuffix)
+    }
+    /// A takeover copy is written without pause: one untouched this long is a leftover.
+    public static let takeoverLeftoverSeconds = 600.0
+
     /// A hidden name beside `path` to write to before renaming onto it.
     public static func temporary(for path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return hiddenPrefix + path + temporarySuffix }
