@@ -147,4 +147,16 @@ import Testing
         #expect(SpoolLayout.isLineTemporary(PublicationPlan.name(of: SpoolLayout(root: "s").partial(SpoolLayout.lineID(batch: "b", entry: 3)))))
         #expect(!SpoolLayout.isLineTemporary("b.jsonl.partial"))
     }
+
+    /// A takeover's copy is nobody's leftover while it is written, and the sweep's once untouched.
+    @Test func aTakeoverCopyIsNoLinesOrRequestsLeftoverAndIsSweptOnlyOnceStale() {
+        let copy = PublicationPlan.name(of: SpoolLayout.takeoverTemporary(in: "s/incoming", unique: "41.977"))
+        #expect(copy == ".takeover.41.977.tmp")
+        #expect(!SpoolLayout.isLineTemporary(copy))
+        #expect(SpoolLayout.isTakeoverTemporary(copy))
+        #expect(!SpoolLayout.isTakeoverTemporary(PublicationPlan.name(of: SpoolLayout.temporary(for: "s/incoming/b.jsonl.partial"))))
+        #expect(!SpoolLayout.isTakeoverLeftover(copy, modified: 1000, now: 1000 + SpoolLayout.takeoverLeftoverSeconds))
+        #expect(SpoolLayout.isTakeoverLeftover(copy, modified: 1000, now: 1001 + SpoolLayout.takeoverLeftoverSeconds))
+        #expect(!SpoolLayout.isTakeoverLeftover(".b.jsonl.partial.tmp", modified: 0, now: 1e9))
+    }
 }

@@ -447,7 +447,7 @@ public final class SpoolDaemon: Sendable {
                 let path = "\(directory)/\(name)"
                 logger.bestEffort("removing a takeover's leftover") {
                     let info = try Syscall.lstat(path)
-                    guard Double(info.st_mtim.tv_sec) + SpoolLayout.takeoverLeftoverSeconds < now else { return }
+                    guard SpoolLayout.isTakeoverLeftover(name, modified: Double(info.st_mtim.tv_sec), now: now) else { return }
                     if try Syscall.unlinkIfPresent(path) { removed += 1 }
                 }
             }

@@ -166,6 +166,10 @@ public struct SpoolLayout: Sendable, Equatable {
     }
     /// A takeover copy is written without pause: one untouched this long is a leftover.
     public static let takeoverLeftoverSeconds = 600.0
+    /// Whether a start-up sweep removes the file `name`, last modified at `modified`.
+    public static func isTakeoverLeftover(_ name: String, modified: Double, now: Double) -> Bool {
+        isTakeoverTemporary(name) && modified + takeoverLeftoverSeconds < now
+    }
 
     /// A hidden name beside `path` to write to before renaming onto it.
     public static func temporary(for path: String) -> String {
