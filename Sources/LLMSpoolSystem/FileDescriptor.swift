@@ -87,13 +87,15 @@ public struct FileDescriptor: ~Copyable, Sendable {
 
     /// Appends the bytes of the file open as `source` from its start, `count` of them at
     /// most (all when nil), read with `pread` (the source's position is not moved). Returns
-    /// how many were copied: fewer than `count` when the source is shorter.
+    /// how many were copied: fewer than `count` when the source is shorter. `beforeEachChunk`
+    /// may stop a long copy by throwing.
     @discardableResult
-    public func copy(from source: Int32, count: Int?, path: String?) throws -> Int {
+    public func copy(from source: Int32, count: Int?, path: String?, beforeEachChunk: () throws -> Void = {}) throws -> Int {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: FileReader.chunkSize, alignment: 16)
         defer { buffer.deallocate() }
         var offset = 0
         while count.map({ offset < $0 }) ?? true {
+            try beforeEachChunk()
             let wanted = min(buffer.count, count.map { $0 - offset } ?? buffer.count)
             let read = try Syscall.pread(source, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]), at: offset, path: path)
             if read == 0 { break }

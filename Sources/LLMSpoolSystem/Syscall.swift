@@ -167,6 +167,15 @@ public enum Syscall {
         return info
     }
 
+    /// The bytes an unprivileged writer may still use on the filesystem of `fd`
+    /// (saturated: no filesystem's figures can overflow it).
+    public static func freeBytes(_ fd: Int32, path: String? = nil) throws -> UInt64 {
+        var info = statvfs()
+        _ = try retrying("fstatvfs", path) { Glibc.fstatvfs(fd, &info) }
+        let (bytes, overflow) = UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize))
+        return overflow ? .max : bytes
+    }
+
     public static func lstat(_ path: String) throws -> stat {
         var info = stat()
         _ = try retrying("lstat", path) { Glibc.lstat(path, &info) }

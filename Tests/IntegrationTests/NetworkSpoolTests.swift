@@ -524,6 +524,34 @@ struct NetworkSpoolTests {
         #expect(left.isEmpty, "\(left.count) left after \(rounds) rounds of the probes: \(left.prefix(5))")
     }
 
+    /// Two daemons, on mounts 0 and 1 of `kind`, and a batch of `lines` lines (`<kind>-<n>`,
+    /// 120 ms each) dropped through mount 2 as `name`; returns, once the output has grown
+    /// past 30 kB on the server, the daemon that runs it and the other.
+    static func runSharedBatch(_ name: String, lines count: Int, _ kind: NetworkMounts.Kind, _ mounts: NetworkMounts, _ harness: Harness,
+                               daemons: inout [String: Process], environment: [String: String] = [:]) throws -> (owner: String, other: String) {
+        let producer = mounts.spool(kind, 2)
+        try producer.create()
+        for (index, daemon) in ["d1", "d2"].enumerated() {
+            // One claim to renew, not hundreds: a shorter lease holds, and keeps the takeover
+            // without locks (sshfs) short.
+            var config = Self.config(daemon, spool: mounts.spool(kind, index), harness: harness)
+            config["lease_seconds"] = 6
+            daemons[daemon] = try harness.startExtraDaemon(daemon, config: config, environment: environment)
+        }
+        let lines = (0..<count).map { BatchTests.line("\(kind)-\($0)", stub: ["latency_ms": 120]) }
+        let hidden = "\(producer.outgoing)/.\(name).jsonl.tmp"
+        try DurableFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: hidden, syncDirectory: false)
+        try Syscall.rename(hidden, producer.batchRequest(name))
+        let server = mounts.server(kind)
+        try waitUntil("the output grows", timeout: 60) {
+            (((try? FileManager.default.attributesOfItem(atPath: server.batchPartial(name)))?[.size] as? Int) ?? 0) > 30_000
+        }
+        let owners = ["d1", "d2"].filter { SharedBatchTests.runs(harness.extraLog($0)) > 0 }
+        #expect(owners.count == 1, "one daemon runs the batch: \(owners)")
+        let owner = try #require(owners.first)
+        return (owner, owner == "d1" ? "d2" : "d1")
+    }
+
     /// A batch dropped on the share, run by a daemon on one mount; killed mid-batch, the
     /// daemon on another mount (its own device and, on sshfs, inode numbers) takes the claim
     /// over and resumes from the journal: no line the journal had committed is sent again,
@@ -540,29 +568,10 @@ struct NetworkSpoolTests {
             mounts.down()
         }
         try harness.startStub()
-        let producer = mounts.spool(kind, 2)
-        try producer.create()
-        for (index, name) in ["d1", "d2"].enumerated() {
-            // One claim to renew, not hundreds: a shorter lease holds, and keeps the takeover
-            // without locks (sshfs) short.
-            var config = Self.config(name, spool: mounts.spool(kind, index), harness: harness)
-            config["lease_seconds"] = 6
-            daemons[name] = try harness.startExtraDaemon(name, config: config)
-        }
         let count = 320
-        let lines = (0..<count).map { BatchTests.line("\(kind)-\($0)", stub: ["latency_ms": 120]) }
-        let hidden = "\(producer.outgoing)/.shared.jsonl.tmp"
-        try DurableFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: hidden, syncDirectory: false)
-        try Syscall.rename(hidden, producer.batchRequest("shared"))
+        let (owner, other) = try Self.runSharedBatch("shared", lines: count, kind, mounts, harness, daemons: &daemons)
         // The server's copy is what every mount sees once its caches expire.
         let server = mounts.server(kind)
-        try waitUntil("the output grows", timeout: 60) {
-            (((try? FileManager.default.attributesOfItem(atPath: server.batchPartial("shared")))?[.size] as? Int) ?? 0) > 30_000
-        }
-        let owners = ["d1", "d2"].filter { SharedBatchTests.runs(harness.extraLog($0)) > 0 }
-        #expect(owners.count == 1, "one daemon runs the batch: \(owners)")
-        let owner = try #require(owners.first)
-        let other = owner == "d1" ? "d2" : "d1"
         let victim = try #require(daemons[owner])
         kill(victim.processIdentifier, SIGKILL)
         victim.waitUntilExit()
@@ -630,27 +639,10 @@ struct NetworkSpoolTests {
             mounts.down()
         }
         try harness.startStub()
-        let producer = mounts.spool(kind, 2)
-        try producer.create()
-        let environment = [SpoolDaemon.leaseFilesVariable: "lease-files"]
-        for (index, name) in ["d1", "d2"].enumerated() {
-            var config = Self.config(name, spool: mounts.spool(kind, index), harness: harness)
-            config["lease_seconds"] = 6
-            daemons[name] = try harness.startExtraDaemon(name, config: config, environment: environment)
-        }
         let count = 320
-        let lines = (0..<count).map { BatchTests.line("\(kind)-\($0)", stub: ["latency_ms": 120]) }
-        let hidden = "\(producer.outgoing)/.paused.jsonl.tmp"
-        try DurableFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: hidden, syncDirectory: false)
-        try Syscall.rename(hidden, producer.batchRequest("paused"))
+        let (owner, other) = try Self.runSharedBatch("paused", lines: count, kind, mounts, harness, daemons: &daemons,
+                                                     environment: [SpoolDaemon.leaseFilesVariable: "lease-files"])
         let server = mounts.server(kind)
-        try waitUntil("the output grows", timeout: 60) {
-            (((try? FileManager.default.attributesOfItem(atPath: server.batchPartial("paused")))?[.size] as? Int) ?? 0) > 30_000
-        }
-        let owners = ["d1", "d2"].filter { SharedBatchTests.runs(harness.extraLog($0)) > 0 }
-        #expect(owners.count == 1, "one daemon runs the batch: \(owners)")
-        let owner = try #require(owners.first)
-        let other = owner == "d1" ? "d2" : "d1"
         let victim = try #require(daemons[owner])
         kill(victim.processIdentifier, SIGSTOP)
         let outputAtStop = try Syscall.lstat(server.batchPartial("paused")).st_ino

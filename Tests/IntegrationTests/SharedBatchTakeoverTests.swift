@@ -38,6 +38,18 @@ import Testing
         }
     }
 
+    /// Daemons d1 and d2 on the harness's spool, with lease files for claims (as on a
+    /// filesystem without locks: a paused daemon's lease expires).
+    static func startWithLeaseFiles(_ harness: Harness) throws -> [String: Process] {
+        var daemons: [String: Process] = [:]
+        for name in ["d1", "d2"] {
+            daemons[name] = try harness.startExtraDaemon(name, config: config(name, harness),
+                                                         environment: [SpoolDaemon.leaseFilesVariable: "lease-files"])
+            #expect(harness.extraLog(name).contains("claims are lease files only"))
+        }
+        return daemons
+    }
+
     /// The daemon whose log says it runs the batch, of `names`.
     static func owner(of names: [String], _ harness: Harness) throws -> String {
         let owners = names.filter { SharedBatchTests.runs(harness.extraLog($0)) > 0 }
@@ -52,12 +64,7 @@ import Testing
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()
-        let environment = [SpoolDaemon.leaseFilesVariable: "lease-files"]
-        var daemons: [String: Process] = [:]
-        for name in ["d1", "d2"] {
-            daemons[name] = try harness.startExtraDaemon(name, config: Self.config(name, harness), environment: environment)
-            #expect(harness.extraLog(name).contains("claims are lease files only"))
-        }
+        let daemons = try Self.startWithLeaseFiles(harness)
         let count = 600
         let lines = (0..<count).map { BatchTests.line("p-\($0)", stub: ["latency_ms": 100]) }
         try BatchTests.dropBatch(harness, "paused", lines)
@@ -133,11 +140,7 @@ import Testing
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()
-        let environment = [SpoolDaemon.leaseFilesVariable: "lease-files"]
-        var daemons: [String: Process] = [:]
-        for name in ["d1", "d2"] {
-            daemons[name] = try harness.startExtraDaemon(name, config: Self.config(name, harness), environment: environment)
-        }
+        let daemons = try Self.startWithLeaseFiles(harness)
         let count = 300
         try BatchTests.dropBatch(harness, "orphan", (0..<count).map { BatchTests.line("o-\($0)", stub: ["latency_ms": 100]) })
         try waitUntil("the output grows", timeout: 60) { Self.outputLength(harness, "orphan") > 20_000 }
@@ -165,11 +168,6 @@ import Testing
         #expect(committedAtStop.allSatisfy { succeeded.contains("o-\($0)") }, "the lines committed before the pause kept as they were")
     }
 
-    /// The owner is killed and the input deleted before the other daemon (paused meanwhile,
-    /// so that it cannot take the batch over first) looks again: no daemon will ever cancel
-    /// or resume it, and the running daemon ends it, cancelled: every line once, the
-    /// committed ones as they were and the rest `batch_cancelled`, named from the list of
-    /// custom_ids the owner kept at acceptance.
     /// Two daemons on one spool; the batch's owner killed with the other paused, so that no
     /// daemon runs the batch while `change` is made to its input; then the other wakes.
     struct Orphaned {
@@ -208,6 +206,11 @@ import Testing
         return Orphaned(survivor: survivor, other: other, committedAtKill: committedAtKill, committedOutput: committedOutput)
     }
 
+    /// The owner is killed and the input deleted before the other daemon (paused meanwhile,
+    /// so that it cannot take the batch over first) looks again: no daemon will ever cancel
+    /// or resume it, and the running daemon ends it, cancelled: every line once, the
+    /// committed ones as they were and the rest `batch_cancelled`, named from the list of
+    /// custom_ids the owner kept at acceptance.
     @Test func aJournalWhoseInputLeftWhileNoDaemonRanItIsEndedByARunningDaemon() throws {
         let harness = try Harness()
         defer { harness.stop() }

@@ -96,6 +96,37 @@ import Testing
         #expect(try Syscall.listDirectoryRaw(layout.incoming).count == 1, "no temporary left")
     }
 
+    /// Nothing is written when the filesystem cannot hold the copy: a copy cut short by a
+    /// full disk would fill it at every try.
+    @Test func aTakeoverTheDiskHasNoRoomForWritesNothing() throws {
+        defer { removeSpool() }
+        let path = layout.incoming + "/g.jsonl.partial"
+        let file = try held(path, "committed\n")
+        #expect(throws: HeldFile.NoRoomToTakeOver.self) {
+            _ = try HeldFile.takeOver(path, length: Int.max / 2, flags: O_RDWR | O_APPEND, mode: 0o600, stillMine: { true })
+        }
+        #expect(try HeldFile.name(file.rawValue, path: path) == .held)
+        #expect(try Syscall.listDirectoryRaw(layout.incoming).count == 1, "no temporary made")
+    }
+
+    /// A stop interrupts a long copy; the name keeps its file and no temporary is left.
+    @Test func aTakeoverInterruptedLeavesTheNameAlone() throws {
+        defer { removeSpool() }
+        let path = layout.incoming + "/h.jsonl.partial"
+        let file = try held(path, String(repeating: "line\n", count: 100_000))
+        struct Stopping: Error {}
+        var chunks = 0
+        #expect(throws: Stopping.self) {
+            _ = try HeldFile.takeOver(path, length: 500_000, flags: O_RDWR | O_APPEND, mode: 0o600, stillMine: { true }, interrupt: {
+                chunks += 1
+                if chunks == 3 { throw Stopping() }
+            })
+        }
+        #expect(chunks == 3)
+        #expect(try HeldFile.name(file.rawValue, path: path) == .held)
+        #expect(try Syscall.listDirectoryRaw(layout.incoming).count == 1, "no temporary left")
+    }
+
     /// A copy that outlasted the claim is not put under the name: the new holder's files
     /// may be there by now.
     @Test func aTakeoverWhoseClaimWasLostMeanwhileLeavesTheNameAlone() throws {

@@ -488,7 +488,7 @@ public final class BatchRunner: @unchecked Sendable {
             let batch: Batch
             var resumed = false
             if case .resume(let journal) = decision, journal.header.lines == validator.index.count {
-                batch = try resume(name, fd: opened.file, identity: identity, index: validator.index, journal: journal, tookOver: tookOver)
+                batch = try resume(name, fd: opened.file, identity: identity, index: validator.index, journal: journal)
                 resumed = true
                 logger.info("batch resumed", id: name, ["lines": "\(validator.index.count)", "committed": "\(journal.committed.count)"])
             } else {
@@ -706,13 +706,10 @@ public final class BatchRunner: @unchecked Sendable {
 
     /// A restart: the output cut back to what the journal committed, the journal to its
     /// last whole record, and only the lines not in it go.
-    ///
-    /// `tookOver`: the claim was taken from another daemon (`claim(_:leases:tookOver:)`).
-    private func resume(_ name: String, fd: consuming FileDescriptor, identity: FileIdentity, index: BatchIndex, journal: BatchJournal,
-                        tookOver: Bool) throws -> Batch {
+    private func resume(_ name: String, fd: consuming FileDescriptor, identity: FileIdentity, index: BatchIndex, journal: BatchJournal) throws -> Batch {
         let partial = layout.batchPartial(name)
         let journalPath = layout.batchJournal(name)
-        if leases != nil && tookOver {
+        if leases != nil {
             let files = try takeOverFiles(name, journal: journal)
             return Batch(name: name, inputPath: layout.batchRequest(name), fd: fd, identity: identity, index: index,
                          journal: journal, journalFD: files.journal, outputFD: files.output)
@@ -731,17 +728,21 @@ public final class BatchRunner: @unchecked Sendable {
     /// journal still open: cut back in place, they would take its next commit after the lines
     /// written here (a line twice in the output). Copies of what the journal committed take
     /// their names instead (`HeldFile.takeOver`), the journal first: a crash between the two
-    /// leaves a journal whose output holds all it committed. Costs a read and a write of the
-    /// output, which is why a batch resumed after a clean stop, or by its own daemon, is cut
-    /// back in place instead.
+    /// leaves a journal whose output holds all it committed. Every resume on a shared spool
+    /// goes this way, not only a takeover: a takeover that fails halfway lets the claim go
+    /// as free, and the next daemon to claim it could not tell (nor can a lock lost on a
+    /// network filesystem). Costs a read and a write of the output, once per resume.
     private func takeOverFiles(_ name: String, journal: BatchJournal) throws -> TakenOverFiles {
         let claimID = BatchClaimRules.claimID(batch: name)
         let stillMine = { [leases] in leases?.stillMine(claimID) ?? true }
+        // A stop does not wait for a long copy: the claim is let go, and the batch is taken
+        // over again later, here or elsewhere.
+        let interrupt = { if self.stopRequested.load(ordering: .relaxed) { throw BatchRunner.Interrupted() } }
         let journalFile = try HeldFile.takeOver(layout.batchJournal(name), length: journal.validLength, flags: O_RDWR | O_APPEND,
-                                                mode: layout.fileMode, stillMine: stillMine)
+                                                mode: layout.fileMode, stillMine: stillMine, interrupt: interrupt)
         try Syscall.fsyncDirectory(layout.batches)
         let outputFile = try HeldFile.takeOver(layout.batchPartial(name), length: journal.outputLength, flags: O_RDWR | O_APPEND,
-                                               mode: layout.fileMode, stillMine: stillMine)
+                                               mode: layout.fileMode, stillMine: stillMine, interrupt: interrupt)
         try Syscall.fsyncDirectory(layout.incoming)
         logger.info("the batch's output and journal copied as this daemon's own", id: name, ["bytes": "\(journal.outputLength)"])
         return TakenOverFiles(journal: journalFile, output: outputFile)

@@ -56,14 +56,21 @@ enum HeldFile {
     /// over the name. Whatever the other daemon writes after goes to a file no name leads
     /// to, and the copy, opened with `flags` and positioned at its end, is returned. Fails
     /// when the file is shorter than `length`, and when `stillMine`, asked just before the
-    /// rename (a long copy may outlast the claim), says no. The folder is not fsynced here.
-    static func takeOver(_ path: String, length: Int, flags: Int32, mode: mode_t, stillMine: () -> Bool) throws -> FileDescriptor {
+    /// rename (a long copy may outlast the claim), says no. Nothing is written when the
+    /// filesystem has no room for the copy (`NoRoomToTakeOver`): a copy cut short by a full
+    /// disk would fill it to the last byte at every try. `interrupt` is asked before each
+    /// chunk and may stop a long copy by throwing (a daemon stopping). The folder is not
+    /// fsynced here.
+    static func takeOver(_ path: String, length: Int, flags: Int32, mode: mode_t, stillMine: () -> Bool,
+                         interrupt: () throws -> Void = {}) throws -> FileDescriptor {
         let original = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW)
+        let free = try Syscall.freeBytes(original.rawValue, path: path)
+        guard free > UInt64(max(0, length)) else { throw NoRoomToTakeOver(path: path, length: length, free: free) }
         let temporary = SpoolLayout.takeoverTemporary(in: DurableFile.directory(of: path),
                                                        unique: "\(getpid()).\(UInt64.random(in: 0...UInt64.max))")
         let copy = try FileDescriptor.open(temporary, flags | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
         do {
-            let copied = try copy.copy(from: original.rawValue, count: length, path: path)
+            let copied = try copy.copy(from: original.rawValue, count: length, path: path, beforeEachChunk: interrupt)
             guard copied == length else { throw ShorterThanCommitted(path: path, length: copied, committed: length) }
             try copy.fsync()
             guard stillMine() else { throw ClaimLostDuringTakeover(path: path) }
@@ -78,6 +85,14 @@ enum HeldFile {
             throw error
         }
         return copy
+    }
+
+    /// The filesystem has no room for a takeover's copy.
+    struct NoRoomToTakeOver: Error, CustomStringConvertible {
+        let path: String
+        let length: Int
+        let free: UInt64
+        var description: String { "no room to copy \(path) (\(length) bytes, \(free) free); the takeover waits for room" }
     }
 
     /// The claim went to another daemon while its files were being copied.
