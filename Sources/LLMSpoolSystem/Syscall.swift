@@ -168,12 +168,19 @@ public enum Syscall {
     }
 
     /// The bytes an unprivileged writer may still use on the filesystem of `fd`
-    /// (saturated: no filesystem's figures can overflow it).
+    /// (saturated: no filesystem's figures can overflow it). A filesystem that reports no
+    /// size at all (a FUSE filesystem without `statfs` answers zeros) is taken to have room.
     public static func freeBytes(_ fd: Int32, path: String? = nil) throws -> UInt64 {
         var info = statvfs()
         _ = try retrying("fstatvfs", path) { Glibc.fstatvfs(fd, &info) }
+        if info.f_blocks == 0 { return .max }
         let (bytes, overflow) = UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize))
         return overflow ? .max : bytes
+    }
+
+    /// A second name for the file at `from`; fails (EEXIST) when `to` names a file already.
+    public static func link(_ from: String, _ to: String) throws {
+        _ = try retrying("link", to) { Glibc.link(from, to) }
     }
 
     public static func lstat(_ path: String) throws -> stat {

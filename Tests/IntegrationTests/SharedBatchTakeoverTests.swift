@@ -249,6 +249,32 @@ import Testing
         #expect(harness.files(in: harness.layout.incoming).sorted() == ["orphan.batch.json", "orphan.jsonl"])
     }
 
+    /// The same, with the output cut short of what the journal committed (writes lost on a
+    /// server, a cut by hand) before the input leaves: the running daemon still ends the
+    /// batch, cancelled, from what the output holds, instead of failing its copy at every
+    /// sweep.
+    @Test func aJournalWhoseOutputLostCommittedLinesIsStillEndedByARunningDaemon() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let count = 400
+        let orphaned = try Self.orphan(harness, "short", count: count) {
+            // At a line's end: a torn line would stay torn, as on a local spool.
+            let partial = harness.layout.batchPartial("short")
+            let bytes = try FileReader.prefix(path: partial, limit: 1 << 24)
+            let cut = (bytes[..<(bytes.count / 2)].lastIndex(of: UInt8(ascii: "\n")) ?? -1) + 1
+            #expect(truncate(partial, off_t(cut)) == 0)
+            try Syscall.unlink(harness.layout.batchRequest("short"))
+        }
+        defer { kill(orphaned.survivor.processIdentifier, SIGTERM) }
+        let summary = try BatchTests.waitForSummary(harness, "short", timeout: 30)
+        #expect(summary["status"] as? String == "cancelled")
+        let output = try BatchTests.outputLines(harness.layout.batchOutput("short"))
+        let found = BatchTests.byID(output)
+        #expect(found.count == output.count, "no custom_id twice: \(output.count) lines, \(found.count) ids")
+        #expect(output.count < count, "the lines cut from the output stay lost: \(output.count)")
+        #expect(!harness.extraLog(orphaned.other).contains("cannot take over the output"))
+    }
+
     /// The same, but the input replaced by another file while no daemon ran it: the daemon
     /// that wakes ends the old batch (cancelled, every line once) and then runs the new
     /// file under the claim it holds, to the end, with no line of either sent twice.

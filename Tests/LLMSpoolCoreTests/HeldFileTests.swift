@@ -45,6 +45,8 @@ import Testing
                                               logger: logger)
         try copy.writeAll(Array("next\n".utf8))
         #expect(try FileReader.prefix(path: path, limit: 1 << 20) == Array((String(repeating: "line\n", count: 40_000) + "next\n").utf8))
+        #expect(try HeldFile.name(copy.rawValue, path: path) == .held, "the copy returned is the file under the name")
+        #expect(try Syscall.listDirectoryRaw(layout.incoming).count == 1, "given the name by a second link, its temporary name removed")
     }
 
     /// On a shared spool the file found under the name is another daemon's: the held copy
@@ -67,6 +69,7 @@ import Testing
             }
             #expect(try FileReader.prefix(path: path, limit: 100) == Array("theirs\n".utf8))
         }
+        #expect(try Syscall.listDirectoryRaw(layout.incoming).count == 1, "no temporary left beside the name")
     }
 
     /// A daemon paused past its lease still holds the output open; once it is taken over,

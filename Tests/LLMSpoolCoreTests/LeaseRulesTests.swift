@@ -85,8 +85,8 @@ import Testing
         #expect(LeaseRules.leftoverID("q1.partial") == "q1")
         #expect(LeaseRules.leftoverID(".q1.json.tmp") == "q1")
         #expect(LeaseRules.leftoverID(".q1.error.json.tmp") == "q1")
-        // A batch takeover's copy is nobody's leftover while another daemon may be writing it.
-        #expect(LeaseRules.leftoverID(String(SpoolLayout.takeoverTemporary(in: "s/incoming", unique: "4.2").dropFirst("s/incoming/".count))) == nil)
+        // A held file's copy is nobody's leftover while another daemon may be writing it.
+        #expect(LeaseRules.leftoverID(String(SpoolLayout.heldCopyTemporary(in: "s/incoming", unique: "4.2").dropFirst("s/incoming/".count))) == nil)
         #expect(LeaseRules.leftoverID(".q1.sse.tmp") == "q1", "a prompt file's raw events while they arrive")
         #expect(LeaseRules.leftoverID(".q1.md.tmp") == "q1", "a transcript being written")
         #expect(LeaseRules.leftoverID("q1.json") == nil)

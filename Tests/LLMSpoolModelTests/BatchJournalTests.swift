@@ -148,15 +148,15 @@ import Testing
         #expect(!SpoolLayout.isLineTemporary("b.jsonl.partial"))
     }
 
-    /// A takeover's copy is nobody's leftover while it is written, and the sweep's once untouched.
-    @Test func aTakeoverCopyIsNoLinesOrRequestsLeftoverAndIsSweptOnlyOnceStale() {
-        let copy = PublicationPlan.name(of: SpoolLayout.takeoverTemporary(in: "s/incoming", unique: "41.977"))
-        #expect(copy == ".takeover.41.977.tmp")
+    /// A held file's copy is nobody's leftover while it is written, and the sweeps' once untouched.
+    @Test func aHeldFilesCopyIsNoLinesOrRequestsLeftoverAndIsSweptOnlyOnceStale() {
+        let copy = PublicationPlan.name(of: SpoolLayout.heldCopyTemporary(in: "s/incoming", unique: "41.977"))
+        #expect(copy == ".held-copy.41.977.tmp")
         #expect(!SpoolLayout.isLineTemporary(copy))
-        #expect(SpoolLayout.isTakeoverTemporary(copy))
-        #expect(!SpoolLayout.isTakeoverTemporary(PublicationPlan.name(of: SpoolLayout.temporary(for: "s/incoming/b.jsonl.partial"))))
-        #expect(!SpoolLayout.isTakeoverLeftover(copy, modified: 1000, now: 1000 + SpoolLayout.takeoverLeftoverSeconds))
-        #expect(SpoolLayout.isTakeoverLeftover(copy, modified: 1000, now: 1001 + SpoolLayout.takeoverLeftoverSeconds))
-        #expect(!SpoolLayout.isTakeoverLeftover(".b.jsonl.partial.tmp", modified: 0, now: 1e9))
+        #expect(SpoolLayout.isHeldCopyTemporary(copy))
+        #expect(!SpoolLayout.isHeldCopyTemporary(PublicationPlan.name(of: SpoolLayout.temporary(for: "s/incoming/b.jsonl.partial"))))
+        #expect(!SpoolLayout.isHeldCopyLeftover(copy, modified: 1000, now: 1000 + SpoolLayout.heldCopyLeftoverSeconds))
+        #expect(SpoolLayout.isHeldCopyLeftover(copy, modified: 1000, now: 1001 + SpoolLayout.heldCopyLeftoverSeconds))
+        #expect(!SpoolLayout.isHeldCopyLeftover(".b.jsonl.partial.tmp", modified: 0, now: 1e9))
     }
 }

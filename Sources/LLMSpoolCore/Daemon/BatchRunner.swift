@@ -32,6 +32,8 @@ public final class BatchRunner: @unchecked Sendable {
         /// Lines handed to the lane and not yet taken in by its thread past which lines
         /// that may wait are not fed (`BatchLineFeed.laneBacklogLimit`).
         public var laneBacklogLimit = BatchLineFeed.defaultLaneBacklogLimit
+        /// `min_free_bytes`: room a takeover's copies leave on the spool's filesystem.
+        public var minFreeBytes: UInt64 = 0
 
         public init(_ config: Config) {
             limits = BatchValidator.Limits(maxLines: config.maxBatchLines, maxBytes: config.maxBatchBytes,
@@ -42,6 +44,7 @@ public final class BatchRunner: @unchecked Sendable {
             settleSeconds = config.settleSeconds
             leaseSeconds = config.leaseSeconds
             backgroundWindow = config.batchLimits.maxRequests
+            minFreeBytes = config.minFreeBytes
         }
     }
 
@@ -168,6 +171,9 @@ public final class BatchRunner: @unchecked Sendable {
     private var feedWaitsForLane = false
     /// When journals are next looked at for orphans.
     private var orphanSweepDue = 0.0
+    /// When copies left by a crash are next looked for (`HeldCopyLeftovers`): `incoming` may
+    /// hold a million results, so not at every sweep of the journals.
+    private var heldCopySweepDue = Date().timeIntervalSince1970 + SpoolLayout.heldCopyLeftoverSeconds
     /// Names of batches being cancelled, for the finisher threads: their lines are not retried.
     private let stopping = Mutex<Set<String>>([])
     /// The claims of a spool several daemons share; nil when this daemon has it alone.
@@ -509,6 +515,11 @@ public final class BatchRunner: @unchecked Sendable {
             // valid yet, not readable this time) is let go, and a group adopted for it here
             // would never get its lines.
             if BatchClaimRules.adoptsLaneGroups(tookOver: tookOver, resumed: resumed) { adoptLaneGroups() }
+        } catch let error as HeldFile.NoRoomToTakeOver {
+            // Validated again at every try: not every few seconds while the disk stays full.
+            logger.warning("cannot resume the batch until there is room for its copies; it stays in outgoing", id: name,
+                           ["reason": LogValue(error.description), "retry_in_seconds": "\(Int(BatchRunner.noRoomRetrySeconds))"])
+            settling[name] = Date().timeIntervalSince1970 + BatchRunner.noRoomRetrySeconds
         } catch {
             logger.error("cannot start the batch; it stays in outgoing and is tried again", id: name, ["reason": "\(error)"])
             settle(name, "starting failed")
@@ -710,9 +721,10 @@ public final class BatchRunner: @unchecked Sendable {
         let partial = layout.batchPartial(name)
         let journalPath = layout.batchJournal(name)
         if leases != nil {
-            let files = try takeOverFiles(name, journal: journal)
+            var files = try takeOverFiles(name, journal: journal, outputLength: journal.outputLength)
+            guard let output = files.output.take() else { throw HeldFile.ShorterThanCommitted(path: partial, length: 0, committed: journal.outputLength) }
             return Batch(name: name, inputPath: layout.batchRequest(name), fd: fd, identity: identity, index: index,
-                         journal: journal, journalFD: files.journal, outputFD: files.output)
+                         journal: journal, journalFD: files.journal, outputFD: output)
         }
         let outputFD = try FileDescriptor.open(partial, O_RDWR | O_APPEND | O_NOFOLLOW)
         try Syscall.ftruncate(outputFD.rawValue, length: journal.outputLength, path: partial)
@@ -731,27 +743,34 @@ public final class BatchRunner: @unchecked Sendable {
     /// leaves a journal whose output holds all it committed. Every resume on a shared spool
     /// goes this way, not only a takeover: a takeover that fails halfway lets the claim go
     /// as free, and the next daemon to claim it could not tell (nor can a lock lost on a
-    /// network filesystem). Costs a read and a write of the output, once per resume.
-    private func takeOverFiles(_ name: String, journal: BatchJournal) throws -> TakenOverFiles {
+    /// network filesystem). Costs a read and a write of the output, once per resume. Room
+    /// for both copies and `min_free_bytes` more is asked before the first is made.
+    /// `outputLength`: the output's bytes to copy (nil: no output is copied).
+    private func takeOverFiles(_ name: String, journal: BatchJournal, outputLength: Int?) throws -> TakenOverFiles {
         let claimID = BatchClaimRules.claimID(batch: name)
         let stillMine = { [leases] in leases?.stillMine(claimID) ?? true }
         // A stop does not wait for a long copy: the claim is let go, and the batch is taken
         // over again later, here or elsewhere.
         let interrupt = { if self.stopRequested.load(ordering: .relaxed) { throw BatchRunner.Interrupted() } }
-        let journalFile = try HeldFile.takeOver(layout.batchJournal(name), length: journal.validLength, flags: O_RDWR | O_APPEND,
-                                                mode: layout.fileMode, stillMine: stillMine, interrupt: interrupt)
+        let headroom = settings.withLock { $0.minFreeBytes }
+        let (reserve, overflow) = UInt64(max(0, outputLength ?? 0)).addingReportingOverflow(headroom)
+        let journalFile = try HeldFile.takeOver(layout.batchJournal(name), length: journal.validLength, reserve: overflow ? .max : reserve,
+                                                flags: O_RDWR | O_APPEND, mode: layout.fileMode, stillMine: stillMine, interrupt: interrupt)
         try Syscall.fsyncDirectory(layout.batches)
-        let outputFile = try HeldFile.takeOver(layout.batchPartial(name), length: journal.outputLength, flags: O_RDWR | O_APPEND,
+        var outputFile: FileDescriptor?
+        if let outputLength {
+            outputFile = try HeldFile.takeOver(layout.batchPartial(name), length: outputLength, reserve: headroom, flags: O_RDWR | O_APPEND,
                                                mode: layout.fileMode, stillMine: stillMine, interrupt: interrupt)
-        try Syscall.fsyncDirectory(layout.incoming)
-        logger.info("the batch's output and journal copied as this daemon's own", id: name, ["bytes": "\(journal.outputLength)"])
+            try Syscall.fsyncDirectory(layout.incoming)
+        }
+        logger.info("the batch's journal and output copied as this daemon's own", id: name, ["output_bytes": "\(outputLength ?? 0)"])
         return TakenOverFiles(journal: journalFile, output: outputFile)
     }
 
     /// The copies `takeOverFiles` made, open.
     struct TakenOverFiles: ~Copyable {
-        let journal: FileDescriptor
-        let output: FileDescriptor
+        var journal: FileDescriptor
+        var output: FileDescriptor?
     }
 
     /// Journals whose input left while no daemon ran them (this one was down, or their owner
@@ -768,6 +787,11 @@ public final class BatchRunner: @unchecked Sendable {
             return
         }
         removeLeftoverIDLists(names)
+        if Date().timeIntervalSince1970 >= heldCopySweepDue {
+            heldCopySweepDue = Date().timeIntervalSince1970 + SpoolLayout.heldCopyLeftoverSeconds
+            let removed = HeldCopyLeftovers(layout: layout, logger: logger).remove()
+            if removed > 0 { logger.info("removed copies left by a crash", ["files": "\(removed)"]) }
+        }
         for file in names where file.hasSuffix(SpoolLayout.batchJournalSuffix) && !file.hasPrefix(SpoolLayout.hiddenPrefix) {
             let name = String(file.dropLast(SpoolLayout.batchJournalSuffix.count))
             let inputPresent = Syscall.isPresent(layout.batchRequest(name))
@@ -842,11 +866,13 @@ public final class BatchRunner: @unchecked Sendable {
                            status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed,
                            releaseClaim: !keepClaim)
         case .cancelled(let journal):
-            if leases != nil, partialLength != nil {
+            if leases != nil {
                 // Its runner may only be paused past its lease (see `takeOverFiles`); the
-                // cancelled lines are written to copies of this daemon's own.
+                // cancelled lines are written to copies of this daemon's own: of the output
+                // cut back to what was committed, or of all it has when that is less (lost
+                // writes, a cut by hand), as a local spool goes on with it.
                 do {
-                    _ = try takeOverFiles(name, journal: journal)
+                    _ = try takeOverFiles(name, journal: journal, outputLength: partialLength.map { min($0, journal.outputLength) })
                 } catch {
                     logger.error("cannot take over the output of a batch whose input left; it is ended on a later sweep", id: name,
                                  ["reason": "\(error)"])
@@ -859,6 +885,7 @@ public final class BatchRunner: @unchecked Sendable {
                 }
             }
             if partialLength == nil {
+                // A new file: an empty output, on a shared spool as on a local one.
                 logger.bestEffort("creating the output") { try DurableFile.write([], to: layout.batchPartial(name), mode: layout.fileMode) }
             }
             let claimID = BatchClaimRules.claimID(batch: name)
@@ -1133,6 +1160,9 @@ public final class BatchRunner: @unchecked Sendable {
     /// up to a remote batch's worth (50,000), and all at once they would fill the engine's
     /// and the lane's inboxes with that many tasks at a time. The next round follows at once.
     static let feedChunk = 2048
+
+    /// How long a batch that could not be resumed for want of room waits before it is read again.
+    static let noRoomRetrySeconds = 60.0
 
     static func outcomeName(_ code: UInt8) -> String {
         switch code {

@@ -421,38 +421,10 @@ public final class SpoolDaemon: Sendable {
                 if unlinked { removed += 1 }
             }
         }
-        removed += removeTakeoverLeftovers()
+        removed += HeldCopyLeftovers(layout: layout, logger: logger).remove()
         if removed > 0 || kept > 0 {
             logger.info("removed leftovers of an earlier run", ["files": "\(removed)", "kept_for_other_daemons": "\(kept)"])
         }
-    }
-
-    /// A batch's copies (`HeldFile.takeOver`) left by a daemon that died taking it over,
-    /// on any host: one untouched for `SpoolLayout.takeoverLeftoverSeconds` is no copy under
-    /// way (a copy writes without pause). Returns how many were removed.
-    func removeTakeoverLeftovers() -> Int {
-        var removed = 0
-        let now = Date().timeIntervalSince1970
-        for directory in [layout.incoming, layout.batches] {
-            let names: [String]
-            do {
-                names = try Syscall.listDirectory(directory).filter(SpoolLayout.isTakeoverTemporary)
-            } catch let error as SystemError where error.errno == ENOENT {
-                continue
-            } catch {
-                logger.warning("cannot list a folder for a takeover's leftovers; they stay", ["folder": LogValue(directory), "reason": "\(error)"])
-                continue
-            }
-            for name in names {
-                let path = "\(directory)/\(name)"
-                logger.bestEffort("removing a takeover's leftover") {
-                    let info = try Syscall.lstat(path)
-                    guard SpoolLayout.isTakeoverLeftover(name, modified: Double(info.st_mtim.tv_sec), now: now) else { return }
-                    if try Syscall.unlinkIfPresent(path) { removed += 1 }
-                }
-            }
-        }
-        return removed
     }
 
     /// Thousands of streams need thousands of descriptors: take the hard limit.

@@ -35,19 +35,60 @@ enum HeldFile {
     /// A new file at `path` with every byte of the file open as `fd`, fsynced, its folder
     /// made again first if it is gone (logged as any folder recreated). Opened with `flags`
     /// (`O_RDWR` at least: the copy may have to be given a name again itself), positioned
-    /// at its end. `fd` must be readable; its position is not moved. A file found at `path`
-    /// meanwhile is replaced only when `replacing` (a local spool, where only a person or
-    /// a tool can have put it there); on a shared spool it is another daemon's that took the
-    /// work over, or one seen missing through a stale cache, and the copy fails (EEXIST).
+    /// at its end. `fd` must be readable; its position is not moved. Written beside the name
+    /// first, so that a copy cut short (a full disk) never stands under it. A file found at
+    /// `path` meanwhile is replaced only when `replacing` (a local spool, where only a
+    /// person or a tool can have put it there); on a shared spool it is another daemon's that
+    /// took the work over, or one seen missing through a stale cache, and the copy is given
+    /// the name only with `link`, which fails (EEXIST) rather than replace it.
     static func giveNameAgain(from fd: Int32, to path: String, flags: Int32, replacing: Bool, layout: SpoolLayout,
                               logger: Logger) throws -> FileDescriptor {
         layout.recreateMissingFolders(logger: logger)
-        let copy = replacing
-            ? try FileDescriptor.createNew(path, flags | O_NOFOLLOW, mode: layout.fileMode)
-            : try FileDescriptor.open(path, flags | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
+        let temporary = uniqueTemporary(beside: path)
+        let copy = try FileDescriptor.open(temporary, flags | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
+        do {
+            try copy.copy(from: fd, count: nil, path: path)
+            try copy.fsync()
+            if replacing {
+                try Syscall.rename(temporary, path)
+            } else {
+                do {
+                    try Syscall.link(temporary, path)
+                } catch let error as SystemError where error.errno != EEXIST {
+                    // No second names on this filesystem (EPERM, ENOSYS, EOPNOTSUPP): an
+                    // exclusive create under the name, the copy's bytes written again.
+                    removeTemporary(temporary)
+                    return try copyUnderTheName(from: fd, to: path, flags: flags, layout: layout)
+                }
+                try Syscall.unlinkIfPresent(temporary)
+            }
+        } catch {
+            removeTemporary(temporary)
+            throw error
+        }
+        return copy
+    }
+
+    /// `giveNameAgain` where hard links are not supported.
+    private static func copyUnderTheName(from fd: Int32, to path: String, flags: Int32, layout: SpoolLayout) throws -> FileDescriptor {
+        let copy = try FileDescriptor.open(path, flags | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
         try copy.copy(from: fd, count: nil, path: path)
         try copy.fsync()
         return copy
+    }
+
+    private static func uniqueTemporary(beside path: String) -> String {
+        SpoolLayout.heldCopyTemporary(in: DurableFile.directory(of: path), unique: "\(getpid()).\(UInt64.random(in: 0...UInt64.max))")
+    }
+
+    /// After a failed copy: that failure is what the caller must hear; a temporary that
+    /// cannot be removed now is taken by the sweeps once stale (`SpoolLayout.isHeldCopyLeftover`).
+    private static func removeTemporary(_ temporary: String) {
+        do {
+            try Syscall.unlinkIfPresent(temporary)
+        } catch {
+            // As above: reported by the copy's own failure.
+        }
     }
 
     /// Makes the file at `path`, which another daemon may still write through a descriptor
@@ -56,18 +97,18 @@ enum HeldFile {
     /// over the name. Whatever the other daemon writes after goes to a file no name leads
     /// to, and the copy, opened with `flags` and positioned at its end, is returned. Fails
     /// when the file is shorter than `length`, and when `stillMine`, asked just before the
-    /// rename (a long copy may outlast the claim), says no. Nothing is written when the
-    /// filesystem has no room for the copy (`NoRoomToTakeOver`): a copy cut short by a full
-    /// disk would fill it to the last byte at every try. `interrupt` is asked before each
-    /// chunk and may stop a long copy by throwing (a daemon stopping). The folder is not
-    /// fsynced here.
-    static func takeOver(_ path: String, length: Int, flags: Int32, mode: mode_t, stillMine: () -> Bool,
+    /// rename (a long copy may outlast the claim), says no. Nothing is written unless the
+    /// filesystem has room for the copy and `reserve` bytes more (`NoRoomToTakeOver`): a
+    /// copy cut short by a full disk would fill it to the last byte at every try. `interrupt`
+    /// is asked before each chunk and may stop a long copy by throwing (a daemon stopping).
+    /// The folder is not fsynced here.
+    static func takeOver(_ path: String, length: Int, reserve: UInt64 = 0, flags: Int32, mode: mode_t, stillMine: () -> Bool,
                          interrupt: () throws -> Void = {}) throws -> FileDescriptor {
         let original = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW)
         let free = try Syscall.freeBytes(original.rawValue, path: path)
-        guard free > UInt64(max(0, length)) else { throw NoRoomToTakeOver(path: path, length: length, free: free) }
-        let temporary = SpoolLayout.takeoverTemporary(in: DurableFile.directory(of: path),
-                                                       unique: "\(getpid()).\(UInt64.random(in: 0...UInt64.max))")
+        let (needed, overflow) = UInt64(max(0, length)).addingReportingOverflow(reserve)
+        guard !overflow, free > needed else { throw NoRoomToTakeOver(path: path, length: length, free: free) }
+        let temporary = uniqueTemporary(beside: path)
         let copy = try FileDescriptor.open(temporary, flags | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
         do {
             let copied = try copy.copy(from: original.rawValue, count: length, path: path, beforeEachChunk: interrupt)
@@ -76,12 +117,7 @@ enum HeldFile {
             guard stillMine() else { throw ClaimLostDuringTakeover(path: path) }
             try Syscall.rename(temporary, path)
         } catch {
-            do {
-                try Syscall.unlinkIfPresent(temporary)
-            } catch {
-                // The take-over's failure is what the caller must hear; a hidden temporary
-                // left behind is ignored by every reader and replaced by the next one.
-            }
+            removeTemporary(temporary)
             throw error
         }
         return copy

@@ -151,24 +151,25 @@ public struct SpoolLayout: Sendable, Equatable {
     public var pendingBatchHooks: String { state + "/batch-hooks" }
     public func pendingBatchHook(_ name: String) -> String { "\(pendingBatchHooks)/\(name)" }
 
-    /// A batch's output or journal copied by a daemon taking the batch over
-    /// (`HeldFile.takeOver`), beside the file it replaces: a name of its own per copy
-    /// (`unique`), so that two daemons never write one temporary, and one that neither a
-    /// line's leftover (`isLineTemporary`) nor a request's (`LeaseRules.leftoverID`) matches,
-    /// so that no daemon starting meanwhile removes it. A crash leaves it to the start-up
-    /// sweep, once it is older than `takeoverLeftoverSeconds`.
-    public static func takeoverTemporary(in folder: String, unique: String) -> String {
-        "\(folder)/\(hiddenPrefix)\(takeoverInfix)\(unique)\(temporarySuffix)"
+    /// A copy of a file the daemon holds open, made beside the file it becomes: a batch's
+    /// output or journal copied by a daemon taking the batch over (`HeldFile.takeOver`), an
+    /// output or answer given its name again (`HeldFile.giveNameAgain`). A name of its own
+    /// per copy (`unique`), so that two daemons never write one temporary, and one that
+    /// neither a line's leftover (`isLineTemporary`) nor a request's
+    /// (`LeaseRules.leftoverID`) matches, so that no daemon starting meanwhile removes it.
+    /// One left by a crash goes with the sweeps, once older than `heldCopyLeftoverSeconds`.
+    public static func heldCopyTemporary(in folder: String, unique: String) -> String {
+        "\(folder)/\(hiddenPrefix)\(heldCopyInfix)\(unique)\(temporarySuffix)"
     }
-    public static let takeoverInfix = "takeover."
-    public static func isTakeoverTemporary(_ name: String) -> Bool {
-        name.hasPrefix(hiddenPrefix + takeoverInfix) && name.hasSuffix(temporarySuffix)
+    public static let heldCopyInfix = "held-copy."
+    public static func isHeldCopyTemporary(_ name: String) -> Bool {
+        name.hasPrefix(hiddenPrefix + heldCopyInfix) && name.hasSuffix(temporarySuffix)
     }
-    /// A takeover copy is written without pause: one untouched this long is a leftover.
-    public static let takeoverLeftoverSeconds = 600.0
-    /// Whether a start-up sweep removes the file `name`, last modified at `modified`.
-    public static func isTakeoverLeftover(_ name: String, modified: Double, now: Double) -> Bool {
-        isTakeoverTemporary(name) && modified + takeoverLeftoverSeconds < now
+    /// A copy is written without pause: one untouched this long is a leftover.
+    public static let heldCopyLeftoverSeconds = 600.0
+    /// Whether a sweep removes the file `name`, last modified at `modified`.
+    public static func isHeldCopyLeftover(_ name: String, modified: Double, now: Double) -> Bool {
+        isHeldCopyTemporary(name) && modified + heldCopyLeftoverSeconds < now
     }
 
     /// A hidden name beside `path` to write to before renaming onto it.
