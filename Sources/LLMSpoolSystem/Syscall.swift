@@ -178,6 +178,12 @@ public enum Syscall {
         return overflow ? .max : bytes
     }
 
+    /// Moves the descriptor's position to the end of its file; returns that offset.
+    @discardableResult
+    public static func seekToEnd(_ fd: Int32, path: String? = nil) throws -> Int {
+        Int(try retrying("lseek", path) { Glibc.lseek(fd, 0, SEEK_END) })
+    }
+
     /// A second name for the file at `from`; fails (EEXIST) when `to` names a file already.
     public static func link(_ from: String, _ to: String) throws {
         _ = try retrying("link", to) { Glibc.link(from, to) }

@@ -686,6 +686,45 @@ struct NetworkSpoolTests {
         }
         #expect(harness.files(in: server.incoming).filter { !$0.hasPrefix(".fuse_hidden") }.sorted() == ["paused.batch.json", "paused.jsonl"])
     }
+
+    /// `incoming` removed through another mount while a batch runs on the share: its
+    /// runner gives the output its name back from the file it holds (a copy linked to the
+    /// name, since on a shared spool nothing under the name is replaced), keeps the batch,
+    /// and ends it with every line once. On sshfs a file's two names look like two files
+    /// (inode numbers per path): the runner must still know the output under the name for
+    /// its own, or it would take it for a taker's and give the batch up.
+    @Test(arguments: NetworkMounts.Kind.allCases)
+    func aBatchWhoseOutputFolderIsRemovedThroughAnotherMountKeepsEveryLineOnce(_ kind: NetworkMounts.Kind) throws {
+        let mounts = try NetworkMounts()
+        let harness = try Harness()
+        var daemons: [String: Process] = [:]
+        defer {
+            Self.stopAll(Array(daemons.values))
+            harness.stop()
+            mounts.down()
+        }
+        try harness.startStub()
+        let count = 320
+        let (owner, _) = try Self.runSharedBatch("kept", lines: count, kind, mounts, harness, daemons: &daemons)
+        let server = mounts.server(kind)
+        let committedBefore = try SharedBatchTakeoverTests.committed(server.batchJournal("kept"))
+        try FileManager.default.removeItem(atPath: mounts.spool(kind, 2).incoming)
+        try waitUntil("the batch ends", timeout: 120) { Syscall.isPresent(server.batchSummary("kept")) }
+        let log = harness.extraLog(owner)
+        #expect(log.contains("the batch's output was removed while it ran"), "\(log.suffix(1500))")
+        #expect(!log.contains("the batch's claim was lost to another daemon"), "the runner kept its batch")
+        let summary = try harness.json(server.batchSummary("kept"))
+        #expect(summary["status"] as? String == "completed")
+        let output = try BatchTests.outputLines(server.batchOutput("kept"))
+        let found = BatchTests.byID(output)
+        #expect(output.count == count && found.count == count, "one output line per custom_id: \(output.count) lines, \(found.count) ids")
+        let posts = try harness.stubPosts()
+        #expect(posts.count == count, "each line sent once, the \(committedBefore.count) committed before the removal included: \(posts.count)")
+        try? waitUntil("nothing is left in incoming but the outcome", timeout: 10) {
+            harness.files(in: server.incoming).sorted() == ["kept.batch.json", "kept.jsonl"]
+        }
+        #expect(harness.files(in: server.incoming).sorted() == ["kept.batch.json", "kept.jsonl"])
+    }
 }
 
 /// A flag one thread sets and another reads.

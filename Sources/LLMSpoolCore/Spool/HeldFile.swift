@@ -51,22 +51,44 @@ enum HeldFile {
             try copy.fsync()
             if replacing {
                 try Syscall.rename(temporary, path)
-            } else {
-                do {
-                    try Syscall.link(temporary, path)
-                } catch let error as SystemError where error.errno != EEXIST {
-                    // No second names on this filesystem (EPERM, ENOSYS, EOPNOTSUPP): an
-                    // exclusive create under the name, the copy's bytes written again.
-                    removeTemporary(temporary)
-                    return try copyUnderTheName(from: fd, to: path, flags: flags, layout: layout)
-                }
-                try Syscall.unlinkIfPresent(temporary)
+                return copy
+            }
+            do {
+                try Syscall.link(temporary, path)
+            } catch let error as SystemError where error.errno != EEXIST {
+                // No second names on this filesystem (EPERM, ENOSYS, EOPNOTSUPP): an
+                // exclusive create under the name, the copy's bytes written again.
+                removeTemporary(temporary)
+                return try copyUnderTheName(from: fd, to: path, flags: flags, layout: layout)
             }
         } catch {
             removeTemporary(temporary)
             throw error
         }
-        return copy
+        // Opened again by the name: sshfs shows a file's two names as two files (its inode
+        // numbers are per path), so the descriptor on the temporary's name would never be
+        // `.held` under the name. The temporary's name goes while its descriptor is open
+        // (`unlinkThenClose`: no `.fuse_hidden*` left on sshfs).
+        let named = try openAtEnd(path, flags: flags, removingOnFailure: temporary)
+        do {
+            try copy.unlinkThenClose(temporary)
+        } catch {
+            // The copy is under the name; a temporary name that stays is swept once stale.
+        }
+        return named
+    }
+
+    /// The file at `path` opened with `flags` (without those that create), positioned at its
+    /// end; `temporary` removed when that fails.
+    private static func openAtEnd(_ path: String, flags: Int32, removingOnFailure temporary: String) throws -> FileDescriptor {
+        do {
+            let named = try FileDescriptor.open(path, (flags & ~(O_CREAT | O_EXCL | O_TRUNC)) | O_NOFOLLOW)
+            try Syscall.seekToEnd(named.rawValue, path: path)
+            return named
+        } catch {
+            removeTemporary(temporary)
+            throw error
+        }
     }
 
     /// `giveNameAgain` where hard links are not supported.
