@@ -152,7 +152,9 @@ public final class RequestFollower {
         }
         var state = live == nil ? fileState : query.state(of: id, live: live, now: now)
         if state == .queued || state == .deferred, Syscall.isPresent(layout.partial(id)) { state = .inFlight }
-        var current = Progress(state: state, elapsed: now.timeIntervalSince(started), attempt: max(attempt, made + 1))
+        // A record that says the task ended counts the last attempt, not a next one.
+        let ended = record.map { $0.status == .done || $0.status == .failed } ?? false
+        var current = Progress(state: state, elapsed: now.timeIntervalSince(started), attempt: max(attempt, ended ? made : made + 1))
         if let transfer = live?.inFlight.first(where: { $0.id == id }) {
             current.attempt = max(current.attempt, transfer.attempt)
         }

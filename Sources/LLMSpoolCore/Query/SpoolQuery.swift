@@ -195,6 +195,11 @@ public struct SpoolQuery: Sendable {
                waitVerdict(id, record: record, live: live, now: now).waiting {
                 return .deferred
             }
+            // Its outcome written and its file not removed yet: being published, not queued
+            // again (the live status no longer lists it, its `.partial` is renamed).
+            if let record, record.status == .done || record.status == .failed, outcomeBeingPublished(record, path: path) {
+                return .inFlight
+            }
             return isDraft(path) ? .draft : .queued
         }
         if Syscall.isPresent(SpoolActions(layout: layout).held(id)) { return .held }
@@ -208,6 +213,17 @@ public struct SpoolQuery: Sendable {
         if hasFailure { return .failed }
         if TaskRecord.load(layout, id: id)?.status == .cancelled { return .cancelled }
         return .unknown
+    }
+
+    /// Whether `record`, which says its task ended, is of the very file at `path` (not of an
+    /// earlier file of the id). A file that cannot be looked at is not taken for it.
+    private func outcomeBeingPublished(_ record: TaskRecord, path: String) -> Bool {
+        do {
+            guard let file = try SpoolFiles(layout: layout).identity(of: path), record.request != nil else { return false }
+            return LeaseRules.removalFollowsAnEnd(record: record, removed: file)
+        } catch {
+            return false
+        }
     }
 
     public func summary(now: Date = Date()) -> StatusSummary {

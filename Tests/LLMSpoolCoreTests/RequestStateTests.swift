@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+@testable import LLMSpoolCore
+
+/// A request's state as `show` and the live line of `submit --wait` tell it from the
+/// spool's files, in the moments its outcome is being published.
+@Suite final class RequestStateTests {
+    // Each test gets its own instance: its own spool, removed when the test is done.
+    let layout = SpoolLayout(root: NSTemporaryDirectory() + "llmspool-state-\(UUID().uuidString)")
+
+    init() throws {
+        try layout.create()
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: layout.root)
+    }
+
+    func drop(_ id: String) throws -> FileIdentity {
+        try DurableFile.write(Array(#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#.utf8), to: layout.request(id))
+        return try #require(try SpoolFiles(layout: layout).identity(of: layout.request(id)))
+    }
+
+    func record(_ id: String, _ status: TaskRecord.Status, request: FileIdentity?, attempts: Int = 1) throws {
+        var history = TaskHistory(firstSeen: Date())
+        for _ in 0..<attempts {
+            history.attempts.append(AttemptEntry(startedAt: Date(), endedAt: Date(), endpoint: "e", outcome: "ok", bytesSent: 1, bytesReceived: 1))
+        }
+        try TaskRecord(id: id, status: status, request: request, history: history).write(layout, durable: false)
+    }
+
+    /// The record says done, the result is not renamed yet and the file not removed: the
+    /// request is in flight still (before, it read as queued for a moment, as if a second
+    /// attempt were to come).
+    @Test(arguments: [TaskRecord.Status.done, .failed]) func aRequestWhoseOutcomeIsBeingPublishedIsInFlight(status: TaskRecord.Status) throws {
+        let file = try drop("p")
+        try record("p", status, request: file)
+        #expect(SpoolQuery(layout: layout).state(of: "p") == .inFlight)
+    }
+
+    /// A record of an earlier file of the id says nothing of the new one: it is queued.
+    @Test func aNewFileUnderAnIDThatEndedBeforeIsQueued() throws {
+        let earlier = FileIdentity(device: 1, inode: 2, size: 3, modifiedNanoseconds: 4, contentHash: 5)
+        _ = try drop("n")
+        try record("n", .done, request: earlier)
+        #expect(SpoolQuery(layout: layout).state(of: "n") == .queued)
+    }
+
+    @Test func aRequestWithoutARecordIsQueued() throws {
+        _ = try drop("q")
+        #expect(SpoolQuery(layout: layout).state(of: "q") == .queued)
+    }
+}
