@@ -552,6 +552,25 @@ struct NetworkSpoolTests {
         return (owner, owner == "d1" ? "d2" : "d1")
     }
 
+    /// The batch `name` of `runSharedBatch` ended completed, with one output line per
+    /// custom_id, the stub's echo of its prompt (every 40th looked at). Returns the lines of
+    /// `committedBefore` sent more than once.
+    static func expectCompletedOnce(_ name: String, lines count: Int, _ kind: NetworkMounts.Kind, server: SpoolLayout, harness: Harness,
+                                    committedBefore: Set<Int>) throws -> [Int] {
+        let summary = try harness.json(server.batchSummary(name))
+        #expect(summary["status"] as? String == "completed")
+        let output = try BatchTests.outputLines(server.batchOutput(name))
+        let found = BatchTests.byID(output)
+        #expect(output.count == count && found.count == count, "one output line per custom_id: \(output.count) lines, \(found.count) ids")
+        for index in stride(from: 0, to: count, by: 40) {
+            let body = (found["\(kind)-\(index)"]?["response"] as? [String: Any])?["body"] as? [String: Any] ?? [:]
+            #expect(Harness.content(of: body)?.hasPrefix("Echo: prompt of \(kind)-\(index)") == true)
+        }
+        var sent: [String: Int] = [:]
+        for post in try harness.stubPosts() { sent[post.prompt, default: 0] += 1 }
+        return committedBefore.filter { (sent["prompt of \(kind)-\($0)"] ?? 0) > 1 }.sorted()
+    }
+
     /// A batch dropped on the share, run by a daemon on one mount; killed mid-batch, the
     /// daemon on another mount (its own device and, on sshfs, inode numbers) takes the claim
     /// over and resumes from the journal: no line the journal had committed is sent again,
@@ -584,19 +603,9 @@ struct NetworkSpoolTests {
         let otherLog = harness.extraLog(other)
         #expect(otherLog.contains("batch resumed"), "resumed from the journal: \(otherLog.suffix(2000))")
         #expect(!otherLog.contains("batch accepted"), "not started again from the first line")
-        let summary = try harness.json(server.batchSummary("shared"))
-        #expect(summary["status"] as? String == "completed")
-        let output = try BatchTests.outputLines(server.batchOutput("shared"))
-        let found = BatchTests.byID(output)
-        #expect(output.count == count && found.count == count, "one output line per custom_id: \(output.count) lines, \(found.count) ids")
-        for index in stride(from: 0, to: count, by: 40) {
-            let body = (found["\(kind)-\(index)"]?["response"] as? [String: Any])?["body"] as? [String: Any] ?? [:]
-            #expect(Harness.content(of: body)?.hasPrefix("Echo: prompt of \(kind)-\(index)") == true)
-        }
+        let committedAndSentAgain = try Self.expectCompletedOnce("shared", lines: count, kind, server: server, harness: harness,
+                                                                 committedBefore: committedAtKill)
         let posts = try harness.stubPosts()
-        var sent: [String: Int] = [:]
-        for post in posts { sent[post.prompt, default: 0] += 1 }
-        let committedAndSentAgain = committedAtKill.filter { (sent["prompt of \(kind)-\($0)"] ?? 0) > 1 }.sorted()
         let sentByOther = posts.filter { $0.path.hasPrefix("/\(other)/") }.count
         let repeated = posts.count - Set(posts.map(\.prompt)).count
         print("\(kind): batch of \(count) lines, \(owner) killed with \(committedAtKill.count) committed and \(sentByOwner.count) sent; "
@@ -664,19 +673,9 @@ struct NetworkSpoolTests {
             harness.extraLog(owner).contains("the batch's claim was lost to another daemon")
         }
         try waitUntil("the batch ends", timeout: 120) { Syscall.isPresent(server.batchSummary("paused")) }
-        let summary = try harness.json(server.batchSummary("paused"))
-        #expect(summary["status"] as? String == "completed")
-        let output = try BatchTests.outputLines(server.batchOutput("paused"))
-        let found = BatchTests.byID(output)
-        #expect(output.count == count && found.count == count, "one output line per custom_id: \(output.count) lines, \(found.count) ids")
-        for index in stride(from: 0, to: count, by: 40) {
-            let body = (found["\(kind)-\(index)"]?["response"] as? [String: Any])?["body"] as? [String: Any] ?? [:]
-            #expect(Harness.content(of: body)?.hasPrefix("Echo: prompt of \(kind)-\(index)") == true)
-        }
+        let committedAndSentAgain = try Self.expectCompletedOnce("paused", lines: count, kind, server: server, harness: harness,
+                                                                 committedBefore: committedAtStop)
         let posts = try harness.stubPosts()
-        var sent: [String: Int] = [:]
-        for post in posts { sent[post.prompt, default: 0] += 1 }
-        let committedAndSentAgain = committedAtStop.filter { (sent["prompt of \(kind)-\($0)"] ?? 0) > 1 }.sorted()
         #expect(committedAndSentAgain.isEmpty, "committed before the pause, then sent again: \(committedAndSentAgain.prefix(10))")
         print("\(kind): paused batch of \(count) lines: \(owner) paused with \(committedAtStop.count) committed, \(other) took it over; "
               + "\(posts.count - Set(posts.map(\.prompt)).count) sent twice")
