@@ -721,10 +721,10 @@ public final class BatchRunner: @unchecked Sendable {
         let partial = layout.batchPartial(name)
         let journalPath = layout.batchJournal(name)
         if leases != nil {
-            var files = try takeOverFiles(name, journal: journal, outputLength: journal.outputLength)
-            guard let output = files.output.take() else { throw HeldFile.ShorterThanCommitted(path: partial, length: 0, committed: journal.outputLength) }
+            let journalFD = try takeOverJournal(name, journal, outputLength: journal.outputLength)
+            let outputFD = try takeOverOutput(name, length: journal.outputLength)
             return Batch(name: name, inputPath: layout.batchRequest(name), fd: fd, identity: identity, index: index,
-                         journal: journal, journalFD: files.journal, outputFD: output)
+                         journal: journal, journalFD: journalFD, outputFD: outputFD)
         }
         let outputFD = try FileDescriptor.open(partial, O_RDWR | O_APPEND | O_NOFOLLOW)
         try Syscall.ftruncate(outputFD.rawValue, length: journal.outputLength, path: partial)
@@ -735,7 +735,8 @@ public final class BatchRunner: @unchecked Sendable {
                      journal: journal, journalFD: journalFD, outputFD: outputFD)
     }
 
-    /// The batch's journal and output as a daemon taking its claim over makes them its own.
+    /// The batch's journal and output as a daemon taking its claim over makes them its own
+    /// (`takeOverJournal`, then `takeOverOutput`).
     /// The daemon it was taken from may only be paused past its lease, its output and
     /// journal still open: cut back in place, they would take its next commit after the lines
     /// written here (a line twice in the output). Copies of what the journal committed take
@@ -745,32 +746,36 @@ public final class BatchRunner: @unchecked Sendable {
     /// as free, and the next daemon to claim it could not tell (nor can a lock lost on a
     /// network filesystem). Costs a read and a write of the output, once per resume. Room
     /// for both copies and `min_free_bytes` more is asked before the first is made.
-    /// `outputLength`: the output's bytes to copy (nil: no output is copied).
-    private func takeOverFiles(_ name: String, journal: BatchJournal, outputLength: Int?) throws -> TakenOverFiles {
-        let claimID = BatchClaimRules.claimID(batch: name)
-        let stillMine = { [leases] in leases?.stillMine(claimID) ?? true }
-        // A stop does not wait for a long copy: the claim is let go, and the batch is taken
-        // over again later, here or elsewhere.
-        let interrupt = { if self.stopRequested.load(ordering: .relaxed) { throw BatchRunner.Interrupted() } }
-        let headroom = settings.withLock { $0.minFreeBytes }
-        let (reserve, overflow) = UInt64(max(0, outputLength ?? 0)).addingReportingOverflow(headroom)
-        let journalFile = try HeldFile.takeOver(layout.batchJournal(name), length: journal.validLength, reserve: overflow ? .max : reserve,
-                                                flags: O_RDWR | O_APPEND, mode: layout.fileMode, stillMine: stillMine, interrupt: interrupt)
+    ///
+    /// This is the journal's copy; `outputLength`, the output's bytes to copy after it, is
+    /// asked room for now, before anything is written.
+    private func takeOverJournal(_ name: String, _ journal: BatchJournal, outputLength: Int) throws -> FileDescriptor {
+        let (reserve, overflow) = UInt64(max(0, outputLength)).addingReportingOverflow(settings.withLock { $0.minFreeBytes })
+        let file = try HeldFile.takeOver(layout.batchJournal(name), length: journal.validLength, reserve: overflow ? .max : reserve,
+                                         flags: O_RDWR | O_APPEND, mode: layout.fileMode, stillMine: { claimStillMine(name) },
+                                         interrupt: interruptIfStopping)
         try Syscall.fsyncDirectory(layout.batches)
-        var outputFile: FileDescriptor?
-        if let outputLength {
-            outputFile = try HeldFile.takeOver(layout.batchPartial(name), length: outputLength, reserve: headroom, flags: O_RDWR | O_APPEND,
-                                               mode: layout.fileMode, stillMine: stillMine, interrupt: interrupt)
-            try Syscall.fsyncDirectory(layout.incoming)
-        }
-        logger.info("the batch's journal and output copied as this daemon's own", id: name, ["output_bytes": "\(outputLength ?? 0)"])
-        return TakenOverFiles(journal: journalFile, output: outputFile)
+        return file
     }
 
-    /// The copies `takeOverFiles` made, open.
-    struct TakenOverFiles: ~Copyable {
-        var journal: FileDescriptor
-        var output: FileDescriptor?
+    /// The output's copy, of its first `length` bytes (after `takeOverJournal`).
+    private func takeOverOutput(_ name: String, length: Int) throws -> FileDescriptor {
+        let file = try HeldFile.takeOver(layout.batchPartial(name), length: length, reserve: settings.withLock { $0.minFreeBytes },
+                                         flags: O_RDWR | O_APPEND, mode: layout.fileMode, stillMine: { claimStillMine(name) },
+                                         interrupt: interruptIfStopping)
+        try Syscall.fsyncDirectory(layout.incoming)
+        logger.info("the batch's journal and output copied as this daemon's own", id: name, ["output_bytes": "\(length)"])
+        return file
+    }
+
+    private func claimStillMine(_ name: String) -> Bool {
+        leases?.stillMine(BatchClaimRules.claimID(batch: name)) ?? true
+    }
+
+    /// A stop does not wait for a long copy: the claim is let go, and the batch is taken
+    /// over again later, here or elsewhere.
+    private func interruptIfStopping() throws {
+        if stopRequested.load(ordering: .relaxed) { throw BatchRunner.Interrupted() }
     }
 
     /// Journals whose input left while no daemon ran them (this one was down, or their owner
@@ -867,12 +872,14 @@ public final class BatchRunner: @unchecked Sendable {
                            releaseClaim: !keepClaim)
         case .cancelled(let journal):
             if leases != nil {
-                // Its runner may only be paused past its lease (see `takeOverFiles`); the
+                // Its runner may only be paused past its lease (see `takeOverJournal`); the
                 // cancelled lines are written to copies of this daemon's own: of the output
                 // cut back to what was committed, or of all it has when that is less (lost
                 // writes, a cut by hand), as a local spool goes on with it.
                 do {
-                    _ = try takeOverFiles(name, journal: journal, outputLength: partialLength.map { min($0, journal.outputLength) })
+                    let length = partialLength.map { min($0, journal.outputLength) }
+                    _ = try takeOverJournal(name, journal, outputLength: length ?? 0)
+                    if let length { _ = try takeOverOutput(name, length: length) }
                 } catch {
                     logger.error("cannot take over the output of a batch whose input left; it is ended on a later sweep", id: name,
                                  ["reason": "\(error)"])
