@@ -160,9 +160,8 @@ final class StartJournalFile {
                     try SpoolFiles(layout: layout).identity(of: path)
                 } ?? nil
                 let isTheOne = present.map { file in started.request.map { $0.isSameInstance(as: file) } ?? true } ?? false
-                guard isTheOne else { continue }
-                guard StartJournal.fate(started: started, current: TaskRecord.load(layout, id: started.id),
-                                        requestIsTheOneStarted: true) == .write else { continue }
+                guard StartJournal.fate(started: started, current: isTheOne ? TaskRecord.load(layout, id: started.id) : nil,
+                                        requestIsTheOneStarted: isTheOne) == .write else { continue }
                 do {
                     try started.write(layout, durable: false)
                     written += 1
