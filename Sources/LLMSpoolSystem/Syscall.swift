@@ -173,6 +173,17 @@ public enum Syscall {
     public static func freeBytes(_ fd: Int32, path: String? = nil) throws -> UInt64 {
         var info = statvfs()
         _ = try retrying("fstatvfs", path) { Glibc.fstatvfs(fd, &info) }
+        return freeBytes(info)
+    }
+
+    /// `freeBytes` of the filesystem holding `path`, for a caller with no descriptor open there.
+    public static func freeBytes(path: String) throws -> UInt64 {
+        var info = statvfs()
+        _ = try retrying("statvfs", path) { statvfs(path, &info) }
+        return freeBytes(info)
+    }
+
+    private static func freeBytes(_ info: statvfs) -> UInt64 {
         if info.f_blocks == 0 { return .max }
         let (bytes, overflow) = UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize))
         return overflow ? .max : bytes
@@ -192,6 +203,16 @@ public enum Syscall {
     public static func lstat(_ path: String) throws -> stat {
         var info = stat()
         _ = try retrying("lstat", path) { Glibc.lstat(path, &info) }
+        return info
+    }
+
+    /// `lstat` of a path given as raw bytes (a name need not be UTF-8); no NUL inside.
+    public static func lstat(raw path: [UInt8]) throws -> stat {
+        var info = stat()
+        let terminated = path + [0]
+        _ = try retrying("lstat", String(decoding: path, as: UTF8.self)) {
+            terminated.withUnsafeBufferPointer { $0.withMemoryRebound(to: CChar.self) { Glibc.lstat($0.baseAddress!, &info) } }
+        }
         return info
     }
 

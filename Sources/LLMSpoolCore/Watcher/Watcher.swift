@@ -101,6 +101,8 @@ public final class Watcher: @unchecked Sendable {
     private var foundAbandoned = false
     private var intakePaused = false
     private var lastSpaceCheck = -1.0
+    /// Whether the last look at free space failed (logged once until it works again).
+    private var freeSpaceUnknown = false
 
     public init(layout: SpoolLayout, settings: Settings, known: KnownTasks, metrics: Metrics = Metrics(), leases: LeaseManager? = nil,
                 delegate: Delegate, logger: Logger) {
@@ -213,10 +215,17 @@ public final class Watcher: @unchecked Sendable {
             // creation is all they say. A regular file is read when its writer closes it.
             // A hidden name is ignored whatever it is: a producer's temporary is not looked at.
             if raw.first == UInt8(ascii: ".") { return }
-            let path = Array(layout.outgoing.utf8) + [0x2F] + raw + [0]
-            var info = stat()
-            let found = path.withUnsafeBufferPointer { $0.withMemoryRebound(to: CChar.self) { Glibc.lstat($0.baseAddress!, &info) } }
-            if found == 0 && (info.st_mode & S_IFMT != S_IFREG || info.st_nlink > 1) { considerRaw(raw, force: true) }
+            let path = Array(layout.outgoing.utf8) + [0x2F] + raw
+            do {
+                let info = try Syscall.lstat(raw: path)
+                if info.st_mode & S_IFMT != S_IFREG || info.st_nlink > 1 { considerRaw(raw, force: true) }
+            } catch let error as SystemError where error.errno == ENOENT {
+                // Gone again before we looked: nothing to refuse.
+            } catch {
+                // Read it anyway: reading tells what it is, or reports its own failure.
+                logger.warning("cannot look at a new name in outgoing", ["reason": LogValue("\(error)")])
+                considerRaw(raw, force: true)
+            }
             return
         }
         if mask & UInt32(IN_ISDIR) != 0 { return }
@@ -389,9 +398,19 @@ public final class Watcher: @unchecked Sendable {
         let now = Watcher.now()
         guard now - lastSpaceCheck >= 1 || lastSpaceCheck < 0 else { return !intakePaused }
         lastSpaceCheck = now
-        var info = statvfs()
-        guard statvfs(layout.root, &info) == 0 else { return true }
-        let free = UInt64(info.f_bavail) * UInt64(info.f_frsize)
+        let free: UInt64
+        do {
+            free = try Syscall.freeBytes(path: layout.root)
+        } catch {
+            // Intake is not held back by a filesystem that cannot report its room: the
+            // writes themselves still fail cleanly on a full disk.
+            if !freeSpaceUnknown {
+                freeSpaceUnknown = true
+                logger.warning("cannot read the spool's free space; intake goes on", ["reason": LogValue("\(error)")])
+            }
+            return true
+        }
+        freeSpaceUnknown = false
         let enough = free >= settings.minFreeBytes
         if enough && intakePaused {
             intakePaused = false
