@@ -272,6 +272,43 @@ import Testing
         #expect(harness.extraLog("d2").contains("adopting the remote batch of a daemon that is gone"))
     }
 
+    /// A batch file's lines in the owner's remote batch, and the batch's claim alone lost:
+    /// with lease files a batch's claim and its group's are renewed apart, so a daemon paused
+    /// past its lease can wake holding its group's claim and find its batch's taken. Here
+    /// the batch's lease is written as another daemon's while d1 runs. Before, d1 withdrew
+    /// the lines from their group and cancelled its remote batch (the answers lost), and
+    /// the batch's next runner, holding the lines aside for that group, sent them live once
+    /// it ended: paid twice. Now d1 lets the group go, and whoever runs the batch next (d2,
+    /// or d1 again once the other's claim expires) adopts it.
+    @Test func aDaemonThatLosesABatchsClaimLetsTheGroupOfItsLinesGoToItsNextRunner() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "8"])
+        var config = Self.daemonConfig(harness, "d1", method: "lease-files")
+        config["lease_seconds"] = 3
+        _ = try harness.startExtraDaemon("d1", config: config, environment: Self.environment("lease-files"))
+        let ids = (0..<4).map { "w\($0)" }
+        try BatchTests.dropBatch(harness, "nightly", ids.map { BackgroundLaneBatchFileTests.line($0, "\(Self.prompt) \($0)") })
+        let groupsBefore = try Self.waitForGroupsMade(harness, "every line") { $0.count == ids.count }
+        let lease = harness.layout.lease(BatchClaimRules.claimID(batch: "nightly"))
+        let taken: [String: Any] = ["owner": "elsewhere-1-test", "host": "elsewhere", "expires_at": Date().timeIntervalSince1970 + 4]
+        try JSONSerialization.data(withJSONObject: taken).write(to: URL(fileURLWithPath: lease))
+        try waitUntil("d1 finds the batch's claim taken", timeout: 30) {
+            harness.extraLog("d1").contains("the batch's claim was lost to another daemon")
+        }
+        config = Self.daemonConfig(harness, "d2", method: "lease-files")
+        config["lease_seconds"] = 3
+        _ = try harness.startExtraDaemon("d2", config: config, environment: Self.environment("lease-files"))
+        try Self.waitForTheBatchToEndOnce(harness, "nightly", ids)
+        for id in ids { #expect(try harness.arrivals(of: "\(Self.prompt) \(id)").isEmpty, "\(id) was sent live") }
+        let made = try BackgroundLaneTests().creations(harness)
+        #expect(Set(made.keys) == groupsBefore && made.values.allSatisfy { $0 == 1 }, "no group created again: \(made) against \(groupsBefore)")
+        #expect(try BackgroundLaneTests().cancelledGroups(harness).isEmpty, "the remote batch was cancelled")
+        #expect(harness.extraLog("d1").contains("the group is left for it to adopt"))
+        let adopter = ["d1", "d2"].filter { harness.extraLog($0).contains("adopting the remote batch") }
+        print("the batch's group let go by d1 and adopted by \(adopter)")
+    }
+
     @Test func aDaemonStartedBesideALiveOneLeavesItsRemoteBatchAlone() throws {
         let harness = try Harness()
         defer { harness.stop() }

@@ -36,6 +36,19 @@ import Testing
         #expect(grouper.handle(.added(member("d"), embeddings, at: 0)) == [.send(embeddings, [member("b"), member("d")], .full)])
     }
 
+    @Test func linesOfTwoBatchFilesAndRequestFilesAreNeverInOneGroup() {
+        var grouper = LaneGrouper(limits: .init(maxRequests: 2))
+        let first = LaneGrouper.Key(endpoint: "openai", url: "/v1/chat/completions", batch: "first")
+        let second = LaneGrouper.Key(endpoint: "openai", url: "/v1/chat/completions", batch: "second")
+        #expect(grouper.handle(.added(member("first#1"), first, at: 0)) == [])
+        #expect(grouper.handle(.added(member("second#1"), second, at: 0)) == [])
+        #expect(grouper.handle(.added(member("single"), chat, at: 0)) == [])
+        #expect(grouper.waiting == 3)
+        #expect(grouper.handle(.added(member("second#2"), second, at: 0)) == [.send(second, [member("second#1"), member("second#2")], .full)])
+        #expect(grouper.handle(.added(member("other-single"), chat, at: 0)) == [.send(chat, [member("single"), member("other-single")], .full)])
+        #expect(grouper.handle(.flush) == [.send(first, [member("first#1")], .flush)])
+    }
+
     @Test func theOldestMemberLingersOutItsGroup() {
         var grouper = LaneGrouper(limits: .init(lingerSeconds: 60))
         _ = grouper.handle(.added(member("a"), chat, at: 10))

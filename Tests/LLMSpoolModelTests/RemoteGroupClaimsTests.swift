@@ -100,6 +100,14 @@ import Testing
         #expect(RemoteGroupClaims.afterLoss(isLine: true) == .backToBatch)
     }
 
+    @Test(arguments: [false, true], [false, true])
+    func aWithdrawnLineLetsItsGroupGoOnlyWhenItsBatchRunsElsewhereNow(runsHere: Bool, inputPresent: Bool) {
+        let expected: RemoteGroupClaims.LineWithdrawal = !runsHere && inputPresent ? .letGroupGo : .endLine
+        #expect(RemoteGroupClaims.lineWithdrawn(shared: true, batchRunsHere: runsHere, inputPresent: inputPresent) == expected)
+        // A spool of its own: only a cancellation withdraws a line.
+        #expect(RemoteGroupClaims.lineWithdrawn(shared: false, batchRunsHere: runsHere, inputPresent: inputPresent) == .endLine)
+    }
+
     @Test func aStepThatChangesSomethingRemoteIsTakenOnlyUnderTheGroupsClaimUnexpired() {
         let remote: [RemoteBatchMachine.Step] = [.upload, .create, .cancel]
         for step in remote {

@@ -1048,11 +1048,13 @@ public final class BatchRunner: @unchecked Sendable {
         batch.cancelled = true
         logger.warning("the batch's claim was lost to another daemon; it goes on there from its journal", id: batch.name,
                        ["lines_in_flight": "\(batch.inWindow.count)"])
+        // Not run here before its lines are withdrawn: the lane then lets their groups go to
+        // the batch's new runner instead of cancelling them (`RemoteGroupClaims.lineWithdrawn`).
+        batches[batch.name] = nil
         for entry in batch.inWindow { post(.requestRemoved(id: SpoolLayout.lineID(batch: batch.name, entry: entry))) }
         for attempted in batch.attempted { post(.finalized(id: attempted.task.id)) }
         batch.attempted.removeAll()
         batch.ended.removeAll()
-        batches[batch.name] = nil
         close(batch)
         leases?.release(BatchClaimRules.claimID(batch: batch.name), ended: false)
     }

@@ -264,6 +264,11 @@ public final class BackgroundLane: @unchecked Sendable {
             join(task, endpoint: endpoint)
             backlogCount.subtract(1, ordering: .relaxed)
         case .withdrawn(let id):
+            if let group = groupOfMember[id], let line = BatchLineRef(id: id),
+               RemoteGroupClaims.lineWithdrawn(shared: sharedSpool, batchRunsHere: registry.runs(batch: line.batch),
+                                               inputPresent: batchInputPresent(line.batch)) == .letGroupGo {
+                letGroupGo(group, "the batch of a sent group's lines runs on another daemon now; the group is left for it to adopt")
+            }
             if waiting[id] != nil {
                 apply(grouper.handle(.removed(id: id)))
             } else if groupOfMember[id] == nil {
@@ -303,30 +308,35 @@ public final class BackgroundLane: @unchecked Sendable {
         case .adopted(let intent):
             resume(intent)
         case .lost(let id):
-            guard let group = groups.removeValue(forKey: id) else { return }
-            // Its new follower works from the record: nothing of it is touched here.
-            logger.warning("the claim of a remote batch's group was taken by another daemon; it follows the batch now",
-                           ["group": LogValue(id), "batch": LogValue(group.machine.intent.batchID ?? "unknown")])
-            // Known as the new follower's group before any member is let go: one claimed here
-            // again is then let go too, not sent a second time.
-            registry.lost(group: id, members: group.machine.intent.members.map(\.id))
-            for member in group.machine.intent.members where groupOfMember[member.id] == id {
-                groupOfMember[member.id] = nil
-                guard let held = group.held[member.id], !group.ended.contains(member.id) else { continue }
-                post(.laneEnded(id: member.id))
-                switch RemoteGroupClaims.afterLoss(isLine: BatchLineRef(id: member.id) != nil) {
-                case .letClaimGo:
-                    // Left expired, as a member of a live daemon's group is (`LeaseClaimer`):
-                    // should the new follower die before it claims it, the next claim is a
-                    // takeover, which looks at `state/remote` again.
-                    leases?.letGo(member.id)
-                    post(.finalized(id: member.id))
-                case .backToBatch:
-                    handBackToBatch(held)
-                }
-            }
+            letGroupGo(id, "the claim of a remote batch's group was taken by another daemon; it follows the batch now")
         case .stop:
             break
+        }
+    }
+
+    /// Stops following the group `id`, which another daemon follows (or is to adopt) from its
+    /// record: nothing of the record is touched here, its claim is given up, and each member
+    /// held here goes back (a request's claim let go, a line to its batch).
+    private func letGroupGo(_ id: String, _ reason: String) {
+        guard let group = groups.removeValue(forKey: id) else { return }
+        logger.warning(reason, ["group": LogValue(id), "batch": LogValue(group.machine.intent.batchID ?? "unknown")])
+        // Known as the new follower's group before any member is let go: one claimed here
+        // again is then let go too, not sent a second time.
+        registry.lost(group: id, members: group.machine.intent.members.map(\.id))
+        for member in group.machine.intent.members where groupOfMember[member.id] == id {
+            groupOfMember[member.id] = nil
+            guard let held = group.held[member.id], !group.ended.contains(member.id) else { continue }
+            post(.laneEnded(id: member.id))
+            switch RemoteGroupClaims.afterLoss(isLine: BatchLineRef(id: member.id) != nil) {
+            case .letClaimGo:
+                // Left expired, as a member of a live daemon's group is (`LeaseClaimer`):
+                // should the new follower die before it claims it, the next claim is a
+                // takeover, which looks at `state/remote` again.
+                leases?.letGo(member.id)
+                post(.finalized(id: member.id))
+            case .backToBatch:
+                handBackToBatch(held)
+            }
         }
     }
 
@@ -392,7 +402,7 @@ public final class BackgroundLane: @unchecked Sendable {
         }
         waiting[task.id] = memberForm(of: task)
         logger.debug("deferred to the background lane", id: task.id, ["endpoint": LogValue(endpoint)])
-        apply(grouper.handle(.added(LaneGrouper.Member(id: task.id, bytes: size), LaneGrouper.Key(endpoint: endpoint, url: url(of: task)),
+        apply(grouper.handle(.added(LaneGrouper.Member(id: task.id, bytes: size), LaneGrouper.Key(endpoint: endpoint, url: url(of: task), batch: task.line == nil ? nil : BatchLineRef(id: task.id)?.batch),
                                     at: Date().timeIntervalSince1970)))
     }
 
@@ -441,6 +451,17 @@ public final class BackgroundLane: @unchecked Sendable {
             post(.finalized(id: member.id))
         case nil:
             returning.append(member)
+        }
+    }
+
+    /// Whether a batch's input is in `outgoing`; one that cannot be looked at counts as
+    /// there, so that its group is let go to its next runner rather than cancelled.
+    private func batchInputPresent(_ batch: String) -> Bool {
+        do {
+            return try Syscall.exists(layout.batchRequest(batch))
+        } catch {
+            logger.warning("cannot look at a batch's input", id: batch, ["reason": "\(error)"])
+            return true
         }
     }
 

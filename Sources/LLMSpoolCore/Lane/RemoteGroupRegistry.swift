@@ -43,6 +43,9 @@ final class RemoteGroupRegistry: Sendable {
         self.runsBatch = runsBatch
     }
 
+    /// Whether this daemon's batch runner runs the batch file `name` now.
+    func runs(batch name: String) -> Bool { runsBatch(name) }
+
     /// How often `state/remote` is looked at for groups whose follower is gone.
     var lookAgainSeconds: Double { RemoteGroupClaims.lookAgainSeconds(leaseSeconds: leases?.seconds ?? 60) }
 
@@ -74,8 +77,9 @@ final class RemoteGroupRegistry: Sendable {
         leases?.release(RemoteGroupClaims.claimID(group: group), ended: ended)
     }
 
-    /// The group's claim was found taken (this daemon was paused past its lease): another
-    /// daemon follows it now. Its members are known as that daemon's group at once, as a
+    /// The group's claim was found taken (this daemon was paused past its lease), or is given
+    /// up for the daemon that now runs the batch its lines are of: another daemon follows it
+    /// now, or adopts it at its next look. Its members are known as that daemon's group at once, as a
     /// look at `state/remote` would find them, so that a member claimed here again is let go
     /// (`.leave`) and a line of its batch waits, instead of being sent a second time.
     func lost(group: String, members allMembers: [String]) {
@@ -87,7 +91,8 @@ final class RemoteGroupRegistry: Sendable {
             state.elsewhere[group] = Elsewhere(members: members, lineBatches: Set(allMembers.lazy.compactMap { BatchLineRef(id: $0)?.batch }))
             for member in members { state.elsewhereMember[member] = group }
         }
-        // Another daemon's lease now: nothing of it is rewritten (`LeaseManager.release`).
+        // Another daemon's lease is not rewritten; one still this daemon's is removed, for
+        // the next runner of the lines' batch to claim (`LeaseManager.release`).
         leases?.release(RemoteGroupClaims.claimID(group: group), ended: false)
     }
 

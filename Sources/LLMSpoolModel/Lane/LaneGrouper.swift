@@ -1,5 +1,5 @@
 /// Gathers deferrable requests into groups, one per endpoint and url (OpenAI takes one
-/// endpoint per batch), and says when a group is to be sent: when it holds
+/// endpoint per batch) and per batch file, and says when a group is to be sent: when it holds
 /// `maxRequests`, when the next member would pass `maxBytes`, or when its oldest member
 /// has waited `lingerSeconds`. Events in, actions out; it reads no clock. Pure.
 public struct LaneGrouper: Sendable {
@@ -16,14 +16,20 @@ public struct LaneGrouper: Sendable {
         }
     }
 
-    /// What a group is for: the endpoint's name and the dialect's url.
+    /// What a group is for: the endpoint's name, the dialect's url, and the batch file its
+    /// members are lines of (nil for request files). On a shared spool a group carrying lines
+    /// of a batch file is followed only by the daemon that runs that batch
+    /// (`RemoteGroupClaims.runsLines`); lines of two batch files in one group could leave it
+    /// to no daemon at all once two daemons run the two batches.
     public struct Key: Sendable, Hashable {
         public var endpoint: String
         public var url: String
+        public var batch: String?
 
-        public init(endpoint: String, url: String) {
+        public init(endpoint: String, url: String, batch: String? = nil) {
             self.endpoint = endpoint
             self.url = url
+            self.batch = batch
         }
     }
 
@@ -111,7 +117,7 @@ public struct LaneGrouper: Sendable {
             return lingered(now: now)
         case .batching(let endpoints):
             var actions: [Action] = []
-            for key in groups.keys.sorted(by: { ($0.endpoint, $0.url) < ($1.endpoint, $1.url) }) where !endpoints.contains(key.endpoint) {
+            for key in groups.keys.sorted(by: { ($0.endpoint, $0.url, $0.batch ?? "") < ($1.endpoint, $1.url, $1.batch ?? "") }) where !endpoints.contains(key.endpoint) {
                 for member in groups.removeValue(forKey: key)?.members ?? [] {
                     keyOfMember[member.id] = nil
                     actions.append(.unbatched(member, key))
@@ -119,7 +125,7 @@ public struct LaneGrouper: Sendable {
             }
             return actions
         case .flush:
-            return groups.keys.sorted { ($0.endpoint, $0.url) < ($1.endpoint, $1.url) }.map { send($0, .flush) }
+            return groups.keys.sorted { ($0.endpoint, $0.url, $0.batch ?? "") < ($1.endpoint, $1.url, $1.batch ?? "") }.map { send($0, .flush) }
         }
     }
 

@@ -103,6 +103,25 @@ public enum RemoteGroupClaims {
         isLine ? .backToBatch : .letClaimGo
     }
 
+    /// What a withdrawn line of a group followed here means for that group.
+    public enum LineWithdrawal: Sendable, Equatable {
+        /// Its batch was cancelled (its input deleted or replaced, or its lifetime passed):
+        /// the line ends cancelled, and the remote batch is cancelled once no member is wanted.
+        case endLine
+        /// Its batch's runner here lost the batch's claim (this daemon was paused past its
+        /// lease) and another daemon resumes the batch, holding its lines aside for the group
+        /// that carries them: the group is let go for that daemon to adopt. Cancelled here, its
+        /// answers would be lost and the lines sent again: paid twice.
+        case letGroupGo
+    }
+
+    /// `batchRunsHere`: the line's batch still runs here (a cancelled batch runs until it
+    /// ends; one whose claim was lost is dropped at once); `inputPresent`: its input is in
+    /// `outgoing`. Only on a shared spool can a batch stop running here with its input there.
+    public static func lineWithdrawn(shared: Bool, batchRunsHere: Bool, inputPresent: Bool) -> LineWithdrawal {
+        shared && !batchRunsHere && inputPresent ? .letGroupGo : .endLine
+    }
+
     /// Whether a group's step is taken now, on a spool several daemons share.
     public enum StepGate: Sendable, Equatable {
         case go
