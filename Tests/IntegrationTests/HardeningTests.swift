@@ -123,6 +123,28 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: harness.layout.failedRequest("slow")))
     }
 
+    /// A first attempt's start is journaled, not recorded (`StartJournal`). A stop or a
+    /// `kill -9` during it used to drop the journal unread at the next start, and the
+    /// request came back with a new `first_seen`: its `max_lifetime_seconds` began again.
+    @Test(arguments: ["stop", "kill"]) func aRequestInFlightWhenTheDaemonEndsKeepsItsFirstSeen(how: String) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.drop("long", Harness.request("in flight at the end", stub: ["faults": [["header_delay_ms": 60_000]]]))
+        try harness.startDaemon()
+        try waitUntil("the request reached the stub", timeout: 20) { try harness.arrivals(of: "in flight at the end").count == 1 }
+        #expect(TaskRecord.load(harness.layout, id: "long") == nil, "a first attempt has no record while it runs")
+        let ended = Date()
+        if how == "stop" { harness.stopDaemon() } else { harness.killDaemon() }
+        usleep(1_100_000)
+        try harness.startDaemon()
+        try waitUntil("sent again and answered", timeout: 20) { Syscall.isPresent(harness.layout.result("long")) }
+        #expect(try harness.arrivals(of: "in flight at the end").count == 2)
+        let record = try #require(TaskRecord.load(harness.layout, id: "long"))
+        #expect(record.history.firstSeen < ended, "first_seen \(record.history.firstSeen) is from before the daemon ended (\(ended))")
+        #expect(record.history.unfinishedStarts <= 1, "no crash counted: \(record.history.unfinishedStarts)")
+    }
+
     @Test func aRequestInFlightAtThreeCrashesInARowFails() throws {
         let harness = try Harness()
         defer { harness.stop() }

@@ -48,12 +48,19 @@ import LLMSpoolSystem
         #expect(!FileManager.default.fileExists(atPath: layout.startJournal), "the journal is consumed")
     }
 
-    @Test func withoutACrashTheJournalIsDroppedUnread() throws {
+    /// After a stop or a kill -9 the unended starts are recorded too: the record keeps the
+    /// request's first_seen (its `max_lifetime_seconds` runs from it); the engine, told the
+    /// last run did not crash, clears the count as it reads it.
+    @Test func withoutACrashTheUnendedStartsAreRecordedForTheirFirstSeen() throws {
         defer { try? FileManager.default.removeItem(atPath: root) }
         let journal = StartJournalFile(layout: layout, logger: logger)
-        try journal.append(try request("a"), requestPath: layout.request("a"), now: 0, notEnded: { [] })
-        #expect(StartJournalFile.replay(layout: layout, previousRunCrashed: false, logger: logger) == 0)
-        #expect(TaskRecord.load(layout, id: "a") == nil)
+        let started = try request("a")
+        try journal.append(started, requestPath: layout.request("a"), now: 0, notEnded: { [] })
+        try journal.append(try request("gone"), requestPath: layout.request("gone"), now: 0, notEnded: { [] })
+        try FileManager.default.removeItem(atPath: layout.request("gone"))
+        #expect(StartJournalFile.replay(layout: layout, previousRunCrashed: false, logger: logger) == 1)
+        #expect(TaskRecord.load(layout, id: "a")?.history.firstSeen == Date(timeIntervalSince1970: 0))
+        #expect(TaskRecord.load(layout, id: "gone") == nil)
         #expect(!FileManager.default.fileExists(atPath: layout.startJournal))
     }
 

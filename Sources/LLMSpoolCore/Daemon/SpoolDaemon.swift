@@ -181,9 +181,12 @@ public final class SpoolDaemon: Sendable {
             StartJournalFile.drop(layout: layout, logger: logger)
         } else {
             try lockSpool()
-            // Before the watcher looks at records: the starts a crash left unended become theirs.
-            let counted = StartJournalFile.replay(layout: layout, previousRunCrashed: engine.previousRunCrashed, logger: logger)
-            if counted > 0 { logger.info("requests in flight at the crash are counted against the crash guard", ["requests": "\(counted)"]) }
+            // Before the watcher looks at records: the starts the last run left unended become theirs.
+            let recorded = StartJournalFile.replay(layout: layout, previousRunCrashed: engine.previousRunCrashed, logger: logger)
+            if recorded > 0 {
+                logger.info(engine.previousRunCrashed ? "requests in flight at the crash are counted against the crash guard"
+                                                      : "requests in flight when the last run ended keep their first_seen", ["requests": "\(recorded)"])
+            }
         }
         // Consumed only now: a start killed before this point counts the crash again.
         _ = CrashMarker.consume(markerPath: marker)

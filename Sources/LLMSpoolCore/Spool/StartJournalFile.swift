@@ -125,13 +125,16 @@ final class StartJournalFile {
         return written + bytes.count
     }
 
-    /// At a start, before the watcher: after a crash, writes the record of every start that
-    /// never ended (`StartJournal.fate`), so that `CrashGuard` counts it; then, crash or not,
-    /// removes the journal. Returns how many records were written.
+    /// At a start, before the watcher: writes the record of every start that never ended
+    /// (`StartJournal.fate`), then removes the journal. Returns how many records were written.
+    /// After a crash `CrashGuard` counts each such start. After a stop or a `kill -9` the
+    /// engine clears the count as it reads the record (`TransferEngine.previousRunCrashed`),
+    /// and the record still keeps the request's `first_seen`, from which `max_lifetime_seconds`
+    /// runs: dropped unread, a stop during a first attempt started that clock again.
     @discardableResult
     static func replay(layout: SpoolLayout, previousRunCrashed: Bool, logger: Logger) -> Int {
         var written = 0
-        if previousRunCrashed {
+        do {
             var generations: [[UInt8]] = []
             let paths = [layout.previousStartJournal, layout.startJournal]
             for path in paths {
@@ -140,7 +143,8 @@ final class StartJournalFile {
                 } catch let error as SystemError where error.errno == ENOENT {
                     generations.append([])
                 } catch {
-                    logger.warning("cannot read the start journal; starts of requests in flight at the crash are not counted",
+                    logger.warning(previousRunCrashed ? "cannot read the start journal; starts of requests in flight at the crash are not counted"
+                                                      : "cannot read the start journal; requests in flight when the last run ended get a new first_seen",
                                    ["file": LogValue(path), "reason": "\(error)"])
                     generations.append([])
                 }
@@ -166,7 +170,7 @@ final class StartJournalFile {
                     try started.write(layout, durable: false)
                     written += 1
                 } catch {
-                    logger.warning("cannot record a start made before the crash", id: started.id, ["reason": "\(error)"])
+                    logger.warning("cannot record a start made by the last run", id: started.id, ["reason": "\(error)"])
                 }
             }
         }
