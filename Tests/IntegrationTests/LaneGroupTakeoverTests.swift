@@ -304,9 +304,48 @@ import Testing
         let made = try BackgroundLaneTests().creations(harness)
         #expect(Set(made.keys) == groupsBefore && made.values.allSatisfy { $0 == 1 }, "no group created again: \(made) against \(groupsBefore)")
         #expect(try BackgroundLaneTests().cancelledGroups(harness).isEmpty, "the remote batch was cancelled")
-        #expect(harness.extraLog("d1").contains("the group is left for it to adopt"))
+        #expect(harness.extraLog("d1").contains("the group is left for its runner to adopt"))
         let adopter = ["d1", "d2"].filter { harness.extraLog($0).contains("adopting the remote batch") }
         print("the batch's group let go by d1 and adopted by \(adopter)")
+    }
+
+    /// As above, but the lane's thread is busy (held 8 s after a poll, as a long upload or
+    /// download holds it) while the batch's claim is lost and then free again: d1 takes the
+    /// batch back itself. Before, the lines' withdrawals were judged once the lane got to
+    /// them, after the batch ran here again: each line ended `batch_cancelled` in a batch
+    /// that went on, and the remote batch was cancelled. Now the lane hears of the loss
+    /// first, and the batch runs here again only once the lines of the lost run are ended.
+    @Test func aBatchTakenBackByTheDaemonThatLostItGetsItsLinesFromTheSameGroup() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "20"])
+        var environment = Self.environment("lease-files")
+        environment["LLMSPOOL_TEST_LANE_PAUSE"] = "polled"
+        environment["LLMSPOOL_TEST_LANE_PAUSE_SECONDS"] = "8"
+        var config = Self.daemonConfig(harness, "d1", method: "lease-files")
+        config["lease_seconds"] = 3
+        _ = try harness.startExtraDaemon("d1", config: config, environment: environment)
+        let ids = (0..<4).map { "t\($0)" }
+        try BatchTests.dropBatch(harness, "nightly", ids.map { BackgroundLaneBatchFileTests.line($0, "\(Self.prompt) \($0)") })
+        try waitUntil("the lane holds its thread after a poll", timeout: 60) { harness.extraLog("d1").contains("lane test pause") }
+        let lease = harness.layout.lease(BatchClaimRules.claimID(batch: "nightly"))
+        let taken: [String: Any] = ["owner": "elsewhere-1-test", "host": "elsewhere", "expires_at": Date().timeIntervalSince1970 + 3]
+        try JSONSerialization.data(withJSONObject: taken).write(to: URL(fileURLWithPath: lease))
+        try waitUntil("d1 finds the batch's claim taken", timeout: 30) {
+            harness.extraLog("d1").contains("the batch's claim was lost to another daemon")
+        }
+        try Self.waitForTheBatchToEndOnce(harness, "nightly", ids)
+        let output = try BatchTests.byID(BatchTests.outputLines(harness.layout.batchOutput("nightly")))
+        for id in ids {
+            #expect(output[id]?["error"] is NSNull, "\(id): \(String(describing: output[id]))")
+            #expect(try harness.arrivals(of: "\(Self.prompt) \(id)").isEmpty, "\(id) was sent live")
+        }
+        #expect(try BackgroundLaneTests().cancelledGroups(harness).isEmpty, "the remote batch was cancelled")
+        let made = try BackgroundLaneTests().creations(harness)
+        #expect(made.count == 1 && made.values.allSatisfy { $0 == 1 }, "one remote batch, created once: \(made)")
+        let log = harness.extraLog("d1")
+        #expect(log.components(separatedBy: "batch resumed").count - 1 >= 1, "d1 ran the batch again")
+        #expect(log.contains("the group is left for its runner to adopt"))
     }
 
     @Test func aDaemonStartedBesideALiveOneLeavesItsRemoteBatchAlone() throws {

@@ -48,4 +48,12 @@ import Testing
         #expect(BatchClaimRules.releaseEnds(batchEnded: true))
         #expect(!BatchClaimRules.releaseEnds(batchEnded: false))
     }
+
+    @Test func aBatchWhoseClaimWasLostRunsHereAgainOnlyOnceItsLinesInFlightAreReported() {
+        #expect(BatchClaimRules.mayRunAgain(outstanding: 0, since: 100, now: 100))
+        #expect(!BatchClaimRules.mayRunAgain(outstanding: 1, since: 100, now: 100))
+        #expect(!BatchClaimRules.mayRunAgain(outstanding: 3, since: 100, now: 100 + BatchClaimRules.abandonedLinesWaitSeconds - 1))
+        #expect(BatchClaimRules.mayRunAgain(outstanding: 3, since: 100, now: 100 + BatchClaimRules.abandonedLinesWaitSeconds),
+                "a report that never comes does not keep the batch from this daemon for ever")
+    }
 }

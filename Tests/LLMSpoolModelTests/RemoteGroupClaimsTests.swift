@@ -100,12 +100,10 @@ import Testing
         #expect(RemoteGroupClaims.afterLoss(isLine: true) == .backToBatch)
     }
 
-    @Test(arguments: [false, true], [false, true])
-    func aWithdrawnLineLetsItsGroupGoOnlyWhenItsBatchRunsElsewhereNow(runsHere: Bool, inputPresent: Bool) {
-        let expected: RemoteGroupClaims.LineWithdrawal = !runsHere && inputPresent ? .letGroupGo : .endLine
-        #expect(RemoteGroupClaims.lineWithdrawn(shared: true, batchRunsHere: runsHere, inputPresent: inputPresent) == expected)
-        // A spool of its own: only a cancellation withdraws a line.
-        #expect(RemoteGroupClaims.lineWithdrawn(shared: false, batchRunsHere: runsHere, inputPresent: inputPresent) == .endLine)
+    @Test(arguments: [false, true], [LaneLineFate.Input.same, .changed, .unknown])
+    func aGroupOfALostBatchsLinesIsLetGoOnlyWhenNothingElseRunsHereAndItsInputIsTheSame(onlyThoseLines: Bool, input: LaneLineFate.Input) {
+        let expected: RemoteGroupClaims.AfterBatchLost = onlyThoseLines && input != .changed ? .letGroupGo : .endItsLines
+        #expect(RemoteGroupClaims.afterBatchLost(onlyLinesOfBatchesNotRunHere: onlyThoseLines, input: input) == expected)
     }
 
     @Test func aStepThatChangesSomethingRemoteIsTakenOnlyUnderTheGroupsClaimUnexpired() {

@@ -163,6 +163,9 @@ public final class BatchRunner: @unchecked Sendable {
     }
     private let running = Mutex<Set<String>>([])
     private var settling: [String: Double] = [:]
+    /// Batches whose claim was lost here: the lines the lost run had in flight and not yet
+    /// reported ended, and when the claim was lost (`BatchClaimRules.mayRunAgain`).
+    private var abandonedLines: [String: (entries: Set<Int>, since: Double)] = [:]
     private var draining = false
     /// The lines handed to the background lane that its thread has not taken in yet.
     private let laneBacklog: @Sendable () -> Int
@@ -196,12 +199,17 @@ public final class BatchRunner: @unchecked Sendable {
     /// Whether a group of the background lane not followed here carries lines of a batch
     /// (`BackgroundLane.groupElsewhereCarriesLines`): its lines then wait for that group.
     private let laneGroupElsewhere: @Sendable (String) -> Bool
+    /// Tells the background lane a batch's claim was lost (`BackgroundLane.batchLost`),
+    /// before the batch's lines in flight are withdrawn.
+    private let laneBatchLost: @Sendable (String) -> Void
 
     public init(layout: SpoolLayout, settings: Settings, logger: Logger, metrics: Metrics = Metrics(), leases: LeaseManager? = nil,
                 post: @escaping @Sendable (Scheduler.Event) -> Void, onEnd: @escaping @Sendable (EndReport) -> Void = { _ in },
                 laneBacklog: @escaping @Sendable () -> Int = { 0 }, adoptLaneGroups: @escaping @Sendable () -> Void = {},
-                laneGroupElsewhere: @escaping @Sendable (String) -> Bool = { _ in false }) {
+                laneGroupElsewhere: @escaping @Sendable (String) -> Bool = { _ in false },
+                laneBatchLost: @escaping @Sendable (String) -> Void = { _ in }) {
         self.laneBacklog = laneBacklog
+        self.laneBatchLost = laneBatchLost
         self.adoptLaneGroups = adoptLaneGroups
         self.laneGroupElsewhere = laneGroupElsewhere
         self.leases = leases
@@ -297,7 +305,8 @@ public final class BatchRunner: @unchecked Sendable {
                     // Run by no one here: its journal, if it has one, may be an orphan now.
                     if batches[name] == nil { orphanSweepDue = 0 }
                 case .lost(let name): if let batch = batches[name] { abandon(batch) }
-                case .ended(let name, let ended): batches[name]?.ended.append(ended)
+                case .ended(let name, let ended):
+                    if let batch = batches[name] { batch.ended.append(ended) } else { abandonedLineReported(name, ended.entry) }
                 case .attempted(let name, let attempted):
                     if let batch = batches[name], batch.cancelled {
                         // Cancelled since the finisher looked: the line is not sent again.
@@ -310,6 +319,7 @@ public final class BatchRunner: @unchecked Sendable {
                         batch.attempted.append(attempted)
                     } else {
                         // No batch runs under the name any more: its lines are not sent.
+                        abandonedLineReported(name, attempted.entry)
                         post(.finalized(id: attempted.task.id))
                     }
                 case .stop: stop = true
@@ -359,6 +369,18 @@ public final class BatchRunner: @unchecked Sendable {
     }
 
     private func consider(_ name: String) {
+        if let lost = abandonedLines[name] {
+            let now = Date().timeIntervalSince1970
+            guard BatchClaimRules.mayRunAgain(outstanding: lost.entries.count, since: lost.since, now: now) else {
+                settling[name] = now + 1
+                logger.debug("lines of the run whose claim was lost are still ending; looked at again later", id: name,
+                             ["lines": "\(lost.entries.count)"])
+                return
+            }
+            abandonedLines[name] = nil
+            logger.warning("lines of the run whose claim was lost were never reported ended; the batch may run here again", id: name,
+                           ["lines": "\(lost.entries.count)", "seconds": "\(Int(now - lost.since))"])
+        }
         let claimID = BatchClaimRules.claimID(batch: name)
         var tookOver = false
         let claim = leases.map { BatchRunner.claim(claimID, leases: $0, tookOver: &tookOver) }
@@ -1048,15 +1070,28 @@ public final class BatchRunner: @unchecked Sendable {
         batch.cancelled = true
         logger.warning("the batch's claim was lost to another daemon; it goes on there from its journal", id: batch.name,
                        ["lines_in_flight": "\(batch.inWindow.count)"])
-        // Not run here before its lines are withdrawn: the lane then lets their groups go to
-        // the batch's new runner instead of cancelling them (`RemoteGroupClaims.lineWithdrawn`).
         batches[batch.name] = nil
+        // Before the withdrawals, which its inbox then brings after: the lane lets the groups
+        // of the batch's lines go to the batch's next runner (`RemoteGroupClaims.afterBatchLost`).
+        laneBatchLost(batch.name)
+        // Each line in flight whose end is not here yet is reported once its withdrawal ends
+        // it; until then the batch does not run here again (`BatchClaimRules.mayRunAgain`).
+        var outstanding = batch.inWindow
+        for ended in batch.ended { outstanding.remove(ended.entry) }
+        for attempted in batch.attempted { outstanding.remove(attempted.entry) }
+        if !outstanding.isEmpty { abandonedLines[batch.name] = (outstanding, Date().timeIntervalSince1970) }
         for entry in batch.inWindow { post(.requestRemoved(id: SpoolLayout.lineID(batch: batch.name, entry: entry))) }
         for attempted in batch.attempted { post(.finalized(id: attempted.task.id)) }
         batch.attempted.removeAll()
         batch.ended.removeAll()
         close(batch)
         leases?.release(BatchClaimRules.claimID(batch: batch.name), ended: false)
+    }
+
+    /// A line of a run whose claim was lost here was reported ended (or handed back).
+    private func abandonedLineReported(_ name: String, _ entry: Int) {
+        guard abandonedLines[name]?.entries.remove(entry) != nil, abandonedLines[name]?.entries.isEmpty == true else { return }
+        abandonedLines[name] = nil
     }
 
     private func cancel(_ name: String, because reason: String) {
@@ -1367,6 +1402,11 @@ extension BatchRunner {
 struct BatchLineRef: Sendable, Equatable {
     var batch: String
     var entry: Int
+
+    init(batch: String, entry: Int) {
+        self.batch = batch
+        self.entry = entry
+    }
 
     /// Read from the id's bytes: the engine and the finisher ask several times for every
     /// attempt of every request, and with Foundation's backwards search it cost about 7 us

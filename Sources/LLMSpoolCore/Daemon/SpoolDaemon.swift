@@ -125,7 +125,7 @@ public final class SpoolDaemon: Sendable {
                                       hooks.handleBatch(report)
                                   },
                                   laneBacklog: { lane.backlog }, adoptLaneGroups: { lane.adoptUnfollowed() },
-                                  laneGroupElsewhere: { lane.groupElsewhereCarriesLines(of: $0) })
+                                  laneGroupElsewhere: { lane.groupElsewhereCarriesLines(of: $0) }, laneBatchLost: { lane.batchLost($0) })
         finisher.batches.withLock { $0 = batches }
         runnerBox.withLock { $0 = batches }
         batches.noteHooks(hooks.notesBatches)

@@ -57,6 +57,9 @@ public final class BackgroundLane: @unchecked Sendable {
         case adopted(RemoteIntent)
         /// The group's claim is another daemon's now (this one was paused past its lease).
         case lost(String)
+        /// The claim of the batch file of this name is another daemon's now: its runner here
+        /// dropped it, and withdraws its lines in flight next.
+        case batchLost(String)
         case stop
     }
 
@@ -185,6 +188,13 @@ public final class BackgroundLane: @unchecked Sendable {
         enqueue(.lost(group))
     }
 
+    /// The batch runner dropped the batch file `name`, whose claim another daemon took (any
+    /// thread): called before its lines in flight are withdrawn, which the inbox then brings
+    /// after it.
+    public func batchLost(_ name: String) {
+        enqueue(.batchLost(name))
+    }
+
     /// Groups this daemon now follows: the lane's thread takes each one up before any member's
     /// hand-over (at once on its own thread, whose inbox it has not read yet; through the
     /// inbox from another), and the scheduler learns their members, so that each member found
@@ -264,11 +274,6 @@ public final class BackgroundLane: @unchecked Sendable {
             join(task, endpoint: endpoint)
             backlogCount.subtract(1, ordering: .relaxed)
         case .withdrawn(let id):
-            if let group = groupOfMember[id], let line = BatchLineRef(id: id),
-               RemoteGroupClaims.lineWithdrawn(shared: sharedSpool, batchRunsHere: registry.runs(batch: line.batch),
-                                               inputPresent: batchInputPresent(line.batch)) == .letGroupGo {
-                letGroupGo(group, "the batch of a sent group's lines runs on another daemon now; the group is left for it to adopt")
-            }
             if waiting[id] != nil {
                 apply(grouper.handle(.removed(id: id)))
             } else if groupOfMember[id] == nil {
@@ -309,6 +314,8 @@ public final class BackgroundLane: @unchecked Sendable {
             resume(intent)
         case .lost(let id):
             letGroupGo(id, "the claim of a remote batch's group was taken by another daemon; it follows the batch now")
+        case .batchLost(let name):
+            batchLost(name, groupIDs: groups.keys.sorted())
         case .stop:
             break
         }
@@ -454,14 +461,43 @@ public final class BackgroundLane: @unchecked Sendable {
         }
     }
 
-    /// Whether a batch's input is in `outgoing`; one that cannot be looked at counts as
-    /// there, so that its group is let go to its next runner rather than cancelled.
-    private func batchInputPresent(_ batch: String) -> Bool {
-        do {
-            return try Syscall.exists(layout.batchRequest(batch))
-        } catch {
-            logger.warning("cannot look at a batch's input", id: batch, ["reason": "\(error)"])
-            return true
+    /// The groups among `groupIDs` that carry lines of the batch `name`, whose claim was lost:
+    /// each is let go for the batch's next runner, or its lines end as they are withdrawn
+    /// (`RemoteGroupClaims.afterBatchLost`).
+    private func batchLost(_ name: String, groupIDs: [String]) {
+        var lookup = LaneLineLookup()
+        for id in groupIDs {
+            guard let members = groups[id]?.machine.intent.members else { continue }
+            var recorded: FileIdentity??
+            let onlyLinesOfBatchesNotRunHere = members.allSatisfy { member in
+                guard let line = BatchLineRef(id: member.id) else { return false }
+                if line.batch == name {
+                    if recorded == nil { recorded = .some(member.request) }
+                    return true
+                }
+                return !registry.runs(batch: line.batch)
+            }
+            guard let recorded else { continue }
+            let input: LaneLineFate.Input
+            if let known = lookup.inputs[name], known.recorded == recorded {
+                input = known.input
+            } else {
+                input = lineInput(BatchLineRef(batch: name, entry: 0), recorded: recorded)
+                lookup.inputs[name] = (recorded, input)
+            }
+            switch RemoteGroupClaims.afterBatchLost(onlyLinesOfBatchesNotRunHere: onlyLinesOfBatchesNotRunHere, input: input) {
+            case .letGroupGo:
+                guard let group = groups.removeValue(forKey: id) else { continue }
+                logger.warning("the batch of a sent group's lines runs on another daemon now; the group is left for its runner to adopt",
+                               id: name, ["group": LogValue(id), "batch": LogValue(group.machine.intent.batchID ?? "unknown")])
+                registry.lost(group: id, members: members.map(\.id))
+                // Each line held here is withdrawn by its runner next (`BatchRunner.abandon`):
+                // found in no group, it ends then, once (the finisher, then the scheduler).
+                for member in members where groupOfMember[member.id] == id { groupOfMember[member.id] = nil }
+            case .endItsLines:
+                logger.info("a sent group carries lines of a batch whose claim was lost; they end as they are withdrawn",
+                            id: name, ["group": LogValue(id)])
+            }
         }
     }
 

@@ -457,6 +457,11 @@ public final class LeaseManager: Sendable {
                 logger.warning("cannot leave the lease expired; removing it", id: id, ["reason": "\(error)"])
             }
         }
+        // A lease file already expired may be under another daemon's takeover at this moment
+        // (it removes the expired lease and writes its own under the name): removed now, the
+        // new claim could go instead. Expired, it is free to take as it is. Under a lock no one
+        // takes it while this daemon holds the lock.
+        if lock == nil, lease.expiresAt <= LeaseManager.now() { return }
         logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) }
         lock?.discard()
     }

@@ -103,23 +103,28 @@ public enum RemoteGroupClaims {
         isLine ? .backToBatch : .letClaimGo
     }
 
-    /// What a withdrawn line of a group followed here means for that group.
-    public enum LineWithdrawal: Sendable, Equatable {
-        /// Its batch was cancelled (its input deleted or replaced, or its lifetime passed):
-        /// the line ends cancelled, and the remote batch is cancelled once no member is wanted.
-        case endLine
-        /// Its batch's runner here lost the batch's claim (this daemon was paused past its
-        /// lease) and another daemon resumes the batch, holding its lines aside for the group
-        /// that carries them: the group is let go for that daemon to adopt. Cancelled here, its
-        /// answers would be lost and the lines sent again: paid twice.
+    /// What becomes of a group followed here that carries lines of a batch whose claim this
+    /// daemon just lost (it was paused past its lease; another daemon resumes the batch from
+    /// its journal and holds its lines aside for the group that carries them).
+    public enum AfterBatchLost: Sendable, Equatable {
+        /// The group is let go for the batch's next runner to adopt: its claim is given up, and
+        /// the lines held here end as their runner withdraws them. Cancelled here instead, its
+        /// answers would be lost and the lines grouped again by the next runner: paid twice.
         case letGroupGo
+        /// Its lines end as their runner withdraws them, cancelled, and the remote batch is
+        /// cancelled once no member is wanted: the group also carries what still runs here
+        /// (a request file, or lines of a batch run here: a group recorded before groups were
+        /// kept per batch file), or the input in `outgoing` is no longer the one its lines
+        /// were read from (its next runner would discard their answers).
+        case endItsLines
     }
 
-    /// `batchRunsHere`: the line's batch still runs here (a cancelled batch runs until it
-    /// ends; one whose claim was lost is dropped at once); `inputPresent`: its input is in
-    /// `outgoing`. Only on a shared spool can a batch stop running here with its input there.
-    public static func lineWithdrawn(shared: Bool, batchRunsHere: Bool, inputPresent: Bool) -> LineWithdrawal {
-        shared && !batchRunsHere && inputPresent ? .letGroupGo : .endLine
+    /// `onlyLinesOfBatchesNotRunHere`: every member is a line of the lost batch or of another
+    /// batch not run here; `input`: the lost batch's input in `outgoing` now against the one
+    /// the group's lines were read from (one that cannot be looked at counts as the same: the
+    /// group is let go rather than cancelled).
+    public static func afterBatchLost(onlyLinesOfBatchesNotRunHere: Bool, input: LaneLineFate.Input) -> AfterBatchLost {
+        onlyLinesOfBatchesNotRunHere && input != .changed ? .letGroupGo : .endItsLines
     }
 
     /// Whether a group's step is taken now, on a spool several daemons share.
