@@ -98,11 +98,14 @@ public struct LaneGrouper: Sendable {
             if let group = groups[key], group.bytes + member.bytes > limits.maxBytes {
                 actions.append(send(key, .bytes))
             }
+            // The group's own key is kept for each member: its strings shared, not a batch
+            // name allocated per waiting line of a batch file.
+            let stored = groups.index(forKey: key).map { groups.keys[$0] } ?? key
             var group = groups[key] ?? Group(oldest: now)
             group.members.append(member)
             group.bytes += member.bytes
             groups[key] = group
-            keyOfMember[member.id] = key
+            keyOfMember[member.id] = stored
             if group.members.count >= limits.maxRequests { actions.append(send(key, .full)) }
             return actions + lingered(now: now)
         case .removed(let id):
