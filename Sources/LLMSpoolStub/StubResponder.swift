@@ -72,8 +72,11 @@ public struct StubResponder: Sendable {
             ? StubMessages.respond(request, body: body, headers: headers, directives: directives, fault: fault, attempt: attempt)
             : answer(request, body: body, headers: headers, dialect: dialect!, directives: directives, fault: fault, attempt: attempt)
         response.headers += fault?.headers ?? []
-        // OpenAI names each request it answers; the Messages stub sends Anthropic's request-id.
-        if !messages { response.headers.append(("x-request-id", "req_stub_\(attempt)")) }
+        // OpenAI names each request it answers (unless a fault names it otherwise); the
+        // Messages stub sends Anthropic's request-id.
+        if !messages && !response.headers.contains(where: { $0.0.lowercased() == "x-request-id" }) {
+            response.headers.append(("x-request-id", "req_stub_\(attempt)"))
+        }
         return response
     }
 

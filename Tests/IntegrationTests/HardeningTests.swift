@@ -403,6 +403,29 @@ import Testing
         #expect(!everything.contains(Harness.secret), "the key is in no record and no log line")
         #expect(!everything.contains("SECRET"), "nor any part of it")
     }
+
+    /// A provider (or a proxy) that sends the key back as the request's id, on a failure and
+    /// then on the success: before, it was kept as `request_id` in the task record, the
+    /// attempt log and `show`.
+    @Test func aKeyEchoedAsTheRequestsIDIsNotKept() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        let echo: [String: Any] = ["x-request-id": Harness.secret]
+        try harness.drop("echo-id", Harness.request("an id that is the key", stub: ["faults": [["status": 500, "headers": echo], ["headers": echo]]]))
+        try waitUntil("echo-id answered", timeout: 30) { Syscall.isPresent(harness.layout.result("echo-id")) && !Syscall.isPresent(harness.layout.request("echo-id")) }
+        #expect(try harness.arrivals(of: "an id that is the key").count == 2)
+        let shown = try harness.cli(["show", "echo-id", "--spool", harness.layout.root])
+        var everything = harness.log + shown.stdout + shown.stderr
+        for folder in [harness.layout.state, harness.layout.incoming, harness.layout.failed] {
+            for name in harness.files(in: folder) {
+                everything += (try? String(contentsOfFile: folder + "/" + name, encoding: .utf8)) ?? ""
+            }
+        }
+        #expect(everything.contains("attempts"), "the record was read")
+        #expect(!everything.contains(Harness.secret), "the key is in no file of the spool, no log line and not in show")
+    }
 }
 
 @Suite(.serialized) struct ByteOrderMarkIntegrationTests {

@@ -18,4 +18,11 @@ import Testing
         #expect(ProviderRequestID.from(headers: ["x-request-id": String(repeating: "r", count: ProviderRequestID.limit)])?.count == ProviderRequestID.limit)
         #expect(ProviderRequestID.from(headers: ["x-request-id": String(repeating: "r", count: ProviderRequestID.limit + 1)]) == nil)
     }
+
+    @Test func anIDHoldingAConfiguredKeyIsDropped() {
+        let redaction = SecretRedaction(secrets: ["sk-SECRET-canary-1234"])
+        #expect(ProviderRequestID.from(headers: ["x-request-id": "sk-SECRET-canary-1234"], redaction: redaction) == nil)
+        #expect(ProviderRequestID.from(headers: ["request-id": "req_sk-SECRET-canary-1234_x"], redaction: redaction) == nil)
+        #expect(ProviderRequestID.from(headers: ["request-id": "req_0123"], redaction: redaction) == "req_0123")
+    }
 }

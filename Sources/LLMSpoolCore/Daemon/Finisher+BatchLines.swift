@@ -31,7 +31,7 @@ extension Finisher {
             usage = counts
             var status = 200
             if case .response(let code) = outcome.ending { status = code }
-            let requestID = outcome.headers["x-request-id"] ?? outcome.headers["request-id"]
+            let requestID = ProviderRequestID.from(headers: outcome.headers, redaction: secretRedaction)
             do {
                 var body: [UInt8]
                 if let assembled {

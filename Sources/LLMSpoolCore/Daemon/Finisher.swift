@@ -186,7 +186,7 @@ public final class Finisher: Sendable {
                                  outcome: "ok", bytesSent: outcome.bytesSent, bytesReceived: outcome.bytesReceived)
         if case .response(let status) = outcome.ending { entry.httpStatus = status }
         entry.remoteBatch = outcome.remoteBatch
-        entry.providerRequestID = ProviderRequestID.from(headers: outcome.headers)
+        entry.providerRequestID = ProviderRequestID.from(headers: outcome.headers, redaction: secretRedaction)
         switch verdict {
         case .cancelled:
             // Removed before their descriptors close (`FileDescriptor.unlinkThenClose`).
