@@ -66,6 +66,8 @@ import Testing
         #expect(StreamSplitting.assemble(CompletionsAssembler(), Self.stream(["[DONE]"]), cuts: [], spill: false).verdict == "malformed")
         #expect(StreamSplitting.assemble(CompletionsAssembler(), Self.stream(["{oops"]), cuts: [], spill: false).verdict == "malformed")
         #expect(StreamSplitting.assemble(CompletionsAssembler(), Self.stream(["3"]), cuts: [], spill: false).verdict == "malformed")
+        let folded = Self.stream([#"{"choices":[{"index":0,"text":"zero"}]}"#, #"{"choices":[{"index":1e3,"text":" OTHER","finish_reason":"stop"}]}"#])
+        #expect(StreamSplitting.assemble(CompletionsAssembler(), folded, cuts: [], spill: false).verdict == "malformed", "an index of 1e3 was taken for 0")
         // A finish_reason on every choice ends the answer even without [DONE].
         let finished = Self.stream([#"{"choices":[{"index":0,"text":"a","finish_reason":"stop"}]}"#])
         #expect(StreamSplitting.assemble(CompletionsAssembler(), finished, cuts: [], spill: false).verdict == "complete")

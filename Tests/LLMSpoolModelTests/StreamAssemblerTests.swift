@@ -100,6 +100,41 @@ import Testing
         #expect(String(decoding: body, as: UTF8.self).contains("overloaded"))
     }
 
+    /// An index that is not a whole number from 0 used to be folded into entry 0: another
+    /// choice's text appended to the first, or two tool calls published as one
+    /// (`delete_filesend_email`), as a success.
+    @Test(arguments: ["1e3", "1.5", "-1", "true", "\"1\"", "9223372036854775808", "[0]"])
+    func anIndexThatIsNotAWholeNumberMakesTheStreamMalformed(index: String) {
+        let first = #"{"choices":[{"index":0,"delta":{"role":"assistant","content":"zero"}}]}"#
+        let choice = #"{"choices":[{"index":\#(index),"delta":{"content":" OTHER"},"finish_reason":"stop"}]}"#
+        guard case .malformed(let reason) = assemble([first, choice, "[DONE]"]) else {
+            Issue.record("a choice's index \(index) was taken")
+            return
+        }
+        #expect(reason.contains("event 2") && reason.contains("index"), "\(reason)")
+        let call = #"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":\#(index),"id":"call_B","function":{"name":"send_email","arguments":"{}"}}]}}]}"#
+        guard case .malformed = assemble([first, call, #"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#]) else {
+            Issue.record("a tool call's index \(index) was taken")
+            return
+        }
+    }
+
+    /// Some servers leave a tool call's index out: a call with an id of its own begins the
+    /// next one, and the pieces without an id go on the last one.
+    @Test func toolCallsWithoutAnIndexAreToldApartByTheirIDs() throws {
+        let verdict = assemble([
+            #"{"choices":[{"delta":{"role":"assistant","tool_calls":[{"id":"call_A","type":"function","function":{"name":"delete_file","arguments":"{\"path\""}}]}}]}"#,
+            #"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":":\"/tmp/x\"}"}}]}}]}"#,
+            #"{"choices":[{"delta":{"tool_calls":[{"id":"call_B","type":"function","function":{"name":"send_email","arguments":"{}"}}]}}]}"#,
+            #"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ])
+        let message = try #require(((try object(verdict)["choices"] as? [[String: Any]])?.first)?["message"] as? [String: Any])
+        let calls = try #require(message["tool_calls"] as? [[String: Any]])
+        #expect(calls.map { $0["id"] as? String } == ["call_A", "call_B"])
+        #expect(calls.map { ($0["function"] as? [String: Any])?["name"] as? String } == ["delete_file", "send_email"])
+        #expect(calls.map { ($0["function"] as? [String: Any])?["arguments"] as? String } == ["{\"path\":\"/tmp/x\"}", "{}"])
+    }
+
     @Test func aNonJSONEventIsMalformed() {
         guard case .malformed(let reason) = assemble(["{not json"]) else {
             Issue.record("expected malformed")

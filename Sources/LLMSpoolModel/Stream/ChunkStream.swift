@@ -46,6 +46,11 @@ struct ChunkStream {
         return object
     }
 
+    /// Fails the stream: an event carried what no answer can be assembled from.
+    mutating func refuse(_ problem: String) {
+        if malformed == nil { malformed = "event \(eventCount): \(problem)" }
+    }
+
     /// Why an event is not the JSON object every stream's event must be.
     struct Malformed: Error {
         let message: String

@@ -37,7 +37,14 @@ public struct CompletionsAssembler: StreamAssembling {
         guard case .array(let list, _)? = object["choices"] else { return }
         for choice in list {
             guard case .object = choice else { continue }
-            let index = StreamAssembler.integer(choice["index"], payload) ?? 0
+            let index: Int
+            switch StreamAssembler.index(choice["index"], payload) {
+            case .absent: index = 0
+            case .value(let value): index = value
+            case .invalid(let text):
+                stream.refuse("a choice's \"index\" is not a whole number from 0: \(text)")
+                return
+            }
             if choices[index] == nil { choices[index] = Choice() }
             // Changed in place: a copied Choice would copy its text, quadratic for a long answer.
             if let text = StreamAssembler.escaped(choice["text"], payload) {

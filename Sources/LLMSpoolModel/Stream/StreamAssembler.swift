@@ -102,6 +102,25 @@ public struct StreamAssembler {
         return Int(String(decoding: payload[range], as: UTF8.self))
     }
 
+    /// A choice's or a tool call's `index` as an event gives it.
+    enum Index: Equatable {
+        /// Absent or null: the caller decides (a single choice, or a server that leaves it out).
+        case absent
+        case value(Int)
+        /// Anything but a whole number from 0 (`1e3`, `1.5`, `-1`, `true`, a string, 2^63):
+        /// folded into another entry, it would publish garbled text or merged tool calls as a success.
+        case invalid(String)
+    }
+
+    static func index(_ value: RawJSON.Value?, _ payload: UnsafeRawBufferPointer) -> Index {
+        guard let value, !value.isNull else { return .absent }
+        let text = payload[value.range]
+        if case .number = value, text.count <= 18, text.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let number = Int(String(decoding: text, as: UTF8.self)) {
+            return .value(number)
+        }
+        return .invalid(String(decoding: text.prefix(40), as: UTF8.self))
+    }
+
     static func escaped(_ value: RawJSON.Value?, _ payload: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
         guard case .string(let range)? = value else { return nil }
         return UnsafeRawBufferPointer(rebasing: payload[range])
@@ -111,7 +130,14 @@ public struct StreamAssembler {
     /// copied Choice would copy its text too, and a long answer would cost quadratic time.
     private mutating func merge(_ chunk: RawJSON.Value, _ payload: UnsafeRawBufferPointer) {
         guard case .object = chunk else { return }
-        let index = Self.integer(chunk["index"], payload) ?? 0
+        let index: Int
+        switch Self.index(chunk["index"], payload) {
+        case .absent: index = 0
+        case .value(let value): index = value
+        case .invalid(let text):
+            stream.refuse("a choice's \"index\" is not a whole number from 0: \(text)")
+            return
+        }
         if choices[index] == nil { choices[index] = Choice() }
         if let delta = chunk["delta"] {
             if let role = Self.escaped(delta["role"], payload) { choices[index]!.role = Array(role) }
@@ -126,7 +152,23 @@ public struct StreamAssembler {
             if case .array(let calls, _)? = delta["tool_calls"] {
                 for call in calls {
                     guard case .object = call else { continue }
-                    let callIndex = Self.integer(call["index"], payload) ?? 0
+                    let callIndex: Int
+                    switch Self.index(call["index"], payload) {
+                    case .value(let value): callIndex = value
+                    case .invalid(let text):
+                        stream.refuse("a tool call's \"index\" is not a whole number from 0: \(text)")
+                        return
+                    case .absent:
+                        // Some servers leave the index out: a call with an id of its own that
+                        // the last call does not have begins the next one, else it goes on.
+                        let last = choices[index]!.toolCalls.keys.max()
+                        if let last, let id = Self.escaped(call["id"], payload), let lastID = choices[index]!.toolCalls[last]!.id,
+                           !lastID.elementsEqual(id) {
+                            callIndex = last + 1
+                        } else {
+                            callIndex = last ?? 0
+                        }
+                    }
                     if choices[index]!.toolCalls[callIndex] == nil { choices[index]!.toolCalls[callIndex] = ToolCall() }
                     if let value = Self.escaped(call["id"], payload) { choices[index]!.toolCalls[callIndex]!.id = Array(value) }
                     if let value = Self.escaped(call["type"], payload) { choices[index]!.toolCalls[callIndex]!.type = Array(value) }
