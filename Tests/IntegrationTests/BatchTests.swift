@@ -342,6 +342,36 @@ import Testing
         try SDKJudge.expectParses("Message", [harness.root + "/messages.jsonl"], jsonl: true)
     }
 
+    /// A batch whose lines no endpoint speaks (Anthropic lines, only an OpenAI endpoint):
+    /// each line ends `no-endpoint` in the batch's output and the batch ends. Before, each
+    /// line was failed as a request file: the batch's input went to `failed/` under a line's
+    /// name, dot-named records were left in `failed/` and `state/`, and the batch never ended.
+    @Test(.enabled(if: DialectRegistry.dialect(url: "/v1/messages") != nil, "the Messages dialect is not registered"))
+    func aBatchWhoseLinesNoEndpointSpeaksEndsWithEachLineFailed() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["endpoints": [["name": "stub", "base_url": harness.stubURL]]])
+        let lines = (0..<3).map { index -> String in
+            let object: [String: Any] = ["custom_id": "n-\(index)",
+                                         "params": ["model": "m", "max_tokens": 8, "messages": [["role": "user", "content": "nobody speaks \(index)"]]]]
+            return String(decoding: try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+        }
+        try Self.dropBatch(harness, "unspoken", lines)
+        let summary = try Self.waitForSummary(harness, "unspoken", timeout: 60)
+        #expect(summary["status"] as? String == "completed")
+        let output = Self.byID(try Self.outputLines(harness.layout.batchOutput("unspoken")))
+        #expect(Set(output.keys) == ["n-0", "n-1", "n-2"])
+        for (id, line) in output {
+            let result = line["result"] as? [String: Any]
+            #expect(result?["type"] as? String == "errored", "\(id): \(line)")
+            #expect("\(line)".contains("no-endpoint") || "\(line)".contains("no endpoint"), "\(id): \(line)")
+        }
+        #expect(harness.files(in: harness.layout.failed).isEmpty, "\(harness.files(in: harness.layout.failed))")
+        #expect(!harness.files(in: harness.layout.state).contains { $0.hasPrefix(".unspoken") }, "\(harness.files(in: harness.layout.state))")
+        #expect(!Syscall.isPresent(harness.layout.batchRequest("unspoken")), "the input left outgoing once the batch ended")
+    }
+
     /// kill -9 at random moments over a batch: each line's output appears exactly once, and
     /// each is its own line's answer. CI runs it short; the long run:
     /// `LLMSPOOL_BATCH_KILL_LINES=20000 LLMSPOOL_BATCH_KILLS=30 swift test --filter BatchTests/aKilledDaemon`

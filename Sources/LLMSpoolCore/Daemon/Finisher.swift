@@ -292,6 +292,15 @@ public final class Finisher: Sendable {
     /// Fails a valid request that no configured endpoint speaks, before it is sent: it goes
     /// to `failed/` with its record like any other failure (kind `no-endpoint`).
     public func unservable(task: TaskDescriptor, message: String) -> Scheduler.Event {
+        if let line = BatchLineRef(id: task.id) {
+            // A batch's line has no file of its own to move: it ends as a failed line of its
+            // batch's output. Failed as a request, it took the batch's input to `failed/`
+            // under the line's name, and the batch never ended.
+            batches.withLock { $0 }?.lineEnded(line, customID: task.summary.customID,
+                                                result: .failed(code: AttemptFailure.Kind.noEndpoint.rawValue, message: message, status: nil, body: nil),
+                                                usage: nil)
+            return .finalized(id: task.id)
+        }
         guard claimForEnding(task.id, "a request no endpoint speaks") else { return .finalized(id: task.id) }
         let event = fail(task: task, failure: AttemptFailure(.noEndpoint, message), problem: nil, commit: true)
         leases?.release(task.id, ended: Finisher.endsTask(event))
