@@ -44,6 +44,27 @@ import Testing
         #expect(try harness.arrivals(of: "served once after state was deleted").count == 1)
     }
 
+    /// A daemon with leases and one without on one spool: the one without never asks for a
+    /// claim, so both would send each request. Whichever starts second refuses to. Before,
+    /// both ran: 20 requests sent 42 times.
+    @Test(arguments: [false, true]) func daemonsWithAndWithoutLeasesRefuseToShareASpool(leasedFirst: Bool) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let plain: [String: Any] = ["watch_mode": "inotify"]
+        let leased: [String: Any] = ["watch_mode": "inotify", "leases": true, "lease_seconds": 3]
+        try harness.startDaemon(config: leasedFirst ? leased : plain)
+        try harness.writeConfig(leasedFirst ? plain : leased)
+        let second = try Harness.spawnAndWait(["/usr/bin/timeout", "20", Harness.binary, "run", "--config", harness.configPath])
+        #expect(second.status != 0 && second.status != 124, "the second daemon exits at once with an error: \(second.status)")
+        let expected = leasedFirst ? "another llmspool daemon is running on" : "a daemon without leases is running on"
+        #expect(second.stderr.contains(expected), "\(second.stderr)")
+        #expect(second.stderr.contains("\"leases\": true"), "the message says how to run several")
+        try harness.drop("after", Harness.request("sent once"))
+        try waitUntil("the first daemon answers", timeout: 20) { Syscall.isPresent(harness.layout.result("after")) }
+        #expect(try harness.arrivals(of: "sent once").count == 1)
+    }
+
     @Test func withLeasesSeveralDaemonsShareASpool() throws {
         let harness = try Harness()
         defer { harness.stop() }

@@ -168,6 +168,7 @@ public final class SpoolDaemon: Sendable {
         if engine.previousRunCrashed { logger.warning("the previous run of the daemon crashed") }
         warnIfOpenToEveryone()
         if let leases {
+            try lockSpool(shared: true)
             // Tests of a spool without locks set this; no user setting asks for it.
             let choice = ProcessInfo.processInfo.environment[SpoolDaemon.leaseFilesVariable] == "lease-files"
                 ? leases.useLeaseFiles(reason: "\(SpoolDaemon.leaseFilesVariable) asks for lease files") : leases.chooseMethod()
@@ -180,7 +181,7 @@ public final class SpoolDaemon: Sendable {
             // A local run's start journal is not this kind of spool's: its starts are not counted.
             StartJournalFile.drop(layout: layout, logger: logger)
         } else {
-            try lockSpool()
+            try lockSpool(shared: false)
             // Before the watcher looks at records: the starts the last run left unended become theirs.
             let recorded = StartJournalFile.replay(layout: layout, previousRunCrashed: engine.previousRunCrashed, logger: logger)
             if recorded > 0 {
@@ -337,14 +338,27 @@ public final class SpoolDaemon: Sendable {
     /// Without leases, one daemon per spool and host: two would each send every request.
     /// An `flock` on `state/.lock`, held for the daemon's life and dropped by the kernel
     /// when it dies.
-    func lockSpool() throws {
+    /// `shared`: this daemon claims with leases. It holds the lock shared, as every daemon with
+    /// leases does, and a daemon without leases holds it alone: either refuses to start beside
+    /// the other kind, which would send every request a daemon with leases has claimed.
+    func lockSpool(shared: Bool) throws {
         let path = layout.lock
         let file = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_NOFOLLOW, mode: layout.fileMode)
         do {
-            try Syscall.flock(file.rawValue, LOCK_EX | LOCK_NB, path: path)
+            try Syscall.flock(file.rawValue, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB, path: path)
         } catch let error as SystemError where error.errno == EWOULDBLOCK {
+            if shared {
+                throw ConfigError("a daemon without leases is running on \(layout.root) (\(path) is locked): it sends every request it finds, "
+                    + "so a daemon with leases beside it would send each one again: set \"leases\": true in every daemon's config, or run only one")
+            }
             throw ConfigError("another llmspool daemon is running on \(layout.root) (\(path) is locked); without leases only one may run "
                 + "per spool, or each request is sent by both: stop the other one, or set \"leases\": true in every daemon's config")
+        } catch let error as SystemError where shared {
+            // A filesystem that cannot lock (some FUSE and network ones): the daemons of a
+            // shared spool then have their leases alone, as on other machines they do anyway.
+            logger.info("the spool's lock file cannot be locked here; a daemon without leases beside this one would not be noticed",
+                        ["path": LogValue(path), "reason": "\(error)"])
+            return
         }
         let info = try file.fstat()
         let lock = DescriptorOwner(file)
@@ -369,7 +383,7 @@ public final class SpoolDaemon: Sendable {
         }
         layout.recreateMissingFolders(logger: logger)
         do {
-            try lockSpool()
+            try lockSpool(shared: leases != nil)
             logger.warning("the spool's lock file was removed or replaced; it is locked again", ["path": LogValue(path)])
         } catch let error as ConfigError {
             logger.error("another daemon locked this spool after its lock file was removed; this one stops, or both would send every request",
