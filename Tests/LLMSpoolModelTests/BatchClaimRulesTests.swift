@@ -50,10 +50,8 @@ import Testing
     }
 
     @Test func aBatchWhoseClaimWasLostRunsHereAgainOnlyOnceItsLinesInFlightAreReported() {
-        #expect(BatchClaimRules.mayRunAgain(outstanding: 0, since: 100, now: 100))
-        #expect(!BatchClaimRules.mayRunAgain(outstanding: 1, since: 100, now: 100))
-        #expect(!BatchClaimRules.mayRunAgain(outstanding: 3, since: 100, now: 100 + BatchClaimRules.abandonedLinesWaitSeconds - 1))
-        #expect(BatchClaimRules.mayRunAgain(outstanding: 3, since: 100, now: 100 + BatchClaimRules.abandonedLinesWaitSeconds),
-                "a report that never comes does not keep the batch from this daemon for ever")
+        #expect(BatchClaimRules.mayRunAgain(outstanding: 0))
+        #expect(!BatchClaimRules.mayRunAgain(outstanding: 1))
+        #expect(!BatchClaimRules.mayRunAgain(outstanding: 50_000))
     }
 }

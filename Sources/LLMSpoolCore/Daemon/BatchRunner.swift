@@ -164,8 +164,9 @@ public final class BatchRunner: @unchecked Sendable {
     private let running = Mutex<Set<String>>([])
     private var settling: [String: Double] = [:]
     /// Batches whose claim was lost here: the lines the lost run had in flight and not yet
-    /// reported ended, and when the claim was lost (`BatchClaimRules.mayRunAgain`).
-    private var abandonedLines: [String: (entries: Set<Int>, since: Double)] = [:]
+    /// reported ended, when the claim was lost and when that was last logged
+    /// (`BatchClaimRules.mayRunAgain`).
+    private var abandonedLines: [String: (entries: Set<Int>, since: Double, warnedAt: Double)] = [:]
     private var draining = false
     /// The lines handed to the background lane that its thread has not taken in yet.
     private let laneBacklog: @Sendable () -> Int
@@ -369,17 +370,15 @@ public final class BatchRunner: @unchecked Sendable {
     }
 
     private func consider(_ name: String) {
-        if let lost = abandonedLines[name] {
+        if let lost = abandonedLines[name], !BatchClaimRules.mayRunAgain(outstanding: lost.entries.count) {
             let now = Date().timeIntervalSince1970
-            guard BatchClaimRules.mayRunAgain(outstanding: lost.entries.count, since: lost.since, now: now) else {
-                settling[name] = now + 1
-                logger.debug("lines of the run whose claim was lost are still ending; looked at again later", id: name,
-                             ["lines": "\(lost.entries.count)"])
-                return
+            settling[name] = now + 1
+            if now - lost.warnedAt >= BatchClaimRules.abandonedLinesWarnSeconds {
+                abandonedLines[name]?.warnedAt = now
+                logger.warning("lines of the run whose claim was lost are still ending; the batch runs here again once they have", id: name,
+                               ["lines": "\(lost.entries.count)", "seconds": "\(Int(now - lost.since))"])
             }
-            abandonedLines[name] = nil
-            logger.warning("lines of the run whose claim was lost were never reported ended; the batch may run here again", id: name,
-                           ["lines": "\(lost.entries.count)", "seconds": "\(Int(now - lost.since))"])
+            return
         }
         let claimID = BatchClaimRules.claimID(batch: name)
         var tookOver = false
@@ -1079,7 +1078,8 @@ public final class BatchRunner: @unchecked Sendable {
         var outstanding = batch.inWindow
         for ended in batch.ended { outstanding.remove(ended.entry) }
         for attempted in batch.attempted { outstanding.remove(attempted.entry) }
-        if !outstanding.isEmpty { abandonedLines[batch.name] = (outstanding, Date().timeIntervalSince1970) }
+        let now = Date().timeIntervalSince1970
+        if !outstanding.isEmpty { abandonedLines[batch.name] = (outstanding, now, now) }
         for entry in batch.inWindow { post(.requestRemoved(id: SpoolLayout.lineID(batch: batch.name, entry: entry))) }
         for attempted in batch.attempted { post(.finalized(id: attempted.task.id)) }
         batch.attempted.removeAll()

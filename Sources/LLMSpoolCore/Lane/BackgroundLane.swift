@@ -333,6 +333,10 @@ public final class BackgroundLane: @unchecked Sendable {
         for member in group.machine.intent.members where groupOfMember[member.id] == id {
             groupOfMember[member.id] = nil
             guard let held = group.held[member.id], !group.ended.contains(member.id) else { continue }
+            // A line whose batch no longer runs here lost its batch's claim with the group's:
+            // its runner has withdrawn it, or will, and that withdrawal ends it once. Handed
+            // back as well, it would be reported ended twice (`BatchRunner.abandon`).
+            if let line = BatchLineRef(id: member.id), !registry.runs(batch: line.batch) { continue }
             post(.laneEnded(id: member.id))
             switch RemoteGroupClaims.afterLoss(isLine: BatchLineRef(id: member.id) != nil) {
             case .letClaimGo:
@@ -469,13 +473,27 @@ public final class BackgroundLane: @unchecked Sendable {
         for id in groupIDs {
             guard let members = groups[id]?.machine.intent.members else { continue }
             var recorded: FileIdentity??
+            // Another batch's lines count only when no daemon runs that batch (its input is
+            // gone), as the adopter judges (`RemoteGroupClaims.runsLines`): a group let go that
+            // carries lines of a batch run anywhere could be adopted by no daemon.
+            var otherBatches: [String: Bool] = [:]
             let onlyLinesOfBatchesNotRunHere = members.allSatisfy { member in
                 guard let line = BatchLineRef(id: member.id) else { return false }
                 if line.batch == name {
                     if recorded == nil { recorded = .some(member.request) }
                     return true
                 }
-                return !registry.runs(batch: line.batch)
+                if let gone = otherBatches[line.batch] { return gone }
+                var gone = false
+                if !registry.runs(batch: line.batch) {
+                    do {
+                        gone = try !Syscall.exists(layout.batchRequest(line.batch))
+                    } catch {
+                        logger.warning("cannot look at a batch's input; its group is not let go", id: line.batch, ["reason": "\(error)"])
+                    }
+                }
+                otherBatches[line.batch] = gone
+                return gone
             }
             guard let recorded else { continue }
             let input: LaneLineFate.Input

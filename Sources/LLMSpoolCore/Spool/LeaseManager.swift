@@ -459,9 +459,17 @@ public final class LeaseManager: Sendable {
         }
         // A lease file already expired may be under another daemon's takeover at this moment
         // (it removes the expired lease and writes its own under the name): removed now, the
-        // new claim could go instead. Expired, it is free to take as it is. Under a lock no one
-        // takes it while this daemon holds the lock.
-        if lock == nil, lease.expiresAt <= LeaseManager.now() { return }
+        // new claim could go instead. So it is removed as takers remove one, under the takeover
+        // lock and only while it is still this one. (Left in place instead, this daemon's own
+        // next claim would take it back as its own without writing it, expired on disk.)
+        // Under a lock no one takes it while this daemon holds the lock.
+        if lock == nil, lease.expiresAt <= LeaseManager.now() {
+            let takeover = layout.takeover(id)
+            guard case .created = createExclusive(takeover, bytes: encode(expiresAt: LeaseManager.now() + seconds), lock: false) else { return }
+            if read(path) == lease { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) } }
+            logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(takeover) }
+            return
+        }
         logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) }
         lock?.discard()
     }

@@ -82,17 +82,18 @@ public enum BatchClaimRules {
     /// so that another daemon may take it over at once and resume it.
     public static func releaseEnds(batchEnded: Bool) -> Bool { batchEnded }
 
-    /// How long a batch whose claim was lost waits, at most, for the lines it had in flight
-    /// to be reported ended before this daemon may run it again.
-    public static let abandonedLinesWaitSeconds = 600.0
+    /// How often a daemon that waits to run again a batch whose claim it lost says so.
+    public static let abandonedLinesWarnSeconds = 600.0
 
     /// Whether this daemon may run again a batch whose claim it lost (the other daemon died
     /// or let it go since). The lines the lost run had in flight end through the scheduler,
     /// the background lane and the finisher, each reported back by its id (batch and line);
     /// a new run under the same name before the last of them is reported would take those
-    /// reports for its own lines (a line ended `batch_cancelled` in a batch that runs on).
-    /// `outstanding`: those lines not reported yet; `since`: when the claim was lost.
-    public static func mayRunAgain(outstanding: Int, since: Double, now: Double) -> Bool {
-        outstanding == 0 || now - since >= abandonedLinesWaitSeconds
+    /// reports for its own lines (a line ended `batch_cancelled` in a batch that runs on, or
+    /// dropped by the scheduler as a duplicate). No time limit: a lane's thread held by an
+    /// upload of hundreds of MiB can hold the last reports for longer than any limit, and
+    /// other daemons may run the batch meanwhile. `outstanding`: lines not reported yet.
+    public static func mayRunAgain(outstanding: Int) -> Bool {
+        outstanding == 0
     }
 }

@@ -120,7 +120,7 @@ public enum RemoteGroupClaims {
     }
 
     /// `onlyLinesOfBatchesNotRunHere`: every member is a line of the lost batch or of another
-    /// batch not run here; `input`: the lost batch's input in `outgoing` now against the one
+    /// batch whose input is gone; `input`: the lost batch's input in `outgoing` now against the one
     /// the group's lines were read from (one that cannot be looked at counts as the same: the
     /// group is let go rather than cancelled).
     public static func afterBatchLost(onlyLinesOfBatchesNotRunHere: Bool, input: LaneLineFate.Input) -> AfterBatchLost {

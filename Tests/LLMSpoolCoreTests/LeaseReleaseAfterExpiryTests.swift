@@ -1,0 +1,33 @@
+import Foundation
+import Glibc
+import Testing
+@testable import LLMSpoolCore
+
+/// A claim given up once its lease file had expired (a daemon paused past its lease that
+/// drops a batch) and then claimed again by the same daemon: the claim is written afresh,
+/// so another daemon finds it held. Left in place instead (an earlier fix against removing
+/// a lease under a taker), the claim was taken back as this daemon's own without being
+/// written, expired on disk, and another daemon took it too.
+@Suite struct LeaseReleaseAfterExpiryTests {
+    @Test func anExpiredClaimGivenUpAndTakenAgainIsHeldByOneDaemon() throws {
+        let layout = SpoolLayout(root: NSTemporaryDirectory() + "llmspool-lease-release-\(UUID().uuidString)")
+        try layout.create()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        let logger = Logger(minimum: .error)
+        let a = LeaseManager(layout: layout, hostID: "host-a", seconds: 1, logger: logger)
+        let b = LeaseManager(layout: layout, hostID: "host-b", seconds: 1, logger: logger)
+        _ = a.useLeaseFiles(reason: "test")
+        _ = b.useLeaseFiles(reason: "test")
+        let id = "batch-x.jsonl"
+        #expect(a.claim(id) == .claimed)
+        // Past the lease and its margin, and no one took it meanwhile.
+        let deadline = Date().addingTimeInterval(10)
+        while b.state(b.read(layout.lease(id))) != .expired && Date() < deadline { usleep(50_000) }
+        try #require(b.state(b.read(layout.lease(id))) == .expired, "the lease expired past its margin")
+        a.release(id, ended: false)
+        #expect(!FileManager.default.fileExists(atPath: layout.lease(id)), "removed under the takeover lock")
+        #expect(a.claim(id) == .claimed)
+        #expect(a.stillMine(id))
+        #expect(b.claim(id) == .heldElsewhere, "one daemon holds it")
+    }
+}
