@@ -80,6 +80,26 @@ import Testing
         }
         #expect(try harness.arrivals(of: "after the pause").count == 1)
     }
+
+    /// One answer asking for a pause of a day from the first of two endpoints: the request
+    /// that got it goes on to the second, and so does a new one. Before, the first failed
+    /// at once ("more than max_retry_after_seconds") without trying the second, and the
+    /// new one waited for the first endpoint's pause: an hour.
+    @Test func aLongPauseOfTheFirstEndpointSendsRequestsToTheSecond() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["endpoints": [["name": "primary", "base_url": harness.stubURL],
+                                                       ["name": "secondary", "base_url": harness.stubURL]]])
+        try harness.drop("paused", Harness.request("asked to wait a day", stub: ["faults": [["status": 429, "retry_after": 86_400]]]))
+        try waitUntil("the first request is answered", timeout: 30) { Syscall.isPresent(harness.layout.result("paused")) }
+        let attempts = try #require(try harness.record("paused")["attempts"] as? [[String: Any]])
+        #expect(attempts.map { $0["endpoint"] as? String } == ["primary", "secondary"], "\(attempts)")
+        try harness.drop("later", Harness.request("sent while the first endpoint is paused"))
+        try waitUntil("the second request is answered", timeout: 30) { Syscall.isPresent(harness.layout.result("later")) }
+        let later = try #require(try harness.record("later")["attempts"] as? [[String: Any]])
+        #expect(later.map { $0["endpoint"] as? String } == ["secondary"], "\(later)")
+    }
 }
 
 /// Hooks run with an allow-list environment, and what they print reaches the log escaped.

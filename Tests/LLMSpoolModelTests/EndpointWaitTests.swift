@@ -33,6 +33,21 @@ import Testing
         #expect(gate.wait(now: 101)?.describe(endpoint: "p", time: time) == "endpoint p paused by Retry-After until t140")
     }
 
+    /// The gate says what the wait judge says: a pause past `passOverSeconds` reads as a
+    /// cool-down (the scheduler goes on to the next endpoint), a shorter one as a wait.
+    @Test func aLongPauseIsPassedOverAndAShortOneWaitedFor() {
+        var gate = EndpointGate(concurrency: 2, cooldownAfterFailures: 10, maxPauseSeconds: 3600, now: 0)
+        gate.admit(estimatedTokens: 1, now: 100)
+        gate.release(EndpointFeedback.from(.response(status: 429), headers: ["retry-after": "99999"], now: Date(timeIntervalSince1970: 100)), now: 100)
+        #expect(gate.readiness(estimatedTokens: 1, now: 101) == .coolingDown(until: 3700), "capped at max_retry_after_seconds, passed over")
+        #expect(gate.wait(now: 101)?.isPassedOver(now: 101) == true)
+        #expect(gate.readiness(estimatedTokens: 1, now: 3700 - EndpointWait.passOverSeconds + 1) == .waitUntil(3700), "its last minute is waited for")
+        var brief = EndpointGate(concurrency: 2, cooldownAfterFailures: 10, now: 0)
+        brief.admit(estimatedTokens: 1, now: 100)
+        brief.release(EndpointFeedback.from(.response(status: 429), headers: ["retry-after": "5"], now: Date(timeIntervalSince1970: 100)), now: 100)
+        #expect(brief.readiness(estimatedTokens: 1, now: 101) == .waitUntil(105))
+    }
+
     @Test func anExhaustedRateLimitIsTheProvidersLimit() throws {
         var gate = EndpointGate(concurrency: 2, now: 0)
         let feedback = EndpointFeedback.from(.response(status: 200), headers: ["x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "20s"],

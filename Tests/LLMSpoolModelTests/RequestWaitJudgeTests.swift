@@ -68,6 +68,19 @@ import Testing
         #expect(passed.reason == "endpoint a cooling down until t110 (3 failures in a row); endpoint b paused by Retry-After until t140")
     }
 
+    /// A provider's pause longer than a minute is passed over as a cool-down is: one answer
+    /// asking for an hour held every new request for that hour beside a healthy fallback.
+    @Test func aLongPauseOfTheFirstEndpointIsPassedOverForTheNext() {
+        let long = EndpointWait(cause: .retryAfter, until: 100 + EndpointWait.passOverSeconds + 1)
+        #expect(!judge([view("a", long), view("b")]).waiting, "b takes it")
+        let limit = EndpointWait(cause: .providerRateLimit, until: 100 + 3600)
+        #expect(!judge([view("a", limit), view("b")]).waiting, "b takes it")
+        let both = judge([view("a", long), view("b", EndpointWait(cause: .retryAfter, until: 100 + 7200))])
+        #expect(both.waiting && both.nextAttempt == long.until, "every one paused for long: the earliest end")
+        let own = EndpointWait(cause: .ownRateLimit, until: 100 + 3600)
+        #expect(judge([view("a", own), view("b")]).waiting, "its own rate limit is waited for")
+    }
+
     @Test func theRequestsPreferredEndpointIsTriedFirst() {
         let endpoints = [view("a"), view("b", EndpointWait(cause: .retryAfter, until: 140))]
         #expect(judge(need: .init(preferred: 1), endpoints).nextAttempt == 140)

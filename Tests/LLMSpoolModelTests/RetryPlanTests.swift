@@ -25,6 +25,33 @@ import Testing
         #expect(reason == .disk)
     }
 
+    /// The Retry-After of the endpoint that failed pauses that endpoint (the scheduler's
+    /// gate), not the request: with another endpoint the retry goes there after the usual
+    /// back-off, even when the wait asked is past max_retry_after_seconds. Before, it waited
+    /// out the pause, or failed without trying the fallback.
+    @Test(arguments: ["30", "99999", "Fri, 31 Dec 9999 23:59:59 GMT"])
+    func aRetryAfterPausesItsEndpointAndTheRetryGoesToTheNext(retryAfter: String) {
+        let settings = RetrySettings()
+        let failure = AttemptFailure(.http, "HTTP 429", httpStatus: 429)
+        let plan = RetryPolicy.plan(failure, headers: ["retry-after": retryAfter], history: history(["http"]), endpointIndex: 0,
+                                    endpointCount: 2, now: now, settings: settings, random: 0)
+        guard case .retry(let delay, let endpoint, _) = plan else {
+            Issue.record("retried on the next endpoint: \(plan)")
+            return
+        }
+        #expect(endpoint == 1)
+        #expect(delay == RetryPolicy.backoff(afterAttempts: 1, settings: settings, random: 0), "the usual back-off, not the pause: \(delay)")
+        // With one endpoint the pause is the request's too, and past the limit it fails.
+        let alone = RetryPolicy.plan(failure, headers: ["retry-after": retryAfter], history: history(["http"]), endpointIndex: 0,
+                                     endpointCount: 1, now: now, settings: settings, random: 0)
+        if retryAfter == "30" {
+            #expect(alone == .retry(afterSeconds: 30, endpoint: 0, reason: .http))
+        } else if case .giveUp(.retryAfterTooLong) = alone {
+        } else {
+            Issue.record("one endpoint, a wait past the limit: \(alone)")
+        }
+    }
+
     @Test func anExpiredDeferralGoesLiveAtOnceOrFailsAsConfigured() {
         var settings = RetrySettings()
         settings.maxAttempts = 1

@@ -8,7 +8,8 @@ public struct EndpointGate: Sendable, Equatable {
         case full
         /// Rate-limited or paused by the provider until then.
         case waitUntil(Double)
-        /// Failing: requests go to the next endpoint until then.
+        /// Failing, or paused by the provider for long (`EndpointWait.isPassedOver`):
+        /// requests go to the next endpoint until then.
         case coolingDown(until: Double)
     }
 
@@ -54,7 +55,10 @@ public struct EndpointGate: Sendable, Equatable {
     /// (the daemon's own caution) but not the provider's pause or the endpoint's limits.
     public mutating func readiness(estimatedTokens: Int, now: Double, ignoringCooldown: Bool = false) -> Readiness {
         if coolingUntil > now && !ignoringCooldown { return .coolingDown(until: coolingUntil) }
-        if pausedUntil > now { return .waitUntil(pausedUntil) }
+        if pausedUntil > now {
+            let wait = EndpointWait(cause: pauseCause, until: pausedUntil)
+            return wait.isPassedOver(now: now) ? .coolingDown(until: pausedUntil) : .waitUntil(pausedUntil)
+        }
         if active >= concurrency { return .full }
         var wait = 0.0
         if requests != nil { wait = max(wait, requests!.wait(for: 1, now: now)) }

@@ -12,6 +12,23 @@ public struct EndpointWait: Sendable, Equatable {
         case ownRateLimit = "own-rate-limit"
     }
 
+    /// A provider's pause longer than this is passed over for the request's next endpoint,
+    /// as a cool-down is; a shorter one is waited for (a fallback is for an endpoint that
+    /// is down, not for a second's breath). One answer asking for an hour (`Retry-After:
+    /// 99999`, a date in 9999) no longer holds every request for an hour beside a fallback.
+    public static let passOverSeconds = 60.0
+
+    /// Whether a request passes this endpoint over for its next one (it waits for the
+    /// earliest to end when it passes every one over): a cool-down, or a provider's pause
+    /// past `passOverSeconds`. The endpoint's own rate limit is always waited for.
+    public func isPassedOver(now: Double) -> Bool {
+        switch cause {
+        case .coolingDown: true
+        case .retryAfter, .providerRateLimit: until - now > Self.passOverSeconds
+        case .ownRateLimit: false
+        }
+    }
+
     public var cause: Cause
     /// Seconds since 1970.
     public var until: Double

@@ -106,15 +106,16 @@ public enum RequestWaitJudge {
         return (0..<count).map { endpoints[(start + $0) % count] }.filter { need.api == nil || $0.api == need.api }
     }
 
-    /// The scheduler skips an endpoint cooling down for the next one, but waits for the first
-    /// that is paused or at its own rate limit; when every one cools down it waits for the
-    /// earliest to end. The reason names every endpoint passed over on the way.
+    /// The scheduler skips an endpoint cooling down or paused for long for the next one, but
+    /// waits for the first that is paused briefly or at its own rate limit
+    /// (`EndpointWait.isPassedOver`); when it passes every one over it waits for the earliest
+    /// to end. The reason names every endpoint passed over on the way.
     static func endpointHold(need: Need, endpoints: [EndpointView], now: Double, time: (Double) -> String) -> (until: Double, reason: String)? {
         var cooling: [(name: String, wait: EndpointWait)] = []
         for endpoint in candidates(need: need, endpoints: endpoints) {
             guard let wait = endpoint.wait, wait.until > now else { return nil }
             cooling.append((endpoint.name, wait))
-            if wait.cause != .coolingDown {
+            if !wait.isPassedOver(now: now) {
                 // An endpoint passed over becomes usable again when its cool-down ends.
                 return (cooling.map(\.wait.until).min()!, cooling.map { $0.wait.describe(endpoint: $0.name, time: time) }.joined(separator: "; "))
             }

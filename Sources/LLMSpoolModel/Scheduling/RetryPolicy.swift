@@ -88,7 +88,17 @@ public enum RetryPolicy {
             return .retry(afterSeconds: 0, endpoint: endpointIndex, reason: .expired)
         }
         let counted = countedAttempts(history)
-        switch decide(failure, headers: headers, attempts: counted, firstSeen: history.firstSeen, now: now, settings: settings, random: random) {
+        // With another endpoint to go to, the wait a provider asks for is its endpoint's (the
+        // scheduler pauses it, and passes a long pause over): the request goes on to the next
+        // one after the usual back-off, even when the wait asked is past
+        // max_retry_after_seconds. Before, it waited out the pause, or failed without
+        // trying the fallback at all.
+        var judged = headers
+        if endpointCount > 1 {
+            judged["retry-after"] = nil
+            judged["retry-after-ms"] = nil
+        }
+        switch decide(failure, headers: judged, attempts: counted, firstSeen: history.firstSeen, now: now, settings: settings, random: random) {
         case .retry(let delay, let reason):
             let next = endpointCount > 1 ? (max(0, endpointIndex) + 1) % endpointCount : 0
             return .retry(afterSeconds: delay, endpoint: next, reason: reason)
