@@ -61,6 +61,9 @@ public struct StubFault: Sendable, Equatable {
     public var emptyBody = false
     /// A stream holding nothing but `data: [DONE]`.
     public var doneOnly = false
+    /// After the stream's opening, one `data:` line of this many bytes that never ends,
+    /// then the connection dropped.
+    public var endlessLineBytes = 0
     /// Extra response headers, sent as given (`x-ratelimit-*`, odd `Retry-After` values).
     public var headers: [(String, String)] = []
 
@@ -81,6 +84,7 @@ public struct StubFault: Sendable, Equatable {
         errorInStream = object["error_in_stream"] as? Bool ?? false
         emptyBody = object["empty_body"] as? Bool ?? false
         doneOnly = object["done_only"] as? Bool ?? false
+        endlessLineBytes = max(0, object["endless_line_bytes"] as? Int ?? 0)
         headers = ((object["headers"] as? [String: Any]) ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, "\($0.value)") }
     }
 
@@ -89,6 +93,7 @@ public struct StubFault: Sendable, Equatable {
             && left.shouldRetry == right.shouldRetry && left.headerDelayMs == right.headerDelayMs && left.cutAfter == right.cutAfter
             && left.truncateAfter == right.truncateAfter && left.stallMs == right.stallMs && left.keepaliveMs == right.keepaliveMs
             && left.errorInStream == right.errorInStream && left.emptyBody == right.emptyBody && left.doneOnly == right.doneOnly
+            && left.endlessLineBytes == right.endlessLineBytes
             && left.headers.map { $0.0 + ":" + $0.1 } == right.headers.map { $0.0 + ":" + $0.1 }
     }
 }

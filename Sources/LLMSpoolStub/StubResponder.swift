@@ -123,6 +123,12 @@ public struct StubResponder: Sendable {
         if fault?.doneOnly == true {
             return Response(status: 200, headers: headers, latencyMs: latency, pieces: stream.endOnly.map { piece($0) })
         }
+        if let fault, fault.endlessLineBytes > 0 {
+            let run = Array(repeating: UInt8(ascii: "x"), count: 16 << 10)
+            let pieces = stream.opening.map { piece($0) } + [Piece(bytes: Array("data: {\"x\":\"".utf8), delayMs: 0),
+                                                             Piece(bytes: run, delayMs: 0, repeats: max(1, fault.endlessLineBytes / run.count))]
+            return Response(status: 200, headers: headers, latencyMs: latency, pieces: pieces, abortAtEnd: true)
+        }
         if directives.bulkBytes > 0 {
             // One 16 KiB content event, repeated until the stream holds bulk_bytes.
             let text = String(repeating: "abcdefghijklmnop", count: 1024)

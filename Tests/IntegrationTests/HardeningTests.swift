@@ -408,6 +408,29 @@ import Testing
 
 /// A provider that repeats the key it was sent in its error: the key reaches no record
 /// and no log line.
+/// A stream whose one event never ends: the attempt fails once the event passes 32 MiB,
+/// instead of holding it whole (a hostile server's 200 MB line took the daemon to 477 MB,
+/// four of them to 1.2 GB), and the retry is answered.
+@Suite(.serialized) struct EndlessEventTests {
+    @Test func anEventThatNeverEndsFailsItsAttemptAtTheLimit() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        try harness.drop("endless", Harness.request("an endless line", stream: true, stub: ["faults": [["endless_line_bytes": 100 << 20]]]))
+        try waitUntil("endless is answered on its retry", timeout: 60) {
+            Syscall.isPresent(harness.layout.result("endless")) && !Syscall.isPresent(harness.layout.request("endless"))
+        }
+        let attempts = try #require(try harness.record("endless")["attempts"] as? [[String: Any]])
+        #expect(attempts.count == 2, "\(attempts)")
+        #expect(attempts.first?["outcome"] as? String == "malformed-response", "\(attempts)")
+        let message = "\(attempts.first?["error"] ?? attempts.first ?? [:])"
+        #expect(message.contains("passed \(32 << 20) bytes without ending"), "\(message)")
+        let received = try #require(attempts.first?["bytes_received"] as? Int)
+        #expect(received < 40 << 20, "stopped at the limit, not after the whole line: \(received)")
+    }
+}
+
 @Suite(.serialized) struct EchoedKeyTests {
     @Test func aKeyTheProviderEchoesIsBlankedOut() throws {
         let harness = try Harness()

@@ -64,6 +64,12 @@ final class Transfer {
     var diskError: SystemError?
     /// Set when the answer passed the response limit.
     var overLimit = false
+    /// One event of the stream passed `Transfer.maxEventBytes` without ending.
+    var eventTooLarge = false
+    /// The longest event a stream may hold unfinished: a Responses stream's last event
+    /// carries the whole response, images included, so it is generous; a hostile server's
+    /// endless line costs at most about 2.4 times this per stream, not `max_response_bytes`.
+    static let maxEventBytes = 32 << 20
     let responseLimit: Int64
     var readError: SystemError?
     /// Response bytes not yet in the `.partial`: what libcurl handed over during one turn of
@@ -293,6 +299,10 @@ final class Transfer {
                 }
                 if !text.isEmpty { try writeText(text) }
                 if assembler!.heldContentCount >= Transfer.spillThreshold { try spill() }
+                if sse!.heldBytes > Transfer.maxEventBytes {
+                    eventTooLarge = true
+                    return 0
+                }
             }
         } catch {
             if let error = error as? SystemError { diskError = error }

@@ -1156,6 +1156,7 @@ public final class TransferEngine: @unchecked Sendable {
 
     static func ending(of transfer: Transfer, code: CURLcode, settings: Settings) -> AttemptOutcome.Ending {
         if transfer.overLimit { return .responseTooLarge(limit: transfer.responseLimit) }
+        if transfer.eventTooLarge { return .eventTooLarge(limit: Transfer.maxEventBytes) }
         if let diskError = transfer.diskError { return .diskError("\(diskError)") }
         if code == CURLE_OK { return .response(status: CurlHandle.responseCode(transfer.handle)) }
         var text = String(cString: transfer.errorBuffer)

@@ -44,7 +44,7 @@ extension EndpointFeedback {
             return EndpointFeedback(RetryPolicy.permanentCurlCodes.contains(code) ? .neutral : .retryableFailure)
         case .timedOut:
             return EndpointFeedback(.retryableFailure)
-        case .diskError, .cancelled, .responseTooLarge, .headerTooLarge, .leaseLost, .crashLoop, .expired:
+        case .diskError, .cancelled, .responseTooLarge, .eventTooLarge, .headerTooLarge, .leaseLost, .crashLoop, .expired:
             return EndpointFeedback(.neutral)
         }
     }

@@ -27,6 +27,10 @@ public struct SSEParser: Sendable {
 
     public init() {}
 
+    /// Bytes of the event being read that are held until its end: its unfinished line and
+    /// its data lines so far.
+    public var heldBytes: Int { line.count + data.count }
+
     public mutating func feed<Bytes: Sequence>(_ bytes: Bytes, _ emit: (Event) -> Void) where Bytes.Element == UInt8 {
         let handled: Void? = bytes.withContiguousStorageIfAvailable { buffer in
             feed(UnsafeRawBufferPointer(buffer), emit)

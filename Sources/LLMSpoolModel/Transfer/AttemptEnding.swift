@@ -10,6 +10,9 @@ public enum AttemptEnding: Sendable, Equatable {
     case diskError(String)
     /// The answer grew past `max_response_bytes`.
     case responseTooLarge(limit: Int64)
+    /// One event of a stream passed `limit` bytes without ending: held whole until its end,
+    /// it would cost memory in proportion (a hostile server's 200 MB line, about 2.4 times that).
+    case eventTooLarge(limit: Int)
     /// A response header line passed libcurl's limit (100 KiB in 7.88).
     case headerTooLarge(String)
     /// Another daemon took the request over: this attempt must leave no trace.
@@ -32,6 +35,7 @@ extension AttemptEnding {
         case .timedOut: "timeout"
         case .diskError: "disk-error"
         case .responseTooLarge: "too-large"
+        case .eventTooLarge: "event-too-large"
         case .headerTooLarge: "header-too-large"
         case .leaseLost: "lease-lost"
         case .cancelled: "cancelled"
