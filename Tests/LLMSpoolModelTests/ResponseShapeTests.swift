@@ -14,6 +14,24 @@ import Testing
         #expect(RetryPolicy.isRetryable(failure, headers: [:]))
     }
 
+    /// A plain answer that is not a JSON object says why, where, and names an encoding the
+    /// daemon did not ask for (before: only "the answer is not a JSON object (N bytes)").
+    @Test func aPlainAnswerThatIsNotAnObjectSaysWhyAndWhere() {
+        func message(_ body: String, encoding: String? = nil) -> String {
+            guard case .failure(let failure) = AttemptJudge.judgePlain(status: 200, body: Array(body.utf8), contentEncoding: encoding) else {
+                Issue.record("\(body) passed")
+                return ""
+            }
+            return failure.message
+        }
+        let broken = message(#"{"choices": [1e999]}"#)
+        #expect(broken.contains("byte"), "the position: \(broken)")
+        #expect(message("[1, 2]").contains("it is JSON, but not an object"))
+        let gzip = message("\u{1F}\u{8B}binary", encoding: "gzip")
+        #expect(gzip.contains("Content-Encoding: gzip"), "\(gzip)")
+        #expect(!message("nope", encoding: "identity").contains("Content-Encoding"))
+    }
+
     @Test func aStreamOfOnlyDoneIsMalformed() {
         var assembler = StreamAssembler()
         var parser = SSEParser()

@@ -516,7 +516,7 @@ public final class Finisher: Sendable {
                     body = []
                 }
             }
-            return AttemptJudge.judgePlain(status: status, body: body, dialect: dialect)
+            return AttemptJudge.judgePlain(status: status, body: body, dialect: dialect, contentEncoding: outcome.headers["content-encoding"])
         } catch {
             return .failure(AttemptFailure(.disk, "reading the answer back failed: \(error)"))
         }

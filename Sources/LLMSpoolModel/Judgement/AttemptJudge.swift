@@ -54,16 +54,35 @@ public enum AttemptJudge {
         }
     }
 
+    /// Why a plain answer is not a JSON object, with the parser's reason and position.
+    static func notAnObject(_ body: [UInt8], contentEncoding: String?) -> String {
+        var why: String
+        do {
+            _ = try RawJSON.parse(body)
+            why = "it is JSON, but not an object"
+        } catch {
+            why = "\(error)"
+        }
+        if let encoding = contentEncoding.map(TextEscaping.trimmed), !encoding.isEmpty, encoding.lowercased() != "identity" {
+            why += "; the server sent it with Content-Encoding: \(TextEscaping.escape(String(encoding.prefix(40)))), which was not asked for"
+        }
+        return "the answer is not a JSON object (\(body.count) bytes): \(why)"
+    }
+
     /// A plain (non-streamed) 2xx answer must be a JSON object without `error`; its usage
     /// is read as the request's dialect says.
     /// Read with `RawJSON`: every plain answer passes here, and Foundation's parser (with
     /// its bridging) cost more than the rest of the judgement.
-    public static func judgePlain(status: Int, body: [UInt8], dialect: any Dialect = DialectRegistry.fallback) -> Verdict {
+    /// `contentEncoding`: the answer's `Content-Encoding`, named when the body is not JSON
+    /// (the daemon asks for none, so an encoded body is the server's doing).
+    public static func judgePlain(status: Int, body: [UInt8], dialect: any Dialect = DialectRegistry.fallback,
+                                  contentEncoding: String? = nil) -> Verdict {
         if body.isEmpty {
             return .failure(AttemptFailure(.malformedResponse, "the endpoint answered HTTP \(status) with an empty body", httpStatus: status))
         }
         guard let value = RawJSON.valueIfJSON(body), case .object = value else {
-            return .failure(AttemptFailure(.malformedResponse, "the answer is not a JSON object (\(body.count) bytes)", httpStatus: status, providerBody: Array(body.prefix(65536))))
+            return .failure(AttemptFailure(.malformedResponse, notAnObject(body, contentEncoding: contentEncoding), httpStatus: status,
+                                           providerBody: Array(body.prefix(65536))))
         }
         if let error = value["error"], !error.isNull {
             let message = ProviderError.message(inBody: body) ?? "the answer carried an error"
