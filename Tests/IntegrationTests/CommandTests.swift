@@ -116,6 +116,29 @@ import Testing
         #expect(offline["failed"] as? Int == 1)
     }
 
+    /// A daemon that cannot rewrite its status (a full disk) or is stopped still runs:
+    /// `status` says so, with how old its status is. Before, it said "not running".
+    @Test func aDaemonWhoseStatusIsStaleIsStillSaidToRun() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        harness.signalDaemon(SIGSTOP)
+        defer { harness.signalDaemon(SIGCONT) }
+        let stopped = Date()
+        try waitUntil("the status file is stale", timeout: 30) { Date().timeIntervalSince(stopped) > LiveStatus.staleAfterSeconds + 1 }
+        let text = try harness.cli(["status", "--spool", harness.layout.root])
+        #expect(text.stdout.contains("daemon: running (pid "), "\(text.stdout)")
+        #expect(text.stdout.contains("its status was last written"), "\(text.stdout)")
+        let object = try #require(JSONObject(try harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout))
+        let daemon = try #require(object["daemon"] as? [String: Any])
+        #expect(daemon["running"] as? Bool == true && daemon["status_written_at"] != nil, "\(daemon)")
+        harness.signalDaemon(SIGCONT)
+        try waitUntil("fresh again", timeout: 20) {
+            (try? harness.cli(["status", "--spool", harness.layout.root]).stdout.contains("its status was last written")) == false
+        }
+    }
+
     @Test func showRetryCancelAndCleanDoWhatTheySay() throws {
         let harness = try Harness()
         defer { harness.stop() }

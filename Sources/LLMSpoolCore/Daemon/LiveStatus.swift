@@ -111,6 +111,22 @@ public struct LiveStatus: Sendable, Equatable {
         return Array(text.utf8)
     }
 
+    /// A daemon whose status file stopped being rewritten while its process lives on (a full
+    /// disk refuses the rewrite; a stopped or paused process writes nothing): its pid and
+    /// when it last wrote. nil when the file is fresh, absent, or its process is gone or is
+    /// no llmspool (a pid used again).
+    public static func silent(_ layout: SpoolLayout, now: Date = Date()) -> (pid: Int32, updatedAt: Date)? {
+        guard let bytes = try? FileReader.prefix(path: path(layout), limit: 64 << 20),
+              let object = JSONObject.parse(bytes),
+              let pid = (object["pid"] as? NSNumber)?.int32Value, pid > 0,
+              let updated = (object["updated_at"] as? String).flatMap(Timestamp.date),
+              now.timeIntervalSince(updated) >= staleAfterSeconds,
+              kill(pid, 0) == 0 || errno == EPERM,
+              let command = try? FileReader.prefix(path: "/proc/\(pid)/cmdline", limit: 4096),
+              String(decoding: command, as: UTF8.self).contains("llmspool") else { return nil }
+        return (pid, updated)
+    }
+
     /// The running daemon's status, or nil when none is running.
     public static func read(_ layout: SpoolLayout, now: Date = Date()) -> LiveStatus? {
         // No status file, or one being replaced: no daemon to report.

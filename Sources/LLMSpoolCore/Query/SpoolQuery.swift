@@ -45,6 +45,8 @@ public struct StatusSummary: Sendable {
     /// Endpoints that take no request now, and why (from the running daemon).
     public var endpointWaits: [TransferEngine.NamedEndpointWait] = []
     public var daemonPID: Int32?
+    /// A daemon whose process lives but whose status file is stale (`LiveStatus.silent`).
+    public var silentDaemon: (pid: Int32, updatedAt: Date)?
     /// Every live daemon on a shared spool (empty on a spool without leases).
     public var daemons: [DaemonRoster.Entry] = []
     /// The groups the background lane carries, from their intent records.
@@ -55,7 +57,9 @@ public struct StatusSummary: Sendable {
             // "waiting" is the state's word; "deferred" stays for scripts written against it.
             "queued": queued, "in_flight": inFlight, "waiting": deferred, "deferred": deferred, "done": done, "failed": failed,
             "held": held, "tokens": tokens, "batch_tokens": batchTokens, "drafts": drafts,
-            "daemon": daemonPID.map { ["running": true, "pid": $0] as [String: Any] } ?? ["running": false],
+            "daemon": daemonPID.map { ["running": true, "pid": $0] as [String: Any] }
+                ?? silentDaemon.map { ["running": true, "pid": $0.pid, "status_written_at": Timestamp.string($0.updatedAt)] as [String: Any] }
+                ?? ["running": false],
         ]
         object["daemons"] = daemons.map {
             ["host": $0.host, "pid": Int($0.pid), "queued": $0.queued, "deferred": $0.deferred, "in_flight": $0.inFlight,
@@ -91,7 +95,10 @@ public struct StatusSummary: Sendable {
     }
 
     public func text(now: Date = Date()) -> String {
-        var lines = [daemonPID.map { "daemon: running (pid \($0))" } ?? (daemons.isEmpty ? "daemon: not running" : "daemons: \(daemons.count) running")]
+        var lines = [daemonPID.map { "daemon: running (pid \($0))" }
+            ?? silentDaemon.map { "daemon: running (pid \($0.pid)), but its status was last written \(Int(now.timeIntervalSince($0.updatedAt))) s ago: "
+                + "the spool's disk may be full, or the daemon stopped (SIGSTOP); counts below are read from the spool" }
+            ?? (daemons.isEmpty ? "daemon: not running" : "daemons: \(daemons.count) running")]
         if !daemons.isEmpty && (daemons.count > 1 || daemonPID == nil) {
             for entry in daemons {
                 lines.append("  \(Logger.escape(entry.host)) pid \(entry.pid): queued \(entry.queued)  in-flight \(entry.inFlight)  waiting \(entry.deferred)")
@@ -230,6 +237,7 @@ public struct SpoolQuery: Sendable {
         var summary = StatusSummary()
         let live = LiveStatus.read(layout, now: now)
         summary.daemonPID = live?.pid
+        if live == nil { summary.silentDaemon = LiveStatus.silent(layout, now: now) }
         summary.endpointWaits = live?.endpointWaits ?? []
         summary.daemons = DaemonRoster.read(layout, now: now)
         let inFlightIDs = Set(live?.inFlight.map(\.id) ?? [])
