@@ -180,6 +180,32 @@ import Testing
         #expect(!exists(harness.layout.errorRecord("big")))
     }
 
+    /// A disk with no room at all still creates empty files: the probe that holds starts
+    /// after a failed write now writes a block, so nothing is sent again until there is
+    /// room. Before, the empty-file probe passed, and each retry was sent, paid for and
+    /// failed at its first write, with two log lines each.
+    @Test(.enabled(if: Harness.isRoot, "mounting a small tmpfs needs root"))
+    func aDiskWithNoRoomAtAllHoldsEveryStartUntilAWriteSucceeds() throws {
+        let harness = try Harness(tmpfsBytes: 4 << 20)
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["min_free_bytes": 0, "retry_initial_seconds": 0.2, "retry_max_seconds": 0.2, "max_attempts": 50])
+        let prompt = "answered into a full disk"
+        try harness.drop("full", Harness.request(prompt, stub: ["faults": [["header_delay_ms": 1_500]]]))
+        try waitUntil("the request reached the stub", timeout: 20) { try harness.arrivals(of: prompt).count == 1 }
+        let filler = harness.layout.root + "/filler"
+        try fill(filler, leaving: 0, on: harness.layout.root)
+        try waitUntil("its answer hit the full disk", timeout: 20) { harness.log.contains("cannot be written") || harness.log.contains("No space left") }
+        // Every retry would come due within this time: the disk's state decides, not a timer.
+        let held = Date()
+        try waitUntil("three seconds of a full disk", timeout: 10) { Date().timeIntervalSince(held) > 3 }
+        #expect(try harness.arrivals(of: prompt).count == 1, "nothing sent again while the disk has no room")
+        try Syscall.unlink(filler)
+        try waitUntil("answered once there is room", timeout: 30) { exists(harness.layout.result("full")) }
+        #expect(try harness.arrivals(of: prompt).count == 2)
+        #expect(harness.log.components(separatedBy: "the spool can be written again").count - 1 == 1, "one trouble, one recovery")
+    }
+
     /// Writes a file that leaves `bytes` free on the filesystem of `directory`.
     func fill(_ path: String, leaving bytes: UInt64, on directory: String) throws {
         var info = statvfs()

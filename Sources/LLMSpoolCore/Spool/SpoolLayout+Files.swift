@@ -38,7 +38,18 @@ extension SpoolLayout {
             do {
                 // Removed while open: closed first, sshfs can keep it as `.fuse_hidden*`
                 // (`FileDescriptor.unlinkThenClose`).
-                try FileDescriptor.open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: fileMode).unlinkThenClose(probe)
+                // A block written, not an empty file: a full disk still creates empty files
+                // (an inode is free), and a probe that passed there let each start fail again
+                // at its first write, about 20 log lines a second.
+                let file = try FileDescriptor.open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: fileMode)
+                var refused: (any Error)?
+                do {
+                    try file.writeAll([UInt8](repeating: 0, count: 4096))
+                } catch {
+                    refused = error
+                }
+                try file.unlinkThenClose(probe)
+                if let refused { throw refused }
             } catch let error as SystemError {
                 return error
             } catch {
