@@ -351,6 +351,24 @@ extension Harness {
 
 /// `hold` and `release`, like postsuper -h and -H.
 @Suite(.serialized) struct HoldCommandTests {
+    /// `hold` and `retry` act on requests: named with a running batch's name,
+    /// they say it is a batch and how to cancel it (before: "not in outgoing", beside the
+    /// very file).
+    @Test func commandsForRequestsNameABatchAsSuch() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        try BatchTests.dropBatch(harness, "nightly", [BatchTests.line("slow", stub: ["latency_ms": 30_000])])
+        try waitUntil("the batch runs", timeout: 20) { try harness.arrivals(of: "prompt of slow").count == 1 }
+        for command in ["hold", "retry"] {
+            let answer = try harness.cli([command, "nightly", "--spool", harness.layout.root])
+            #expect(answer.status != 0, "\(command)")
+            #expect(answer.stderr.contains("is a batch file") && answer.stderr.contains("llmspool cancel nightly"), "\(command): \(answer.stderr)")
+        }
+        #expect(Syscall.isPresent(harness.layout.batchRequest("nightly")), "nothing moved")
+    }
+
     @Test func aHeldRequestStaysUnsentUntilReleased() throws {
         let harness = try Harness()
         defer { harness.stop() }

@@ -48,10 +48,23 @@ public struct SpoolActions: Sendable {
         try Syscall.fsyncDirectory(supersededFolder)
     }
 
+    /// Why `command` cannot act on `id`: a batch file of that name is named as such (these
+    /// commands act on requests), else the request is not in `outgoing`.
+    func notInOutgoing(_ id: String, _ command: String) -> ConfigError {
+        if Syscall.isPresent(layout.batchRequest(id)) {
+            return ConfigError("\(id): \(layout.batchRequest(id)) is a batch file; \(command) acts on requests, not batches "
+                + "(`llmspool cancel \(id)` cancels the batch; a failed batch line is sent again by dropping a batch of it)")
+        }
+        return ConfigError("\(id): not in \(layout.outgoing) (finished, failed, held or never dropped)")
+    }
+
     /// Moves a failed request back to `outgoing`. Its task record goes first: a record that
     /// says `failed` would send the request straight back (see `TaskRecord`).
     public func retry(_ id: String) throws {
-        guard let failed = Self.existing(layout.failed, id) else { throw ConfigError("\(id): no failed request \(layout.failedRequest(id))") }
+        guard let failed = Self.existing(layout.failed, id) else {
+            if Syscall.isPresent(layout.batchRequest(id)) { throw notInOutgoing(id, "retry") }
+            throw ConfigError("\(id): no failed request \(layout.failedRequest(id))")
+        }
         if let queued = Self.existing(layout.outgoing, id) { throw ConfigError("\(id): \(queued) already exists") }
         let target = Self.moved(failed, to: layout.outgoing, id: id)
         try Syscall.unlinkIfPresent(layout.taskRecord(id))
@@ -66,7 +79,7 @@ public struct SpoolActions: Sendable {
     /// for its retry) now, or with nil every waiting one, like `postqueue -i` and `-f`.
     public func sendNow(_ id: String?) throws {
         if let id, !Syscall.isPresent(layout.request(id)) {
-            throw ConfigError("\(id): not in \(layout.outgoing) (finished, failed, held or never dropped)")
+            throw notInOutgoing(id, "retry")
         }
         do { try Syscall.mkdir(layout.control, mode: layout.directoryMode) } catch let error as SystemError where error.errno == EEXIST {}
         let path = id.map(layout.sendNow) ?? layout.sendNowAll
@@ -92,7 +105,7 @@ public struct SpoolActions: Sendable {
     /// Keeps a request unsent until `release`. One in flight is stopped, as by deletion.
     public func hold(_ id: String) throws {
         guard let request = Self.existing(layout.outgoing, id) else {
-            throw ConfigError("\(id): not in \(layout.outgoing) (finished, failed, held or never dropped)")
+            throw notInOutgoing(id, "hold")
         }
         do { try Syscall.mkdir(holdFolder, mode: layout.directoryMode) } catch let error as SystemError where error.errno == EEXIST {}
         if let already = Self.existing(holdFolder, id) { throw ConfigError("\(id): \(already) already exists") }
