@@ -10,6 +10,9 @@ public struct StubDirectives: Sendable, Equatable {
     public var faults: [StubFault] = []
     /// For a stream: about this many bytes of content, in 16 KiB events (benchmarks).
     public var bulkBytes = 0
+    /// For a plain answer: sent in 4 KiB pieces this many milliseconds apart, a body that
+    /// arrives slowly (a plain answer is otherwise sent at once).
+    public var plainPieceDelayMs = 0
     /// With a status other than 200: the error's message repeats the bearer token sent, as
     /// a provider rejecting a key does (the daemon must blank it out).
     public var echoKey = false
@@ -30,6 +33,7 @@ public struct StubDirectives: Sendable, Equatable {
         if let value = stub["latency_ms"] as? Int { result.latencyMs = max(0, value) }
         if let value = stub["token_delay_ms"] as? Int { result.tokenDelayMs = max(0, value) }
         if let value = stub["bulk_bytes"] as? Int { result.bulkBytes = max(0, value) }
+        if let value = stub["plain_piece_delay_ms"] as? Int { result.plainPieceDelayMs = max(0, min(value, 60_000)) }
         if let value = stub["echo_key"] as? Bool { result.echoKey = value }
         if let list = stub["faults"] as? [Any] {
             result.faults = list.map { StubFault(($0 as? [String: Any]) ?? [:]) }

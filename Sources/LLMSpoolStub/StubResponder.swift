@@ -104,7 +104,13 @@ public struct StubResponder: Sendable {
                                   fingerprint: StubResponder.fingerprint(body), promptTokens: body.count / 4 + 1)
         let asked = request["stream"].map { JSONKind.isBool($0) && ($0 as? Bool) == true } ?? false
         guard asked, let stream = dialect.stream(context) else {
-            var pieces = [Piece(bytes: StubResponder.json(dialect.plain(context)), delayMs: 0)]
+            let body = StubResponder.json(dialect.plain(context))
+            var pieces = [Piece(bytes: body, delayMs: 0)]
+            if directives.plainPieceDelayMs > 0 {
+                pieces = stride(from: 0, to: body.count, by: 4096).map { start in
+                    Piece(bytes: Array(body[start..<min(start + 4096, body.count)]), delayMs: start == 0 ? 0 : directives.plainPieceDelayMs)
+                }
+            }
             var abort = false
             if let cut = fault?.cutAfter ?? fault?.truncateAfter {
                 // A plain answer cut short: half of it, then the end.

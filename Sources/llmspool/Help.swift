@@ -227,9 +227,10 @@ enum Help {
     static let clean = """
     Usage: llmspool clean --older-than AGE [--spool DIR]
 
-    Removes results (with their .sse), failed requests with their records, and records of
-    finished tasks last changed more than AGE ago (90s, 15m, 12h, 7d, 2w). Never touches
-    outgoing or a task still running.
+    Removes results (with their .sse), failed requests with their records, records of
+    finished tasks, ended batches (output, errors file and summary, dated by the summary)
+    and refused batch files with their records, last changed more than AGE ago (90s, 15m,
+    12h, 7d, 2w). Never touches outgoing, a task still running, or a batch still running.
     """
 
     static let initialize = """

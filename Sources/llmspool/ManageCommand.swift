@@ -129,7 +129,7 @@ enum ManageCommand {
             throw Arguments.UsageError(description: "--older-than takes an age such as 90s, 15m, 12h, 7d or 2w")
         }
         let cleaned = try SpoolActions(layout: try ClientSpool.existing(args)).clean(olderThan: Date().addingTimeInterval(-age))
-        print("removed \(cleaned.results) results, \(cleaned.failures) failed requests, \(cleaned.records) task records")
+        print("removed \(cleaned.results) results, \(cleaned.failures) failed requests, \(cleaned.records) task records, \(cleaned.batches) batches")
         return 0
     }
 

@@ -122,7 +122,7 @@ import Testing
         #expect(try harness.arrivals(of: "Remote failed").count == 1, "the failed line was retried live")
         #expect(try harness.arrivals(of: "Remote expired").count == 1, "the expired line went live")
         try waitUntil("the lane's records are gone", timeout: 20) { remoteRecords(harness).isEmpty }
-        #expect(harness.files(in: harness.layout.incoming).sorted() == ["mixed.batch.json", "mixed.jsonl"], "no line leaves a file of its own")
+        #expect(harness.files(in: harness.layout.incoming).sorted() == (try BatchTests.expectErrorsFile(harness, "mixed")), "no line leaves a file of its own")
 
         // The lines' tokens per lane in status: the remote batches' lines apart from the
         // live ones (the failed and the expired line were answered live).

@@ -83,7 +83,7 @@ import Testing
         #expect(try harness.stubArrivals().count == stopped.sentAtStop, "no line is sent once the input is gone")
         // The summary comes first; the input, the list and the journal go after it.
         try waitUntil("the batch's files in state go", timeout: 20) { harness.files(in: harness.layout.batches).isEmpty }
-        #expect(harness.files(in: harness.layout.incoming).sorted() == ["\(name).batch.json", "\(name).jsonl"])
+        #expect(harness.files(in: harness.layout.incoming).sorted() == (try BatchTests.expectErrorsFile(harness, name)))
         #expect(harness.files(in: harness.layout.outgoing).isEmpty)
         #expect(harness.watchingLines == 2, "ended at start, not after another restart")
     }
@@ -149,7 +149,7 @@ import Testing
         let sent = try harness.stubArrivals()
         #expect(sent.count == stopped.sentAtStop + 12, "the old batch's lines are not sent again: \(sent.count) after \(stopped.sentAtStop)")
         try waitUntil("the batch's files in state go", timeout: 20) { harness.files(in: harness.layout.batches).isEmpty }
-        #expect(harness.files(in: harness.layout.incoming).sorted() == ["swapped.batch.json", "swapped.jsonl"])
+        #expect(harness.files(in: harness.layout.incoming).sorted() == (try BatchTests.expectErrorsFile(harness, "swapped")))
         #expect(harness.files(in: harness.layout.outgoing).isEmpty)
     }
 

@@ -31,6 +31,30 @@ import Testing
         }
     }
 
+    /// The errors file holds the output's failed lines alone, as they are there and in
+    /// their order, and the summary names it; with none failed, there is no errors file.
+    /// Returns the names of the batch's files in `incoming` that should be there.
+    @discardableResult
+    static func expectErrorsFile(_ harness: Harness, _ name: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String] {
+        let output = try String(contentsOfFile: harness.layout.batchOutput(name), encoding: .utf8).split(separator: "\n")
+        let failed = try output.filter { line in
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            if let result = object["result"] as? [String: Any] { return result["type"] as? String != "succeeded" }
+            return !(object["error"] is NSNull)
+        }
+        let summary = try harness.json(harness.layout.batchSummary(name))
+        let files = ["\(name).batch.json", "\(name).jsonl"]
+        guard !failed.isEmpty else {
+            #expect(!Syscall.isPresent(harness.layout.batchErrors(name)), "no line failed: no errors file", sourceLocation: sourceLocation)
+            #expect(summary["error_file_id"] is NSNull, sourceLocation: sourceLocation)
+            return files
+        }
+        let errors = try String(contentsOfFile: harness.layout.batchErrors(name), encoding: .utf8)
+        #expect(errors == failed.joined(separator: "\n") + "\n", "the errors file is the failed lines of the output", sourceLocation: sourceLocation)
+        #expect(summary["error_file_id"] as? String == harness.layout.batchErrors(name), sourceLocation: sourceLocation)
+        return (files + ["\(name).errors.jsonl"]).sorted()
+    }
+
     static func waitForSummary(_ harness: Harness, _ name: String, timeout: TimeInterval) throws -> [String: Any] {
         try waitUntil("\(name).batch.json appears", timeout: timeout) {
             FileManager.default.fileExists(atPath: harness.layout.batchSummary(name))
@@ -113,7 +137,13 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: harness.layout.batchRequest("big")), "the input leaves outgoing last")
         #expect(!FileManager.default.fileExists(atPath: harness.layout.batchPartial("big")))
         #expect(!FileManager.default.fileExists(atPath: harness.layout.batchJournal("big")))
-        #expect(harness.files(in: harness.layout.incoming).sorted() == ["big.batch.json", "big.jsonl"], "no line leaves a file of its own")
+        // OpenAI's error file: the failed lines alone, each as it is in the output.
+        try Self.expectErrorsFile(harness, "big")
+        let errors = try Self.outputLines(harness.layout.batchErrors("big"))
+        #expect(Set(errors.compactMap { $0["custom_id"] as? String }) == Set((0..<count).filter { $0 % 97 == 5 }.map { "req-\($0)" }))
+        #expect(errors.count == failing)
+        #expect(harness.files(in: harness.layout.incoming).sorted() == ["big.batch.json", "big.errors.jsonl", "big.jsonl"],
+                "no line leaves a file of its own")
         #expect(harness.files(in: harness.layout.state).filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.isEmpty,
                 "lines have no task records")
         let arrivals = try harness.stubArrivals()
@@ -177,7 +207,7 @@ import Testing
             }
         }
         try Self.judgeBodies(Array(found.values), in: harness.root)
-        #expect(harness.files(in: harness.layout.incoming).sorted() == ["held.batch.json", "held.jsonl"])
+        #expect(harness.files(in: harness.layout.incoming).sorted() == (try BatchTests.expectErrorsFile(harness, "held")))
     }
 
     @Test func anInvalidFileIsRefusedWithItsProblemsLines() throws {
@@ -266,6 +296,7 @@ import Testing
         let sent = try harness.stubArrivals().count
         #expect(sent <= succeeded.count + 3 + 4, "beyond the lines that finished, only the three refused and those in flight were sent (sent \(sent))")
         try SDKJudge.expectParses("Batch", [harness.layout.batchSummary("slow")])
+        try Self.expectErrorsFile(harness, "slow")
     }
 
     /// An endpoint with a model of its own rewrites each line's body, read in place from the
@@ -314,6 +345,7 @@ import Testing
         let sentLate = try harness.stubArrivals().filter { expiredPrompts.contains($0.prompt) && $0.at > lifetimeEnd }
         #expect(sentLate.isEmpty, "expired lines sent after the lifetime ended (\(lifetimeEnd)): \(sentLate)")
         try SDKJudge.expectParses("Batch", [harness.layout.batchSummary("late")])
+        try Self.expectErrorsFile(harness, "late")
     }
 
     @Test(.enabled(if: DialectRegistry.dialect(url: "/v1/messages") != nil, "the Messages dialect is not registered"))
@@ -336,6 +368,7 @@ import Testing
         let output = try Self.outputLines(path)
         #expect(Self.byID(output).count == count)
         #expect(output.allSatisfy { ($0["result"] as? [String: Any])?["type"] as? String == "succeeded" })
+        try Self.expectErrorsFile(harness, "anthropic")
         try SDKJudge.expectParses("MessageBatchIndividualResponse", [path], jsonl: true)
         let messages = try output.map { String(decoding: try JSONSerialization.data(withJSONObject: ($0["result"] as? [String: Any])?["message"] ?? [:]), as: UTF8.self) }
         try Data((messages.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: harness.root + "/messages.jsonl"))
@@ -367,6 +400,8 @@ import Testing
             #expect(result?["type"] as? String == "errored", "\(id): \(line)")
             #expect("\(line)".contains("no-endpoint") || "\(line)".contains("no endpoint"), "\(id): \(line)")
         }
+        #expect(Set(try Self.outputLines(harness.layout.batchErrors("unspoken")).compactMap { $0["custom_id"] as? String }) == ["n-0", "n-1", "n-2"],
+                "every line errored: the errors file holds them all")
         #expect(harness.files(in: harness.layout.failed).isEmpty, "\(harness.files(in: harness.layout.failed))")
         #expect(!harness.files(in: harness.layout.state).contains { $0.hasPrefix(".unspoken") }, "\(harness.files(in: harness.layout.state))")
         #expect(!Syscall.isPresent(harness.layout.batchRequest("unspoken")), "the input left outgoing once the batch ended")
@@ -437,7 +472,7 @@ import Testing
         let counts = try #require(summary["request_counts"] as? [String: Any])
         #expect(counts["failed"] as? Int == failed)
         try Self.judgeBodies(output, in: harness.root)
-        #expect(harness.files(in: harness.layout.incoming).sorted() == ["killed.batch.json", "killed.jsonl"])
+        #expect(harness.files(in: harness.layout.incoming).sorted() == (try BatchTests.expectErrorsFile(harness, "killed")))
     }
     /// A line the stub fails every time, killed after some of its attempts: after the
     /// restart it has only the attempts it had left, so it ends failed after `max_attempts`
@@ -487,6 +522,33 @@ import Testing
         for index in 0..<3 { #expect(found["fine-\(index)"]?["error"] is NSNull) }
         let counts = try #require(summary["request_counts"] as? [String: Any])
         #expect(counts["failed"] as? Int == 1 && counts["completed"] as? Int == 3)
+    }
+}
+
+/// A daemon starting on a shared spool sweeps the leftovers of lines, but not those of a
+/// batch another live daemon runs: that line's answer, past what is held in memory, is
+/// being written to its `.partial` now. Before, the starting daemon removed it, and the
+/// line's answer was lost to the daemon writing it.
+@Suite(.serialized) struct SharedLineLeftoverTests {
+    @Test func aStartingDaemonKeepsTheLinePartialOfABatchAnotherDaemonRuns() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        _ = try harness.startExtraDaemon("d1", config: SharedBatchTests.config("d1"))
+        // A plain answer of about 140 KB in 4 KiB pieces 200 ms apart: past the 64 KiB
+        // held after about 3 s, whole after about 7 s.
+        try BatchTests.dropBatch(harness, "long", [BatchTests.line("long-0", stub: ["tokens": 20_000, "plain_piece_delay_ms": 200])])
+        let partial = harness.layout.partial(SpoolLayout.lineID(batch: "long", entry: 0))
+        try waitUntil("the line's answer outgrows memory", timeout: 60) { Syscall.isPresent(partial) }
+        // Returns once d2 is watching: its leftovers are swept by then.
+        _ = try harness.startExtraDaemon("d2", config: SharedBatchTests.config("d2"))
+        #expect(Syscall.isPresent(harness.layout.batchSummary("long")) || Syscall.isPresent(partial),
+                "the line's .partial survives the other daemon's start")
+        let summary = try BatchTests.waitForSummary(harness, "long", timeout: 120)
+        #expect((summary["request_counts"] as? [String: Any])?["completed"] as? Int == 1, "\(summary)")
+        let line = try #require(BatchTests.byID(try BatchTests.outputLines(harness.layout.batchOutput("long")))["long-0"])
+        let content = Harness.content(of: (line["response"] as? [String: Any])?["body"] as? [String: Any] ?? [:]) ?? ""
+        #expect(content.hasSuffix(" tök19999"), "the whole answer: \(content.count) characters, ends \(content.suffix(20))")
     }
 }
 
@@ -557,7 +619,7 @@ import Testing
         #expect(committedAndSentAgain.isEmpty, "committed before the kill, then sent again: \(committedAndSentAgain.prefix(10))")
         #expect(repeated <= arrivalsAtKill - committedAtKill.count, "only lines the killed daemon had sent and not committed were sent again")
         #expect(harness.files(in: harness.layout.outgoing).isEmpty)
-        #expect(harness.files(in: harness.layout.incoming).sorted() == ["shared.batch.json", "shared.jsonl"])
+        #expect(harness.files(in: harness.layout.incoming).sorted() == (try BatchTests.expectErrorsFile(harness, "shared")))
         try BatchTests.judgeBodies(output, in: harness.root)
     }
 }

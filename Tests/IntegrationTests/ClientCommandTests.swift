@@ -68,6 +68,34 @@ import Testing
         #expect(later.stdout.contains("1 failed requests"), "\(later.stdout)")
     }
 
+    /// `clean` removes an ended batch's files (dated by its summary, which goes last) and a
+    /// refused batch file with its record, and leaves a batch whose name is in `outgoing`.
+    @Test func cleanRemovesEndedAndRefusedBatchesButNotARunningOne() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        try BatchTests.dropBatch(harness, "ended", [BatchTests.line("a"), BatchTests.line("b", stub: ["status": 400])])
+        _ = try BatchTests.waitForSummary(harness, "ended", timeout: 30)
+        try BatchTests.dropBatch(harness, "refused", [BatchTests.line("a"), BatchTests.line("a")])
+        try waitUntil("the batch is refused", timeout: 30) { exists(harness.layout.failedBatch("refused")) }
+        try BatchTests.dropBatch(harness, "again", [BatchTests.line("a")])
+        _ = try BatchTests.waitForSummary(harness, "again", timeout: 30)
+        // A new file under the name: the old summary is not this batch's to lose.
+        try BatchTests.dropBatch(harness, "again", [BatchTests.line("b", stub: ["latency_ms": 60_000])])
+        try waitUntil("the new batch runs", timeout: 30) { exists(harness.layout.batchJournal("again")) }
+        let ended = [harness.layout.batchOutput("ended"), harness.layout.batchErrors("ended"), harness.layout.batchSummary("ended")]
+        #expect(ended.allSatisfy(exists), "the batch ended with a failed line: output, errors file and summary")
+
+        let young = try harness.cli(["clean", "--older-than", "1h", "--spool", harness.layout.root])
+        #expect(young.stdout == "removed 0 results, 0 failed requests, 0 task records, 0 batches\n", "\(young.stdout)\(young.stderr)")
+        let cleaned = try harness.cli(["clean", "--older-than", "0s", "--spool", harness.layout.root])
+        #expect(cleaned.stdout == "removed 0 results, 0 failed requests, 0 task records, 2 batches\n", "\(cleaned.stdout)\(cleaned.stderr)")
+        #expect(!ended.contains(where: exists))
+        #expect(!exists(harness.layout.failedBatch("refused")) && !exists(harness.layout.errorRecord("refused")))
+        #expect(exists(harness.layout.batchSummary("again")) && exists(harness.layout.batchRequest("again")), "the running batch's name is kept")
+    }
+
     @Test func clientCommandsFindTheSpoolThroughTheConfigLikeRun() throws {
         let harness = try Harness()
         defer { harness.stop() }

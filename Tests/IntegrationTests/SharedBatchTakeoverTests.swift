@@ -129,7 +129,7 @@ import Testing
               + "\(heldBack) held back by libcurl's last check before sending")
         #expect(sentAfterWaking.isEmpty, "sent by the owner after it lost the claim: \(sentAfterWaking.prefix(5).map(\.prompt))")
         #expect(harness.files(in: harness.layout.outgoing).isEmpty)
-        #expect(harness.files(in: harness.layout.incoming).sorted() == ["paused.batch.json", "paused.jsonl"])
+        #expect(harness.files(in: harness.layout.incoming).sorted() == (try BatchTests.expectErrorsFile(harness, "paused")))
         #expect(!Syscall.isPresent(harness.layout.batchJournal("paused")))
     }
 
@@ -246,7 +246,7 @@ import Testing
         #expect(try harness.stubPosts().filter { $0.path.hasPrefix("/\(other)/") }.isEmpty, "the other daemon sent none of its lines")
         // The summary comes first; the input, the list and the journal go after it.
         try waitUntil("the batch's files in state go", timeout: 20) { harness.files(in: harness.layout.batches).isEmpty }
-        #expect(harness.files(in: harness.layout.incoming).sorted() == ["orphan.batch.json", "orphan.jsonl"])
+        #expect(harness.files(in: harness.layout.incoming).sorted() == (try BatchTests.expectErrorsFile(harness, "orphan")))
     }
 
     /// The same, with the output cut short of what the journal committed (writes lost on a

@@ -76,18 +76,24 @@ import Testing
     }
 
     /// The end of a batch stopped after every step, then restarted as the daemon does: the
-    /// output, then the summary, each exactly once, and the input and journal gone.
-    @Test func aCrashAfterAnyStepOfTheEndLeavesOneOutputAndSummary() throws {
+    /// output, its errors file (with failed lines), then the summary, each exactly once, and
+    /// the input and journal gone.
+    @Test(arguments: [false, true]) func aCrashAfterAnyStepOfTheEndLeavesOneOutputAndSummary(hasFailedLines: Bool) throws {
         let layout = SpoolLayout(root: "spool")
+        let good = #"{"custom_id":"a","error":null}"#
+        let bad = #"{"custom_id":"b","error":{"code":"x","message":"y"}}"#
+        let output = hasFailedLines ? "\(good)\n\(bad)\n" : "\(good)\n"
         func build() -> (MemoryFiles, [PublicationStep], FileIdentity?) {
             let files = MemoryFiles()
             files.create(layout.batchRequest("b"), "{}\n")
-            files.create(layout.batchPartial("b"), "line\n")
+            files.create(layout.batchPartial("b"), output)
             files.create(layout.batchJournal("b"), "journal")
             files.create(layout.batchIDList("b"), "ids")
+            // An errors file of an earlier batch of the name goes when this one has none.
+            files.create(layout.batchErrors("b"), "stale\n")
             let identity = files.files[layout.batchRequest("b")].map(MemoryFiles.identity)
             return (files, PublicationPlan.batchEnd(name: "b", input: layout.batchRequest("b"), identity: identity, summary: Array("summary".utf8),
-                                                    outputPublished: false, layout: layout), identity)
+                                                    outputPublished: false, hasFailedLines: hasFailedLines, layout: layout), identity)
         }
         let (_, steps, _) = build()
         for stop in 0...steps.count {
@@ -99,6 +105,9 @@ import Testing
             }).run(steps)
             #expect(files.files[layout.batchJournal("b")] != nil || files.files[layout.batchIDList("b")] == nil,
                     "the list of custom_ids never outlives the journal (stop \(stop))")
+            if files.files[layout.batchSummary("b")] != nil {
+                #expect(files.text(layout.batchErrors("b")) == (hasFailedLines ? "\(bad)\n" : nil), "the errors file comes before the summary (stop \(stop))")
+            }
             // Restart: the journal says every line is committed; where the output is decides the rest.
             if files.files[layout.batchJournal("b")] != nil {
                 let published = files.files[layout.batchPartial("b")] == nil
@@ -106,19 +115,30 @@ import Testing
                     #expect(files.files[layout.batchSummary("b")] == nil || published, "the summary is never before the output (stop \(stop))")
                 }
                 let rest = PublicationPlan.batchEnd(name: "b", input: layout.batchRequest("b"), identity: identity, summary: Array("summary".utf8),
-                                                    outputPublished: published, layout: layout)
+                                                    outputPublished: published, hasFailedLines: hasFailedLines, layout: layout)
                 guard case .completed = PublicationExecutor(files: files).run(rest) else {
                     Issue.record("the rest of the end failed after stop \(stop)")
                     continue
                 }
             }
-            #expect(files.text(layout.batchOutput("b")) == "line\n", "stop \(stop)")
+            #expect(files.text(layout.batchOutput("b")) == output, "stop \(stop)")
+            #expect(files.text(layout.batchErrors("b")) == (hasFailedLines ? "\(bad)\n" : nil), "stop \(stop)")
             #expect(files.text(layout.batchSummary("b")) == "summary")
             #expect(files.files[layout.batchPartial("b")] == nil)
             #expect(files.files[layout.batchRequest("b")] == nil)
             #expect(files.files[layout.batchJournal("b")] == nil)
             #expect(files.files[layout.batchIDList("b")] == nil)
         }
+    }
+
+    @Test func anOutputLineFailedIsOneWithAnErrorOrAResultNotSucceeded() {
+        func failed(_ text: String) -> Bool { Array(text.utf8).withUnsafeBytes { BatchOutputLine.isFailed($0) } }
+        #expect(!failed(#"{"id":"batch_req_1","custom_id":"a","response":{"status_code":200},"error":null}"#))
+        #expect(failed(#"{"id":"batch_req_1","custom_id":"a","response":null,"error":{"code":"batch_cancelled","message":"m"}}"#))
+        #expect(!failed(#"{"custom_id":"a","result":{"type":"succeeded","message":{}}}"#))
+        #expect(failed(#"{"custom_id":"a","result":{"type":"errored","error":{}}}"#))
+        #expect(failed(#"{"custom_id":"a","result":{"type":"canceled"}}"#))
+        #expect(failed("not json"), "a line that cannot be read is shown")
     }
 
     @Test func aRejectionMovesTheFileAfterItsRecordAndKeepsAnEarlierOne() throws {
@@ -146,6 +166,21 @@ import Testing
         #expect(RequestName.classify(".jsonl") == .ignored)
         #expect(SpoolLayout.isLineTemporary(PublicationPlan.name(of: SpoolLayout(root: "s").partial(SpoolLayout.lineID(batch: "b", entry: 3)))))
         #expect(!SpoolLayout.isLineTemporary("b.jsonl.partial"))
+    }
+
+    /// A line's leftovers name their batch (a shared spool keeps those of a batch another
+    /// daemon runs); the temporaries of a batch's own files are no line's.
+    @Test func aLinesLeftoverNamesItsBatch() {
+        let layout = SpoolLayout(root: "s")
+        let id = SpoolLayout.lineID(batch: "night.v2", entry: 12)
+        #expect(SpoolLayout.batchOfLineTemporary(PublicationPlan.name(of: layout.partial(id))) == "night.v2")
+        #expect(SpoolLayout.batchOfLineTemporary(PublicationPlan.name(of: SpoolLayout.temporary(for: layout.incoming + "/" + id))) == "night.v2")
+        for name in [PublicationPlan.name(of: SpoolLayout.temporary(for: layout.batchErrors("b"))),
+                     PublicationPlan.name(of: SpoolLayout.temporary(for: layout.batchSummary("b"))),
+                     PublicationPlan.name(of: SpoolLayout.temporary(for: layout.batchPartial("b"))),
+                     ".b.jsonl.partial", ".jsonl.3.partial", ".b.jsonl.x3.partial", ".b.jsonl.3", "b.jsonl.3.partial", ".b.jsonl..partial"] {
+            #expect(SpoolLayout.batchOfLineTemporary(name) == nil, "\(name)")
+        }
     }
 
     /// A held file's copy is nobody's leftover while it is written, and the sweeps' once untouched.

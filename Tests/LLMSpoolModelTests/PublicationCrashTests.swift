@@ -120,6 +120,16 @@ final class MemoryFiles: PublicationFiles, @unchecked Sendable {
         link(path, newFile(bytes), durable: durable)
     }
 
+    func writeFailedLines(of output: String, to path: String) throws(Failure) {
+        try guardPath(path)
+        guard let inode = names[output], let bytes = contents[inode]?.bytes else { throw Failure(description: "\(output): no such file") }
+        var failed: [UInt8] = []
+        for line in bytes.split(separator: 0x0A) where line.withUnsafeBytes({ BatchOutputLine.isFailed($0) }) {
+            failed += line + [0x0A]
+        }
+        link(path, newFile(failed), durable: true)
+    }
+
     func writeRecord(_ record: TaskRecord, durable: Bool) throws(Failure) {
         let path = layout.taskRecord(record.id)
         try guardPath(path)

@@ -1312,7 +1312,8 @@ public final class BatchRunner: @unchecked Sendable {
                                    counts: journal.counts, createdAt: journal.header.createdAt, endedAt: Int(Date().timeIntervalSince1970),
                                    inputFile: layout.batchRequest(name), outputFile: layout.batchOutput(name))
         let steps = PublicationPlan.batchEnd(name: name, input: layout.batchRequest(name), identity: identity, summary: summary.encoded(),
-                                             outputPublished: outputPublished, layout: layout, hookNote: hookNote(name))
+                                             outputPublished: outputPublished, hasFailedLines: journal.counts.notSucceeded > 0,
+                                             layout: layout, hookNote: hookNote(name))
         switch executor.run(steps) {
         case .failed(_, let step, let error):
             // The journal stays: the next start (or scan) finishes the end.

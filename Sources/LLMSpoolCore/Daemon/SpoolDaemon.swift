@@ -414,9 +414,15 @@ public final class SpoolDaemon: Sendable {
                 // A batch's output grows across restarts (its journal says how far); its
                 // lines' answers are leftovers like any attempt's.
                 if name.hasSuffix(SpoolLayout.batchSuffix + SpoolLayout.partialSuffix) { continue }
-                if SpoolLayout.isLineTemporary(name) {
-                    logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent("\(directory)/\(name)") }
-                    removed += 1
+                if let batch = SpoolLayout.batchOfLineTemporary(name) {
+                    let remove = { [logger] in logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent("\(directory)/\(name)") } }
+                    // On a shared spool, a line of a batch another live daemon runs is written now.
+                    if let leases {
+                        if leases.removeLeftover(of: BatchClaimRules.claimID(batch: batch), remove) { removed += 1 } else { kept += 1 }
+                    } else {
+                        remove()
+                        removed += 1
+                    }
                     continue
                 }
                 guard let id = LeaseRules.leftoverID(name) else { continue }

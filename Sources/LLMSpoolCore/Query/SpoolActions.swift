@@ -172,10 +172,13 @@ public struct SpoolActions: Sendable {
         public var results = 0
         public var failures = 0
         public var records = 0
+        /// Ended batches (output, errors file and summary) and refused batch files.
+        public var batches = 0
     }
 
-    /// Removes results, failures and finished task records last changed before `cutoff`.
-    /// Never touches `outgoing` or a task that is still running.
+    /// Removes results, failures, finished task records and ended or refused batches last
+    /// changed before `cutoff`. Never touches `outgoing`, a task still running, or a batch
+    /// whose name is in `outgoing` or has a journal.
     public func clean(olderThan cutoff: Date) throws -> Cleaned {
         var cleaned = Cleaned()
         func old(_ path: String) -> Bool {
@@ -206,7 +209,32 @@ public struct SpoolActions: Sendable {
             try Syscall.unlinkIfPresent(layout.taskRecord(id))
             cleaned.records += 1
         }
+        try cleanBatches(old: old, into: &cleaned, cutoff: cutoff)
         return cleaned
+    }
+
+    /// A batch is dated by its summary, its last file, which goes last: a clean cut short
+    /// leaves the summary, and the next one finds the batch again.
+    private func cleanBatches(old: (String) -> Bool, into cleaned: inout Cleaned, cutoff: Date) throws {
+        func running(_ name: String) -> Bool {
+            Syscall.isPresent(layout.batchRequest(name)) || Syscall.isPresent(layout.batchJournal(name))
+        }
+        for file in try Syscall.listDirectory(layout.incoming) where file.hasSuffix(SpoolLayout.batchSummarySuffix) {
+            let name = String(file.dropLast(SpoolLayout.batchSummarySuffix.count))
+            guard case .batch = RequestName.classify(name + SpoolLayout.batchSuffix), !running(name), old(layout.batchSummary(name)) else { continue }
+            try Syscall.unlinkIfPresent(layout.batchOutput(name))
+            try Syscall.unlinkIfPresent(layout.batchErrors(name))
+            try Syscall.unlinkIfPresent(layout.batchSummary(name))
+            cleaned.batches += 1
+        }
+        // A refused batch file, with its record, dated by its refusal.
+        for file in try Syscall.listDirectory(layout.failed) {
+            guard case .batch(let name) = RequestName.classify(file), !running(name),
+                  let refusedAt = OutcomeTimes(layout: layout, id: name).failed, refusedAt < cutoff else { continue }
+            try Syscall.unlinkIfPresent(layout.errorRecord(name))
+            try Syscall.unlinkIfPresent(layout.failedBatch(name))
+            cleaned.batches += 1
+        }
     }
 
     /// "90s", "15m", "12h", "7d", "2w" in seconds.

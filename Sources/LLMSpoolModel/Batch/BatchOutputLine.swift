@@ -13,6 +13,19 @@ public enum BatchOutputLine {
             + Array(String(entry).utf8)), radix: 16), to: 16)
     }
 
+    /// Whether an output line (without its newline) belongs in the errors file: OpenAI's
+    /// with an `error` that is not null, Anthropic's whose `result.type` is not `succeeded`.
+    /// A line that cannot be read counts as failed: the errors file errs toward showing it.
+    public static func isFailed(_ line: UnsafeRawBufferPointer) -> Bool {
+        guard let object = try? RawJSON.parse(line), case .object = object else { return true }
+        if let result = object["result"] {
+            guard case .string(let range)? = result["type"] else { return true }
+            return !UnsafeRawBufferPointer(rebasing: line[range]).elementsEqual("succeeded".utf8)
+        }
+        guard let error = object["error"] else { return true }
+        return !error.isNull
+    }
+
     public static func encode(kind: BatchKind, batch: String, entry: Int, customID: String, result: BatchLineResult) -> [UInt8] {
         let line: [UInt8]
         switch kind {

@@ -16,6 +16,12 @@ public struct BatchSummary: Sendable, Equatable {
     public var endedAt: Int
     public var inputFile: String
     public var outputFile: String
+    /// `error_file_id` when a line did not succeed: the output's name with `.errors.jsonl`.
+    public var errorFile: String {
+        outputFile.hasSuffix(SpoolLayout.batchSuffix)
+            ? String(outputFile.dropLast(SpoolLayout.batchSuffix.count)) + SpoolLayout.batchErrorsSuffix
+            : outputFile + SpoolLayout.batchErrorsSuffix
+    }
     public var completionWindow: String
 
     public init(name: String, status: Status, endpoint: String, total: Int, counts: BatchCounts, createdAt: Int, endedAt: Int,
@@ -78,7 +84,8 @@ public struct BatchSummary: Sendable, Equatable {
             ("completion_window", JSONWriter.quoted(completionWindow)),
             ("status", JSONWriter.quoted(status.rawValue)),
             ("output_file_id", JSONWriter.quoted(outputFile)),
-            ("error_file_id", JSONWriter.null),
+            // The errors file holds the lines that did not succeed, when there are any.
+            ("error_file_id", counts.notSucceeded > 0 ? JSONWriter.quoted(errorFile) : JSONWriter.null),
             ("created_at", JSONWriter.number(createdAt)),
             ("in_progress_at", JSONWriter.number(createdAt)),
             ("expires_at", JSONWriter.null),

@@ -1,19 +1,26 @@
 extension PublicationPlan {
     /// The end of a batch whose every line is committed in its journal (or cancelled): the
-    /// output gets its name, then the summary appears, last, then the input and the journal
+    /// output gets its name, its failed lines are written to the errors file (or a stale one
+    /// removed), then the summary appears, last, then the input and the journal
     /// go, the list of its `custom_id`s just before the journal. Each step can be run again
     /// after a crash: the journal stays until the last step, and `BatchRecovery` says from
     /// where to go on.
     /// With `hookNote` (a hook is configured), the hook owed is noted first.
+    /// `hasFailedLines`: some line did not succeed (the journal's counts), so the errors file
+    /// is written; otherwise one left by an earlier batch of the name is removed.
     public static func batchEnd(name: String, input: String, identity: FileIdentity?, summary: [UInt8], outputPublished: Bool,
-                                layout: SpoolLayout, hookNote: String? = nil) -> [PublicationStep] {
+                                hasFailedLines: Bool = false, layout: SpoolLayout, hookNote: String? = nil) -> [PublicationStep] {
         var steps = hookNoteSteps(hookNote, id: name, request: identity)
         if !outputPublished {
             steps += [.syncFile(layout.batchPartial(name)),
-                      .rename(from: layout.batchPartial(name), to: layout.batchOutput(name)),
-                      .syncFolder(layout.incoming)]
+                      .rename(from: layout.batchPartial(name), to: layout.batchOutput(name))]
         }
-        steps += [.writeFile(layout.batchSummary(name), summary),
+        // The errors file is read from the published output: after a crash it is written
+        // again from the same lines.
+        steps += [hasFailedLines ? .writeFailedLines(from: layout.batchOutput(name), to: layout.batchErrors(name))
+                                 : .unlinkIfPresent(layout.batchErrors(name)),
+                  .syncFolder(layout.incoming),
+                  .writeFile(layout.batchSummary(name), summary),
                   .syncFolder(layout.incoming),
                   .unlinkIfSame(input, identity: identity),
                   .syncFolder(folder(of: input)),

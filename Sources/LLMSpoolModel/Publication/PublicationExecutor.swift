@@ -6,6 +6,9 @@ public protocol PublicationFiles {
     /// The inode of a file, for the record that commits to it.
     func inode(of path: String) throws(Failure) -> UInt64
     func write(_ bytes: [UInt8], to path: String, durable: Bool) throws(Failure)
+    /// `PublicationStep.writeFailedLines`: the lines of `output` that `BatchOutputLine.isFailed`
+    /// says failed, to `path` (durable); empty when there are none.
+    func writeFailedLines(of output: String, to path: String) throws(Failure)
     /// Writes `state/<id>.json` through a hidden temporary; fsynced when `durable`.
     func writeRecord(_ record: TaskRecord, durable: Bool) throws(Failure)
     func rename(_ from: String, _ to: String) throws(Failure)
@@ -122,6 +125,8 @@ public struct PublicationExecutor<Files: PublicationFiles> {
             try files.writeRecord(record, durable: durable)
         case .writeFile(let path, let bytes):
             try files.write(bytes, to: path, durable: true)
+        case .writeFailedLines(let output, let path):
+            try files.writeFailedLines(of: output, to: path)
         case .rename(let from, let to):
             try files.rename(from, to)
         case .moveIfSame(let from, let to, let identity):

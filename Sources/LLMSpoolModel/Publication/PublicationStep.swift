@@ -8,6 +8,10 @@ public enum PublicationStep: Sendable, Equatable {
     case writeRecord(TaskRecord, durable: Bool, resultInodeOf: String?)
     /// Write bytes through a hidden temporary, fsync, rename onto the path.
     case writeFile(String, [UInt8])
+    /// Write the failed lines of a batch's published output (`BatchOutputLine.isFailed`) to
+    /// a file through a hidden temporary, fsync, rename; with none, remove that file if
+    /// present. Read from the output each time: run again after a crash, the same file.
+    case writeFailedLines(from: String, to: String)
     /// Rename a file the daemon owns (its `.partial`, its result temporary).
     case rename(from: String, to: String)
     /// Rename a producer's file, only while it is still the file that was read: a newer
@@ -38,6 +42,7 @@ public enum PublicationStep: Sendable, Equatable {
         case .syncFile: "sync-file"
         case .writeRecord(let record, _, let inode): inode != nil ? "commit-\(record.status.rawValue)" : "record-\(record.status.rawValue)"
         case .writeFile: "write-file"
+        case .writeFailedLines: "write-errors"
         case .rename(_, let to): to.hasSuffix(".sse") ? "keep-events" : "publish"
         case .moveIfSame: "move-request"
         case .unlinkIfSame: "remove-request"

@@ -62,6 +62,10 @@ public enum RequestName {
     /// rather than renamed (a batch's outputs take their names from it).
     static func classifyBatch(_ name: String) -> Kind {
         if name.isEmpty { return .unusable(reason: "the name has no name before .jsonl") }
+        // incoming/<name>.errors.jsonl is the errors file of batch <name>.
+        if (name + SpoolLayout.batchSuffix).hasSuffix(SpoolLayout.batchErrorsSuffix) {
+            return .unusable(reason: "names ending in \(SpoolLayout.batchErrorsSuffix) are reserved for batches' errors files")
+        }
         switch classify(name + SpoolLayout.requestSuffix) {
         case .request: return .batch(name: name)
         case .unsafe(let reason), .unusable(let reason): return .unusable(reason: reason)

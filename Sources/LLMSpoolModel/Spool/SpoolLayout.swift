@@ -38,6 +38,7 @@ public struct SpoolLayout: Sendable, Equatable {
     public static let errorRecordSuffix = ".error.json"
     public static let batchSuffix = ".jsonl"
     public static let batchSummarySuffix = ".batch.json"
+    public static let batchErrorsSuffix = ".errors.jsonl"
     /// Producers write under a name with this prefix and rename it into place when done.
     public static let hiddenPrefix = "."
     public static let temporarySuffix = ".tmp"
@@ -120,6 +121,8 @@ public struct SpoolLayout: Sendable, Equatable {
     public func batchPartial(_ name: String) -> String { "\(incoming)/\(name)\(Self.batchSuffix)\(Self.partialSuffix)" }
     public func batchOutput(_ name: String) -> String { "\(incoming)/\(name)\(Self.batchSuffix)" }
     public func batchSummary(_ name: String) -> String { "\(incoming)/\(name)\(Self.batchSummarySuffix)" }
+    /// The failed lines of a batch's output alone (OpenAI's error file), when there are any.
+    public func batchErrors(_ name: String) -> String { "\(incoming)/\(name)\(Self.batchErrorsSuffix)" }
     public func failedBatch(_ name: String) -> String { "\(failed)/\(name)\(Self.batchSuffix)" }
     public func batchJournal(_ name: String) -> String { "\(batches)/\(name).journal" }
     public static let batchJournalSuffix = ".journal"
@@ -130,8 +133,30 @@ public struct SpoolLayout: Sendable, Equatable {
     /// in `incoming` are never taken for a result, and no request file can have it.
     public static func lineID(batch name: String, entry: Int) -> String { "\(hiddenPrefix)\(name)\(batchSuffix).\(entry)" }
     /// Whether a name in `incoming` is a line's `.partial` or temporary (a leftover at start).
-    public static func isLineTemporary(_ name: String) -> Bool {
-        name.hasPrefix(hiddenPrefix) && name.contains(batchSuffix + ".") && (name.hasSuffix(partialSuffix) || name.hasSuffix(temporarySuffix))
+    public static func isLineTemporary(_ name: String) -> Bool { batchOfLineTemporary(name) != nil }
+
+    /// The batch whose line a `.partial` or temporary in `incoming` belongs to: `.<batch>.jsonl.<entry>`
+    /// with either suffix, or that hidden id hidden once more. Nil for any other name, the
+    /// temporaries of a batch's own files (`.<batch>.errors.jsonl.tmp`) among them: a daemon
+    /// sweeping lines' leftovers must not take them for one.
+    public static func batchOfLineTemporary(_ name: String) -> String? {
+        var rest = Substring(name)
+        guard rest.hasPrefix(hiddenPrefix) else { return nil }
+        if rest.hasSuffix(partialSuffix) {
+            rest = rest.dropLast(partialSuffix.count)
+        } else if rest.hasSuffix(temporarySuffix) {
+            rest = rest.dropLast(temporarySuffix.count)
+        } else {
+            return nil
+        }
+        rest = rest.dropFirst(hiddenPrefix.count)
+        if rest.hasPrefix(hiddenPrefix) { rest = rest.dropFirst(hiddenPrefix.count) }
+        guard let dot = rest.lastIndex(of: ".") else { return nil }
+        let entry = rest[rest.index(after: dot)...]
+        guard !entry.isEmpty, entry.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        let id = rest[..<dot]
+        guard id.hasSuffix(batchSuffix), id.count > batchSuffix.count else { return nil }
+        return String(id.dropLast(batchSuffix.count))
     }
 
     /// Intent records of groups sent through a provider's Batch API (the background lane).
