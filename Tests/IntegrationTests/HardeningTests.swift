@@ -385,6 +385,37 @@ import Testing
         #expect(harness.log.components(separatedBy: "done (completed after a restart)").count == 1, "reported done once, by the commit")
     }
 
+    /// A failure committed while `failed/` cannot be written: its `on_failure` hook waits
+    /// until a later scan has written the error record its `LLMSPOOL_ERROR` names, and runs
+    /// once. Before, it ran at the commit, naming a record that did not exist.
+    @Test func aFailuresHookWaitsForItsErrorRecord() throws {
+        guard let chattr = SpoolFolderTests.chattrForRoot() else { return }
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let hooked = harness.root + "/hooked.log"
+        let hook = ["/bin/sh", "-c", "if [ -f \"$LLMSPOOL_ERROR\" ]; then echo \"$LLMSPOOL_ID record\"; else echo \"$LLMSPOOL_ID none\"; fi >> \(hooked)"]
+        try harness.startDaemon(config: ["retry_max_seconds": 0.2, "rescan_interval_seconds": 1, "on_failure": hook])
+        let failed = harness.layout.failed
+        defer { _ = try? Harness.run(chattr, ["-i", failed]) }
+        let prompt = "refused while failed is immutable"
+        try harness.drop("refused", Harness.request(prompt, stub: ["status": 400, "latency_ms": 1500]))
+        try waitUntil("the request is sent", timeout: 30) { try harness.arrivals(of: prompt).count == 1 }
+        guard SpoolFolderTests.makeImmutable(failed, with: chattr) else { return }
+        try waitUntil("the failure is committed, its publication cut short", timeout: 30) {
+            harness.log.contains("the failure is recorded, but publishing it did not finish")
+        }
+        // Two rescans that cannot finish it: a hook started at the commit has run long before.
+        try waitUntil("two rescans", timeout: 30) { harness.log.components(separatedBy: "cannot complete the clean-up").count > 2 }
+        #expect(!Syscall.isPresent(hooked), "no hook while the error record is not written: \((try? String(contentsOfFile: hooked, encoding: .utf8)) ?? "")")
+        _ = try Harness.run(chattr, ["-i", failed])
+        try waitUntil("the hook runs", timeout: 30) { Syscall.isPresent(hooked) }
+        try waitUntil("the request is moved to failed", timeout: 30) { Syscall.isPresent(harness.layout.failedRequest("refused")) }
+        #expect(try String(contentsOfFile: hooked, encoding: .utf8) == "refused record\n")
+        #expect(try harness.arrivals(of: prompt).count == 1, "sent once")
+        try waitUntil("the hook's note goes once it has run", timeout: 30) { harness.files(in: harness.layout.pendingHooks).isEmpty }
+    }
+
     /// The request that could not be removed is deleted by its producer before any scan
     /// cleans it up: the daemon stops waiting for that clean-up (it would wait for its life).
     @Test func aCommittedRequestDeletedBeforeItsCleanUpIsNotAwaitedAnyMore() throws {
@@ -406,8 +437,6 @@ import Testing
     }
 }
 
-/// A provider that repeats the key it was sent in its error: the key reaches no record
-/// and no log line.
 /// A stream whose one event never ends: the attempt fails once the event passes 32 MiB,
 /// instead of holding it whole (a hostile server's 200 MB line took the daemon to 477 MB,
 /// four of them to 1.2 GB), and the retry is answered.
@@ -431,6 +460,8 @@ import Testing
     }
 }
 
+/// A provider that repeats the key it was sent in its error: the key reaches no record
+/// and no log line.
 @Suite(.serialized) struct EchoedKeyTests {
     @Test func aKeyTheProviderEchoesIsBlankedOut() throws {
         let harness = try Harness()

@@ -34,7 +34,9 @@ public final class Finisher: Sendable {
     /// `outgoing` (its removal failed): the scan that removes it reports nothing again. An
     /// entry goes with that clean-up, or when the request leaves `outgoing` otherwise
     /// (`requestLeft`), else it would stay for the daemon's life.
-    private let reportedAwaitingCleanUp = Mutex<Set<String>>([])
+    /// Outcomes reported at their commit whose publication a later scan completes; true
+    /// when the outcome's hook waits for that (`TaskReport.Hook.waitsForCleanUp`).
+    private let reportedAwaitingCleanUp = Mutex<[String: Bool]>([:])
     /// The endpoints' keys, blanked out of every failure before it is recorded or logged,
     /// and of the background lane's steps' answers (`secretRedaction`).
     private let redaction = Mutex(SecretRedaction())
@@ -333,12 +335,20 @@ public final class Finisher: Sendable {
             // Already removed (the daemon that ended it did, seen here through a stale
             // cache), or replaced by a newer file: nothing ended here, nothing to report,
             // and no clean-up of this run's outcome is awaited any more.
-            reportedAwaitingCleanUp.withLock { _ = $0.remove(id) }
             logger.debug("the ended request's clean-up found nothing to do", id: id, ["notes": "\(notes)"])
+            // The plan's steps ran: a failure's error record is written by now.
+            if reportedAwaitingCleanUp.withLock({ $0.removeValue(forKey: id) }) == true {
+                report(TaskReport(id: id, outcome: .failed(recordPath: layout.errorRecord(id), kind: .invalidRequest, message: "its record is written"),
+                                  request: record.request, hook: .alone))
+            }
         case .completed, .stopped:
-            if reportedAwaitingCleanUp.withLock({ $0.remove(id) }) != nil {
+            if let hookWaits = reportedAwaitingCleanUp.withLock({ $0.removeValue(forKey: id) }) {
                 // Reported when it was committed, earlier in this run.
                 logger.info("the ended request's clean-up is complete", id: id, ["status": LogValue(record.status.rawValue)])
+                if hookWaits {
+                    report(TaskReport(id: id, outcome: .failed(recordPath: layout.errorRecord(id), kind: .invalidRequest, message: "its record is written"),
+                                      request: record.request, hook: .alone))
+                }
             } else if record.status == .done {
                 logger.info("done (completed after a restart)", id: id, ["result": LogValue(layout.result(id))])
                 report(TaskReport(id: id, outcome: .succeeded(resultPath: layout.result(id)), request: record.request))
@@ -383,9 +393,24 @@ public final class Finisher: Sendable {
     /// that waited for its clean-up has none left to wait for (deleted by its producer, or
     /// removed by another daemon).
     public func requestLeft(id: String) {
-        if reportedAwaitingCleanUp.withLock({ $0.remove(id) }) != nil {
+        guard let hookWaits = reportedAwaitingCleanUp.withLock({ $0.removeValue(forKey: id) }) else { return }
+        guard hookWaits else {
             logger.debug("the ended request left outgoing before its clean-up; nothing is left to do", id: id)
+            return
         }
+        // No clean-up will write the failure's error record now: it is written from the task
+        // record here, and then its hook runs.
+        guard let record = TaskRecord.load(layout, id: id), record.status == .failed, let bytes = record.errorRecord else { return }
+        do {
+            if try !Syscall.exists(layout.errorRecord(id)) { try SpoolFiles(layout: layout).write(bytes, to: layout.errorRecord(id), durable: true) }
+        } catch {
+            logger.warning("the failed request left outgoing before its error record could be written, which still fails; its failure is in its task record alone, and no hook runs",
+                           id: id, ["record": LogValue(layout.taskRecord(id)), "reason": "\(error)"])
+            return
+        }
+        logger.info("the failed request left outgoing before its clean-up; its error record is written", id: id)
+        report(TaskReport(id: id, outcome: .failed(recordPath: layout.errorRecord(id), kind: .invalidRequest, message: "its record is written"),
+                          request: record.request, hook: .alone))
     }
 
     /// A queued or waiting request was withdrawn by deleting its file; `identity` is the
@@ -627,7 +652,7 @@ public final class Finisher: Sendable {
                 // second outcome; its removal from `outgoing` is left to a later scan.
                 logger.warning("the result is published, but the request could not be removed from outgoing; a later scan does it",
                                id: id, ["reason": LogValue(failure.description)])
-                reportedAwaitingCleanUp.withLock { _ = $0.insert(id) }
+                reportedAwaitingCleanUp.withLock { $0[id] = false }
             }
             let outcome = prepared.outcome
             if let usage = prepared.usage { metrics.usage(usage, lane: outcome.remoteBatch == nil ? .live : .batch, endpoint: outcome.endpointName) }
@@ -649,6 +674,7 @@ public final class Finisher: Sendable {
         let record = commit ? TaskRecord(id: id, status: .failed, request: task.identity, history: task.history, errorRecord: bytes) : nil
         let note = hookNotes.withLock { $0.onFailure } ? layout.pendingHook(id, request: task.identity) : nil
         let steps = PublicationPlan.failure(task: task, errorRecord: bytes, record: record, layout: layout, hookNote: note)
+        var hook = TaskReport.Hook.now
         switch executor.run(steps) {
         case .failed(let index, _, let error):
             guard let point = PublicationPlan.commitPoint(of: steps, result: layout.result(id)), index > point else {
@@ -657,7 +683,9 @@ public final class Finisher: Sendable {
             // The durable record says it failed: the rest (the error record, the request's
             // move to `failed`) is left to a later scan, never another attempt.
             logger.warning("the failure is recorded, but publishing it did not finish; a later scan does it", id: id, ["reason": LogValue("\(error)")])
-            reportedAwaitingCleanUp.withLock { _ = $0.insert(id) }
+            let recordStep = steps.firstIndex(of: .writeFile(recordPath, bytes))
+            if let recordStep, index <= recordStep { hook = .waitsForCleanUp }
+            reportedAwaitingCleanUp.withLock { $0[id] = hook == .waitsForCleanUp }
         case .completed(let notes):
             for note in notes {
                 switch note {
@@ -670,7 +698,8 @@ public final class Finisher: Sendable {
             break
         }
         logger.warning("failed", id: id, ["kind": LogValue(failure.kind.rawValue), "reason": LogValue(failure.message), "record": LogValue(recordPath)])
-        report(TaskReport(id: id, outcome: .failed(recordPath: recordPath, kind: failure.kind, message: failure.message), request: task.identity))
+        report(TaskReport(id: id, outcome: .failed(recordPath: recordPath, kind: failure.kind, message: failure.message), request: task.identity,
+                          hook: hook))
         return .finalized(id: id)
     }
 

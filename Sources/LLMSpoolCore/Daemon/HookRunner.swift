@@ -79,7 +79,7 @@ public final class HookRunner: Sendable {
     }
 
     public func handle(_ report: TaskReport) {
-        guard let pool else { return }
+        guard let pool, report.hook != .waitsForCleanUp else { return }
         let note = notesOwed ? layout.pendingHook(report.id, request: report.request) : nil
         guard let variables = HookRunner.environment(for: report, layout: layout) else {
             // Cancelled: no hook is owed. Deferred: the outcome, and its hook, come later.

@@ -74,13 +74,15 @@ public final class SpoolDaemon: Sendable {
         let finisher = Finisher(layout: layout, logger: logger, retry: config.retry, endpointCount: endpoints.count, metrics: metrics, leases: leases,
                                 diskHealth: diskHealth, formats: config.formatContext, commitOrder: commitOrder,
                                 report: { report in
+                                    hooks.handle(report)
+                                    // A hook's own report repeats an outcome counted already.
+                                    guard report.hook != .alone else { return }
                                     switch report.outcome {
                                     case .succeeded: metrics.outcome("done")
                                     case .failed: metrics.outcome("failed")
                                     case .cancelled: metrics.outcome("cancelled")
                                     case .deferred: break
                                     }
-                                    hooks.handle(report)
                                     onReport?(report)
                                 })
         finisher.redact(secrets: endpoints.compactMap { $0.apiKey?.value })
