@@ -437,26 +437,28 @@ import Testing
     }
 }
 
-/// A stream whose one event never ends: the attempt fails once the event passes 32 MiB,
-/// instead of holding it whole (a hostile server's 200 MB line took the daemon to 477 MB,
-/// four of them to 1.2 GB), and the retry is answered.
+/// A stream whose one event never ends: the request fails once the event passes
+/// `max_event_bytes`, instead of holding it whole (a hostile server's 200 MB line took the
+/// daemon to 477 MB, four of them to 1.2 GB), and is not sent again: another attempt would
+/// be paid for and fail alike, as past `max_response_bytes`.
 @Suite(.serialized) struct EndlessEventTests {
-    @Test func anEventThatNeverEndsFailsItsAttemptAtTheLimit() throws {
+    @Test func anEventThatNeverEndsFailsTheRequestAtTheLimit() throws {
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()
-        try harness.startDaemon()
-        try harness.drop("endless", Harness.request("an endless line", stream: true, stub: ["faults": [["endless_line_bytes": 100 << 20]]]))
-        try waitUntil("endless is answered on its retry", timeout: 60) {
-            Syscall.isPresent(harness.layout.result("endless")) && !Syscall.isPresent(harness.layout.request("endless"))
-        }
+        let limit = 4 << 20
+        try harness.startDaemon(config: ["max_event_bytes": limit])
+        let prompt = "an endless line"
+        try harness.drop("endless", Harness.request(prompt, stream: true, stub: ["faults": [["endless_line_bytes": 100 << 20]]]))
+        try waitUntil("endless fails", timeout: 60) { Syscall.isPresent(harness.layout.errorRecord("endless")) }
+        let record = try harness.json(harness.layout.errorRecord("endless"))
+        #expect(record["kind"] as? String == "response-too-large", "\(record)")
+        #expect((record["message"] as? String)?.contains("passed \(limit) bytes without ending (max_event_bytes)") == true, "\(record)")
+        #expect(record["attempts"] as? Int == 1, "not sent again: \(record)")
         let attempts = try #require(try harness.record("endless")["attempts"] as? [[String: Any]])
-        #expect(attempts.count == 2, "\(attempts)")
-        #expect(attempts.first?["outcome"] as? String == "malformed-response", "\(attempts)")
-        let message = "\(attempts.first?["error"] ?? attempts.first ?? [:])"
-        #expect(message.contains("passed \(32 << 20) bytes without ending"), "\(message)")
         let received = try #require(attempts.first?["bytes_received"] as? Int)
-        #expect(received < 40 << 20, "stopped at the limit, not after the whole line: \(received)")
+        #expect(received < 2 * limit, "stopped at the limit, not after the whole line: \(received)")
+        #expect(try harness.arrivals(of: prompt).count == 1)
     }
 }
 

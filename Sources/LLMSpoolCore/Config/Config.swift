@@ -28,6 +28,8 @@ public struct Config: Sendable, Equatable {
     public var cooldownSeconds = 30.0
     public var maxRequestBytes = 32 * 1024 * 1024
     public var maxResponseBytes: Int64 = 256 * 1024 * 1024
+    /// The longest event a stream may hold unfinished (`max_event_bytes`).
+    public var maxEventBytes = 32 * 1024 * 1024
     public var maxJSONDepth = RequestValidator.defaultMaxDepth
     /// Most lines in a batch file (`outgoing/<name>.jsonl`).
     public var maxBatchLines = 1_000_000
@@ -104,6 +106,7 @@ public struct Config: Sendable, Equatable {
         ("cooldown_seconds", "how long it cools down (default 30)"),
         ("max_request_bytes", "largest request file accepted (default 33554432)"),
         ("max_response_bytes", "largest answer accepted; a larger one fails the request (default 268435456)"),
+        ("max_event_bytes", "longest event of a stream held before its end; a longer one fails the request (default 33554432)"),
         ("max_json_depth", "deepest nesting of a request (default 64)"),
         ("max_batch_lines", "most lines in a batch file, outgoing/<name>.jsonl (default 1000000)"),
         ("max_batch_bytes", "largest batch file (default 2147483648)"),
@@ -210,6 +213,7 @@ public struct Config: Sendable, Equatable {
         if let value = try reader.integer("max_batch_lines", minimum: 1, maximum: 1 << 31) { config.maxBatchLines = value }
         if let value = try reader.integer("max_batch_bytes", minimum: 1, maximum: 1 << 46) { config.maxBatchBytes = value }
         if let value = try reader.integer("max_response_bytes", minimum: 1, maximum: 1 << 50) { config.maxResponseBytes = Int64(value) }
+        if let value = try reader.integer("max_event_bytes", minimum: 64 * 1024, maximum: 1 << 40) { config.maxEventBytes = value }
         if let value = try reader.integer("max_json_depth", minimum: 2, maximum: 10_000) { config.maxJSONDepth = value }
         if let value = try reader.string("default_completion_window") {
             guard value == LaneRouter.deferredWindow else {

@@ -41,6 +41,7 @@ public enum ExampleConfig {
   "max_batch_lines": 1000000,
   "max_batch_bytes": 2147483648,
   "max_response_bytes": 268435456,
+  "max_event_bytes": 33554432,
   "max_json_depth": 64,
   "group_readable": false,
   "watch_mode": "auto",

@@ -64,12 +64,13 @@ final class Transfer {
     var diskError: SystemError?
     /// Set when the answer passed the response limit.
     var overLimit = false
-    /// One event of the stream passed `Transfer.maxEventBytes` without ending.
+    /// One event of the stream passed `eventLimit` without ending.
     var eventTooLarge = false
-    /// The longest event a stream may hold unfinished: a Responses stream's last event
-    /// carries the whole response, images included, so it is generous; a hostile server's
-    /// endless line costs at most about 2.4 times this per stream, not `max_response_bytes`.
-    static let maxEventBytes = 32 << 20
+    /// The longest event a stream may hold unfinished (`max_event_bytes`): a Responses
+    /// stream's last event carries the whole response, images included, so the default is
+    /// generous; a hostile server's endless line costs at most about 2.4 times this per
+    /// stream, not `max_response_bytes`.
+    let eventLimit: Int
     let responseLimit: Int64
     var readError: SystemError?
     /// Response bytes not yet in the `.partial`: what libcurl handed over during one turn of
@@ -124,7 +125,7 @@ final class Transfer {
 
     init(task: TaskDescriptor, endpointIndex: Int, endpointName: String, handle: UnsafeMutableRawPointer, body: Body,
          bodyFile: consuming FileDescriptor?, holdsPartial: Bool, partialPath: String, textPath: String? = nil, spillPath: String, fileMode: mode_t,
-         remakeFolders: @escaping () -> Void, responseLimit: Int64, now: Double) {
+         remakeFolders: @escaping () -> Void, responseLimit: Int64, eventLimit: Int, now: Double) {
         self.remakeFolders = remakeFolders
         self.textPath = textPath
         self.dialect = DialectRegistry.dialect(for: task.summary)
@@ -132,6 +133,7 @@ final class Transfer {
         self.spillPath = spillPath
         self.fileMode = fileMode
         self.responseLimit = responseLimit
+        self.eventLimit = eventLimit
         self.task = task
         self.endpointIndex = endpointIndex
         self.endpointName = endpointName
@@ -299,7 +301,7 @@ final class Transfer {
                 }
                 if !text.isEmpty { try writeText(text) }
                 if assembler!.heldContentCount >= Transfer.spillThreshold { try spill() }
-                if sse!.heldBytes > Transfer.maxEventBytes {
+                if sse!.heldBytes > eventLimit {
                     eventTooLarge = true
                     return 0
                 }

@@ -26,6 +26,8 @@ public final class TransferEngine: @unchecked Sendable {
         public var maxPauseSeconds: Double
         public var maxRequestBytes: Int
         public var maxResponseBytes: Int64
+        /// `max_event_bytes`, at most the response limit: no event is longer than the answer.
+        public var maxEventBytes: Int
         public var fileMode: mode_t
         public var caDirectory: String?
         /// For formats that make the body sent from the file (prompt files).
@@ -48,6 +50,7 @@ public final class TransferEngine: @unchecked Sendable {
             maxPauseSeconds = config.retry.maxRetryAfterSeconds
             maxRequestBytes = config.maxRequestBytes
             maxResponseBytes = config.maxResponseBytes
+            maxEventBytes = Int(clamping: min(Int64(config.maxEventBytes), config.maxResponseBytes))
             fileMode = config.fileMode
             caDirectory = config.caDirectory
         }
@@ -1004,7 +1007,7 @@ public final class TransferEngine: @unchecked Sendable {
                                 textPath: textPartial ? layout.partial(task.id) : nil,
                                 spillPath: SpoolLayout.temporary(for: layout.result(task.id)), fileMode: settings.fileMode,
                                 remakeFolders: remakeFolders,
-                                responseLimit: settings.maxResponseBytes,
+                                responseLimit: settings.maxResponseBytes, eventLimit: settings.maxEventBytes,
                                 now: TransferEngine.monotonic())
         transfer.requestSource = source
         transfer.startJournaled = journaled
@@ -1156,7 +1159,7 @@ public final class TransferEngine: @unchecked Sendable {
 
     static func ending(of transfer: Transfer, code: CURLcode, settings: Settings) -> AttemptOutcome.Ending {
         if transfer.overLimit { return .responseTooLarge(limit: transfer.responseLimit) }
-        if transfer.eventTooLarge { return .eventTooLarge(limit: Transfer.maxEventBytes) }
+        if transfer.eventTooLarge { return .eventTooLarge(limit: transfer.eventLimit) }
         if let diskError = transfer.diskError { return .diskError("\(diskError)") }
         if code == CURLE_OK { return .response(status: CurlHandle.responseCode(transfer.handle)) }
         var text = String(cString: transfer.errorBuffer)

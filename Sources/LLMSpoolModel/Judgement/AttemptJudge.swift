@@ -27,7 +27,8 @@ public enum AttemptJudge {
         case .responseTooLarge(let limit):
             return .failure(AttemptFailure(.responseTooLarge, "the answer grew past \(limit) bytes (max_response_bytes)"))
         case .eventTooLarge(let limit):
-            return .failure(AttemptFailure(.malformedResponse, "an event of the stream passed \(limit) bytes without ending (no server sends one that long)"))
+            // As with an answer past max_response_bytes, another attempt would be paid for and fail alike.
+            return .failure(AttemptFailure(.responseTooLarge, "an event of the stream passed \(limit) bytes without ending (max_event_bytes)"))
         case .crashLoop(let starts):
             return .failure(AttemptFailure(.crashLoop, "the daemon stopped without finishing this request \(starts) times in a row (it may be what crashes it); not sent again"))
         case .expired(let message):
