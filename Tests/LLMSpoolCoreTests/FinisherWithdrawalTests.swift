@@ -25,7 +25,7 @@ import Testing
     }
 
     func finisher(_ reports: Reports) -> Finisher {
-        Finisher(layout: layout, logger: Logger(minimum: .error), retry: RetrySettings(), endpointCount: 1) { report in
+        Finisher(layout: layout, logger: Logger(minimum: .error), retry: RetrySettings(), endpointAPIs: [.openai]) { report in
             reports.list.withLock { $0.append(report) }
         }
     }

@@ -78,7 +78,7 @@ import Testing
         while true {
             history.attempts.append(AttemptEntry(startedAt: seen, endedAt: seen, endpoint: "e", outcome: "http"))
             made += 1
-            let plan = RetryPolicy.plan(failure, headers: [:], history: history, endpointIndex: 0, endpointCount: 1,
+            let plan = RetryPolicy.plan(failure, headers: [:], history: history, endpointIndex: 0, endpointCount: 1, carriers: 1,
                                         now: seen, settings: settings, random: 0)
             if case .giveUp(let reason) = plan {
                 #expect(reason == .attemptsExhausted(attempts: 5))

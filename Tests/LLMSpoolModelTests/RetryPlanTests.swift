@@ -16,7 +16,7 @@ import Testing
         var settings = RetrySettings()
         settings.maxAttempts = 2
         let plan = RetryPolicy.plan(AttemptFailure(.disk, "ENOSPC"), headers: [:], history: history(["disk", "disk", "disk", "disk"]),
-                                    endpointIndex: 1, endpointCount: 3, now: now, settings: settings, random: 0)
+                                    endpointIndex: 1, endpointCount: 3, carriers: 3, now: now, settings: settings, random: 0)
         guard case .retry(_, let endpoint, let reason) = plan else {
             Issue.record("a full disk is retried whatever the attempt count: \(plan)")
             return
@@ -34,7 +34,7 @@ import Testing
         let settings = RetrySettings()
         let failure = AttemptFailure(.http, "HTTP 429", httpStatus: 429)
         let plan = RetryPolicy.plan(failure, headers: ["retry-after": retryAfter], history: history(["http"]), endpointIndex: 0,
-                                    endpointCount: 2, now: now, settings: settings, random: 0)
+                                    endpointCount: 2, carriers: 2, now: now, settings: settings, random: 0)
         guard case .retry(let delay, let endpoint, _) = plan else {
             Issue.record("retried on the next endpoint: \(plan)")
             return
@@ -43,7 +43,7 @@ import Testing
         #expect(delay == RetryPolicy.backoff(afterAttempts: 1, settings: settings, random: 0), "the usual back-off, not the pause: \(delay)")
         // With one endpoint the pause is the request's too, and past the limit it fails.
         let alone = RetryPolicy.plan(failure, headers: ["retry-after": retryAfter], history: history(["http"]), endpointIndex: 0,
-                                     endpointCount: 1, now: now, settings: settings, random: 0)
+                                     endpointCount: 1, carriers: 1, now: now, settings: settings, random: 0)
         if retryAfter == "30" {
             #expect(alone == .retry(afterSeconds: 30, endpoint: 0, reason: .http))
         } else if case .giveUp(.retryAfterTooLong) = alone {
@@ -52,17 +52,32 @@ import Testing
         }
     }
 
+    /// Only endpoints that could carry the request count as somewhere else to go: with an
+    /// OpenAI and an Anthropic endpoint, a chat request (or one naming its endpoint) has
+    /// one, and a Retry-After past max_retry_after_seconds fails it. Before, any second
+    /// endpoint in the config made the request wait out the pause and go back to the same one.
+    @Test func aRetryAfterIsTheRequestsOwnWhenNoOtherEndpointCouldCarryIt() {
+        #expect(RetryPolicy.carriers(pinned: false, api: .openai, endpointAPIs: [.openai, .anthropic]) == 1)
+        #expect(RetryPolicy.carriers(pinned: false, api: .openai, endpointAPIs: [.openai, .anthropic, .openai]) == 2)
+        #expect(RetryPolicy.carriers(pinned: true, api: .openai, endpointAPIs: [.openai, .openai]) == 1)
+        #expect(RetryPolicy.carriers(pinned: false, api: .anthropic, endpointAPIs: [.openai]) == 0)
+        let failure = AttemptFailure(.http, "HTTP 429", httpStatus: 429)
+        let plan = RetryPolicy.plan(failure, headers: ["retry-after": "7200"], history: history(["http"]), endpointIndex: 0,
+                                    endpointCount: 2, carriers: 1, now: now, settings: RetrySettings(), random: 0)
+        #expect(plan == .giveUp(.retryAfterTooLong(askedSeconds: 7200, limitSeconds: RetrySettings().maxRetryAfterSeconds)), "\(plan)")
+    }
+
     @Test func anExpiredDeferralGoesLiveAtOnceOrFailsAsConfigured() {
         var settings = RetrySettings()
         settings.maxAttempts = 1
         let expired = AttemptFailure(.expired, "the remote batch b expired")
         let old = history(["expired"], firstSeen: now.addingTimeInterval(-90_000))
-        #expect(RetryPolicy.plan(expired, headers: [:], history: old, endpointIndex: 1, endpointCount: 2, now: now, settings: settings, random: 0.5)
+        #expect(RetryPolicy.plan(expired, headers: [:], history: old, endpointIndex: 1, endpointCount: 2, carriers: 2, now: now, settings: settings, random: 0.5)
                 == .retry(afterSeconds: 0, endpoint: 1, reason: .expired), "past the lifetime and max_attempts: the expiry was no attempt")
-        #expect(RetryPolicy.plan(expired, headers: ["x-should-retry": "false"], history: old, endpointIndex: 0, endpointCount: 1, now: now,
+        #expect(RetryPolicy.plan(expired, headers: ["x-should-retry": "false"], history: old, endpointIndex: 0, endpointCount: 1, carriers: 1, now: now,
                                  settings: settings, random: 0) == .retry(afterSeconds: 0, endpoint: 0, reason: .expired))
         settings.deferredExpired = .fail
-        #expect(RetryPolicy.plan(expired, headers: ["x-should-retry": "true"], history: old, endpointIndex: 0, endpointCount: 1, now: now,
+        #expect(RetryPolicy.plan(expired, headers: ["x-should-retry": "true"], history: old, endpointIndex: 0, endpointCount: 1, carriers: 1, now: now,
                                  settings: settings, random: 0) == .giveUp(.expiredNotLive))
         #expect(RetryPolicy.GiveUp.expiredNotLive.description == "deferred_expired is fail")
         #expect(RetryPolicy.countedAttempts(history(["expired", "transport", "disk"])) == 1)
@@ -73,14 +88,14 @@ import Testing
 
     @Test func aFullDiskPastTheLifetimeGivesUp() {
         let plan = RetryPolicy.plan(AttemptFailure(.disk, "ENOSPC"), headers: [:], history: history(["disk"], firstSeen: now.addingTimeInterval(-86_400)),
-                                    endpointIndex: 0, endpointCount: 1, now: now, settings: RetrySettings(), random: 0)
+                                    endpointIndex: 0, endpointCount: 1, carriers: 1, now: now, settings: RetrySettings(), random: 0)
         #expect(plan == .giveUp(.diskStayedFull))
     }
 
     @Test(arguments: [(0, 3, 1), (1, 3, 2), (2, 3, 0), (0, 1, 0), (5, 1, 0), (-1, 2, 1)])
     func anyOtherFailureMovesToTheNextEndpoint(index: Int, count: Int, expected: Int) {
         let plan = RetryPolicy.plan(AttemptFailure(.http, "HTTP 500", httpStatus: 500), headers: [:], history: history(["http"]),
-                                    endpointIndex: index, endpointCount: count, now: now, settings: RetrySettings(), random: 0)
+                                    endpointIndex: index, endpointCount: count, carriers: count, now: now, settings: RetrySettings(), random: 0)
         guard case .retry(_, let endpoint, _) = plan else {
             Issue.record("a 500 is retried: \(plan)")
             return
@@ -92,17 +107,17 @@ import Testing
         var settings = RetrySettings()
         settings.maxAttempts = 2
         let counted = RetryPolicy.plan(AttemptFailure(.http, "HTTP 500", httpStatus: 500), headers: [:], history: history(["disk", "disk", "http"]),
-                                       endpointIndex: 0, endpointCount: 1, now: now, settings: settings, random: 0)
+                                       endpointIndex: 0, endpointCount: 1, carriers: 1, now: now, settings: settings, random: 0)
         #expect(counted != .giveUp(.attemptsExhausted(attempts: 1)))
         let exhausted = RetryPolicy.plan(AttemptFailure(.http, "HTTP 500", httpStatus: 500), headers: [:], history: history(["http", "disk", "http"]),
-                                         endpointIndex: 0, endpointCount: 1, now: now, settings: settings, random: 0)
+                                         endpointIndex: 0, endpointCount: 1, carriers: 1, now: now, settings: settings, random: 0)
         #expect(exhausted == .giveUp(.attemptsExhausted(attempts: 2)))
     }
 
     @Test(arguments: ["1e300", "1e309", "9223372036854775808", "100000000000000000000000", String(repeating: "9", count: 400)])
     func anAbsurdRetryAfterFailsTheRequestWithoutATrap(header: String) {
         let plan = RetryPolicy.plan(AttemptFailure(.http, "HTTP 429", httpStatus: 429), headers: ["retry-after": header], history: history(["http"]),
-                                    endpointIndex: 0, endpointCount: 1, now: now, settings: RetrySettings(), random: 0)
+                                    endpointIndex: 0, endpointCount: 1, carriers: 1, now: now, settings: RetrySettings(), random: 0)
         guard case .giveUp(let reason) = plan else {
             // An exponent is no delay (a delay is digits): none was asked for, so the backoff applies.
             #expect(header.contains("e"), "\(header): \(plan)")

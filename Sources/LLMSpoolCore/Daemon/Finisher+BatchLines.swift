@@ -58,7 +58,8 @@ extension Finisher {
             let now = Date()
             let policy = self.policy.withLock { $0 }
             switch RetryPolicy.plan(failure, headers: outcome.headers, history: task.history, endpointIndex: outcome.endpointIndex,
-                                    endpointCount: policy.endpointCount, now: now, settings: policy.retry, random: random()) {
+                                    endpointCount: policy.endpointCount, carriers: policy.carriers(of: task), now: now, settings: policy.retry,
+                                    random: random()) {
             case .retry where runner?.isStopping(line.batch) == true:
                 // A cancelled batch's line is not sent again, however long its retry would wait.
                 result = .cancelled

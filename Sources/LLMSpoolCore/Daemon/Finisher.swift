@@ -15,7 +15,14 @@ public final class Finisher: Sendable {
     /// What a configuration reload may change.
     struct Policy: Sendable {
         var retry: RetrySettings
-        var endpointCount: Int
+        /// Each endpoint's api, in the config's order.
+        var endpointAPIs: [EndpointAPI]
+        var endpointCount: Int { max(1, endpointAPIs.count) }
+
+        /// How many endpoints could carry `task` (`RetryPolicy.carriers`).
+        func carriers(of task: TaskDescriptor) -> Int {
+            RetryPolicy.carriers(pinned: task.pinnedEndpoint != nil, api: DialectRegistry.dialect(for: task.summary).api, endpointAPIs: endpointAPIs)
+        }
     }
 
     let layout: SpoolLayout
@@ -69,7 +76,7 @@ public final class Finisher: Sendable {
         hookNotes.withLock { $0 = notes }
     }
 
-    public init(layout: SpoolLayout, logger: Logger, retry: RetrySettings, endpointCount: Int, metrics: Metrics = Metrics(), leases: LeaseManager? = nil,
+    public init(layout: SpoolLayout, logger: Logger, retry: RetrySettings, endpointAPIs: [EndpointAPI], metrics: Metrics = Metrics(), leases: LeaseManager? = nil,
                 diskHealth: DiskHealth = DiskHealth(), formats: FormatContext = FormatContext(yaml: LibYAML.reader), commitOrder: PublicationPlan.CommitOrder = .recordFirst,
                 random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
                 report: @escaping @Sendable (TaskReport) -> Void) {
@@ -81,7 +88,7 @@ public final class Finisher: Sendable {
         self.executor = PublicationExecutor(files: SpoolFiles(layout: layout), beforeStep: Finisher.testPause(logger: logger))
         self.layout = layout
         self.logger = logger
-        self.policy = Mutex(Policy(retry: retry, endpointCount: max(1, endpointCount)))
+        self.policy = Mutex(Policy(retry: retry, endpointAPIs: endpointAPIs))
         self.random = random
         self.report = report
     }
@@ -114,8 +121,8 @@ public final class Finisher: Sendable {
     /// The keys as set last: the background lane blanks them out of its steps' answers.
     var secretRedaction: SecretRedaction { redaction.withLock { $0 } }
 
-    public func reconfigure(retry: RetrySettings, endpointCount: Int) {
-        policy.withLock { $0 = Policy(retry: retry, endpointCount: max(1, endpointCount)) }
+    public func reconfigure(retry: RetrySettings, endpointAPIs: [EndpointAPI]) {
+        policy.withLock { $0 = Policy(retry: retry, endpointAPIs: endpointAPIs) }
     }
 
     /// A success whose files are written, fsynced and recorded, waiting for the folder
@@ -225,7 +232,8 @@ public final class Finisher: Sendable {
             let now = Date()
             let policy = self.policy.withLock { $0 }
             let plan = RetryPolicy.plan(failure, headers: outcome.headers, history: task.history, endpointIndex: outcome.endpointIndex,
-                                        endpointCount: policy.endpointCount, now: now, settings: policy.retry, random: random())
+                                        endpointCount: policy.endpointCount, carriers: policy.carriers(of: task), now: now, settings: policy.retry,
+                                        random: random())
             switch plan {
             case .retry(let delay, let endpoint, _):
                 let at = now.addingTimeInterval(delay)

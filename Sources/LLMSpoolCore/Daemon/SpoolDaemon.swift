@@ -71,7 +71,7 @@ public final class SpoolDaemon: Sendable {
         logger.info(commitOrder == .resultMarked ? "results commit with one fsync, marked with their request"
                                                  : "results commit with two fsyncs, result then record",
                     ["commit_order": LogValue(commitOrder.rawValue), "reason": LogValue(orderReason)])
-        let finisher = Finisher(layout: layout, logger: logger, retry: config.retry, endpointCount: endpoints.count, metrics: metrics, leases: leases,
+        let finisher = Finisher(layout: layout, logger: logger, retry: config.retry, endpointAPIs: endpoints.map(\.api), metrics: metrics, leases: leases,
                                 diskHealth: diskHealth, formats: config.formatContext, commitOrder: commitOrder,
                                 report: { report in
                                     hooks.handle(report)
@@ -320,7 +320,7 @@ public final class SpoolDaemon: Sendable {
     /// Applies a reloaded configuration: endpoints, limits, timers and retry rules. The
     /// spool, the watcher's settings and logging keep their values until a restart.
     public func reload(config: Config, endpoints: [Endpoint]) {
-        finisher.reconfigure(retry: config.retry, endpointCount: endpoints.count)
+        finisher.reconfigure(retry: config.retry, endpointAPIs: endpoints.map(\.api))
         finisher.redact(secrets: endpoints.compactMap { $0.apiKey?.value })
         let batchSettings = SpoolDaemon.batchSettings(config, endpoints)
         batches.reconfigure(batchSettings)

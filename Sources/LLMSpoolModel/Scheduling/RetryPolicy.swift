@@ -73,8 +73,9 @@ public enum RetryPolicy {
     /// The next step for a task whose latest attempt (the last of `history.attempts`) failed.
     /// A full disk is the machine's trouble, not the request's: it uses up no attempts, only
     /// the lifetime, and keeps the endpoint. Any other failure moves on to the next endpoint.
+    /// `carriers`: how many endpoints could carry the request (`carriers(pinned:api:endpointAPIs:)`).
     public static func plan(_ failure: AttemptFailure, headers: [String: String], history: TaskHistory, endpointIndex: Int,
-                            endpointCount: Int, now: Date, settings: RetrySettings, random: Double) -> Plan {
+                            endpointCount: Int, carriers: Int, now: Date, settings: RetrySettings, random: Double) -> Plan {
         if failure.kind == .disk {
             let delay = backoff(afterAttempts: history.attempts.count, settings: settings, random: random)
             guard now.timeIntervalSince(history.firstSeen) + delay <= settings.maxLifetimeSeconds else { return .giveUp(.diskStayedFull) }
@@ -88,13 +89,13 @@ public enum RetryPolicy {
             return .retry(afterSeconds: 0, endpoint: endpointIndex, reason: .expired)
         }
         let counted = countedAttempts(history)
-        // With another endpoint to go to, the wait a provider asks for is its endpoint's (the
+        // With another endpoint that could carry it, the wait a provider asks for is its endpoint's (the
         // scheduler pauses it, and passes a long pause over): the request goes on to the next
         // one after the usual back-off, even when the wait asked is past
         // max_retry_after_seconds. Before, it waited out the pause, or failed without
         // trying the fallback at all.
         var judged = headers
-        if endpointCount > 1 {
+        if carriers > 1 {
             judged["retry-after"] = nil
             judged["retry-after-ms"] = nil
         }
@@ -105,6 +106,12 @@ public enum RetryPolicy {
         case .giveUp(let reason):
             return .giveUp(reason)
         }
+    }
+
+    /// The endpoints that could carry a request, as the scheduler chooses them: the one it
+    /// names, or every endpoint of its dialect's api.
+    public static func carriers(pinned: Bool, api: EndpointAPI, endpointAPIs: [EndpointAPI]) -> Int {
+        pinned ? 1 : endpointAPIs.count { $0 == api }
     }
 
     /// The attempts of a history that use up `max_attempts`: a full disk's do not.
