@@ -221,6 +221,11 @@ public final class LeaseManager: Sendable {
                 return claim
             case .absent, .heldElsewhere, .ended:
                 return .heldElsewhere  // absent: removed meanwhile; looked at again later
+            case .mine where !lockMode.load(ordering: .relaxed) && lease!.expiresAt <= LeaseManager.now():
+                // Our own lease, expired on disk: left by a release that could not remove it
+                // (another taker's lock). Held as it is, another daemon would take it over
+                // too; it is taken over as from anyone.
+                return takeOver(id, expired: lease!)
             case .mine:
                 hold(id)  // our own create, retransmitted
                 return .claimed
