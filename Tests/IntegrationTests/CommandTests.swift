@@ -139,6 +139,21 @@ import Testing
         }
     }
 
+    /// A stale status file whose pid is alive but holds no lock on the spool (a daemon
+    /// killed long ago, its pid now another program's; here this test's own, whose name
+    /// holds "llmspool"): no daemon runs. Before, any live pid with "llmspool" in its
+    /// command line was said to be the daemon.
+    @Test func aStaleStatusOfAPidThatHoldsNoSpoolLockIsNoDaemon() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let written = Timestamp.string(Date().addingTimeInterval(-3 * 86_400))
+        try DurableFile.write(Array("{\"pid\":\(getpid()),\"updated_at\":\"\(written)\"}\n".utf8), to: LiveStatus.path(harness.layout))
+        let text = try harness.cli(["status", "--spool", harness.layout.root])
+        #expect(text.stdout.contains("daemon: not running"), "\(text.stdout)")
+        let object = try #require(JSONObject(try harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout))
+        #expect((object["daemon"] as? [String: Any])?["running"] as? Bool == false, "\(object)")
+    }
+
     @Test func showRetryCancelAndCleanDoWhatTheySay() throws {
         let harness = try Harness()
         defer { harness.stop() }

@@ -113,18 +113,22 @@ public struct LiveStatus: Sendable, Equatable {
 
     /// A daemon whose status file stopped being rewritten while its process lives on (a full
     /// disk refuses the rewrite; a stopped or paused process writes nothing): its pid and
-    /// when it last wrote. nil when the file is fresh, absent, or its process is gone or is
-    /// no llmspool (a pid used again).
+    /// when it last wrote. nil when the file is fresh or absent, or when its pid does not
+    /// hold the spool's lock here (`LockTable`): a daemon killed long ago whose pid another
+    /// program has now, a daemon on another machine of a shared spool, or a filesystem that
+    /// cannot lock, which `status` then reports as before, not running.
     public static func silent(_ layout: SpoolLayout, now: Date = Date()) -> (pid: Int32, updatedAt: Date)? {
         guard let bytes = try? FileReader.prefix(path: path(layout), limit: 64 << 20),
               let object = JSONObject.parse(bytes),
               let pid = (object["pid"] as? NSNumber)?.int32Value, pid > 0,
               let updated = (object["updated_at"] as? String).flatMap(Timestamp.date),
               now.timeIntervalSince(updated) >= staleAfterSeconds,
-              kill(pid, 0) == 0 || errno == EPERM,
-              let command = try? FileReader.prefix(path: "/proc/\(pid)/cmdline", limit: 4096),
-              String(decoding: command, as: UTF8.self).contains("llmspool") else { return nil }
-        return (pid, updated)
+              let lock = try? Syscall.lstat(layout.lock),
+              let table = try? FileReader.prefix(path: "/proc/locks", limit: 16 << 20) else { return nil }
+        let device = LockTable.deviceNumbers(UInt64(lock.st_dev))
+        let holders = LockTable.flockHolders(major: device.major, minor: device.minor, inode: UInt64(lock.st_ino),
+                                             in: String(decoding: table, as: UTF8.self))
+        return holders.contains(pid) ? (pid, updated) : nil
     }
 
     /// The running daemon's status, or nil when none is running.
