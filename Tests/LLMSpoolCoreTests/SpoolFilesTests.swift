@@ -26,6 +26,34 @@ import Testing
         #expect(error?.errno == ENOENT)
         #expect(error?.path == path)
     }
+
+    /// The errors file is read from the output a MiB at a time: lines that cross a read's
+    /// end, a failed line longer than a read, and a last line without its newline are each
+    /// taken whole, and only the failed ones, in order.
+    @Test func theFailedLinesOfAnOutputAreFoundAcrossItsReads() throws {
+        func line(_ id: String, failed: Bool, padding: Int) -> String {
+            let pad = String(repeating: "x", count: padding)
+            return failed ? #"{"custom_id":"\#(id)","pad":"\#(pad)","error":{"code":"http","message":"m"}}"#
+                          : #"{"custom_id":"\#(id)","pad":"\#(pad)","error":null}"#
+        }
+        let mib = 1 << 20
+        let lines = [line("a", failed: false, padding: mib - 60),  // ends just before the first read's end
+                     line("b", failed: true, padding: 100),          // crosses it
+                     line("c", failed: true, padding: 2 * mib),      // longer than a read
+                     line("d", failed: false, padding: 10),
+                     line("e", failed: true, padding: 10),
+                     line("f", failed: true, padding: 10)]            // no newline after it
+        let output = path + ".output"
+        let errors = path + ".errors"
+        defer {
+            try? Syscall.unlinkIfPresent(output)
+            try? Syscall.unlinkIfPresent(errors)
+        }
+        try DurableFile.write(Array(lines.joined(separator: "\n").utf8), to: output, syncDirectory: false)
+        try SpoolFiles(layout: SpoolLayout(root: "/tmp")).writeFailedLines(of: output, to: errors)
+        let written = String(decoding: try FileReader.prefix(path: errors, limit: 8 * mib), as: UTF8.self)
+        #expect(written == [lines[1], lines[2], lines[4], lines[5]].map { $0 + "\n" }.joined())
+    }
 }
 
 /// Only the unlink can say whether a file was still there: a lookup before it may be
