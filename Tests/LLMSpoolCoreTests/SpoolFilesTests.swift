@@ -54,6 +54,21 @@ import Testing
         let written = String(decoding: try FileReader.prefix(path: errors, limit: 8 * mib), as: UTF8.self)
         #expect(written == [lines[1], lines[2], lines[4], lines[5]].map { $0 + "\n" }.joined())
     }
+
+    /// An output already gone when the end is run again (published, then taken by its
+    /// consumer, before a crashed end was finished): the step does nothing, and the end goes
+    /// on; an errors file there is the consumer's. Before, the step failed at every start
+    /// and the batch never ended.
+    @Test func anOutputAlreadyGoneLeavesTheErrorsFileAsItIs() throws {
+        let errors = path + ".errors"
+        defer { try? Syscall.unlinkIfPresent(errors) }
+        let files = SpoolFiles(layout: SpoolLayout(root: "/tmp"))
+        try files.writeFailedLines(of: path + ".gone", to: errors)
+        #expect(!Syscall.isPresent(errors))
+        try DurableFile.write(Array("taken\n".utf8), to: errors, syncDirectory: false)
+        try files.writeFailedLines(of: path + ".gone", to: errors)
+        #expect(String(decoding: try FileReader.prefix(path: errors, limit: 100), as: UTF8.self) == "taken\n")
+    }
 }
 
 /// Only the unlink can say whether a file was still there: a lookup before it may be

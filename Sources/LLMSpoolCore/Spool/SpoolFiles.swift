@@ -42,6 +42,11 @@ public struct SpoolFiles: PublicationFiles, Sendable {
 
     /// Streams the output a MiB at a time: a batch's output may be gigabytes.
     public func writeFailedLines(of output: String, to path: String) throws {
+        // Published, then taken by its consumer (the summary was out before a crash cut the
+        // end short, or a consumer did not wait for it): the end goes on, and an errors file
+        // there is left as it is, the consumer's by now. (Taken between this look and the
+        // open, the step fails, and its next run finds it gone.)
+        guard try Syscall.exists(output) else { return }
         let source = try FileDescriptor.open(output, O_RDONLY | O_NOFOLLOW)
         try DurableFile.write(to: path, mode: layout.fileMode, syncDirectory: false) { emit in
             var buffer = [UInt8](repeating: 0, count: 1 << 20)

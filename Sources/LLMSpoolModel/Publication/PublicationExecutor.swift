@@ -7,7 +7,8 @@ public protocol PublicationFiles {
     func inode(of path: String) throws(Failure) -> UInt64
     func write(_ bytes: [UInt8], to path: String, durable: Bool) throws(Failure)
     /// `PublicationStep.writeFailedLines`: the lines of `output` that `BatchOutputLine.isFailed`
-    /// says failed, to `path` (durable); empty when there are none.
+    /// says failed, to `path` (durable); empty when there are none. With the output already
+    /// gone (taken by its consumer), nothing, and `path` is left as it is.
     func writeFailedLines(of output: String, to path: String) throws(Failure)
     /// Writes `state/<id>.json` through a hidden temporary; fsynced when `durable`.
     func writeRecord(_ record: TaskRecord, durable: Bool) throws(Failure)
