@@ -163,6 +163,11 @@ import Testing
         #expect(RequestName.classify("-b.jsonl") == .unusable(reason: "the id starts with a dash"))
         #expect(RequestName.classify("x.batch.json") == .unusable(reason: "names ending in .batch.json are reserved for batch summaries"))
         #expect(RequestName.classify("x.jsonl.json") == .unusable(reason: "ids ending in .jsonl are reserved for batch outputs"))
+        // A prompt file's id is its name without .md: x.batch.md would answer into x.batch.json.
+        for name in ["x.batch.md", "x.batch.txt"] {
+            #expect(RequestName.classify(name) == .unusable(reason: "ids ending in .batch are reserved: their result would be a batch's summary, incoming/x.batch.json"), "\(name)")
+        }
+        #expect(RequestName.classify("x.batches.md") == .request(id: "x.batches"))
         #expect(RequestName.classify(".jsonl") == .ignored)
         #expect(SpoolLayout.isLineTemporary(PublicationPlan.name(of: SpoolLayout(root: "s").partial(SpoolLayout.lineID(batch: "b", entry: 3)))))
         #expect(!SpoolLayout.isLineTemporary("b.jsonl.partial"))

@@ -46,6 +46,12 @@ public enum RequestName {
         if name.hasSuffix(SpoolLayout.batchSummarySuffix) {
             return .unusable(reason: "names ending in \(SpoolLayout.batchSummarySuffix) are reserved for batch summaries")
         }
+        // Of any format: the result of id <name>.batch would be incoming/<name>.batch.json,
+        // batch <name>'s summary.
+        if (id + SpoolLayout.requestSuffix).hasSuffix(SpoolLayout.batchSummarySuffix) {
+            return .unusable(reason: "ids ending in \(SpoolLayout.batchSummarySuffix.dropLast(SpoolLayout.requestSuffix.count)) are reserved: "
+                + "their result would be a batch's summary, incoming/\(id)\(SpoolLayout.requestSuffix)")
+        }
         if id.hasSuffix(SpoolLayout.batchSuffix) {
             return .unusable(reason: "ids ending in \(SpoolLayout.batchSuffix) are reserved for batch outputs")
         }
