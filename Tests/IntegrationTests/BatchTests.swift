@@ -526,29 +526,37 @@ import Testing
 }
 
 /// A daemon starting on a shared spool sweeps the leftovers of lines, but not those of a
-/// batch another live daemon runs: that line's answer, past what is held in memory, is
-/// being written to its `.partial` now. Before, the starting daemon removed it, and the
-/// line's answer was lost to the daemon writing it.
+/// batch another live daemon runs: a plain line's answer past what is held in memory is
+/// being written to its `.partial`, a streamed line's text to its result's temporary
+/// (`..<batch>.jsonl.<n>.json.tmp`). Before, the starting daemon removed them (the daemon
+/// writing them wrote them again from its open descriptors).
 @Suite(.serialized) struct SharedLineLeftoverTests {
-    @Test func aStartingDaemonKeepsTheLinePartialOfABatchAnotherDaemonRuns() throws {
+    @Test func aStartingDaemonKeepsTheLineFilesOfABatchAnotherDaemonRuns() throws {
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()
         _ = try harness.startExtraDaemon("d1", config: SharedBatchTests.config("d1"))
-        // A plain answer of about 140 KB in 4 KiB pieces 200 ms apart: past the 64 KiB
-        // held after about 3 s, whole after about 7 s.
-        try BatchTests.dropBatch(harness, "long", [BatchTests.line("long-0", stub: ["tokens": 20_000, "plain_piece_delay_ms": 200])])
-        let partial = harness.layout.partial(SpoolLayout.lineID(batch: "long", entry: 0))
-        try waitUntil("the line's answer outgrows memory", timeout: 60) { Syscall.isPresent(partial) }
+        // Line 0: a plain answer of about 140 KB in 4 KiB pieces 800 ms apart, past the
+        // 64 KiB held after about 13 s, whole after about 28 s. Line 1: about 100 KB of
+        // streamed text, a token every 2 ms, spilled after about 14 s, whole after about 26 s.
+        try BatchTests.dropBatch(harness, "long", [BatchTests.line("long-0", stub: ["tokens": 20_000, "plain_piece_delay_ms": 800]),
+                                                   BatchTests.line("long-1", stream: true, stub: ["tokens": 12_000, "token_delay_ms": 2])])
+        let files = [harness.layout.partial(SpoolLayout.lineID(batch: "long", entry: 0)),
+                     SpoolLayout.temporary(for: harness.layout.result(SpoolLayout.lineID(batch: "long", entry: 1)))]
+        try waitUntil("both lines' answers outgrow memory", timeout: 60) { files.allSatisfy(Syscall.isPresent) }
         // Returns once d2 is watching: its leftovers are swept by then.
         _ = try harness.startExtraDaemon("d2", config: SharedBatchTests.config("d2"))
-        #expect(Syscall.isPresent(harness.layout.batchSummary("long")) || Syscall.isPresent(partial),
-                "the line's .partial survives the other daemon's start")
+        // Both lines run for several seconds more: the batch has not ended, and both files are still written.
+        try #require(!Syscall.isPresent(harness.layout.batchSummary("long")), "the batch still runs")
+        for file in files { #expect(Syscall.isPresent(file), "\(file) survives the other daemon's start") }
         let summary = try BatchTests.waitForSummary(harness, "long", timeout: 120)
-        #expect((summary["request_counts"] as? [String: Any])?["completed"] as? Int == 1, "\(summary)")
-        let line = try #require(BatchTests.byID(try BatchTests.outputLines(harness.layout.batchOutput("long")))["long-0"])
-        let content = Harness.content(of: (line["response"] as? [String: Any])?["body"] as? [String: Any] ?? [:]) ?? ""
-        #expect(content.hasSuffix(" tök19999"), "the whole answer: \(content.count) characters, ends \(content.suffix(20))")
+        #expect(!harness.extraLog("d1").contains("the answer's file was removed while the answer arrived"), "\(harness.extraLog("d1").suffix(2000))")
+        #expect((summary["request_counts"] as? [String: Any])?["completed"] as? Int == 2, "\(summary)")
+        let found = BatchTests.byID(try BatchTests.outputLines(harness.layout.batchOutput("long")))
+        for (id, last) in [("long-0", " tök19999"), ("long-1", " tök11999")] {
+            let content = Harness.content(of: (found[id]?["response"] as? [String: Any])?["body"] as? [String: Any] ?? [:]) ?? ""
+            #expect(content.hasSuffix(last), "\(id), the whole answer: \(content.count) characters, ends \(content.suffix(20))")
+        }
     }
 }
 

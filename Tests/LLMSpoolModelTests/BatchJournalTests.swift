@@ -180,6 +180,12 @@ import Testing
         let id = SpoolLayout.lineID(batch: "night.v2", entry: 12)
         #expect(SpoolLayout.batchOfLineTemporary(PublicationPlan.name(of: layout.partial(id))) == "night.v2")
         #expect(SpoolLayout.batchOfLineTemporary(PublicationPlan.name(of: SpoolLayout.temporary(for: layout.incoming + "/" + id))) == "night.v2")
+        // A streamed line's text goes to its result's temporary (`Transfer.spillPath`).
+        #expect(SpoolLayout.batchOfLineTemporary(PublicationPlan.name(of: SpoolLayout.temporary(for: layout.result(id)))) == "night.v2")
+        #expect(SpoolLayout.batchOfOwnTemporary(PublicationPlan.name(of: SpoolLayout.temporary(for: layout.batchErrors("night.v2")))) == "night.v2")
+        #expect(SpoolLayout.batchOfOwnTemporary(PublicationPlan.name(of: SpoolLayout.temporary(for: layout.batchSummary("b")))) == "b")
+        #expect(SpoolLayout.batchOfOwnTemporary(PublicationPlan.name(of: SpoolLayout.temporary(for: layout.result("b"))))  == nil)
+        #expect(SpoolLayout.batchOfOwnTemporary(".batch.json.tmp") == nil)
         for name in [PublicationPlan.name(of: SpoolLayout.temporary(for: layout.batchErrors("b"))),
                      PublicationPlan.name(of: SpoolLayout.temporary(for: layout.batchSummary("b"))),
                      PublicationPlan.name(of: SpoolLayout.temporary(for: layout.batchPartial("b"))),

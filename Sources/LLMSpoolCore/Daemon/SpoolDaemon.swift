@@ -416,9 +416,9 @@ public final class SpoolDaemon: Sendable {
                 // A batch's output grows across restarts (its journal says how far); its
                 // lines' answers are leftovers like any attempt's.
                 if name.hasSuffix(SpoolLayout.batchSuffix + SpoolLayout.partialSuffix) { continue }
-                if let batch = SpoolLayout.batchOfLineTemporary(name) {
+                if let batch = SpoolLayout.batchOfLineTemporary(name) ?? SpoolLayout.batchOfOwnTemporary(name) {
                     let remove = { [logger] in logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent("\(directory)/\(name)") } }
-                    // On a shared spool, a line of a batch another live daemon runs is written now.
+                    // On a shared spool, a line (or the end) of a batch another live daemon runs is written now.
                     if let leases {
                         if leases.removeLeftover(of: BatchClaimRules.claimID(batch: batch), remove) { removed += 1 } else { kept += 1 }
                     } else {

@@ -136,9 +136,9 @@ public struct SpoolLayout: Sendable, Equatable {
     public static func isLineTemporary(_ name: String) -> Bool { batchOfLineTemporary(name) != nil }
 
     /// The batch whose line a `.partial` or temporary in `incoming` belongs to: `.<batch>.jsonl.<entry>`
-    /// with either suffix, or that hidden id hidden once more. Nil for any other name, the
-    /// temporaries of a batch's own files (`.<batch>.errors.jsonl.tmp`) among them: a daemon
-    /// sweeping lines' leftovers must not take them for one.
+    /// with either suffix, or the temporary of that hidden id's result
+    /// (`..<batch>.jsonl.<entry>.json.tmp`, a streamed line's text). Nil for any other name,
+    /// the temporaries of a batch's own files (`batchOfOwnTemporary`) among them.
     public static func batchOfLineTemporary(_ name: String) -> String? {
         var rest = Substring(name)
         guard rest.hasPrefix(hiddenPrefix) else { return nil }
@@ -146,6 +146,7 @@ public struct SpoolLayout: Sendable, Equatable {
             rest = rest.dropLast(partialSuffix.count)
         } else if rest.hasSuffix(temporarySuffix) {
             rest = rest.dropLast(temporarySuffix.count)
+            if rest.hasSuffix(requestSuffix) { rest = rest.dropLast(requestSuffix.count) }
         } else {
             return nil
         }
@@ -157,6 +158,18 @@ public struct SpoolLayout: Sendable, Equatable {
         let id = rest[..<dot]
         guard id.hasSuffix(batchSuffix), id.count > batchSuffix.count else { return nil }
         return String(id.dropLast(batchSuffix.count))
+    }
+
+    /// The batch whose summary or errors file a temporary in `incoming` is being written
+    /// for (`.<batch>.batch.json.tmp`, `.<batch>.errors.jsonl.tmp`); nil for any other name.
+    /// On a shared spool it is the batch's runner's until its claim ends.
+    public static func batchOfOwnTemporary(_ name: String) -> String? {
+        guard name.hasPrefix(hiddenPrefix), name.hasSuffix(temporarySuffix) else { return nil }
+        let file = name.dropFirst(hiddenPrefix.count).dropLast(temporarySuffix.count)
+        for suffix in [batchSummarySuffix, batchErrorsSuffix] where file.hasSuffix(suffix) && file.count > suffix.count {
+            return String(file.dropLast(suffix.count))
+        }
+        return nil
     }
 
     /// Intent records of groups sent through a provider's Batch API (the background lane).
