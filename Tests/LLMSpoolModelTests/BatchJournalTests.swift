@@ -139,6 +139,12 @@ import Testing
         #expect(failed(#"{"custom_id":"a","result":{"type":"errored","error":{}}}"#))
         #expect(failed(#"{"custom_id":"a","result":{"type":"canceled"}}"#))
         #expect(failed("not json"), "a line that cannot be read is shown")
+        // An answer as deep as the daemon reads one, two levels down in its line: read, not shown.
+        let deepest = String(repeating: "[", count: 127) + String(repeating: "]", count: 127)
+        let answer = #"{"choices":\#(deepest)}"#
+        #expect((try? RawJSON.parse(Array(answer.utf8))) != nil, "the deepest answer read")
+        #expect(!failed(#"{"custom_id":"a","response":{"status_code":200,"body":\#(answer)},"error":null}"#))
+        #expect(!failed(#"{"custom_id":"a","result":{"type":"succeeded","message":\#(answer)}}"#))
     }
 
     @Test func aRejectionMovesTheFileAfterItsRecordAndKeepsAnEarlierOne() throws {

@@ -16,8 +16,10 @@ public enum BatchOutputLine {
     /// Whether an output line (without its newline) belongs in the errors file: OpenAI's
     /// with an `error` that is not null, Anthropic's whose `result.type` is not `succeeded`.
     /// A line that cannot be read counts as failed: the errors file errs toward showing it.
+    /// A line holds an answer two levels down (`response`, `body`), so it is read that much
+    /// deeper than an answer is: an answer nested as deep as one may be is still read.
     public static func isFailed(_ line: UnsafeRawBufferPointer) -> Bool {
-        guard let object = try? RawJSON.parse(line), case .object = object else { return true }
+        guard let object = try? RawJSON.parse(line, maximumDepth: RawJSON.maximumDepth + 2), case .object = object else { return true }
         if let result = object["result"] {
             guard case .string(let range)? = result["type"] else { return true }
             return !UnsafeRawBufferPointer(rebasing: line[range]).elementsEqual("succeeded".utf8)

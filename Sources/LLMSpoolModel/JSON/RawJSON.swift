@@ -48,14 +48,15 @@ public struct RawJSON: Sendable {
     }
 
     /// Deep enough for any real answer; bounds the recursion on hostile input.
-    static let maximumDepth = 128
+    public static let maximumDepth = 128
 
-    /// Reads one JSON document (surrounding whitespace allowed, nothing else).
-    public static func parse(_ bytes: UnsafeRawBufferPointer) throws(SyntaxError) -> Value {
+    /// Reads one JSON document (surrounding whitespace allowed, nothing else), nested at
+    /// most `maximumDepth` deep (a document that wraps an answer may go a little deeper).
+    public static func parse(_ bytes: UnsafeRawBufferPointer, maximumDepth: Int = RawJSON.maximumDepth) throws(SyntaxError) -> Value {
         guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count > 0 else {
             throw SyntaxError(offset: 0, reason: "empty input")
         }
-        var reader = Reader(bytes: base, count: bytes.count)
+        var reader = Reader(bytes: base, count: bytes.count, maximumDepth: maximumDepth)
         reader.skipWhitespace()
         let value = try reader.value(depth: 0)
         reader.skipWhitespace()
@@ -148,11 +149,13 @@ public struct RawJSON: Sendable {
     struct Reader {
         let bytes: UnsafePointer<UInt8>
         let count: Int
+        let maximumDepth: Int
         var position = 0
 
-        init(bytes: UnsafePointer<UInt8>, count: Int) {
+        init(bytes: UnsafePointer<UInt8>, count: Int, maximumDepth: Int = RawJSON.maximumDepth) {
             self.bytes = bytes
             self.count = count
+            self.maximumDepth = maximumDepth
         }
 
         static func hexValue(_ byte: UInt8) -> UInt8? {
@@ -180,10 +183,10 @@ public struct RawJSON: Sendable {
             let start = position
             switch bytes[position] {
             case UInt8(ascii: "{"):
-                guard depth < RawJSON.maximumDepth else { throw fail("nested too deeply") }
+                guard depth < maximumDepth else { throw fail("nested too deeply") }
                 return try object(depth: depth + 1)
             case UInt8(ascii: "["):
-                guard depth < RawJSON.maximumDepth else { throw fail("nested too deeply") }
+                guard depth < maximumDepth else { throw fail("nested too deeply") }
                 return try array(depth: depth + 1)
             case UInt8(ascii: "\""):
                 return .string(escaped: try string())
