@@ -231,6 +231,8 @@ enum Help {
     finished tasks, ended batches (output, errors file and summary, dated by the summary)
     and refused batch files with their records, last changed more than AGE ago (90s, 15m,
     12h, 7d, 2w). Never touches outgoing, a task still running, or a batch still running.
+    A file it cannot remove is named on stderr and the rest is cleaned; the exit status is
+    then 1.
     """
 
     static let initialize = """

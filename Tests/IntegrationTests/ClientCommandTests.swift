@@ -87,10 +87,17 @@ import Testing
         let ended = [harness.layout.batchOutput("ended"), harness.layout.batchErrors("ended"), harness.layout.batchSummary("ended")]
         #expect(ended.allSatisfy(exists), "the batch ended with a failed line: output, errors file and summary")
 
+        // An entry that cannot be removed (a folder under an output's name) is named, and
+        // the rest is cleaned all the same. Before, clean stopped there, every time.
+        try FileManager.default.createDirectory(atPath: harness.layout.batchOutput("stuck"), withIntermediateDirectories: false)
+        try DurableFile.write(Array("{}".utf8), to: harness.layout.batchSummary("stuck"))
         let young = try harness.cli(["clean", "--older-than", "1h", "--spool", harness.layout.root])
         #expect(young.stdout == "removed 0 results, 0 failed requests, 0 task records, 0 batches\n", "\(young.stdout)\(young.stderr)")
         let cleaned = try harness.cli(["clean", "--older-than", "0s", "--spool", harness.layout.root])
         #expect(cleaned.stdout == "removed 0 results, 0 failed requests, 0 task records, 2 batches\n", "\(cleaned.stdout)\(cleaned.stderr)")
+        #expect(cleaned.status == 1)
+        #expect(cleaned.stderr.contains("cannot remove") && cleaned.stderr.contains(harness.layout.batchOutput("stuck")), "\(cleaned.stderr)")
+        #expect(exists(harness.layout.batchSummary("stuck")), "its summary stays, for a later clean")
         #expect(!ended.contains(where: exists))
         #expect(!exists(harness.layout.failedBatch("refused")) && !exists(harness.layout.errorRecord("refused")))
         #expect(exists(harness.layout.batchSummary("again")) && exists(harness.layout.batchRequest("again")), "the running batch's name is kept")

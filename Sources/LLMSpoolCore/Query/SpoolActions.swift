@@ -174,11 +174,14 @@ public struct SpoolActions: Sendable {
         public var records = 0
         /// Ended batches (output, errors file and summary) and refused batch files.
         public var batches = 0
+        /// What could not be removed, each naming its file and why; the rest was cleaned.
+        public var problems: [String] = []
     }
 
     /// Removes results, failures, finished task records and ended or refused batches last
     /// changed before `cutoff`. Never touches `outgoing`, a task still running, or a batch
-    /// whose name is in `outgoing` or has a journal.
+    /// whose name is in `outgoing` or has a journal. A file that cannot be removed is named
+    /// in `problems` and the rest goes on: one stuck entry must not stop every later clean.
     public func clean(olderThan cutoff: Date) throws -> Cleaned {
         var cleaned = Cleaned()
         func old(_ path: String) -> Bool {
@@ -186,55 +189,55 @@ public struct SpoolActions: Sendable {
             guard let info = try? Syscall.lstat(path) else { return false }
             return Double(info.st_mtim.tv_sec) < cutoff.timeIntervalSince1970
         }
+        /// Removes `paths` in order, stopping at the first that fails; true when all went.
+        func remove(_ paths: [String]) -> Bool {
+            for path in paths {
+                do {
+                    try Syscall.unlinkIfPresent(path)
+                } catch {
+                    cleaned.problems.append("\(error)")
+                    return false
+                }
+            }
+            return true
+        }
         let running = Set(SpoolQuery(layout: layout).outgoingIDs())
         for name in try Syscall.listDirectory(layout.incoming) {
             // Results only: a transcript (`<id>.md`) goes with its result.
             guard name.hasSuffix(SpoolLayout.requestSuffix), case .request(let id) = RequestName.classify(name), !running.contains(id),
                   old(layout.result(id)) else { continue }
-            try Syscall.unlinkIfPresent(layout.result(id))
-            try Syscall.unlinkIfPresent(layout.rawStream(id))
-            try Syscall.unlinkIfPresent(layout.transcript(id))
-            cleaned.results += 1
+            if remove([layout.rawStream(id), layout.transcript(id), layout.result(id)]) { cleaned.results += 1 }
         }
         for id in failedIDs() where !running.contains(id) {
             // Dated by the failure itself, never by the request file's mtime.
             guard let failedAt = OutcomeTimes(layout: layout, id: id).failed, failedAt < cutoff else { continue }
-            try Syscall.unlinkIfPresent(layout.errorRecord(id))
-            for suffix in RequestFormatRegistry.suffixes { try Syscall.unlinkIfPresent("\(layout.failed)/\(id)\(suffix)") }
-            cleaned.failures += 1
+            if remove(RequestFormatRegistry.suffixes.map { "\(layout.failed)/\(id)\($0)" } + [layout.errorRecord(id)]) { cleaned.failures += 1 }
         }
         for name in try Syscall.listDirectory(layout.state) {
             guard case .request(let id) = RequestName.classify(name), !running.contains(id), old(layout.taskRecord(id)),
                   let record = TaskRecord.load(layout, id: id), record.status != .active else { continue }
-            try Syscall.unlinkIfPresent(layout.taskRecord(id))
-            cleaned.records += 1
+            if remove([layout.taskRecord(id)]) { cleaned.records += 1 }
         }
-        try cleanBatches(old: old, into: &cleaned, cutoff: cutoff)
-        return cleaned
-    }
-
-    /// A batch is dated by its summary, its last file, which goes last: a clean cut short
-    /// leaves the summary, and the next one finds the batch again.
-    private func cleanBatches(old: (String) -> Bool, into cleaned: inout Cleaned, cutoff: Date) throws {
-        func running(_ name: String) -> Bool {
+        func runningBatch(_ name: String) -> Bool {
             Syscall.isPresent(layout.batchRequest(name)) || Syscall.isPresent(layout.batchJournal(name))
         }
+        // A batch is dated by its summary, its last file, which goes last: a clean cut short
+        // leaves the summary, and the next one finds the batch again.
         for file in try Syscall.listDirectory(layout.incoming) where file.hasSuffix(SpoolLayout.batchSummarySuffix) {
             let name = String(file.dropLast(SpoolLayout.batchSummarySuffix.count))
-            guard case .batch = RequestName.classify(name + SpoolLayout.batchSuffix), !running(name), old(layout.batchSummary(name)) else { continue }
-            try Syscall.unlinkIfPresent(layout.batchOutput(name))
-            try Syscall.unlinkIfPresent(layout.batchErrors(name))
-            try Syscall.unlinkIfPresent(layout.batchSummary(name))
-            cleaned.batches += 1
+            guard case .batch = RequestName.classify(name + SpoolLayout.batchSuffix), !runningBatch(name), old(layout.batchSummary(name)) else { continue }
+            if remove([layout.batchOutput(name), layout.batchErrors(name), layout.batchSummary(name)]) { cleaned.batches += 1 }
         }
-        // A refused batch file, with its record, dated by its refusal.
+        // A refused batch file, dated by its refusal's record, or by its move into failed/
+        // when that record is gone (a failed request of the same name took the record's
+        // name); the file goes first, so that a clean cut short still finds it.
         for file in try Syscall.listDirectory(layout.failed) {
-            guard case .batch(let name) = RequestName.classify(file), !running(name),
-                  let refusedAt = OutcomeTimes(layout: layout, id: name).failed, refusedAt < cutoff else { continue }
-            try Syscall.unlinkIfPresent(layout.errorRecord(name))
-            try Syscall.unlinkIfPresent(layout.failedBatch(name))
-            cleaned.batches += 1
+            guard case .batch(let name) = RequestName.classify(file), !runningBatch(name),
+                  let refusedAt = OutcomeTimes(layout: layout, id: name).failed ?? OutcomeTimes.changed(layout.failedBatch(name)),
+                  refusedAt < cutoff else { continue }
+            if remove([layout.failedBatch(name), layout.errorRecord(name)]) { cleaned.batches += 1 }
         }
+        return cleaned
     }
 
     /// "90s", "15m", "12h", "7d", "2w" in seconds.
