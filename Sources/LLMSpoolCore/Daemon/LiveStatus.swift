@@ -125,9 +125,7 @@ public struct LiveStatus: Sendable, Equatable {
               now.timeIntervalSince(updated) >= staleAfterSeconds,
               let lock = try? Syscall.lstat(layout.lock),
               let table = try? FileReader.prefix(path: "/proc/locks", limit: 16 << 20) else { return nil }
-        let device = LockTable.deviceNumbers(UInt64(lock.st_dev))
-        let holders = LockTable.flockHolders(major: device.major, minor: device.minor, inode: UInt64(lock.st_ino),
-                                             in: String(decoding: table, as: UTF8.self))
+        let holders = LockTable.flockHolders(inode: UInt64(lock.st_ino), in: String(decoding: table, as: UTF8.self))
         return holders.contains(pid) ? (pid, updated) : nil
     }
 
