@@ -416,6 +416,41 @@ import Testing
         try waitUntil("the hook's note goes once it has run", timeout: 30) { harness.files(in: harness.layout.pendingHooks).isEmpty }
     }
 
+    /// The same failure, its request deleted while `failed/` still cannot be written, then
+    /// the daemon killed: the next start writes the error record from the task record and
+    /// runs the hook. Before, the note was dropped at that start and no hook ever ran.
+    @Test func aFailuresHookOwedWhenItsRequestWasDeletedRunsAtTheNextStart() throws {
+        guard let chattr = SpoolFolderTests.chattrForRoot() else { return }
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let hooked = harness.root + "/hooked.log"
+        let hook = ["/bin/sh", "-c", "if [ -f \"$LLMSPOOL_ERROR\" ]; then echo \"$LLMSPOOL_ID record\"; else echo \"$LLMSPOOL_ID none\"; fi >> \(hooked)"]
+        let config: [String: Any] = ["retry_max_seconds": 0.2, "rescan_interval_seconds": 1, "on_failure": hook]
+        try harness.startDaemon(config: config)
+        let failed = harness.layout.failed
+        defer { _ = try? Harness.run(chattr, ["-i", failed]) }
+        let prompt = "refused, then deleted, while failed is immutable"
+        try harness.drop("gone", Harness.request(prompt, stub: ["status": 400, "latency_ms": 1500]))
+        try waitUntil("the request is sent", timeout: 30) { try harness.arrivals(of: prompt).count == 1 }
+        guard SpoolFolderTests.makeImmutable(failed, with: chattr) else { return }
+        try waitUntil("the failure is committed, its publication cut short", timeout: 30) {
+            harness.log.contains("the failure is recorded, but publishing it did not finish")
+        }
+        try Syscall.unlink(harness.layout.request("gone"))
+        try waitUntil("the deletion is seen and the record still cannot be written", timeout: 30) {
+            harness.log.contains("the failed request left outgoing before its error record could be written")
+        }
+        harness.killDaemon()
+        #expect(!Syscall.isPresent(hooked), "no hook while the error record is not written")
+        _ = try Harness.run(chattr, ["-i", failed])
+        try harness.startDaemon(config: config)
+        try waitUntil("the hook runs at the start", timeout: 30) { Syscall.isPresent(hooked) }
+        #expect(try String(contentsOfFile: hooked, encoding: .utf8) == "gone record\n")
+        #expect(try harness.json(harness.layout.errorRecord("gone"))["kind"] as? String == "http")
+        #expect(try harness.arrivals(of: prompt).count == 1, "sent once")
+    }
+
     /// The request that could not be removed is deleted by its producer before any scan
     /// cleans it up: the daemon stops waiting for that clean-up (it would wait for its life).
     @Test func aCommittedRequestDeletedBeforeItsCleanUpIsNotAwaitedAnyMore() throws {

@@ -46,6 +46,22 @@ import Testing
         #expect(HookRecovery.decide(id: "x", note: note, found: .init(failedRequest: request, errorRecordExists: false)) == .drop)
     }
 
+    /// A failure committed (its task record) whose error record was never written, its
+    /// request deleted since (`failed/` could not be written): the record is written from
+    /// the task record and the hook runs. Before, the note was dropped and no hook ran.
+    @Test func aCommittedFailureWithoutItsErrorRecordIsWrittenThenRunsOnFailure() {
+        var failed = record(.failed, of: request)
+        failed.errorRecord = Array("{}".utf8)
+        #expect(HookRecovery.decide(id: "x", note: note, found: .init(record: failed)) == .writeErrorRecordThenRunOnFailure)
+        #expect(HookRecovery.decide(id: "x", note: note, found: .init(record: failed, errorRecordExists: true)) == .runOnFailure)
+        #expect(HookRecovery.decide(id: "x", note: note, found: .init(queued: request, record: failed)) == .leaveToTheRequest,
+                "still queued: its clean-up writes the record and reports")
+        var other = record(.failed, of: newer)
+        other.errorRecord = Array("{}".utf8)
+        #expect(HookRecovery.decide(id: "x", note: note, found: .init(record: other)) == .drop, "another request's failure")
+        #expect(HookRecovery.decide(id: "x", note: note, found: .init(record: record(.failed, of: request))) == .drop, "no record to write")
+    }
+
     @Test func nothingPublishedNothingOwed() {
         #expect(HookRecovery.decide(id: "x", note: note, found: .init()) == .drop)
     }

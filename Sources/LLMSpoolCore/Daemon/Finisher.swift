@@ -412,7 +412,7 @@ public final class Finisher: Sendable {
         do {
             if try !Syscall.exists(layout.errorRecord(id)) { try SpoolFiles(layout: layout).write(bytes, to: layout.errorRecord(id), durable: true) }
         } catch {
-            logger.warning("the failed request left outgoing before its error record could be written, which still fails; its failure is in its task record alone, and no hook runs",
+            logger.warning("the failed request left outgoing before its error record could be written, which still fails; with a hook owed, the next start writes it and runs the hook, otherwise the failure is in its task record alone",
                            id: id, ["record": LogValue(layout.taskRecord(id)), "reason": "\(error)"])
             return
         }

@@ -192,6 +192,17 @@ public final class HookRunner: Sendable {
             outcome = .succeeded(resultPath: layout.result(id))
         case .runOnFailure:
             outcome = .failed(recordPath: layout.errorRecord(id), kind: .invalidRequest, message: "owed before a restart")
+        case .writeErrorRecordThenRunOnFailure:
+            guard let bytes = TaskRecord.load(layout, id: id)?.errorRecord else { return false }
+            do {
+                try SpoolFiles(layout: layout).write(bytes, to: layout.errorRecord(id), durable: true)
+            } catch {
+                logger.warning("a failure's error record cannot be written yet; its hook stays owed for the next start", id: id,
+                               ["record": LogValue(layout.errorRecord(id)), "reason": "\(error)"])
+                return false
+            }
+            logger.info("the error record of a failure whose request was deleted is written from its task record", id: id)
+            outcome = .failed(recordPath: layout.errorRecord(id), kind: .invalidRequest, message: "owed before a restart")
         }
         logger.info("running a hook owed from before the restart", id: id)
         handle(TaskReport(id: id, outcome: outcome, request: mark?.request))

@@ -10,6 +10,11 @@ public enum HookRecovery {
         case runOnComplete
         /// Run `on_failure` for the error record in `failed`, then remove the note.
         case runOnFailure
+        /// The failure is committed (the task record says so, for the note's request) but
+        /// its error record was never written and the request is gone (deleted while
+        /// `failed/` could not be written): write the record from the task record, then run
+        /// `on_failure`; while the write fails, the note stays.
+        case writeErrorRecordThenRunOnFailure
         /// Leave the note: its request is still in `outgoing`, and the daemon will either
         /// finish its clean-up (which reports the outcome and runs the hook) or send it
         /// again (whose outcome notes its own).
@@ -63,6 +68,10 @@ public enum HookRecovery {
         } ?? false
         if marked || recorded { return .runOnComplete }
         if found.errorRecordExists, let failed = found.failedRequest, failed.isSameInstance(as: request) { return .runOnFailure }
+        if let record = found.record, record.status == .failed, record.errorRecord != nil, record.request?.isSameInstance(as: request) == true,
+           found.failedRequest == nil {
+            return found.errorRecordExists ? .runOnFailure : .writeErrorRecordThenRunOnFailure
+        }
         return .drop
     }
 
