@@ -385,6 +385,24 @@ import Testing
         #expect(harness.log.components(separatedBy: "done (completed after a restart)").count == 1, "reported done once, by the commit")
     }
 
+    /// A daemon with an `on_failure` hook that writes "<id> record" (or "<id> none" when
+    /// `$LLMSPOOL_ERROR` names no file) to the returned log, and a request refused after
+    /// 1.5 s whose failure is committed while `failed/` is immutable; false when the flag
+    /// cannot be set. The caller clears the flag.
+    static func failWhileFailedIsImmutable(_ harness: Harness, _ id: String, _ prompt: String, chattr: String,
+                                           hooked: String) throws -> (config: [String: Any], ok: Bool) {
+        let hook = ["/bin/sh", "-c", "if [ -f \"$LLMSPOOL_ERROR\" ]; then echo \"$LLMSPOOL_ID record\"; else echo \"$LLMSPOOL_ID none\"; fi >> \(hooked)"]
+        let config: [String: Any] = ["retry_max_seconds": 0.2, "rescan_interval_seconds": 1, "on_failure": hook]
+        try harness.startDaemon(config: config)
+        try harness.drop(id, Harness.request(prompt, stub: ["status": 400, "latency_ms": 1500]))
+        try waitUntil("the request is sent", timeout: 30) { try harness.arrivals(of: prompt).count == 1 }
+        guard SpoolFolderTests.makeImmutable(harness.layout.failed, with: chattr) else { return (config, false) }
+        try waitUntil("the failure is committed, its publication cut short", timeout: 30) {
+            harness.log.contains("the failure is recorded, but publishing it did not finish")
+        }
+        return (config, true)
+    }
+
     /// A failure committed while `failed/` cannot be written: its `on_failure` hook waits
     /// until a later scan has written the error record its `LLMSPOOL_ERROR` names, and runs
     /// once. Before, it ran at the commit, naming a record that did not exist.
@@ -394,17 +412,10 @@ import Testing
         defer { harness.stop() }
         try harness.startStub()
         let hooked = harness.root + "/hooked.log"
-        let hook = ["/bin/sh", "-c", "if [ -f \"$LLMSPOOL_ERROR\" ]; then echo \"$LLMSPOOL_ID record\"; else echo \"$LLMSPOOL_ID none\"; fi >> \(hooked)"]
-        try harness.startDaemon(config: ["retry_max_seconds": 0.2, "rescan_interval_seconds": 1, "on_failure": hook])
         let failed = harness.layout.failed
         defer { _ = try? Harness.run(chattr, ["-i", failed]) }
         let prompt = "refused while failed is immutable"
-        try harness.drop("refused", Harness.request(prompt, stub: ["status": 400, "latency_ms": 1500]))
-        try waitUntil("the request is sent", timeout: 30) { try harness.arrivals(of: prompt).count == 1 }
-        guard SpoolFolderTests.makeImmutable(failed, with: chattr) else { return }
-        try waitUntil("the failure is committed, its publication cut short", timeout: 30) {
-            harness.log.contains("the failure is recorded, but publishing it did not finish")
-        }
+        guard try Self.failWhileFailedIsImmutable(harness, "refused", prompt, chattr: chattr, hooked: hooked).ok else { return }
         // Two rescans that cannot finish it: a hook started at the commit has run long before.
         try waitUntil("two rescans", timeout: 30) { harness.log.components(separatedBy: "cannot complete the clean-up").count > 2 }
         #expect(!Syscall.isPresent(hooked), "no hook while the error record is not written: \((try? String(contentsOfFile: hooked, encoding: .utf8)) ?? "")")
@@ -425,18 +436,11 @@ import Testing
         defer { harness.stop() }
         try harness.startStub()
         let hooked = harness.root + "/hooked.log"
-        let hook = ["/bin/sh", "-c", "if [ -f \"$LLMSPOOL_ERROR\" ]; then echo \"$LLMSPOOL_ID record\"; else echo \"$LLMSPOOL_ID none\"; fi >> \(hooked)"]
-        let config: [String: Any] = ["retry_max_seconds": 0.2, "rescan_interval_seconds": 1, "on_failure": hook]
-        try harness.startDaemon(config: config)
         let failed = harness.layout.failed
         defer { _ = try? Harness.run(chattr, ["-i", failed]) }
         let prompt = "refused, then deleted, while failed is immutable"
-        try harness.drop("gone", Harness.request(prompt, stub: ["status": 400, "latency_ms": 1500]))
-        try waitUntil("the request is sent", timeout: 30) { try harness.arrivals(of: prompt).count == 1 }
-        guard SpoolFolderTests.makeImmutable(failed, with: chattr) else { return }
-        try waitUntil("the failure is committed, its publication cut short", timeout: 30) {
-            harness.log.contains("the failure is recorded, but publishing it did not finish")
-        }
+        let (config, ok) = try Self.failWhileFailedIsImmutable(harness, "gone", prompt, chattr: chattr, hooked: hooked)
+        guard ok else { return }
         try Syscall.unlink(harness.layout.request("gone"))
         try waitUntil("the deletion is seen and the record still cannot be written", timeout: 30) {
             harness.log.contains("the failed request left outgoing before its error record could be written")

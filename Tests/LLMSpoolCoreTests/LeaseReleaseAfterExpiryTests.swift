@@ -9,21 +9,27 @@ import Testing
 /// a lease under a taker), the claim was taken back as this daemon's own without being
 /// written, expired on disk, and another daemon took it too.
 @Suite struct LeaseReleaseAfterExpiryTests {
-    @Test func anExpiredClaimGivenUpAndTakenAgainIsHeldByOneDaemon() throws {
+    /// Two daemons of a spool with lease files (removed by the caller): `a` claimed `id`,
+    /// and its lease has expired past the margin, no one having taken it meanwhile.
+    static func expiredClaim(_ id: String) throws -> (layout: SpoolLayout, a: LeaseManager, b: LeaseManager) {
         let layout = SpoolLayout(root: NSTemporaryDirectory() + "llmspool-lease-release-\(UUID().uuidString)")
         try layout.create()
-        defer { try? FileManager.default.removeItem(atPath: layout.root) }
         let logger = Logger(minimum: .error)
         let a = LeaseManager(layout: layout, hostID: "host-a", seconds: 1, logger: logger)
         let b = LeaseManager(layout: layout, hostID: "host-b", seconds: 1, logger: logger)
         _ = a.useLeaseFiles(reason: "test")
         _ = b.useLeaseFiles(reason: "test")
-        let id = "batch-x.jsonl"
         #expect(a.claim(id) == .claimed)
-        // Past the lease and its margin, and no one took it meanwhile.
         let deadline = Date().addingTimeInterval(10)
         while b.state(b.read(layout.lease(id))) != .expired && Date() < deadline { usleep(50_000) }
         try #require(b.state(b.read(layout.lease(id))) == .expired, "the lease expired past its margin")
+        return (layout, a, b)
+    }
+
+    @Test func anExpiredClaimGivenUpAndTakenAgainIsHeldByOneDaemon() throws {
+        let id = "batch-x.jsonl"
+        let (layout, a, b) = try Self.expiredClaim(id)
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
         a.release(id, ended: false)
         #expect(!FileManager.default.fileExists(atPath: layout.lease(id)), "removed under the takeover lock")
         #expect(a.claim(id) == .claimed)
@@ -35,19 +41,9 @@ import Testing
     /// remove the expired lease, and the daemon's next claim must not hold it as it is
     /// (expired on disk, another daemon would take it over too).
     @Test func anExpiredClaimLeftInPlaceIsNotHeldAsItIs() throws {
-        let layout = SpoolLayout(root: NSTemporaryDirectory() + "llmspool-lease-release-\(UUID().uuidString)")
-        try layout.create()
-        defer { try? FileManager.default.removeItem(atPath: layout.root) }
-        let logger = Logger(minimum: .error)
-        let a = LeaseManager(layout: layout, hostID: "host-a", seconds: 1, logger: logger)
-        let b = LeaseManager(layout: layout, hostID: "host-b", seconds: 1, logger: logger)
-        _ = a.useLeaseFiles(reason: "test")
-        _ = b.useLeaseFiles(reason: "test")
         let id = "batch-y.jsonl"
-        #expect(a.claim(id) == .claimed)
-        let deadline = Date().addingTimeInterval(10)
-        while b.state(b.read(layout.lease(id))) != .expired && Date() < deadline { usleep(50_000) }
-        try #require(b.state(b.read(layout.lease(id))) == .expired, "the lease expired past its margin")
+        let (layout, a, b) = try Self.expiredClaim(id)
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
         // A dead taker's lock, fresh: neither the release nor a takeover may break it yet.
         try DurableFile.write(Array("{}".utf8), to: layout.takeover(id))
         a.release(id, ended: false)
