@@ -131,6 +131,45 @@ import Testing
         }
     }
 
+    /// The end stopped after any step once the summary is out, its consumer then taking the
+    /// output, errors file and summary (it waits for the summary alone), then restarted: the
+    /// end finishes without publishing anything again. Before, the summary appeared a second
+    /// time, alone, naming files its consumer had taken.
+    @Test func anEndRunAgainAfterItsConsumerTookTheOutputPublishesNothingAgain() throws {
+        let layout = SpoolLayout(root: "spool")
+        let output = #"{"custom_id":"b","error":{"code":"x","message":"y"}}"# + "\n"
+        func build() -> (MemoryFiles, [PublicationStep], FileIdentity?) {
+            let files = MemoryFiles()
+            files.create(layout.batchRequest("b"), "{}\n")
+            files.create(layout.batchPartial("b"), output)
+            files.create(layout.batchJournal("b"), "journal")
+            files.create(layout.batchIDList("b"), "ids")
+            let identity = files.files[layout.batchRequest("b")].map(MemoryFiles.identity)
+            return (files, PublicationPlan.batchEnd(name: "b", input: layout.batchRequest("b"), identity: identity, summary: Array("summary".utf8),
+                                                    outputPublished: false, hasFailedLines: true, layout: layout), identity)
+        }
+        let (_, steps, _) = build()
+        var restarted = 0
+        for stop in 0...steps.count {
+            let (files, steps, identity) = build()
+            _ = PublicationExecutor(files: files, beforeStep: { index, _ in index < stop }).run(steps)
+            guard files.files[layout.batchSummary("b")] != nil, files.files[layout.batchJournal("b")] != nil else { continue }
+            for path in [layout.batchOutput("b"), layout.batchErrors("b"), layout.batchSummary("b")] { _ = try files.unlinkIfPresent(path) }
+            let taken = files.files[layout.batchOutput("b")] == nil
+            let rest = PublicationPlan.batchEnd(name: "b", input: layout.batchRequest("b"), identity: identity, summary: Array("summary".utf8),
+                                                outputPublished: true, outputTaken: taken, hasFailedLines: true, layout: layout)
+            guard case .completed = PublicationExecutor(files: files).run(rest) else {
+                Issue.record("the rest of the end failed after stop \(stop)")
+                continue
+            }
+            restarted += 1
+            #expect(files.files[layout.batchSummary("b")] == nil, "the summary is not published again (stop \(stop))")
+            #expect(files.files[layout.batchErrors("b")] == nil, "stop \(stop)")
+            #expect(files.files[layout.batchJournal("b")] == nil && files.files[layout.batchRequest("b")] == nil, "stop \(stop)")
+        }
+        #expect(restarted >= 2, "stops after the summary and before the journal went: \(restarted)")
+    }
+
     @Test func anOutputLineFailedIsOneWithAnErrorOrAResultNotSucceeded() {
         func failed(_ text: String) -> Bool { Array(text.utf8).withUnsafeBytes { BatchOutputLine.isFailed($0) } }
         #expect(!failed(#"{"id":"batch_req_1","custom_id":"a","response":{"status_code":200},"error":null}"#))

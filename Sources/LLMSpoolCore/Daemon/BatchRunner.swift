@@ -1311,9 +1311,20 @@ public final class BatchRunner: @unchecked Sendable {
         let summary = BatchSummary(name: name, status: status, endpoint: journal.header.endpoint, total: journal.header.lines,
                                    counts: journal.counts, createdAt: journal.header.createdAt, endedAt: Int(Date().timeIntervalSince1970),
                                    inputFile: layout.batchRequest(name), outputFile: layout.batchOutput(name))
+        // An end run again whose output is gone: its consumer took it, with the summary it
+        // waited for. (Unsure, the end is published again: a summary twice, never none.)
+        var outputTaken = false
+        if outputPublished {
+            do {
+                outputTaken = try !Syscall.exists(layout.batchOutput(name))
+            } catch {
+                logger.warning("cannot tell whether the batch's output is still there; its end is published again", id: name, ["reason": "\(error)"])
+            }
+            if outputTaken { logger.info("the batch's output was taken by its consumer; its end is not published again", id: name) }
+        }
         let steps = PublicationPlan.batchEnd(name: name, input: layout.batchRequest(name), identity: identity, summary: summary.encoded(),
-                                             outputPublished: outputPublished, hasFailedLines: journal.counts.notSucceeded > 0,
-                                             layout: layout, hookNote: hookNote(name))
+                                             outputPublished: outputPublished, outputTaken: outputTaken,
+                                             hasFailedLines: journal.counts.notSucceeded > 0, layout: layout, hookNote: hookNote(name))
         switch executor.run(steps) {
         case .failed(_, let step, let error):
             // The journal stays: the next start (or scan) finishes the end.

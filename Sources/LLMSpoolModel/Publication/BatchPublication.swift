@@ -8,9 +8,20 @@ extension PublicationPlan {
     /// With `hookNote` (a hook is configured), the hook owed is noted first.
     /// `hasFailedLines`: some line did not succeed (the journal's counts), so the errors file
     /// is written; otherwise one left by an earlier batch of the name is removed.
+    /// `outputTaken`: an end run again finds its published output gone, taken by its
+    /// consumer (who waits for the summary, so the summary was out too): neither the errors
+    /// file nor the summary is written again, only the input and the journal go.
     public static func batchEnd(name: String, input: String, identity: FileIdentity?, summary: [UInt8], outputPublished: Bool,
-                                hasFailedLines: Bool = false, layout: SpoolLayout, hookNote: String? = nil) -> [PublicationStep] {
+                                outputTaken: Bool = false, hasFailedLines: Bool = false, layout: SpoolLayout,
+                                hookNote: String? = nil) -> [PublicationStep] {
         var steps = hookNoteSteps(hookNote, id: name, request: identity)
+        let removal: [PublicationStep] = [.unlinkIfSame(input, identity: identity),
+                                          .syncFolder(folder(of: input)),
+                                          // Before the journal: a journal without its list is one the end finishes.
+                                          .unlinkIfPresent(layout.batchIDList(name)),
+                                          .unlinkIfPresent(layout.batchJournal(name)),
+                                          .syncFolder(layout.batches)]
+        if outputPublished && outputTaken { return steps + removal }
         if !outputPublished {
             steps += [.syncFile(layout.batchPartial(name)),
                       .rename(from: layout.batchPartial(name), to: layout.batchOutput(name))]
@@ -21,13 +32,7 @@ extension PublicationPlan {
                                  : .unlinkIfPresent(layout.batchErrors(name)),
                   .syncFolder(layout.incoming),
                   .writeFile(layout.batchSummary(name), summary),
-                  .syncFolder(layout.incoming),
-                  .unlinkIfSame(input, identity: identity),
-                  .syncFolder(folder(of: input)),
-                  // Before the journal: a journal without its list is one the end finishes.
-                  .unlinkIfPresent(layout.batchIDList(name)),
-                  .unlinkIfPresent(layout.batchJournal(name)),
-                  .syncFolder(layout.batches)]
+                  .syncFolder(layout.incoming)] + removal
         return steps
     }
 
