@@ -450,7 +450,8 @@ import Testing
         _ = try Harness.run(chattr, ["-i", failed])
         try harness.startDaemon(config: config)
         try waitUntil("the hook runs at the start", timeout: 30) { Syscall.isPresent(hooked) }
-        #expect(try String(contentsOfFile: hooked, encoding: .utf8) == "gone record\n")
+        try waitUntil("the hook's note goes once it has run", timeout: 30) { harness.files(in: harness.layout.pendingHooks).isEmpty }
+        #expect(try String(contentsOfFile: hooked, encoding: .utf8) == "gone record\n", "once, seeing its record")
         #expect(try harness.json(harness.layout.errorRecord("gone"))["kind"] as? String == "http")
         #expect(try harness.arrivals(of: prompt).count == 1, "sent once")
     }

@@ -24,6 +24,10 @@ import Testing
         #expect(TaskRecord.decode(named.encoded())?.dialect == "responses")
         let decoded = try #require(TaskRecord.decode(original.encoded()))
         #expect(decoded.dialect == nil)
+        #expect(!decoded.errorRecordOwed)
+        var owed = original
+        owed.errorRecordOwed = true
+        #expect(TaskRecord.decode(owed.encoded())?.errorRecordOwed == true)
         #expect(decoded.id == original.id)
         #expect(decoded.status == .failed)
         #expect(decoded.request == identity)

@@ -52,14 +52,20 @@ import Testing
     @Test func aCommittedFailureWithoutItsErrorRecordIsWrittenThenRunsOnFailure() {
         var failed = record(.failed, of: request)
         failed.errorRecord = Array("{}".utf8)
+        // Without the mark the record was published, and its consumer took it with the request.
+        #expect(HookRecovery.decide(id: "x", note: note, found: .init(record: failed)) == .drop, "never published twice")
+        failed.errorRecordOwed = true
         #expect(HookRecovery.decide(id: "x", note: note, found: .init(record: failed)) == .writeErrorRecordThenRunOnFailure)
         #expect(HookRecovery.decide(id: "x", note: note, found: .init(record: failed, errorRecordExists: true)) == .runOnFailure)
         #expect(HookRecovery.decide(id: "x", note: note, found: .init(queued: request, record: failed)) == .leaveToTheRequest,
                 "still queued: its clean-up writes the record and reports")
         var other = record(.failed, of: newer)
         other.errorRecord = Array("{}".utf8)
+        other.errorRecordOwed = true
         #expect(HookRecovery.decide(id: "x", note: note, found: .init(record: other)) == .drop, "another request's failure")
-        #expect(HookRecovery.decide(id: "x", note: note, found: .init(record: record(.failed, of: request))) == .drop, "no record to write")
+        var empty = record(.failed, of: request)
+        empty.errorRecordOwed = true
+        #expect(HookRecovery.decide(id: "x", note: note, found: .init(record: empty)) == .drop, "no record to write")
     }
 
     @Test func nothingPublishedNothingOwed() {

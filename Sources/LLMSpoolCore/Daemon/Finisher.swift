@@ -692,7 +692,21 @@ public final class Finisher: Sendable {
             // move to `failed`) is left to a later scan, never another attempt.
             logger.warning("the failure is recorded, but publishing it did not finish; a later scan does it", id: id, ["reason": LogValue("\(error)")])
             let recordStep = steps.firstIndex(of: .writeFile(recordPath, bytes))
-            if let recordStep, index <= recordStep { hook = .waitsForCleanUp }
+            if let recordStep, index <= recordStep {
+                hook = .waitsForCleanUp
+                // Marked owed: should its request go before a scan writes the record, a start
+                // writes it from here (`HookRecovery`); unmarked, a missing record is one its
+                // consumer took. A rare path (failed/ unwritable): one more fsync.
+                if var owed = record {
+                    owed.errorRecordOwed = true
+                    do {
+                        try SpoolFiles(layout: layout).writeRecord(owed, durable: true)
+                    } catch {
+                        logger.warning("cannot mark the failure's error record as owed; if its request goes first, no start writes it", id: id,
+                                       ["reason": LogValue("\(error)")])
+                    }
+                }
+            }
             reportedAwaitingCleanUp.withLock { $0[id] = hook == .waitsForCleanUp }
         case .completed(let notes):
             for note in notes {

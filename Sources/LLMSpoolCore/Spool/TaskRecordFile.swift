@@ -30,6 +30,7 @@ extension TaskRecord {
         }
         if let resultInode { members.append(("result_inode", "\(resultInode)")) }
         if let errorRecord { members.append(("error_record", TaskRecord.embedded(errorRecord))) }
+        if errorRecordOwed { members.append(("error_record_owed", "true")) }
         members.sort { $0.0 < $1.0 }
         let body = members.map { "  \(JSONText.quoted($0.0)) : \($0.1)" }.joined(separator: ",\n")
         return Array("{\n\(body)\n}\n".utf8)
@@ -94,6 +95,7 @@ extension TaskRecord {
                                 endpoint: object["endpoint"] as? String, usage: object["usage"] as? [String: Int],
                                 resultInode: (object["result_inode"] as? NSNumber)?.uint64Value, errorRecord: errorRecord)
         record.dialect = object["dialect"] as? String
+        record.errorRecordOwed = object["error_record_owed"] as? Bool ?? false
         return record
     }
 

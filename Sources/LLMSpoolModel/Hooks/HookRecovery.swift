@@ -68,8 +68,8 @@ public enum HookRecovery {
         } ?? false
         if marked || recorded { return .runOnComplete }
         if found.errorRecordExists, let failed = found.failedRequest, failed.isSameInstance(as: request) { return .runOnFailure }
-        if let record = found.record, record.status == .failed, record.errorRecord != nil, record.request?.isSameInstance(as: request) == true,
-           found.failedRequest == nil {
+        if let record = found.record, record.status == .failed, record.errorRecordOwed, record.errorRecord != nil,
+           record.request?.isSameInstance(as: request) == true, found.failedRequest == nil {
             return found.errorRecordExists ? .runOnFailure : .writeErrorRecordThenRunOnFailure
         }
         return .drop

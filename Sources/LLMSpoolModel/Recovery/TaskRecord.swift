@@ -28,6 +28,10 @@ public struct TaskRecord: Sendable, Equatable {
     public var resultInode: UInt64?
     /// The error record to publish, for a failed task.
     public var errorRecord: [UInt8]?
+    /// The failure was committed but its error record could not be written (`failed/`
+    /// unwritable): a start may write it from `errorRecord`. Without the mark, an error
+    /// record missing is one its consumer took, never written again.
+    public var errorRecordOwed = false
     /// The `Dialect.id` the request was validated as, for a done task: what `show` and
     /// `wait` read the result as once the request file is gone.
     public var dialect: String?
