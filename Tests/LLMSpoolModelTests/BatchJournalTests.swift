@@ -234,7 +234,9 @@ import Testing
         for name in [PublicationPlan.name(of: SpoolLayout.temporary(for: layout.batchErrors("b"))),
                      PublicationPlan.name(of: SpoolLayout.temporary(for: layout.batchSummary("b"))),
                      PublicationPlan.name(of: SpoolLayout.temporary(for: layout.batchPartial("b"))),
-                     ".b.jsonl.partial", ".jsonl.3.partial", ".b.jsonl.x3.partial", ".b.jsonl.3", "b.jsonl.3.partial", ".b.jsonl..partial"] {
+                     ".b.jsonl.partial", ".jsonl.3.partial", ".b.jsonl.x3.partial", ".b.jsonl.3", "b.jsonl.3.partial", ".b.jsonl..partial",
+                     // Request x.jsonl.3's result and record temporaries: its lease's, not batch x's.
+                     PublicationPlan.name(of: SpoolLayout.temporary(for: layout.result("x.jsonl.3")))] {
             #expect(SpoolLayout.batchOfLineTemporary(name) == nil, "\(name)")
         }
     }

@@ -146,7 +146,8 @@ public struct SpoolLayout: Sendable, Equatable {
             rest = rest.dropLast(partialSuffix.count)
         } else if rest.hasSuffix(temporarySuffix) {
             rest = rest.dropLast(temporarySuffix.count)
-            if rest.hasSuffix(requestSuffix) { rest = rest.dropLast(requestSuffix.count) }
+            // Only a hidden id's result is hidden twice: `.x.jsonl.3.json.tmp` is request x.jsonl.3's.
+            if rest.hasPrefix(hiddenPrefix + hiddenPrefix), rest.hasSuffix(requestSuffix) { rest = rest.dropLast(requestSuffix.count) }
         } else {
             return nil
         }
