@@ -103,6 +103,25 @@ import Testing
         #expect(exists(harness.layout.batchSummary("again")) && exists(harness.layout.batchRequest("again")), "the running batch's name is kept")
     }
 
+    /// A failed request and a refused batch of one name share `failed/<name>.error.json`:
+    /// the refusal archives the request's record, and the request's clean takes the
+    /// batch's. The batch file, its record gone, is dated by its move into failed/ and goes
+    /// too. Before, it stayed for good.
+    @Test func cleanRemovesARefusedBatchWhoseRecordWentWithARequestOfItsName() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        try harness.drop("twin", Harness.request("refused twin", stub: ["status": 400]))
+        try waitUntil("the request failed", timeout: 30) { exists(harness.layout.failedRequest("twin")) && exists(harness.layout.errorRecord("twin")) }
+        try BatchTests.dropBatch(harness, "twin", [BatchTests.line("a"), BatchTests.line("a")])
+        try waitUntil("the batch is refused", timeout: 30) { exists(harness.layout.failedBatch("twin")) }
+        let cleaned = try harness.cli(["clean", "--older-than", "0s", "--spool", harness.layout.root])
+        #expect(cleaned.status == 0, "\(cleaned.stderr)")
+        #expect(cleaned.stdout == "removed 0 results, 1 failed requests, 1 task records, 1 batches\n", "\(cleaned.stdout)")
+        #expect(harness.files(in: harness.layout.failed).filter { $0 != "superseded" }.isEmpty, "\(harness.files(in: harness.layout.failed))")
+    }
+
     @Test func clientCommandsFindTheSpoolThroughTheConfigLikeRun() throws {
         let harness = try Harness()
         defer { harness.stop() }
