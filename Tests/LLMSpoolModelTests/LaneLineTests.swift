@@ -25,6 +25,16 @@ import Testing
         #expect(read.result == .succeeded(status: 200, requestID: "req_9", body: Array(body.utf8)))
     }
 
+    /// An answer as deep as a live one may be (128 levels) sits two levels down in its line:
+    /// read, not refused as too deep.
+    @Test func anAnswerAsDeepAsALiveOneIsReadFromItsLine() throws {
+        let deepest = String(repeating: "[", count: 127) + String(repeating: "]", count: 127)
+        let body = #"{"choices":\#(deepest)}"#
+        #expect((try? RawJSON.parse(Array(body.utf8))) != nil, "as deep as a live answer may be")
+        let line = Array(#"{"id":"batch_req_1","custom_id":"a","response":{"status_code":200,"request_id":null,"body":\#(body)},"error":null}"#.utf8)
+        #expect(try LaneOutputLine.read(line).result == .succeeded(status: 200, requestID: nil, body: Array(body.utf8)))
+    }
+
     @Test func failedLinesKeepTheProvidersStatusBodyAndError() throws {
         let refused = Array(#"{"id":"x","custom_id":"b","response":{"status_code":400,"request_id":null,"body":{"error":{"message":"no"}}},"error":null}"#.utf8)
         #expect(try LaneOutputLine.read(refused).result
