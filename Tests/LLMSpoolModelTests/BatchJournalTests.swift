@@ -75,6 +75,21 @@ import Testing
         #expect(set.contains(129) && !set.contains(130) && !set.contains(1))
     }
 
+    /// Batch b with every line committed, its output `output` in its `.partial`, and the plan
+    /// of its end.
+    static func endOfBatch(_ layout: SpoolLayout, output: String, hasFailedLines: Bool,
+                           staleErrors: Bool = false) -> (MemoryFiles, [PublicationStep], FileIdentity?) {
+        let files = MemoryFiles()
+        files.create(layout.batchRequest("b"), "{}\n")
+        files.create(layout.batchPartial("b"), output)
+        files.create(layout.batchJournal("b"), "journal")
+        files.create(layout.batchIDList("b"), "ids")
+        if staleErrors { files.create(layout.batchErrors("b"), "stale\n") }
+        let identity = files.files[layout.batchRequest("b")].map(MemoryFiles.identity)
+        return (files, PublicationPlan.batchEnd(name: "b", input: layout.batchRequest("b"), identity: identity, summary: Array("summary".utf8),
+                                                outputPublished: false, hasFailedLines: hasFailedLines, layout: layout), identity)
+    }
+
     /// The end of a batch stopped after every step, then restarted as the daemon does: the
     /// output, its errors file (with failed lines), then the summary, each exactly once, and
     /// the input and journal gone.
@@ -83,17 +98,9 @@ import Testing
         let good = #"{"custom_id":"a","error":null}"#
         let bad = #"{"custom_id":"b","error":{"code":"x","message":"y"}}"#
         let output = hasFailedLines ? "\(good)\n\(bad)\n" : "\(good)\n"
+        // An errors file of an earlier batch of the name goes when this one has none.
         func build() -> (MemoryFiles, [PublicationStep], FileIdentity?) {
-            let files = MemoryFiles()
-            files.create(layout.batchRequest("b"), "{}\n")
-            files.create(layout.batchPartial("b"), output)
-            files.create(layout.batchJournal("b"), "journal")
-            files.create(layout.batchIDList("b"), "ids")
-            // An errors file of an earlier batch of the name goes when this one has none.
-            files.create(layout.batchErrors("b"), "stale\n")
-            let identity = files.files[layout.batchRequest("b")].map(MemoryFiles.identity)
-            return (files, PublicationPlan.batchEnd(name: "b", input: layout.batchRequest("b"), identity: identity, summary: Array("summary".utf8),
-                                                    outputPublished: false, hasFailedLines: hasFailedLines, layout: layout), identity)
+            Self.endOfBatch(layout, output: output, hasFailedLines: hasFailedLines, staleErrors: true)
         }
         let (_, steps, _) = build()
         for stop in 0...steps.count {
@@ -138,16 +145,7 @@ import Testing
     @Test func anEndRunAgainAfterItsConsumerTookTheOutputPublishesNothingAgain() throws {
         let layout = SpoolLayout(root: "spool")
         let output = #"{"custom_id":"b","error":{"code":"x","message":"y"}}"# + "\n"
-        func build() -> (MemoryFiles, [PublicationStep], FileIdentity?) {
-            let files = MemoryFiles()
-            files.create(layout.batchRequest("b"), "{}\n")
-            files.create(layout.batchPartial("b"), output)
-            files.create(layout.batchJournal("b"), "journal")
-            files.create(layout.batchIDList("b"), "ids")
-            let identity = files.files[layout.batchRequest("b")].map(MemoryFiles.identity)
-            return (files, PublicationPlan.batchEnd(name: "b", input: layout.batchRequest("b"), identity: identity, summary: Array("summary".utf8),
-                                                    outputPublished: false, hasFailedLines: true, layout: layout), identity)
-        }
+        func build() -> (MemoryFiles, [PublicationStep], FileIdentity?) { Self.endOfBatch(layout, output: output, hasFailedLines: true) }
         let (_, steps, _) = build()
         var restarted = 0
         for stop in 0...steps.count {
