@@ -100,6 +100,23 @@ import Testing
         let later = try #require(try harness.record("later")["attempts"] as? [[String: Any]])
         #expect(later.map { $0["endpoint"] as? String } == ["secondary"], "\(later)")
     }
+
+    /// A second endpoint of another api is nowhere else to go: a chat request asked to wait
+    /// past max_retry_after_seconds fails at once, sent once, as with one endpoint.
+    @Test func aPauseWithNoOtherEndpointOfItsAPIFailsTheRequest() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["max_retry_after_seconds": 60,
+                                         "endpoints": [["name": "openai", "base_url": harness.stubURL],
+                                                       ["name": "anthropic", "base_url": harness.stubURL, "api": "anthropic"]]])
+        let prompt = "asked to wait two hours, no other chat endpoint"
+        try harness.drop("alone", Harness.request(prompt, stub: ["faults": [["status": 429, "retry_after": 7200]]]))
+        try waitUntil("the request fails", timeout: 30) { Syscall.isPresent(harness.layout.errorRecord("alone")) }
+        let record = try harness.json(harness.layout.errorRecord("alone"))
+        #expect((record["message"] as? String)?.contains("7200") == true, "\(record)")
+        #expect(try harness.arrivals(of: prompt).count == 1, "not sent again")
+    }
 }
 
 /// Hooks run with an allow-list environment, and what they print reaches the log escaped.
