@@ -130,7 +130,7 @@ enum ManageCommand {
         }
         let cleaned = try SpoolActions(layout: try ClientSpool.existing(args)).clean(olderThan: Date().addingTimeInterval(-age))
         print("removed \(cleaned.results) results, \(cleaned.failures) failed requests, \(cleaned.records) task records, \(cleaned.batches) batches")
-        for problem in cleaned.problems { FileHandle.standardError.write(Data("llmspool: clean: cannot remove \(problem)\n".utf8)) }
+        for problem in cleaned.problems { FileHandle.standardError.write(Data("llmspool: clean: kept, cannot be removed: \(problem)\n".utf8)) }
         return cleaned.problems.isEmpty ? 0 : 1
     }
 

@@ -91,13 +91,20 @@ import Testing
         // the rest is cleaned all the same. Before, clean stopped there, every time.
         try FileManager.default.createDirectory(atPath: harness.layout.batchOutput("stuck"), withIntermediateDirectories: false)
         try DurableFile.write(Array("{}".utf8), to: harness.layout.batchSummary("stuck"))
+        // A result that cannot be removed keeps its task record, which `show` reads.
+        try harness.drop("kept", Harness.request("a result put out of reach"))
+        try waitUntil("kept is answered", timeout: 30) { exists(harness.layout.result("kept")) && exists(harness.layout.taskRecord("kept")) }
+        try Syscall.unlink(harness.layout.result("kept"))
+        try FileManager.default.createDirectory(atPath: harness.layout.result("kept"), withIntermediateDirectories: false)
         let young = try harness.cli(["clean", "--older-than", "1h", "--spool", harness.layout.root])
         #expect(young.stdout == "removed 0 results, 0 failed requests, 0 task records, 0 batches\n", "\(young.stdout)\(young.stderr)")
         let cleaned = try harness.cli(["clean", "--older-than", "0s", "--spool", harness.layout.root])
         #expect(cleaned.stdout == "removed 0 results, 0 failed requests, 0 task records, 2 batches\n", "\(cleaned.stdout)\(cleaned.stderr)")
         #expect(cleaned.status == 1)
-        #expect(cleaned.stderr.contains("cannot remove") && cleaned.stderr.contains(harness.layout.batchOutput("stuck")), "\(cleaned.stderr)")
+        #expect(cleaned.stderr.contains("cannot be removed") && cleaned.stderr.contains(harness.layout.batchOutput("stuck")), "\(cleaned.stderr)")
         #expect(exists(harness.layout.batchSummary("stuck")), "its summary stays, for a later clean")
+        #expect(cleaned.stderr.contains(harness.layout.result("kept")), "\(cleaned.stderr)")
+        #expect(exists(harness.layout.taskRecord("kept")), "the record of a result that stays stays too")
         #expect(!ended.contains(where: exists))
         #expect(!exists(harness.layout.failedBatch("refused")) && !exists(harness.layout.errorRecord("refused")))
         #expect(exists(harness.layout.batchSummary("again")) && exists(harness.layout.batchRequest("again")), "the running batch's name is kept")

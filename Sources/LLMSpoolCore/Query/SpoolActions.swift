@@ -202,19 +202,25 @@ public struct SpoolActions: Sendable {
             return true
         }
         let running = Set(SpoolQuery(layout: layout).outgoingIDs())
+        // Ids whose outcome could not be removed keep their task record: `show` reads it.
+        var kept = Set<String>()
         for name in try Syscall.listDirectory(layout.incoming) {
             // Results only: a transcript (`<id>.md`) goes with its result.
             guard name.hasSuffix(SpoolLayout.requestSuffix), case .request(let id) = RequestName.classify(name), !running.contains(id),
                   old(layout.result(id)) else { continue }
-            if remove([layout.rawStream(id), layout.transcript(id), layout.result(id)]) { cleaned.results += 1 }
+            if remove([layout.rawStream(id), layout.transcript(id), layout.result(id)]) { cleaned.results += 1 } else { kept.insert(id) }
         }
         for id in failedIDs() where !running.contains(id) {
             // Dated by the failure itself, never by the request file's mtime.
             guard let failedAt = OutcomeTimes(layout: layout, id: id).failed, failedAt < cutoff else { continue }
-            if remove(RequestFormatRegistry.suffixes.map { "\(layout.failed)/\(id)\($0)" } + [layout.errorRecord(id)]) { cleaned.failures += 1 }
+            if remove(RequestFormatRegistry.suffixes.map { "\(layout.failed)/\(id)\($0)" } + [layout.errorRecord(id)]) {
+                cleaned.failures += 1
+            } else {
+                kept.insert(id)
+            }
         }
         for name in try Syscall.listDirectory(layout.state) {
-            guard case .request(let id) = RequestName.classify(name), !running.contains(id), old(layout.taskRecord(id)),
+            guard case .request(let id) = RequestName.classify(name), !running.contains(id), !kept.contains(id), old(layout.taskRecord(id)),
                   let record = TaskRecord.load(layout, id: id), record.status != .active else { continue }
             if remove([layout.taskRecord(id)]) { cleaned.records += 1 }
         }
