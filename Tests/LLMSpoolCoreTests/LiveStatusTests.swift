@@ -51,6 +51,16 @@ import Testing
         #expect(LiveStatus.read(layout) == status)
         #expect(JSONObject.parse(status.encoded()) != nil)
     }
+
+    /// A status written in the future (the clock stepped back after its daemon died) is not
+    /// fresh: it would say "running" until that time came.
+    @Test func aStatusFromTheFutureIsNotFresh() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        #expect(LiveStatus.isFresh(now.addingTimeInterval(-1), now: now))
+        #expect(LiveStatus.isFresh(now.addingTimeInterval(1), now: now), "a second of skew")
+        #expect(!LiveStatus.isFresh(now.addingTimeInterval(-10), now: now))
+        #expect(!LiveStatus.isFresh(now.addingTimeInterval(86_400), now: now))
+    }
 }
 
 /// The background lane's remote batches in the live status file and the metrics: each one's

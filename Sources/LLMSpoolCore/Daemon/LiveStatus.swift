@@ -41,6 +41,13 @@ public struct LiveStatus: Sendable, Equatable {
     public static let fileName = ".daemon.json"
     public static let staleAfterSeconds = 5.0
 
+    /// Written less than `staleAfterSeconds` ago. A time as far ahead is no fresher: the
+    /// clock was stepped back since a daemon wrote it (and died), which would otherwise
+    /// make it look alive until that time comes.
+    static func isFresh(_ updated: Date, now: Date) -> Bool {
+        abs(now.timeIntervalSince(updated)) < staleAfterSeconds
+    }
+
     public static func path(_ layout: SpoolLayout) -> String { layout.liveStatus }
 
     /// Written by hand, not through JSONSerialization: with thousands of streams in flight
@@ -122,7 +129,7 @@ public struct LiveStatus: Sendable, Equatable {
               let object = JSONObject.parse(bytes),
               let pid = (object["pid"] as? NSNumber)?.int32Value, pid > 0,
               let updated = (object["updated_at"] as? String).flatMap(Timestamp.date),
-              now.timeIntervalSince(updated) >= staleAfterSeconds,
+              !isFresh(updated, now: now),
               let lock = try? Syscall.lstat(layout.lock),
               let table = try? FileReader.prefix(path: "/proc/locks", limit: 16 << 20) else { return nil }
         let holders = LockTable.flockHolders(inode: UInt64(lock.st_ino), in: String(decoding: table, as: UTF8.self))
@@ -136,7 +143,7 @@ public struct LiveStatus: Sendable, Equatable {
               let object = JSONObject.parse(bytes),
               let pid = (object["pid"] as? NSNumber)?.int32Value,
               let updated = (object["updated_at"] as? String).flatMap(Timestamp.date),
-              now.timeIntervalSince(updated) < staleAfterSeconds,
+              isFresh(updated, now: now),
               kill(pid, 0) == 0 || errno == EPERM else { return nil }
         let live = (object["in_flight"] as? [[String: Any]] ?? []).compactMap { entry -> TransferEngine.LiveTransfer? in
             guard let id = entry["id"] as? String, let started = (entry["started_at"] as? String).flatMap(Timestamp.date) else { return nil }
