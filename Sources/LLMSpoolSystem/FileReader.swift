@@ -20,6 +20,23 @@ public struct FileReader {
         }
     }
 
+    /// Calls `body` with each line of the file at `path`, without its newline (a last line
+    /// without one too); a line is held whole only while it is handed over.
+    public static func forEachLine(path: String, _ body: ([UInt8]) throws -> Void) throws {
+        var pending: [UInt8] = []
+        try forEachChunk(path: path) { chunk in
+            var start = 0
+            for (index, byte) in chunk.enumerated() where byte == 0x0A {
+                pending.append(contentsOf: chunk[start..<index])
+                try body(pending)
+                pending.removeAll(keepingCapacity: true)
+                start = index + 1
+            }
+            pending.append(contentsOf: chunk[start...])
+        }
+        if !pending.isEmpty { try body(pending) }
+    }
+
     /// A path that names something other than a regular file.
     public struct NotARegularFile: Error, Sendable, CustomStringConvertible {
         public let path: String

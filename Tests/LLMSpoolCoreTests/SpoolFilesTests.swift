@@ -27,7 +27,7 @@ import Testing
         #expect(error?.path == path)
     }
 
-    /// The errors file is read from the output a MiB at a time: lines that cross a read's
+    /// The errors file is read from the output a piece at a time: lines that cross a read's
     /// end, a failed line longer than a read, and a last line without its newline are each
     /// taken whole, and only the failed ones, in order.
     @Test func theFailedLinesOfAnOutputAreFoundAcrossItsReads() throws {
@@ -37,7 +37,8 @@ import Testing
                           : #"{"custom_id":"\#(id)","pad":"\#(pad)","error":null}"#
         }
         let mib = 1 << 20
-        let lines = [line("a", failed: false, padding: mib - 60),  // ends just before the first read's end
+        #expect(mib % FileReader.chunkSize == 0, "a MiB is a whole number of reads")
+        let lines = [line("a", failed: false, padding: mib - 60),  // ends just before a read's end
                      line("b", failed: true, padding: 100),          // crosses it
                      line("c", failed: true, padding: 2 * mib),      // longer than a read
                      line("d", failed: false, padding: 10),

@@ -48,7 +48,7 @@ struct LaneOutputIndex {
         for (index, path) in paths.enumerated() {
             var offset = 0
             var lineNumber = 0
-            try LaneOutputIndex.forEachLine(path: path) { line in
+            try FileReader.forEachLine(path: path) { line in
                 lineNumber += 1
                 defer { offset += line.count + 1 }
                 guard !line.isEmpty else { return }
@@ -83,22 +83,5 @@ struct LaneOutputIndex {
     /// The outcome of `id`'s line, read back; nil when it has none.
     func result(of id: String) throws -> BatchLineResult? {
         try line(of: id).map { try reader($0).result }
-    }
-
-    /// Calls `body` with each line of the file, without its newline; a line is held whole
-    /// only while it is handed over.
-    static func forEachLine(path: String, _ body: ([UInt8]) throws -> Void) throws {
-        var pending: [UInt8] = []
-        try FileReader.forEachChunk(path: path) { chunk in
-            var start = 0
-            for (index, byte) in chunk.enumerated() where byte == 0x0A {
-                pending.append(contentsOf: chunk[start..<index])
-                try body(pending)
-                pending.removeAll(keepingCapacity: true)
-                start = index + 1
-            }
-            pending.append(contentsOf: chunk[start...])
-        }
-        if !pending.isEmpty { try body(pending) }
     }
 }

@@ -40,48 +40,25 @@ public struct SpoolFiles: PublicationFiles, Sendable {
         }
     }
 
-    /// Streams the output a MiB at a time: a batch's output may be gigabytes.
+    /// Streams the output line by line and writes the failed lines a MiB at a time: a
+    /// batch's output may be gigabytes.
     public func writeFailedLines(of output: String, to path: String) throws {
         // Published, then taken by its consumer (the summary was out before a crash cut the
         // end short, or a consumer did not wait for it): the end goes on, and an errors file
         // there is left as it is, the consumer's by now. (Taken between this look and the
         // open, the step fails, and its next run finds it gone.)
         guard try Syscall.exists(output) else { return }
-        let source = try FileDescriptor.open(output, O_RDONLY | O_NOFOLLOW)
         try DurableFile.write(to: path, mode: layout.fileMode, syncDirectory: false) { emit in
-            var buffer = [UInt8](repeating: 0, count: 1 << 20)
-            var carry: [UInt8] = []
             var failed: [UInt8] = []
-            func take(_ line: UnsafeRawBufferPointer) {
-                guard !line.isEmpty, BatchOutputLine.isFailed(line) else { return }
-                failed.append(contentsOf: line)
+            try FileReader.forEachLine(path: output) { line in
+                guard !line.isEmpty, line.withUnsafeBytes(BatchOutputLine.isFailed) else { return }
+                failed += line
                 failed.append(0x0A)
-            }
-            while true {
-                let count = try buffer.withUnsafeMutableBytes { try Syscall.read(source.rawValue, into: $0, path: output) }
-                if count == 0 { break }
-                buffer.withUnsafeBytes { read in
-                    var start = 0
-                    let bytes = UnsafeRawBufferPointer(rebasing: read[0..<count])
-                    while let end = bytes[start...].firstIndex(of: 0x0A) {
-                        if carry.isEmpty {
-                            take(UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
-                        } else {
-                            carry.append(contentsOf: bytes[start..<end])
-                            carry.withUnsafeBytes { take($0) }
-                            carry.removeAll(keepingCapacity: true)
-                        }
-                        start = end + 1
-                    }
-                    carry.append(contentsOf: bytes[start...])
-                }
                 if failed.count >= 1 << 20 {
                     try emit(failed)
                     failed.removeAll(keepingCapacity: true)
                 }
             }
-            // Every output line ends with a newline; a last one without is read all the same.
-            carry.withUnsafeBytes { take($0) }
             try emit(failed)
         }
     }
