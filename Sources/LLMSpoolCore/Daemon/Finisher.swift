@@ -346,16 +346,14 @@ public final class Finisher: Sendable {
             logger.debug("the ended request's clean-up found nothing to do", id: id, ["notes": "\(notes)"])
             // The plan's steps ran: a failure's error record is written by now.
             if reportedAwaitingCleanUp.withLock({ $0.removeValue(forKey: id) }) == true {
-                report(TaskReport(id: id, outcome: .failed(recordPath: layout.errorRecord(id), kind: .invalidRequest, message: "its record is written"),
-                                  request: record.request, hook: .alone))
+                reportHookThatWaited(id, request: record.request)
             }
         case .completed, .stopped:
             if let hookWaits = reportedAwaitingCleanUp.withLock({ $0.removeValue(forKey: id) }) {
                 // Reported when it was committed, earlier in this run.
                 logger.info("the ended request's clean-up is complete", id: id, ["status": LogValue(record.status.rawValue)])
                 if hookWaits {
-                    report(TaskReport(id: id, outcome: .failed(recordPath: layout.errorRecord(id), kind: .invalidRequest, message: "its record is written"),
-                                      request: record.request, hook: .alone))
+                    reportHookThatWaited(id, request: record.request)
                 }
             } else if record.status == .done {
                 logger.info("done (completed after a restart)", id: id, ["result": LogValue(layout.result(id))])
@@ -408,17 +406,23 @@ public final class Finisher: Sendable {
         }
         // No clean-up will write the failure's error record now: it is written from the task
         // record here, and then its hook runs.
-        guard let record = TaskRecord.load(layout, id: id), record.status == .failed, let bytes = record.errorRecord else { return }
+        guard let record = TaskRecord.load(layout, id: id), record.status == .failed else { return }
         do {
-            if try !Syscall.exists(layout.errorRecord(id)) { try SpoolFiles(layout: layout).write(bytes, to: layout.errorRecord(id), durable: true) }
+            guard try SpoolFiles(layout: layout).writeErrorRecord(from: record) else { return }
         } catch {
             logger.warning("the failed request left outgoing before its error record could be written, which still fails; with a hook owed, the next start writes it and runs the hook, otherwise the failure is in its task record alone",
                            id: id, ["record": LogValue(layout.taskRecord(id)), "reason": "\(error)"])
             return
         }
         logger.info("the failed request left outgoing before its clean-up; its error record is written", id: id)
+        reportHookThatWaited(id, request: record.request)
+    }
+
+    /// The hook of a failure reported earlier (`TaskReport.Hook.waitsForCleanUp`), now that
+    /// its error record is written.
+    private func reportHookThatWaited(_ id: String, request: FileIdentity?) {
         report(TaskReport(id: id, outcome: .failed(recordPath: layout.errorRecord(id), kind: .invalidRequest, message: "its record is written"),
-                          request: record.request, hook: .alone))
+                          request: request, hook: .alone))
     }
 
     /// A queued or waiting request was withdrawn by deleting its file; `identity` is the

@@ -193,9 +193,9 @@ public final class HookRunner: Sendable {
         case .runOnFailure:
             outcome = .failed(recordPath: layout.errorRecord(id), kind: .invalidRequest, message: "owed before a restart")
         case .writeErrorRecordThenRunOnFailure:
-            guard let bytes = TaskRecord.load(layout, id: id)?.errorRecord else { return false }
+            guard let record = TaskRecord.load(layout, id: id) else { return false }
             do {
-                try SpoolFiles(layout: layout).write(bytes, to: layout.errorRecord(id), durable: true)
+                guard try SpoolFiles(layout: layout).writeErrorRecord(from: record) else { return false }
             } catch {
                 logger.warning("a failure's error record cannot be written yet; its hook stays owed for the next start", id: id,
                                ["record": LogValue(layout.errorRecord(id)), "reason": "\(error)"])

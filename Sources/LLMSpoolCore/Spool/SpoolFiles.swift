@@ -63,6 +63,15 @@ public struct SpoolFiles: PublicationFiles, Sendable {
         }
     }
 
+    /// Writes a failure's error record from its task record (durable) unless one is there;
+    /// false when the task record holds none. For a failure committed while its record
+    /// could not be written (`TaskRecord.errorRecordOwed`).
+    public func writeErrorRecord(from record: TaskRecord) throws -> Bool {
+        guard let bytes = record.errorRecord else { return false }
+        if try !Syscall.exists(layout.errorRecord(record.id)) { try write(bytes, to: layout.errorRecord(record.id), durable: true) }
+        return true
+    }
+
     public func writeRecord(_ record: TaskRecord, durable: Bool) throws {
         try write(record.encoded(), to: layout.taskRecord(record.id), durable: durable)
     }
