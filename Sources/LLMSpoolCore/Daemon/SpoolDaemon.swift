@@ -416,18 +416,17 @@ public final class SpoolDaemon: Sendable {
                 // A batch's output grows across restarts (its journal says how far); its
                 // lines' answers are leftovers like any attempt's.
                 if name.hasSuffix(SpoolLayout.batchSuffix + SpoolLayout.partialSuffix) { continue }
+                // The claim whose holder writes the file: a line's (or a batch's end's) is its
+                // batch's, any other its request's. On a shared spool, one another live daemon
+                // holds is written now.
+                let id: String
                 if let batch = SpoolLayout.batchOfLineTemporary(name) ?? SpoolLayout.batchOfOwnTemporary(name) {
-                    let remove = { [logger] in logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent("\(directory)/\(name)") } }
-                    // On a shared spool, a line (or the end) of a batch another live daemon runs is written now.
-                    if let leases {
-                        if leases.removeLeftover(of: BatchClaimRules.claimID(batch: batch), remove) { removed += 1 } else { kept += 1 }
-                    } else {
-                        remove()
-                        removed += 1
-                    }
+                    id = BatchClaimRules.claimID(batch: batch)
+                } else if let request = LeaseRules.leftoverID(name) {
+                    id = request
+                } else {
                     continue
                 }
-                guard let id = LeaseRules.leftoverID(name) else { continue }
                 var unlinked = false
                 let remove = { [logger] in
                     do {
