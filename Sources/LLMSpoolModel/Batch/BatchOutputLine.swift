@@ -16,10 +16,8 @@ public enum BatchOutputLine {
     /// Whether an output line (without its newline) belongs in the errors file: OpenAI's
     /// with an `error` that is not null, Anthropic's whose `result.type` is not `succeeded`.
     /// A line that cannot be read counts as failed: the errors file errs toward showing it.
-    /// A line holds an answer two levels down (`response`, `body`), so it is read that much
-    /// deeper than an answer is: an answer nested as deep as one may be is still read.
     public static func isFailed(_ line: UnsafeRawBufferPointer) -> Bool {
-        guard let object = try? RawJSON.parse(line, maximumDepth: RawJSON.maximumDepth + 2), case .object = object else { return true }
+        guard let object = try? RawJSON.parse(line, maximumDepth: maximumDepth), case .object = object else { return true }
         if let result = object["result"] {
             guard case .string(let range)? = result["type"] else { return true }
             return !UnsafeRawBufferPointer(rebasing: line[range]).elementsEqual("succeeded".utf8)
@@ -27,6 +25,10 @@ public enum BatchOutputLine {
         guard let error = object["error"] else { return true }
         return !error.isNull
     }
+
+    /// How deep an output line is read: it holds its answer two levels down (`response.body`,
+    /// `result.message`), so an answer as deep as one may be (`RawJSON.maximumDepth`) is read.
+    public static let maximumDepth = RawJSON.maximumDepth + 2
 
     public static func encode(kind: BatchKind, batch: String, entry: Int, customID: String, result: BatchLineResult) -> [UInt8] {
         let line: [UInt8]

@@ -152,7 +152,7 @@ public struct RawJSON: Sendable {
         let maximumDepth: Int
         var position = 0
 
-        init(bytes: UnsafePointer<UInt8>, count: Int, maximumDepth: Int = RawJSON.maximumDepth) {
+        init(bytes: UnsafePointer<UInt8>, count: Int, maximumDepth: Int) {
             self.bytes = bytes
             self.count = count
             self.maximumDepth = maximumDepth

@@ -6,13 +6,13 @@ enum BatchAnswerJSON {
         let description: String
     }
 
-    /// The root of `bytes`, which must be a JSON object. An output line holds its answer
-    /// two levels down (`response.body`, `result.message`), so it is read that much deeper
-    /// than an answer: an answer as deep as a live one may be comes back through the lane too.
+    /// The root of `bytes`, which must be a JSON object; read as deep as a batch's output
+    /// line (`BatchOutputLine.maximumDepth`), so that an answer as deep as a live one may be
+    /// comes back through the lane too.
     static func object(_ bytes: [UInt8]) throws(RootProblem) -> RawJSON.Value {
         let root: RawJSON.Value
         do {
-            root = try bytes.withUnsafeBytes { buffer throws(RawJSON.SyntaxError) in try RawJSON.parse(buffer, maximumDepth: RawJSON.maximumDepth + 2) }
+            root = try bytes.withUnsafeBytes { buffer throws(RawJSON.SyntaxError) in try RawJSON.parse(buffer, maximumDepth: BatchOutputLine.maximumDepth) }
         } catch {
             throw RootProblem(description: "not JSON: \(error)")
         }
