@@ -402,75 +402,71 @@ import Testing
         #expect(harness.log.components(separatedBy: "done (completed after a restart)").count == 1, "reported done once, by the commit")
     }
 
-    /// A daemon with an `on_failure` hook that writes "<id> record" (or "<id> none" when
-    /// `$LLMSPOOL_ERROR` names no file) to the returned log, and a request refused after
-    /// 1.5 s whose failure is committed while `failed/` is immutable; false when the flag
-    /// cannot be set. The caller clears the flag.
-    static func failWhileFailedIsImmutable(_ harness: Harness, _ id: String, _ prompt: String, chattr: String,
-                                           hooked: String) throws -> (config: [String: Any], ok: Bool) {
+    /// Runs `body` beside a daemon with an `on_failure` hook that writes "<id> record" (or
+    /// "<id> none" when `$LLMSPOOL_ERROR` names no file) to `hooked`, once request `id`,
+    /// refused after 1.5 s, has had its failure committed while `failed/` is immutable;
+    /// `lift` clears the flag (cleared at the end anyway). Skipped, printed, where the flag
+    /// cannot be set.
+    static func withFailureWhileFailedIsImmutable(_ id: String, _ prompt: String,
+                                                  _ body: (_ harness: Harness, _ hooked: String, _ config: [String: Any],
+                                                           _ lift: () throws -> Void) throws -> Void) throws {
+        guard let chattr = SpoolFolderTests.chattrForRoot() else { return }
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let hooked = harness.root + "/hooked.log"
         let hook = ["/bin/sh", "-c", "if [ -f \"$LLMSPOOL_ERROR\" ]; then echo \"$LLMSPOOL_ID record\"; else echo \"$LLMSPOOL_ID none\"; fi >> \(hooked)"]
         let config: [String: Any] = ["retry_max_seconds": 0.2, "rescan_interval_seconds": 1, "on_failure": hook]
         try harness.startDaemon(config: config)
         try harness.drop(id, Harness.request(prompt, stub: ["status": 400, "latency_ms": 1500]))
         try waitUntil("the request is sent", timeout: 30) { try harness.arrivals(of: prompt).count == 1 }
-        guard SpoolFolderTests.makeImmutable(harness.layout.failed, with: chattr) else { return (config, false) }
+        let failed = harness.layout.failed
+        defer { _ = try? Harness.run(chattr, ["-i", failed]) }
+        guard SpoolFolderTests.makeImmutable(failed, with: chattr) else { return }
         try waitUntil("the failure is committed, its publication cut short", timeout: 30) {
             harness.log.contains("the failure is recorded, but publishing it did not finish")
         }
-        return (config, true)
+        try body(harness, hooked, config) { _ = try Harness.run(chattr, ["-i", failed]) }
     }
 
     /// A failure committed while `failed/` cannot be written: its `on_failure` hook waits
     /// until a later scan has written the error record its `LLMSPOOL_ERROR` names, and runs
     /// once. Before, it ran at the commit, naming a record that did not exist.
     @Test func aFailuresHookWaitsForItsErrorRecord() throws {
-        guard let chattr = SpoolFolderTests.chattrForRoot() else { return }
-        let harness = try Harness()
-        defer { harness.stop() }
-        try harness.startStub()
-        let hooked = harness.root + "/hooked.log"
-        let failed = harness.layout.failed
-        defer { _ = try? Harness.run(chattr, ["-i", failed]) }
         let prompt = "refused while failed is immutable"
-        guard try Self.failWhileFailedIsImmutable(harness, "refused", prompt, chattr: chattr, hooked: hooked).ok else { return }
-        // Two rescans that cannot finish it: a hook started at the commit has run long before.
-        try waitUntil("two rescans", timeout: 30) { harness.log.components(separatedBy: "cannot complete the clean-up").count > 2 }
-        #expect(!Syscall.isPresent(hooked), "no hook while the error record is not written: \((try? String(contentsOfFile: hooked, encoding: .utf8)) ?? "")")
-        _ = try Harness.run(chattr, ["-i", failed])
-        try waitUntil("the hook runs", timeout: 30) { Syscall.isPresent(hooked) }
-        try waitUntil("the request is moved to failed", timeout: 30) { Syscall.isPresent(harness.layout.failedRequest("refused")) }
-        #expect(try String(contentsOfFile: hooked, encoding: .utf8) == "refused record\n")
-        #expect(try harness.arrivals(of: prompt).count == 1, "sent once")
-        try waitUntil("the hook's note goes once it has run", timeout: 30) { harness.files(in: harness.layout.pendingHooks).isEmpty }
+        try Self.withFailureWhileFailedIsImmutable("refused", prompt) { harness, hooked, _, lift in
+            // Two rescans that cannot finish it: a hook started at the commit has run long before.
+            try waitUntil("two rescans", timeout: 30) { harness.log.components(separatedBy: "cannot complete the clean-up").count > 2 }
+            #expect(!Syscall.isPresent(hooked), "no hook while the error record is not written: \((try? String(contentsOfFile: hooked, encoding: .utf8)) ?? "")")
+            try lift()
+            try waitUntil("the hook runs", timeout: 30) { Syscall.isPresent(hooked) }
+            try waitUntil("the request is moved to failed", timeout: 30) { Syscall.isPresent(harness.layout.failedRequest("refused")) }
+            #expect(try String(contentsOfFile: hooked, encoding: .utf8) == "refused record\n")
+            #expect(try harness.arrivals(of: prompt).count == 1, "sent once")
+            try waitUntil("the hook's note goes once it has run", timeout: 30) { harness.files(in: harness.layout.pendingHooks).isEmpty }
+        }
     }
 
     /// The same failure, its request deleted while `failed/` still cannot be written, then
     /// the daemon killed: the next start writes the error record from the task record and
     /// runs the hook. Before, the note was dropped at that start and no hook ever ran.
     @Test func aFailuresHookOwedWhenItsRequestWasDeletedRunsAtTheNextStart() throws {
-        guard let chattr = SpoolFolderTests.chattrForRoot() else { return }
-        let harness = try Harness()
-        defer { harness.stop() }
-        try harness.startStub()
-        let hooked = harness.root + "/hooked.log"
-        let failed = harness.layout.failed
-        defer { _ = try? Harness.run(chattr, ["-i", failed]) }
         let prompt = "refused, then deleted, while failed is immutable"
-        let (config, ok) = try Self.failWhileFailedIsImmutable(harness, "gone", prompt, chattr: chattr, hooked: hooked)
-        guard ok else { return }
-        try Syscall.unlink(harness.layout.request("gone"))
-        try waitUntil("the deletion is seen and the record still cannot be written", timeout: 30) {
-            harness.log.contains("the failed request left outgoing before its error record could be written")
+        try Self.withFailureWhileFailedIsImmutable("gone", prompt) { harness, hooked, config, lift in
+            try Syscall.unlink(harness.layout.request("gone"))
+            try waitUntil("the deletion is seen and the record still cannot be written", timeout: 30) {
+                harness.log.contains("the failed request left outgoing before its error record could be written")
+            }
+            harness.killDaemon()
+            #expect(!Syscall.isPresent(hooked), "no hook while the error record is not written")
+            try lift()
+            try harness.startDaemon(config: config)
+            try waitUntil("the hook runs at the start", timeout: 30) { Syscall.isPresent(hooked) }
+            try waitUntil("the hook's note goes once it has run", timeout: 30) { harness.files(in: harness.layout.pendingHooks).isEmpty }
+            #expect(try String(contentsOfFile: hooked, encoding: .utf8) == "gone record\n", "once, seeing its record")
+            #expect(try harness.json(harness.layout.errorRecord("gone"))["kind"] as? String == "http")
+            #expect(try harness.arrivals(of: prompt).count == 1, "sent once")
         }
-        harness.killDaemon()
-        #expect(!Syscall.isPresent(hooked), "no hook while the error record is not written")
-        _ = try Harness.run(chattr, ["-i", failed])
-        try harness.startDaemon(config: config)
-        try waitUntil("the hook runs at the start", timeout: 30) { Syscall.isPresent(hooked) }
-        try waitUntil("the hook's note goes once it has run", timeout: 30) { harness.files(in: harness.layout.pendingHooks).isEmpty }
-        #expect(try String(contentsOfFile: hooked, encoding: .utf8) == "gone record\n", "once, seeing its record")
-        #expect(try harness.json(harness.layout.errorRecord("gone"))["kind"] as? String == "http")
-        #expect(try harness.arrivals(of: prompt).count == 1, "sent once")
     }
 
     /// The request that could not be removed is deleted by its producer before any scan
