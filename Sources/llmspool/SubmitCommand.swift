@@ -189,6 +189,9 @@ enum SubmitCommand {
         case .cancelled:
             FileHandle.standardError.write(Data("llmspool: \(id) was cancelled\n".utf8))
             return 1
+        case .unusable(let reason, let path):
+            FileHandle.standardError.write(Data("llmspool: \(Logger.escape(path)) is left in outgoing and never sent: \(Logger.escape(reason))\n".utf8))
+            return 1
         case .timedOut:
             FileHandle.standardError.write(Data("llmspool: gave up waiting for \(id); it is still in the spool\n".utf8))
             return 124

@@ -50,4 +50,29 @@ import Testing
         _ = try drop("q")
         #expect(SpoolQuery(layout: layout).state(of: "q") == .queued)
     }
+
+    /// A file the daemon leaves in `outgoing` because its name cannot be used is never sent:
+    /// `show` says so and why, `queue` and `status` list it (before, `show` said queued and
+    /// `queue` left it out), and `wait` ends instead of waiting for ever.
+    @Test func aFileWithAReservedNameIsUnusableNotQueued() throws {
+        try DurableFile.write(Array("Hello\n".utf8), to: layout.outgoing + "/x.batch.md")
+        let query = SpoolQuery(layout: layout)
+        #expect(query.requestPath(of: "x.batch") == nil)
+        #expect(query.state(of: "x.batch") == .unusable)
+        let shown = query.show("x.batch")
+        #expect(shown["state"] as? String == "unusable")
+        #expect((shown["problem"] as? String)?.contains("ids ending in .batch are reserved") == true)
+        #expect((shown["files"] as? [String: String])?["request"] == layout.outgoing + "/x.batch.md")
+        let entries = query.queue()
+        #expect(entries.map(\.id) == ["x.batch.md"])
+        #expect(entries.first?.state == .unusable)
+        #expect(entries.first?.reason?.hasPrefix("left in outgoing: ids ending in .batch are reserved") == true)
+        let summary = query.summary()
+        #expect(summary.queued == 0)
+        #expect(summary.unusable.map(\.name) == ["x.batch.md"])
+        #expect(summary.text().contains("x.batch.md: ids ending in .batch are reserved"))
+        let ending = RequestFollower(layout: layout, id: "x.batch", onText: { _ in }, onProgress: { _ in }).run(timeout: 10, pollInterval: 0.01)
+        #expect(ending == .unusable(reason: "ids ending in .batch are reserved: their result would be a batch's summary, incoming/x.batch.json",
+                                    path: layout.outgoing + "/x.batch.md"))
+    }
 }

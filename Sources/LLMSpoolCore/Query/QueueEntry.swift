@@ -29,7 +29,7 @@ public struct QueueEntry: Sendable, Equatable {
         var lines = ["ID  STATE  BYTES  AGE  ATTEMPTS  ENDPOINT  REASON"]
         for entry in entries {
             lines.append([Logger.escape(entry.id), entry.state.rawValue, "\(entry.bytes)", age(now.timeIntervalSince(entry.since)),
-                          "\(entry.attempts)", entry.endpoint ?? "-", entry.reason ?? "-"].joined(separator: "  "))
+                          "\(entry.attempts)", entry.endpoint ?? "-", entry.reason.map(Logger.escape) ?? "-"].joined(separator: "  "))
         }
         lines.append("\(entries.count) request\(entries.count == 1 ? "" : "s")")
         return lines.joined(separator: "\n") + "\n"

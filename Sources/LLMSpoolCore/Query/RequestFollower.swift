@@ -10,6 +10,8 @@ public final class RequestFollower {
         case done(resultPath: String)
         case failed(message: String, recordPath: String)
         case cancelled
+        /// Left in `outgoing` by the daemon because its name cannot be used: it never ends.
+        case unusable(reason: String, path: String)
         case timedOut
     }
 
@@ -119,6 +121,8 @@ public final class RequestFollower {
                 return .failed(message: TextEscaping.escape(record?["message"] as? String ?? "the request failed"), recordPath: layout.errorRecord(id))
             case .cancelled:
                 return .cancelled
+            case .unusable:
+                if let file = query.unusableFile(of: id) { return .unusable(reason: file.reason, path: file.path) }
             case .unknown where sawRequest:
                 // Gone from outgoing with no outcome yet: the outcome is being written.
                 break

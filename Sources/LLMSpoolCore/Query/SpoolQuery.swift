@@ -15,6 +15,8 @@ public enum RequestState: String, Sendable {
     case done
     case failed
     case cancelled
+    /// Left in `outgoing` because its name cannot be used (a reserved ending): never sent.
+    case unusable
     case unknown
 }
 
@@ -37,6 +39,8 @@ public struct StatusSummary: Sendable {
     public var held = 0
     /// Names of the drafts in `outgoing`.
     public var drafts: [String] = []
+    /// Files left in `outgoing` because their names cannot be used, and why.
+    public var unusable: [(name: String, reason: String)] = []
     public var tokens: [String: Int] = [:]
     /// The part of `tokens` answered through the background lane.
     public var batchTokens: [String: Int] = [:]
@@ -76,6 +80,7 @@ public struct StatusSummary: Sendable {
             return item
         }
         object["remote_batches"] = remoteBatches.map(\.json)
+        object["unusable"] = unusable.map { ["name": $0.name, "reason": $0.reason] }
         object["deferred_requests"] = waiting.map { entry -> [String: Any] in
             var item: [String: Any] = ["id": entry.id, "attempts": entry.attempts]
             if let next = entry.nextAttemptAt { item["next_attempt_at"] = Timestamp.string(next) }
@@ -107,6 +112,10 @@ public struct StatusSummary: Sendable {
         lines.append("queued \(queued)  in-flight \(inFlight)  waiting \(deferred)  done \(done)  failed \(failed)  held \(held)")
         if !drafts.isEmpty {
             lines.append("drafts (not sent until saved without the draft mark): " + drafts.sorted().map(Logger.escape).joined(separator: "  "))
+        }
+        if !unusable.isEmpty {
+            lines.append("left in outgoing, never sent (rename them to send them):")
+            for file in unusable { lines.append("  \(Logger.escape(file.name)): \(Logger.escape(file.reason))") }
         }
         if !tokens.isEmpty {
             // The common names first (every dialect has them), then chat's own as before.
@@ -168,8 +177,34 @@ public struct SpoolQuery: Sendable {
     }
 
     /// The file of request `id` in `outgoing`, of whichever format (`<id>.json` first).
+    /// A name the daemon leaves alone (`x.batch.md`: ids ending in `.batch` are reserved) is
+    /// no request's file.
     public func requestPath(of id: String) -> String? {
-        RequestFormatRegistry.suffixes.lazy.map { "\(layout.outgoing)/\(id)\($0)" }.first(where: Syscall.isPresent)
+        RequestFormatRegistry.suffixes.lazy.map { "\(layout.outgoing)/\(id)\($0)" }.first {
+            guard case .request = RequestName.classify(String($0.dropFirst(layout.outgoing.count + 1))) else { return false }
+            return Syscall.isPresent($0)
+        }
+    }
+
+    /// The files in `outgoing` that the daemon leaves there because their names cannot be
+    /// used, each with the reason it logged (`RequestName.Kind.unusable`).
+    public func unusableFiles() -> [(name: String, reason: String)] {
+        // A view: a folder that is not there holds nothing.
+        ((try? Syscall.listDirectory(layout.outgoing)) ?? []).sorted().compactMap {
+            guard case .unusable(let reason) = RequestName.classify($0) else { return nil }
+            return ($0, reason)
+        }
+    }
+
+    /// The file in `outgoing` that a request `id` would have, left there because its name
+    /// cannot be used, and why; nil when there is none.
+    public func unusableFile(of id: String) -> (path: String, reason: String)? {
+        for suffix in RequestFormatRegistry.suffixes {
+            let name = id + suffix
+            guard case .unusable(let reason) = RequestName.classify(name), Syscall.isPresent("\(layout.outgoing)/\(name)") else { continue }
+            return ("\(layout.outgoing)/\(name)", reason)
+        }
+        return nil
     }
 
     /// Whether the file at `path` is marked as a draft, as the daemon would judge it.
@@ -219,7 +254,7 @@ public struct SpoolQuery: Sendable {
         if hasResult { return .done }
         if hasFailure { return .failed }
         if TaskRecord.load(layout, id: id)?.status == .cancelled { return .cancelled }
-        return .unknown
+        return unusableFile(of: id) == nil ? .unknown : .unusable
     }
 
     /// Whether `record`, which says its task ended, is of the very file at `path` (not of an
@@ -258,6 +293,7 @@ public struct SpoolQuery: Sendable {
         }
         summary.transfers = live?.inFlight.filter { inFlightIDs.contains($0.id) } ?? []
         summary.held = SpoolActions(layout: layout).heldIDs().count
+        summary.unusable = unusableFiles()
         summary.remoteBatches = LaneQuery(layout: layout, live: live).groups
         // A running daemon keeps the counts; reading every record is for a spool without one.
         let totals = live?.totals ?? finishedTotals()
@@ -351,6 +387,13 @@ public struct SpoolQuery: Sendable {
                                       attempts: record?.history.attempts.count ?? 0, endpoint: record?.endpoint,
                                       reason: "held: llmspool release \(id)"))
         }
+        for file in unusableFiles() {
+            // Gone since it was listed: nothing to list.
+            guard let info = try? Syscall.lstat("\(layout.outgoing)/\(file.name)") else { continue }
+            entries.append(QueueEntry(id: file.name, state: .unusable, bytes: Int64(info.st_size),
+                                      since: Date(timeIntervalSince1970: Double(info.st_ctim.tv_sec)), attempts: 0, endpoint: nil,
+                                      reason: "left in outgoing: \(file.reason)"))
+        }
         return entries.sorted { ($0.since, $0.id) < ($1.since, $1.id) }
     }
 
@@ -400,6 +443,10 @@ public struct SpoolQuery: Sendable {
                              ("raw_stream", layout.rawStream(id)), ("failed_request", SpoolActions.existing(layout.failed, id) ?? layout.failedRequest(id)),
                              ("error_record", layout.errorRecord(id)), ("task_record", layout.taskRecord(id))] where Syscall.isPresent(path) {
             files[name] = path
+        }
+        if let unusable = unusableFile(of: id), object["state"] as? String == RequestState.unusable.rawValue {
+            files["request"] = unusable.path
+            object["problem"] = "left in outgoing, never sent: \(unusable.reason)"
         }
         object["files"] = files
         if let original = layout.loadOriginalName(id) { object["original_name"] = original }
