@@ -1341,9 +1341,10 @@ public final class BatchRunner: @unchecked Sendable {
         if releaseClaim { leases?.release(BatchClaimRules.claimID(batch: name), ended: BatchClaimRules.releaseEnds(batchEnded: true)) }
         let counts = journal.counts
         metrics.batch(status.rawValue)
+        // A taken output is no longer there to point at.
         logger.info(cancelled ? "batch \(status.rawValue)" : "batch done", id: name,
-                    ["output": LogValue(layout.batchOutput(name)), "lines": "\(journal.header.lines)", "succeeded": "\(counts.succeeded)",
-                     "failed": "\(counts.notSucceeded)"])
+                    ["output": outputTaken ? "taken by its consumer" : LogValue(layout.batchOutput(name)), "lines": "\(journal.header.lines)",
+                     "succeeded": "\(counts.succeeded)", "failed": "\(counts.notSucceeded)"])
         onEnd(EndReport(name: name, status: status.rawValue, total: journal.header.lines, succeeded: counts.succeeded,
                         failed: counts.notSucceeded, outputPath: layout.batchOutput(name), summaryPath: layout.batchSummary(name)))
         return true
