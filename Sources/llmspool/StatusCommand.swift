@@ -29,13 +29,23 @@ enum StatusCommand {
         let clear = args.has("--watch") && !args.has("--json") && isatty(1) == 1
         repeat {
             let summary = query.summary()
-            let batches = LiveStatus.read(layout)?.batches ?? []
+            let live = LiveStatus.read(layout)
+            let batches = live?.batches ?? []
+            // No daemon reports (none runs, or it is stopped): the batches are counted from
+            // their journals, without what is in flight.
+            let counted = live == nil ? BatchQuery(layout: layout).fromJournals() : []
             var text: String
             if args.has("--json") {
                 // Watching prints one compact object per line (NDJSON) for scripts to read as it comes.
                 let bytes = args.has("--watch") ? summary.jsonLine() : summary.json()
                 if var object = JSONObject.parse(bytes) {
-                    object["batches"] = batches.compactMap { JSONObject.parse($0.json()) }
+                    object["batches"] = live == nil
+                        ? counted.map { batch in
+                            var item = batch.progress.flatMap { JSONObject.parse($0.json()) } ?? ["name": batch.name, "begun": false]
+                            item["from_journal"] = true
+                            return item
+                        }
+                        : batches.compactMap { JSONObject.parse($0.json()) }
                     let options: JSONSerialization.WritingOptions = args.has("--watch") ? [.sortedKeys] : [.prettyPrinted, .sortedKeys]
                     text = String(decoding: try JSONSerialization.data(withJSONObject: object, options: options), as: UTF8.self) + "\n"
                 } else {
@@ -45,6 +55,13 @@ enum StatusCommand {
                 text = summary.text() + "\n"
                 if !batches.isEmpty {
                     text += "batches running:\n" + batches.map { "  " + $0.line() + "\n" }.joined()
+                }
+                if !counted.isEmpty {
+                    text += "batches in outgoing (no daemon reporting; counts from their journals):\n"
+                    text += counted.map { batch in
+                        "  " + (batch.progress.map { "\(Logger.escape($0.name)): \($0.done)/\($0.total) done (\($0.failed) failed)" }
+                                ?? "\(Logger.escape(batch.name)): not begun") + "\n"
+                    }.joined()
                 }
             }
             if clear { FileHandle.standardOutput.write(Data("\u{1B}[H\u{1B}[2J".utf8)) }

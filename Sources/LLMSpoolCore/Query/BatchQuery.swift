@@ -66,6 +66,24 @@ public struct BatchQuery: Sendable {
         }
     }
 
+    /// The batches in `outgoing` as their journals count them, for `status` when no daemon
+    /// reports (none runs, or the one running is stopped): nil counts for a batch not begun
+    /// yet, or whose journal is of an earlier file of the name. Nothing in flight is known.
+    public func fromJournals() -> [(name: String, progress: BatchProgress?)] {
+        // A view: a folder that is not there holds no batch.
+        ((try? Syscall.listDirectory(layout.outgoing)) ?? []).sorted().compactMap { file in
+            guard case .batch(let name) = RequestName.classify(file), let input = try? Syscall.lstat(layout.batchRequest(name)) else { return nil }
+            let journalPath = layout.batchJournal(name)
+            // No journal, or one that cannot be read: the batch is not counted yet.
+            guard let bytes = try? FileReader.prefix(path: journalPath, limit: 1 << 30), let journal = BatchJournal.replay(bytes),
+                  journal.header.input.device == UInt64(input.st_dev), journal.header.input.inode == UInt64(input.st_ino),
+                  let written = try? Syscall.lstat(journalPath) else { return (name, nil) }
+            return (name, BatchProgress(name: name, total: journal.header.lines, succeeded: journal.counts.succeeded,
+                                        failed: journal.counts.notSucceeded, inFlight: 0, startedAt: Double(journal.header.createdAt),
+                                        updatedAt: Double(written.st_mtim.tv_sec), cancelled: false))
+        }
+    }
+
     private func object(_ path: String) -> [String: Any]? {
         do {
             return JSONObject.parse(try FileReader.prefix(path: path, limit: 16 << 20))
