@@ -158,8 +158,8 @@ enum Help {
     Usage: llmspool wait ID [--timeout SECONDS] [--progress] [--spool DIR]
 
     Follows a request that is already in the spool, as submit --wait does (--progress
-    too). Works whether
-    the daemon is running or starts later.
+    too). Works whether the daemon is running or starts later. Exits 1 at once for a file
+    the daemon leaves in outgoing because its name cannot be used (the reason on stderr).
     """
 
     static let status = """
@@ -171,14 +171,17 @@ enum Help {
     folders (and the daemon's state/.daemon.json when one runs); locks nothing. --json prints
     one object with counts under queued, in_flight, waiting (also as deferred), done, failed
     and held; with --watch, one object per line (NDJSON). --list is `llmspool queue`.
+    Also lists the files left in outgoing because their names cannot be used (unusable),
+    and, with no daemon reporting, the batches in outgoing counted from their journals.
     """
 
     static let queue = """
     Usage: llmspool queue [--json] [--spool DIR | --config FILE]
 
     Lists the requests in outgoing, oldest first, like postqueue -p: id, state (queued,
-    waiting, in-flight), size in bytes, age, attempts, endpoint, and why it waits. --json
-    prints {"requests": [...]} with the same fields.
+    waiting, in-flight, draft, held, or unusable for a file left there because its name
+    cannot be used, listed by its file name), size in bytes, age, attempts, endpoint, and
+    why it waits. --json prints {"requests": [...]} with the same fields.
     """
 
     static let show = """
@@ -186,8 +189,9 @@ enum Help {
 
     Everything known about one request, as JSON: its state, dialect, files, attempts with timings
     and errors, endpoint and usage. For a batch's name (or NAME.jsonl): its summary once it
-    ended, the record of its refusal, or its running counts. Exit status 1 when the spool
-    knows no such request or batch.
+    ended, the record of its refusal, or its running counts. For a file queue lists as
+    unusable (by its file name or its id): why it is never sent, as "problem". Exit status
+    1 when the spool knows no such request or batch.
     """
 
     static let retry = """

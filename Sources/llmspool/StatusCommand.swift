@@ -29,17 +29,16 @@ enum StatusCommand {
         let clear = args.has("--watch") && !args.has("--json") && isatty(1) == 1
         repeat {
             let summary = query.summary()
-            let live = LiveStatus.read(layout)
-            let batches = live?.batches ?? []
+            let batches = summary.batches
             // No daemon reports (none runs, or it is stopped): the batches are counted from
             // their journals, without what is in flight.
-            let counted = live == nil ? BatchQuery(layout: layout).fromJournals() : []
+            let counted = summary.daemonPID == nil ? BatchQuery(layout: layout).fromJournals() : []
             var text: String
             if args.has("--json") {
                 // Watching prints one compact object per line (NDJSON) for scripts to read as it comes.
                 let bytes = args.has("--watch") ? summary.jsonLine() : summary.json()
                 if var object = JSONObject.parse(bytes) {
-                    object["batches"] = live == nil
+                    object["batches"] = summary.daemonPID == nil
                         ? counted.map { batch in
                             var item = batch.progress.flatMap { JSONObject.parse($0.json()) } ?? ["name": batch.name, "begun": false]
                             item["from_journal"] = true
@@ -97,6 +96,12 @@ enum StatusCommand {
         guard args.positionals.count == 1 else { throw Arguments.UsageError(description: "give one request ID") }
         let layout = try ClientSpool.layout(args)
         let name = args.positionals[0]
+        // A file `queue` lists by its name, left in outgoing because that name cannot be used.
+        if let details = SpoolQuery(layout: layout).showUnusable(fileName: name) {
+            let data = try JSONSerialization.data(withJSONObject: details, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+            return 0
+        }
         let batchName = name.hasSuffix(SpoolLayout.batchSuffix) ? String(name.dropLast(SpoolLayout.batchSuffix.count)) : name
         let batches = BatchQuery(layout: layout)
         if name.hasSuffix(SpoolLayout.batchSuffix) || batches.isBatch(batchName) {

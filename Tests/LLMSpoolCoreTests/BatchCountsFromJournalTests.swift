@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 @testable import LLMSpoolCore
 
@@ -49,5 +50,44 @@ import Testing
         _ = try dropBatch("b")
         try journal("b", input: earlier, entries: [BatchJournal.Entry(entry: 0, code: UInt8(ascii: "s"), outputEnd: 10)])
         #expect(BatchQuery(layout: layout).fromJournals().first?.progress == nil)
+    }
+
+    /// A new file at the inode of the one the journal was written for (an inode used again
+    /// at once after a delete) is not the journal's batch: its size or times differ.
+    @Test func aNewFileAtTheJournalsInodeIsNotItsBatch() throws {
+        let found = try dropBatch("b")
+        let input = FileIdentity(device: found.device, inode: found.inode, size: found.size + 1, modifiedNanoseconds: found.modifiedNanoseconds,
+                                 bornNanoseconds: found.bornNanoseconds, contentHash: found.contentHash)
+        try journal("b", input: input, entries: [BatchJournal.Entry(entry: 0, code: UInt8(ascii: "s"), outputEnd: 10)])
+        #expect(BatchQuery(layout: layout).fromJournals().first?.progress == nil)
+    }
+
+    /// A header naming more lines than the input has bytes is no journal of it: nothing is
+    /// allocated for its 2^31 lines.
+    @Test func aHeaderClaimingMoreLinesThanTheInputHoldsIsNotCounted() throws {
+        let input = try dropBatch("b")
+        let header = BatchJournal.Header(kind: .openai, lines: 1 << 31, createdAt: 1_000, input: input, endpoint: "/v1/chat/completions")
+        try DurableFile.write(BatchJournal.encode(header), to: layout.batchJournal("b"))
+        #expect(BatchQuery(layout: layout).fromJournals().first?.progress == nil)
+    }
+
+    /// A FIFO where the journal belongs is never opened for a blocking read: before, `status`
+    /// waited on it for ever.
+    @Test(.timeLimit(.minutes(1))) func aFIFOInTheJournalsPlaceIsNotRead() throws {
+        _ = try dropBatch("b")
+        #expect(mkfifo(layout.batchJournal("b"), 0o600) == 0)
+        let counted = BatchQuery(layout: layout).fromJournals()
+        #expect(counted.map(\.name) == ["b"])
+        #expect(counted.first?.progress == nil)
+    }
+
+    /// A torn last record ends the count there, as the daemon's replay does.
+    @Test func aTornLastRecordIsNotCounted() throws {
+        let input = try dropBatch("b")
+        let header = BatchJournal.Header(kind: .openai, lines: 3, createdAt: 1_000, input: input, endpoint: "/v1/chat/completions")
+        try DurableFile.write(BatchJournal.encode(header) + BatchJournal.encode(BatchJournal.Entry(entry: 0, code: UInt8(ascii: "s"), outputEnd: 10))
+                              + Array("1 s 2".utf8), to: layout.batchJournal("b"))
+        let progress = try #require(BatchQuery(layout: layout).fromJournals().first?.progress)
+        #expect((progress.succeeded, progress.failed, progress.rate, progress.eta) == (1, 0, 0, nil))
     }
 }

@@ -75,4 +75,35 @@ import Testing
         #expect(ending == .unusable(reason: "ids ending in .batch are reserved: their result would be a batch's summary, incoming/x.batch.json",
                                     path: layout.outgoing + "/x.batch.md"))
     }
+
+    /// `incoming/x.batch.json` is batch x's summary, not the result of a request `x.batch`
+    /// (the reason the id is reserved): before, `show x.batch` said done with the summary as
+    /// its result, and `wait x.batch` ended at once with success.
+    @Test func aBatchsSummaryIsNoResultOfAReservedID() throws {
+        try DurableFile.write(Array("Hello\n".utf8), to: layout.outgoing + "/x.batch.md")
+        try DurableFile.write(Array("{\"object\":\"batch\"}\n".utf8), to: layout.batchSummary("x"))
+        let query = SpoolQuery(layout: layout)
+        #expect(query.state(of: "x.batch") == .unusable)
+        #expect((query.show("x.batch")["files"] as? [String: String])?["result"] == nil)
+        try FileManager.default.removeItem(atPath: layout.outgoing + "/x.batch.md")
+        #expect(query.state(of: "x.batch") == .unknown)
+    }
+
+    /// `a.error.md` is request a.error's file; `a.error.json` beside it is a name the daemon
+    /// leaves alone. Before, `cancel a.error` deleted the `.json` and said it cancelled the
+    /// request, which went on.
+    @Test func aSiblingWithAReservedNameIsNotTheRequestsFile() throws {
+        try DurableFile.write(Array("Hello\n".utf8), to: layout.outgoing + "/a.error.md")
+        try DurableFile.write(Array(#"{"model":"m","messages":[]}"#.utf8), to: layout.outgoing + "/a.error.json")
+        let query = SpoolQuery(layout: layout)
+        #expect(query.requestPath(of: "a.error") == layout.outgoing + "/a.error.md")
+        #expect(query.state(of: "a.error") == .queued)
+        #expect(query.showUnusable(fileName: "a.error.json")?["state"] as? String == "unusable")
+        #expect(query.showUnusable(fileName: "a.error.md") == nil)
+        #expect(try SpoolActions(layout: layout).cancel("a.error") == .request(id: "a.error"))
+        #expect(!FileManager.default.fileExists(atPath: layout.outgoing + "/a.error.md"))
+        #expect(FileManager.default.fileExists(atPath: layout.outgoing + "/a.error.json"))
+        // Only the name left alone remains: the id is that file's problem now.
+        #expect(query.state(of: "a.error") == .unusable)
+    }
 }

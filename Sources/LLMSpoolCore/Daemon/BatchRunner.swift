@@ -1341,10 +1341,15 @@ public final class BatchRunner: @unchecked Sendable {
         if releaseClaim { leases?.release(BatchClaimRules.claimID(batch: name), ended: BatchClaimRules.releaseEnds(batchEnded: true)) }
         let counts = journal.counts
         metrics.batch(status.rawValue)
-        // A taken output is no longer there to point at.
-        logger.info(cancelled ? "batch \(status.rawValue)" : "batch done", id: name,
-                    ["output": outputTaken ? "taken by its consumer" : LogValue(layout.batchOutput(name)), "lines": "\(journal.header.lines)",
-                     "succeeded": "\(counts.succeeded)", "failed": "\(counts.notSucceeded)"])
+        let message = cancelled ? "batch \(status.rawValue)" : "batch done"
+        if outputTaken {
+            // No output left to point at.
+            logger.info(message, id: name, ["output_taken": "true", "lines": "\(journal.header.lines)", "succeeded": "\(counts.succeeded)",
+                                            "failed": "\(counts.notSucceeded)"])
+        } else {
+            logger.info(message, id: name, ["output": LogValue(layout.batchOutput(name)), "lines": "\(journal.header.lines)",
+                                            "succeeded": "\(counts.succeeded)", "failed": "\(counts.notSucceeded)"])
+        }
         onEnd(EndReport(name: name, status: status.rawValue, total: journal.header.lines, succeeded: counts.succeeded,
                         failed: counts.notSucceeded, outputPath: layout.batchOutput(name), summaryPath: layout.batchSummary(name)))
         return true

@@ -68,20 +68,66 @@ public struct BatchQuery: Sendable {
 
     /// The batches in `outgoing` as their journals count them, for `status` when no daemon
     /// reports (none runs, or the one running is stopped): nil counts for a batch not begun
-    /// yet, or whose journal is of an earlier file of the name. Nothing in flight is known.
+    /// yet, or whose journal cannot be read or is of another file of the name (one replaced
+    /// since, or a batch seen through another machine's mount). Nothing in flight is known.
     public func fromJournals() -> [(name: String, progress: BatchProgress?)] {
         // A view: a folder that is not there holds no batch.
-        ((try? Syscall.listDirectory(layout.outgoing)) ?? []).sorted().compactMap { file in
-            guard case .batch(let name) = RequestName.classify(file), let input = try? Syscall.lstat(layout.batchRequest(name)) else { return nil }
-            let journalPath = layout.batchJournal(name)
-            // No journal, or one that cannot be read: the batch is not counted yet.
-            guard let bytes = try? FileReader.prefix(path: journalPath, limit: 1 << 30), let journal = BatchJournal.replay(bytes),
-                  journal.header.input.device == UInt64(input.st_dev), journal.header.input.inode == UInt64(input.st_ino),
-                  let written = try? Syscall.lstat(journalPath) else { return (name, nil) }
-            return (name, BatchProgress(name: name, total: journal.header.lines, succeeded: journal.counts.succeeded,
-                                        failed: journal.counts.notSucceeded, inFlight: 0, startedAt: Double(journal.header.createdAt),
-                                        updatedAt: Double(written.st_mtim.tv_sec), cancelled: false))
+        ((try? Syscall.listDirectory(layout.outgoing)) ?? []).compactMap { file -> String? in
+            guard case .batch(let name) = RequestName.classify(file) else { return nil }
+            return name
+        }.sorted().compactMap { name in
+            guard let input = try? SpoolFiles(layout: layout).identity(of: layout.batchRequest(name)) else { return nil }
+            do {
+                return (name, try counted(name, input: input))
+            } catch {
+                // Not counted: the journal is not there, not a regular file, or unreadable.
+                return (name, nil)
+            }
         }
+    }
+
+    /// Streams the journal: a million lines' journal is tens of megabytes, and `status
+    /// --watch` reads it every interval. Its header is checked first, so a journal of another
+    /// file (or a forged one naming 2^31 lines) costs no more than its first line.
+    private func counted(_ name: String, input: FileIdentity) throws -> BatchProgress? {
+        struct Stop: Error {}
+        let path = layout.batchJournal(name)
+        // Never a link, never a FIFO to block on (`prefixOfRegularFile`).
+        let file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        let info = try file.fstat()
+        guard info.st_mode & S_IFMT == S_IFREG else { return nil }
+        var journal: BatchJournal?
+        var line: [UInt8] = []
+        do {
+            try FileReader.forEachChunk(fd: file.rawValue, path: path) { chunk in
+                var start = 0
+                for (index, byte) in chunk.enumerated() where byte == 0x0A {
+                    line.append(contentsOf: chunk[start..<index])
+                    start = index + 1
+                    if journal == nil {
+                        // The same file by device, inode, size, times: a name used again by a
+                        // new file at a reused inode is not the journal's batch. At most one
+                        // line per two bytes of input.
+                        guard let header = BatchJournal.header(line[...]), header.input.isSameInstance(as: input),
+                              Int64(header.lines) <= max(input.size, 0) else { throw Stop() }
+                        journal = BatchJournal(header: header)
+                    } else if !journal!.apply(record: line[...]) {
+                        throw Stop()
+                    }
+                    line.removeAll(keepingCapacity: true)
+                }
+                line.append(contentsOf: chunk[start...])
+                // No record is this long: not a journal's.
+                if line.count > 4096 { throw Stop() }
+            }
+        } catch is Stop {
+            // A torn record ends the journal, as its replay does; a header of another file
+            // counts nothing.
+        }
+        guard let journal else { return nil }
+        // Counted, not timed: no rate or end time is known without the daemon.
+        return BatchProgress(name: name, total: journal.header.lines, succeeded: journal.counts.succeeded, failed: journal.counts.notSucceeded,
+                             inFlight: 0, startedAt: Double(journal.header.createdAt), updatedAt: Double(journal.header.createdAt), cancelled: false)
     }
 
     private func object(_ path: String) -> [String: Any]? {

@@ -121,8 +121,12 @@ public final class RequestFollower {
                 return .failed(message: TextEscaping.escape(record?["message"] as? String ?? "the request failed"), recordPath: layout.errorRecord(id))
             case .cancelled:
                 return .cancelled
-            case .unusable:
+            case .unusable where !sawRequest:
                 if let file = query.unusableFile(of: id) { return .unusable(reason: file.reason, path: file.path) }
+            case .unusable:
+                // Its own file was seen: a sibling left alone (`a.error.json` beside
+                // `a.error.md`) says nothing of how the request ends.
+                break
             case .unknown where sawRequest:
                 // Gone from outgoing with no outcome yet: the outcome is being written.
                 break

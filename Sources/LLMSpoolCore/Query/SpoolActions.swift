@@ -10,9 +10,14 @@ public struct SpoolActions: Sendable {
         self.layout = layout
     }
 
-    /// The request file of `id` in `folder`, of whichever format (`<id>.json` first).
+    /// The request file of `id` in `folder`, of whichever format (`<id>.json` first). A name
+    /// the daemon leaves alone (`a.error.json`, `x.batch.md`: reserved endings) is no
+    /// request's file, even where another format's name of the id is (`a.error.md`).
     public static func existing(_ folder: String, _ id: String) -> String? {
-        RequestFormatRegistry.suffixes.lazy.map { "\(folder)/\(id)\($0)" }.first(where: Syscall.isPresent)
+        RequestFormatRegistry.suffixes.lazy.compactMap { suffix -> String? in
+            guard case .request(id) = RequestName.classify(id + suffix) else { return nil }
+            return "\(folder)/\(id)\(suffix)"
+        }.first(where: Syscall.isPresent)
     }
 
     /// The same name as `path` (its ending kept) in `folder`.

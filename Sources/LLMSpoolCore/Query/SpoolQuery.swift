@@ -41,6 +41,8 @@ public struct StatusSummary: Sendable {
     public var drafts: [String] = []
     /// Files left in `outgoing` because their names cannot be used, and why.
     public var unusable: [(name: String, reason: String)] = []
+    /// The batches the running daemon reports, with their counts.
+    public var batches: [BatchProgress] = []
     public var tokens: [String: Int] = [:]
     /// The part of `tokens` answered through the background lane.
     public var batchTokens: [String: Int] = [:]
@@ -176,24 +178,28 @@ public struct SpoolQuery: Sendable {
         }
     }
 
-    /// The file of request `id` in `outgoing`, of whichever format (`<id>.json` first).
-    /// A name the daemon leaves alone (`x.batch.md`: ids ending in `.batch` are reserved) is
-    /// no request's file.
+    /// The file of request `id` in `outgoing`, of whichever format (`<id>.json` first); a
+    /// name the daemon leaves alone is none (`SpoolActions.existing`).
     public func requestPath(of id: String) -> String? {
-        RequestFormatRegistry.suffixes.lazy.map { "\(layout.outgoing)/\(id)\($0)" }.first {
-            guard case .request = RequestName.classify(String($0.dropFirst(layout.outgoing.count + 1))) else { return false }
-            return Syscall.isPresent($0)
-        }
+        SpoolActions.existing(layout.outgoing, id)
     }
 
     /// The files in `outgoing` that the daemon leaves there because their names cannot be
     /// used, each with the reason it logged (`RequestName.Kind.unusable`).
     public func unusableFiles() -> [(name: String, reason: String)] {
         // A view: a folder that is not there holds nothing.
-        ((try? Syscall.listDirectory(layout.outgoing)) ?? []).sorted().compactMap {
-            guard case .unusable(let reason) = RequestName.classify($0) else { return nil }
-            return ($0, reason)
-        }
+        ((try? Syscall.listDirectory(layout.outgoing)) ?? []).compactMap { name -> (name: String, reason: String)? in
+            guard case .unusable(let reason) = RequestName.classify(name) else { return nil }
+            return (name, reason)
+        }.sorted { $0.name < $1.name }
+    }
+
+    /// `show <file>` for a file in `outgoing` left there because its name cannot be used
+    /// (`queue` lists it by that name); nil for any other name.
+    public func showUnusable(fileName: String) -> [String: Any]? {
+        guard !fileName.contains("/"), case .unusable(let reason) = RequestName.classify(fileName),
+              Syscall.isPresent("\(layout.outgoing)/\(fileName)") else { return nil }
+        return ["file": "\(layout.outgoing)/\(fileName)", "state": RequestState.unusable.rawValue, "problem": "left in outgoing, never sent: \(reason)"]
     }
 
     /// The file in `outgoing` that a request `id` would have, left there because its name
@@ -225,7 +231,14 @@ public struct SpoolQuery: Sendable {
         }
     }
 
+    /// Whether some format's name makes `id` a request's. One that none does (`x.batch`: its
+    /// `incoming/x.batch.json` is batch x's summary) has no outcome or record of its own.
+    public static func isRequestID(_ id: String) -> Bool {
+        RequestFormatRegistry.suffixes.contains { RequestName.classify(id + $0) == .request(id: id) }
+    }
+
     public func state(of id: String, live: LiveStatus? = nil, now: Date = Date()) -> RequestState {
+        guard Self.isRequestID(id) else { return unusableFile(of: id) == nil ? .unknown : .unusable }
         if let path = requestPath(of: id) {
             if let live {
                 if live.inFlight.contains(where: { $0.id == id }) { return .inFlight }
@@ -274,6 +287,7 @@ public struct SpoolQuery: Sendable {
         summary.daemonPID = live?.pid
         if live == nil { summary.silentDaemon = LiveStatus.silent(layout, now: now) }
         summary.endpointWaits = live?.endpointWaits ?? []
+        summary.batches = live?.batches ?? []
         summary.daemons = DaemonRoster.read(layout, now: now)
         let inFlightIDs = Set(live?.inFlight.map(\.id) ?? [])
         for id in outgoingIDs() {
@@ -437,8 +451,20 @@ public struct SpoolQuery: Sendable {
     public func show(_ id: String, now: Date = Date()) -> [String: Any] {
         let live = LiveStatus.read(layout, now: now)
         var object: [String: Any] = ["id": id, "state": state(of: id, live: live, now: now).rawValue]
+        guard Self.isRequestID(id) else {
+            // The files named by such an id are others' (a batch's summary): only the problem.
+            if let unusable = unusableFile(of: id) {
+                object["files"] = ["request": unusable.path]
+                object["problem"] = "left in outgoing, never sent: \(unusable.reason)"
+            } else {
+                object["files"] = [String: String]()
+            }
+            return object
+        }
         var files: [String: String] = [:]
-        for (name, path) in [("request", requestPath(of: id) ?? layout.request(id)), ("partial", layout.partial(id)), ("result", layout.result(id)),
+        // The request's own file only: a name the daemon leaves alone is given below, as the problem's.
+        let request = requestPath(of: id).map { [("request", $0)] } ?? []
+        for (name, path) in request + [("partial", layout.partial(id)), ("result", layout.result(id)),
                              ("transcript", layout.transcript(id)),
                              ("raw_stream", layout.rawStream(id)), ("failed_request", SpoolActions.existing(layout.failed, id) ?? layout.failedRequest(id)),
                              ("error_record", layout.errorRecord(id)), ("task_record", layout.taskRecord(id))] where Syscall.isPresent(path) {

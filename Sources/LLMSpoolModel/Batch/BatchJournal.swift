@@ -96,8 +96,21 @@ public struct BatchJournal: Sendable, Equatable {
     /// Reads a journal's bytes; nil when its header is not whole or not a journal's (the
     /// batch then starts again from zero).
     public static func replay(_ bytes: [UInt8]) -> BatchJournal? {
-        guard let headerEnd = bytes.firstIndex(of: 0x0A) else { return nil }
-        let fields = String(decoding: bytes[..<headerEnd], as: UTF8.self).split(separator: " ").map(String.init)
+        guard let headerEnd = bytes.firstIndex(of: 0x0A), let header = header(bytes[..<headerEnd]) else { return nil }
+        var journal = BatchJournal(header: header)
+        var start = headerEnd + 1
+        journal.validLength = start
+        while start < bytes.count, let end = bytes[start...].firstIndex(of: 0x0A), journal.apply(record: bytes[start..<end]) {
+            start = end + 1
+            journal.validLength = start
+        }
+        return journal
+    }
+
+    /// The header of a journal from its first line (without the newline); nil when it is
+    /// not a journal's.
+    public static func header(_ line: ArraySlice<UInt8>) -> Header? {
+        let fields = String(decoding: line, as: UTF8.self).split(separator: " ").map(String.init)
         guard fields.count == 12, fields[0] == magic, fields[1] == "1", let kind = BatchKind(rawValue: fields[2]),
               let lines = Int(fields[3]), lines >= 0, lines <= 1 << 31, let created = Int(fields[4]),
               let device = UInt64(fields[5]), let inode = UInt64(fields[6]), let size = Int64(fields[7]), let modified = Int64(fields[8]) else {
@@ -105,27 +118,23 @@ public struct BatchJournal: Sendable, Equatable {
         }
         let input = FileIdentity(device: device, inode: inode, size: size, modifiedNanoseconds: modified,
                                  bornNanoseconds: Int64(fields[9]), contentHash: UInt64(fields[10]))
-        var journal = BatchJournal(header: Header(kind: kind, lines: lines, createdAt: created, input: input,
-                                                             endpoint: fields[11] == "-" ? "" : fields[11]))
-        var start = headerEnd + 1
-        journal.validLength = start
-        while start < bytes.count, let end = bytes[start...].firstIndex(of: 0x0A) {
-            let parts = bytes[start..<end].split(separator: 0x20)
-            func int(_ index: Int) -> Int? { Int(String(decoding: parts[index], as: UTF8.self)) }
-            if parts.count == 4, parts[0].elementsEqual([BatchLineAttempts.marker]) {
-                guard let entry = int(1), let count = int(2), count >= 0, let notBefore = int(3) else { break }
-                journal.apply(entry: entry, BatchLineAttempts(count: count, notBeforeMilliseconds: notBefore))
-                start = end + 1
-                journal.validLength = start
-                continue
-            }
-            guard parts.count == 5, parts[1].count == 1, let entry = int(0), let outputEnd = int(2), outputEnd >= journal.outputLength,
-                  let input = int(3), let output = int(4) else { break }
-            journal.apply(Entry(entry: entry, code: parts[1].first!, outputEnd: outputEnd, inputTokens: input, outputTokens: output))
-            start = end + 1
-            journal.validLength = start
+        return Header(kind: kind, lines: lines, createdAt: created, input: input, endpoint: fields[11] == "-" ? "" : fields[11])
+    }
+
+    /// Applies one record after the header (without its newline): a line's entry or its
+    /// failed attempts. False when it is neither (a torn record ends the journal there).
+    public mutating func apply(record: ArraySlice<UInt8>) -> Bool {
+        let parts = record.split(separator: 0x20)
+        func int(_ index: Int) -> Int? { Int(String(decoding: parts[index], as: UTF8.self)) }
+        if parts.count == 4, parts[0].elementsEqual([BatchLineAttempts.marker]) {
+            guard let entry = int(1), let count = int(2), count >= 0, let notBefore = int(3) else { return false }
+            apply(entry: entry, BatchLineAttempts(count: count, notBeforeMilliseconds: notBefore))
+            return true
         }
-        return journal
+        guard parts.count == 5, parts[1].count == 1, let entry = int(0), let outputEnd = int(2), outputEnd >= outputLength,
+              let input = int(3), let output = int(4) else { return false }
+        apply(Entry(entry: entry, code: parts[1].first!, outputEnd: outputEnd, inputTokens: input, outputTokens: output))
+        return true
     }
 }
 
