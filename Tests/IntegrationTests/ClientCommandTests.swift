@@ -107,7 +107,8 @@ import Testing
         #expect(exists(harness.layout.taskRecord("kept")), "the record of a result that stays stays too")
         #expect(!ended.contains(where: exists))
         #expect(!exists(harness.layout.failedBatch("refused")) && !exists(harness.layout.errorRecord("refused")))
-        #expect(exists(harness.layout.batchSummary("again")) && exists(harness.layout.batchRequest("again")), "the running batch's name is kept")
+        #expect(exists(harness.layout.batchSummary("again")) && exists(harness.layout.batchRequest("again")),
+                "the running batch's name is kept: \(harness.log.split(separator: "\n").filter { $0.contains("again") }.joined(separator: "\n"))")
     }
 
     /// A failed request and a refused batch of one name share `failed/<name>.error.json`:
