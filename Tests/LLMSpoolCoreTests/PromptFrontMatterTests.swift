@@ -107,4 +107,40 @@ import Testing
         guard case .failure(let problem) = parse(deep) else { Issue.record("accepted"); return }
         #expect(problem.kind == .invalidFrontMatter)
     }
+
+    /// Few nodes, much text: a 2 MB string and 1,500 aliases of it stood for 3 GB of body,
+    /// and the daemon died at intake, again at every start.
+    @Test func aliasesOfALongStringAreRefusedByTheirText() {
+        let text = "---\nmodel: m\nparams:\n  a: &a \"" + String(repeating: "X", count: 1 << 20) + "\"\n  b: ["
+            + Array(repeating: "*a", count: 64).joined(separator: ", ") + "]\n---\nHi"
+        guard case .failure(let problem) = parse(text) else { Issue.record("accepted 64 MiB of aliased text"); return }
+        #expect(problem.message.contains("expands to more than 32 MiB of text"), "\(problem.message)")
+    }
+
+    /// The limit stops the parse at the 65th level: the whole of a 240 KB nest was read first
+    /// before, which took libyaml 41 s (its cost grows with the square of the nesting).
+    @Test(.timeLimit(.minutes(1))) func aVeryDeepDocumentStopsAtTheLimit() throws {
+        let deep = "---\nparams:\n  x: " + String(repeating: "[", count: 120_000) + String(repeating: "]", count: 120_000) + "\n---\nHi"
+        guard case .failure(let problem) = parse(deep) else { Issue.record("accepted"); return }
+        #expect(problem.message.contains("nests deeper than 64 levels") && problem.line == 3, "\(problem)")
+    }
+
+    /// An alias nests as deep as what it stands for.
+    @Test func aliasesCountTheNestingTheyStandFor() {
+        var text = "---\nl0: &l0 [x]\n"
+        for level in 1...70 { text += "l\(level): &l\(level) [*l\(level - 1)]\n" }
+        guard case .failure(let problem) = parse(text + "---\nHi") else { Issue.record("accepted 70 levels through aliases"); return }
+        #expect(problem.message.contains("nests deeper than 64 levels"), "\(problem.message)")
+    }
+
+    /// Anchors still stand for their node, of any kind; an alias before its anchor is refused.
+    @Test func anchorsAndAliasesExpand() throws {
+        let tree = try #require(try LibYAML.parse(Array("base: &b {x: 1, y: [a, b]}\nuse: *b\nname: &n hi\nagain: *n\n".utf8)).get())
+        guard case .mapping(let pairs, _, _) = tree else { Issue.record("not a mapping: \(tree)"); return }
+        #expect(pairs.count == 4)
+        #expect(pairs[1].value == pairs[0].value)
+        guard case .scalar("hi", _, _, _) = pairs[3].value else { Issue.record("the scalar's alias: \(pairs[3].value)"); return }
+        guard case .failure(let problem) = LibYAML.parse(Array("a: *nowhere\n".utf8)) else { Issue.record("accepted an undefined alias"); return }
+        #expect(problem.line == 1)
+    }
 }

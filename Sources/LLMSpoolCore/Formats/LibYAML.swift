@@ -1,12 +1,19 @@
 import CYAML
 
-/// Front matter read with libyaml's document loader, turned into the model's plain tree.
-/// Anchors and aliases are expanded, within limits: a few lines of aliases can otherwise
-/// stand for billions of nodes.
+/// Front matter read with libyaml's event parser, turned into the model's plain tree.
+/// Events, not the document loader: the loader takes a whole document before anything can
+/// be judged, and libyaml's scanner costs time in the square of the nesting (a 240 KB file
+/// of `[[[…` held intake for 41 s), so the limits are checked as each event arrives and
+/// the parse stops at the first one passed. Anchors and aliases are expanded, within
+/// limits of nodes and of text: a few lines of aliases can otherwise stand for billions of
+/// nodes, or a 2 MB file for 3 GB of text.
 public enum LibYAML {
     /// The most nodes a document may expand to.
     public static let maxNodes = 100_000
-    /// The deepest nesting (which also ends an alias that contains itself).
+    /// The most bytes of scalar text a document may expand to: the default
+    /// `max_request_bytes`, which the body built from it could not pass anyway.
+    public static let maxExpandedBytes = 32 << 20
+    /// The deepest nesting (an alias counts the nesting of what it stands for).
     public static let maxDepth = 64
 
     /// The reader the daemon gives the prompt format.
@@ -20,17 +27,22 @@ public enum LibYAML {
         }
         defer { yaml_parser_delete(&parser) }
         return bytes.withUnsafeBufferPointer { buffer -> Result<YAMLNode?, YAMLProblem> in
-            // libyaml reads the input while loading; the buffer outlives the call.
+            // libyaml reads the input while parsing; the buffer outlives the call.
             yaml_parser_set_input_string(&parser, buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!, buffer.count)
             yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING)
-            var document = yaml_document_t()
-            guard yaml_parser_load(&parser, &document) == 1 else {
-                return .failure(problem(parser))
+            var builder = TreeBuilder()
+            while true {
+                var event = yaml_event_t()
+                guard yaml_parser_parse(&parser, &event) == 1 else { return .failure(problem(parser)) }
+                defer { yaml_event_delete(&event) }
+                switch event.type {
+                case YAML_STREAM_END_EVENT, YAML_DOCUMENT_END_EVENT:
+                    // The first document only, as the loader read it.
+                    return .success(builder.root)
+                default:
+                    if let failure = builder.take(event) { return .failure(failure) }
+                }
             }
-            defer { yaml_document_delete(&document) }
-            guard let root = yaml_document_get_root_node(&document) else { return .success(nil) }
-            var budget = maxNodes
-            return convert(root, in: &document, depth: 0, budget: &budget).map { Optional($0) }
         }
     }
 
@@ -41,55 +53,125 @@ public enum LibYAML {
         return YAMLProblem(message, line: Int(mark.line) + 1, column: Int(mark.column) + 1)
     }
 
-    static func convert(_ node: UnsafeMutablePointer<yaml_node_t>, in document: inout yaml_document_t, depth: Int,
-                        budget: inout Int) -> Result<YAMLNode, YAMLProblem> {
-        let line = Int(node.pointee.start_mark.line) + 1
-        let column = Int(node.pointee.start_mark.column) + 1
-        budget -= 1
-        guard budget >= 0 else {
-            return .failure(YAMLProblem("the front matter expands to more than \(maxNodes) values (aliases?)", line: line, column: column))
-        }
-        guard depth < maxDepth else {
-            return .failure(YAMLProblem("the front matter nests deeper than \(maxDepth) levels", line: line, column: column))
-        }
-        switch node.pointee.type {
-        case YAML_SCALAR_NODE:
-            let scalar = node.pointee.data.scalar
-            let text = scalar.value.map { String(decoding: UnsafeBufferPointer(start: $0, count: scalar.length), as: UTF8.self) } ?? ""
-            let quoted = scalar.style != YAML_PLAIN_SCALAR_STYLE && scalar.style != YAML_ANY_SCALAR_STYLE
-            return .success(.scalar(text, quoted: quoted, line: line, column: column))
-        case YAML_SEQUENCE_NODE:
-            var items: [YAMLNode] = []
-            var item = node.pointee.data.sequence.items.start
-            while let current = item, current != node.pointee.data.sequence.items.top {
-                guard let child = yaml_document_get_node(&document, current.pointee) else { break }
-                switch convert(child, in: &document, depth: depth + 1, budget: &budget) {
-                case .success(let value): items.append(value)
-                case .failure(let failure): return .failure(failure)
+    /// A node with what it expands to: an alias of it costs as much again.
+    struct Sized {
+        var node: YAMLNode
+        var nodes: Int
+        var bytes: Int
+        /// Levels below it (0 for a scalar).
+        var height: Int
+    }
+
+    /// A sequence or mapping not closed yet.
+    struct OpenNode {
+        var isMapping: Bool
+        var anchor: String?
+        var line: Int
+        var column: Int
+        var items: [YAMLNode] = []
+        var pairs: [(key: YAMLNode, value: YAMLNode)] = []
+        var pendingKey: YAMLNode?
+        var nodes = 1
+        var bytes = 0
+        var height = 0
+    }
+
+    /// Builds the tree from events, holding the limits as it goes.
+    struct TreeBuilder {
+        var open: [OpenNode] = []
+        var anchors: [String: Sized] = [:]
+        var totalNodes = 0
+        var totalBytes = 0
+        var root: YAMLNode?
+
+        /// Nil when the event is taken, else why the document is refused.
+        mutating func take(_ event: yaml_event_t) -> YAMLProblem? {
+            let line = Int(event.start_mark.line) + 1
+            let column = Int(event.start_mark.column) + 1
+            switch event.type {
+            case YAML_SCALAR_EVENT:
+                let scalar = event.data.scalar
+                let text = scalar.value.map { String(decoding: UnsafeBufferPointer(start: $0, count: scalar.length), as: UTF8.self) } ?? ""
+                let quoted = scalar.style != YAML_PLAIN_SCALAR_STYLE && scalar.style != YAML_ANY_SCALAR_STYLE
+                return add(Sized(node: .scalar(text, quoted: quoted, line: line, column: column), nodes: 1, bytes: scalar.length, height: 0),
+                           anchor: name(scalar.anchor), line: line, column: column)
+            case YAML_ALIAS_EVENT:
+                guard let anchor = name(event.data.alias.anchor), let sized = anchors[anchor] else {
+                    return YAMLProblem("an alias names no anchor defined before it", line: line, column: column)
                 }
-                item = current + 1
+                return add(sized, anchor: nil, line: line, column: column)
+            case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT:
+                if let problem = limits(depth: open.count, height: 0, nodes: 1, bytes: 0, line: line, column: column) { return problem }
+                let isMapping = event.type == YAML_MAPPING_START_EVENT
+                let anchor = isMapping ? name(event.data.mapping_start.anchor) : name(event.data.sequence_start.anchor)
+                open.append(OpenNode(isMapping: isMapping, anchor: anchor, line: line, column: column))
+                return nil
+            case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
+                guard let closed = open.popLast() else { return nil }
+                let node: YAMLNode = closed.isMapping ? .mapping(closed.pairs, line: closed.line, column: closed.column)
+                                                      : .sequence(closed.items, line: closed.line, column: closed.column)
+                // Its nodes and bytes were counted as they came; only its place is left.
+                let sized = Sized(node: node, nodes: closed.nodes, bytes: closed.bytes, height: closed.height)
+                if let anchor = closed.anchor { anchors[anchor] = sized }
+                place(sized)
+                return nil
+            default:
+                return nil
             }
-            return .success(.sequence(items, line: line, column: column))
-        case YAML_MAPPING_NODE:
-            var pairs: [(key: YAMLNode, value: YAMLNode)] = []
-            var pair = node.pointee.data.mapping.pairs.start
-            while let current = pair, current != node.pointee.data.mapping.pairs.top {
-                guard let keyNode = yaml_document_get_node(&document, current.pointee.key),
-                      let valueNode = yaml_document_get_node(&document, current.pointee.value) else { break }
-                let key: YAMLNode
-                switch convert(keyNode, in: &document, depth: depth + 1, budget: &budget) {
-                case .success(let value): key = value
-                case .failure(let failure): return .failure(failure)
-                }
-                switch convert(valueNode, in: &document, depth: depth + 1, budget: &budget) {
-                case .success(let value): pairs.append((key, value))
-                case .failure(let failure): return .failure(failure)
-                }
-                pair = current + 1
+        }
+
+        /// A scalar or an alias's node, counted and placed.
+        mutating func add(_ sized: Sized, anchor: String?, line: Int, column: Int) -> YAMLProblem? {
+            if let problem = limits(depth: open.count, height: sized.height, nodes: sized.nodes, bytes: sized.bytes, line: line, column: column) {
+                return problem
             }
-            return .success(.mapping(pairs, line: line, column: column))
-        default:
-            return .success(.scalar("", quoted: false, line: line, column: column))
+            if let anchor { anchors[anchor] = sized }
+            place(sized)
+            return nil
+        }
+
+        /// Counts a node about to be placed at `depth`, and refuses it past a limit.
+        mutating func limits(depth: Int, height: Int, nodes: Int, bytes: Int, line: Int, column: Int) -> YAMLProblem? {
+            guard depth + height < maxDepth else {
+                return YAMLProblem("the front matter nests deeper than \(maxDepth) levels", line: line, column: column)
+            }
+            totalNodes += nodes
+            totalBytes += bytes
+            guard totalNodes <= maxNodes else {
+                return YAMLProblem("the front matter expands to more than \(maxNodes) values (aliases?)", line: line, column: column)
+            }
+            guard totalBytes <= maxExpandedBytes else {
+                return YAMLProblem("the front matter expands to more than \(maxExpandedBytes >> 20) MiB of text (aliases?)", line: line, column: column)
+            }
+            // Every open node holds it: an alias of any of them costs it again.
+            for index in open.indices {
+                open[index].nodes += nodes
+                open[index].bytes += bytes
+                open[index].height = max(open[index].height, depth - index + height)
+            }
+            return nil
+        }
+
+        mutating func place(_ sized: Sized) {
+            guard var parent = open.popLast() else {
+                root = sized.node
+                return
+            }
+            if parent.isMapping {
+                if let key = parent.pendingKey {
+                    parent.pairs.append((key, sized.node))
+                    parent.pendingKey = nil
+                } else {
+                    parent.pendingKey = sized.node
+                }
+            } else {
+                parent.items.append(sized.node)
+            }
+            open.append(parent)
+        }
+
+        func name(_ anchor: UnsafeMutablePointer<yaml_char_t>?) -> String? {
+            anchor.map { String(cString: UnsafePointer($0)) }
         }
     }
 }
