@@ -477,8 +477,11 @@ public final class TransferEngine: @unchecked Sendable {
             // network filesystem can show one file with another identity for a moment).
             // So is one under the name of a request the background lane holds: its batch's
             // answer is for the old file (discarded when it comes).
-            if case .arrived(.valid(let task)) = event, let held = heldInFlight(task.id),
+            if case .arrived(.valid(let task)) = event, let held = heldInFlight(task.id) ?? heldWaiting(task.id),
                held.path == task.requestPath, let old = held.identity, let newer = task.identity, !newer.isSameInstance(as: old) {
+                // Queued or waiting, the latest save is kept too: the start finds the file
+                // changed, ends the old task unsent, and this one is queued then. A start that
+                // finds the old file after all (a network filesystem's passing view) drops it.
                 replacedInFlight[task.id] = .valid(task)
             }
             // Another file of an id the scheduler holds (`a.md` beside `a.json`): one file of
@@ -541,6 +544,14 @@ public final class TransferEngine: @unchecked Sendable {
         return scheduler.state(of: id) == .laned ? heldFiles[id] : nil
     }
 
+    /// The file of a task queued or waiting for its next attempt, as it was read.
+    private func heldWaiting(_ id: String) -> (path: String, identity: FileIdentity?)? {
+        switch scheduler.state(of: id) {
+        case .queued?, .deferred?: heldFiles[id]
+        default: nil
+        }
+    }
+
     /// The scheduler let go of `id`: a file of the id that waited is queued now.
     private func forget(_ id: String) {
         known.remove(id)
@@ -601,9 +612,9 @@ public final class TransferEngine: @unchecked Sendable {
         case .failure(let problem): throw UploadRefusal(verdict: .refuse(problem))
         }
         if let validated = task.identity, !loaded.identity.isSameInstance(as: validated) {
-            let verdict = UploadCheck.verify(validated: validated, current: loaded.identity, isRegularFile: true, links: 1)
-            throw UploadRefusal(verdict: verdict != .same ? verdict
-                : .refuse(RequestProblem(.changedAfterValidation, "the request's content changed after it was validated; it was not sent")))
+            // Changed since intake (its content's fingerprint too): a new task, as for any
+            // other change (`UploadCheck`).
+            throw UploadRefusal(verdict: .replaced)
         }
         let format = RequestFormatRegistry.format(id: task.summary.format)
         switch format.prepare(loaded.bytes, context: settings.formats) {
@@ -967,6 +978,9 @@ public final class TransferEngine: @unchecked Sendable {
             delegate.rejected(task.id, task.requestPath, RequestProblem(.unreadable, "cannot open the request: \(error)"))
             return
         }
+        // The file is the one intake read: a newer identity seen while it waited was a
+        // passing view, not a save (a save would have changed what was opened).
+        if replacedInFlight[task.id]?.requestPath == task.requestPath { replacedInFlight[task.id] = nil }
         var journaled = false
         if !isBatchLine {
             // The start is on disk before the request is sent: if the answer crashes the

@@ -5,7 +5,6 @@ public struct RequestProblem: Error, Sendable, Equatable, CustomStringConvertibl
         case unusableName = "unusable-name"
         case notRegularFile = "not-a-regular-file"
         case hardLink = "hard-link"
-        case changedAfterValidation = "changed-after-validation"
         case tooDeep = "too-deep"
         case unreadable
         /// The machine could not read it now (no descriptors, no memory): not the file's fault.

@@ -1,7 +1,8 @@
 /// Whether the file opened for the upload is still the one intake validated. Postfix's
 /// `safe_open` compares `fstat` of the opened file with what `lstat` saw; here the opened
 /// descriptor is compared with the identity recorded at intake, so that a request swapped
-/// for a hard link to another file, or changed after validation, is never sent. Pure.
+/// for a hard link to another file is never sent, and one changed after validation is not
+/// sent as it is: its new content is a new task for intake. Pure.
 public enum UploadCheck {
     public enum Verdict: Sendable, Equatable {
         /// Send it.
@@ -21,11 +22,11 @@ public enum UploadCheck {
             return .refuse(RequestProblem(.hardLink, "the request has \(links) hard links since it was validated; only a file with one name is sent"))
         }
         guard let validated else { return .same }
-        guard validated.device == current.device, validated.inode == current.inode else { return .replaced }
-        if validated.size != current.size || validated.modifiedNanoseconds != current.modifiedNanoseconds {
-            return .refuse(RequestProblem(.changedAfterValidation,
-                                          "the request changed after it was validated (\(validated.size) bytes then, \(current.size) now); it was not sent"))
-        }
+        // Another file under the name, or this one written again in place (an editor's save,
+        // `cp`, `>`): either way not what intake validated, and never sent as it is. The new
+        // content is a new task, validated by intake on its own, as a rename would be.
+        guard validated.device == current.device, validated.inode == current.inode,
+              validated.size == current.size, validated.modifiedNanoseconds == current.modifiedNanoseconds else { return .replaced }
         return .same
     }
 }
