@@ -25,8 +25,12 @@ public struct TokenBucket: Sendable, Equatable {
         return level >= needed ? 0 : (needed - level) * 60 / perMinute
     }
 
+    /// A request estimated above a minute's budget costs one minute's budget, as `wait`
+    /// lets it go once the bucket is full: one absurd `max_tokens` (2e9, refused by the
+    /// provider anyway) put the bucket into a debt of weeks, and every request of the
+    /// endpoint waited that long.
     public mutating func take(_ amount: Double, now: Double) {
         refill(now)
-        level -= amount
+        level -= min(max(amount, 0), perMinute)
     }
 }
