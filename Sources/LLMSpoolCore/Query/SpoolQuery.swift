@@ -152,7 +152,7 @@ public struct StatusSummary: Sendable {
             lines.append("waiting:")
             for entry in waiting.sorted(by: { ($0.nextAttemptAt ?? .distantPast) < ($1.nextAttemptAt ?? .distantPast) }) {
                 let next = entry.nextAttemptAt.map { String(format: "in %.1fs", max(0, $0.timeIntervalSince(now))) } ?? "soon"
-                lines.append("  \(Logger.escape(entry.id))  next attempt \(next)  after \(entry.attempts) attempts  last error: \(entry.lastError ?? "-")")
+                lines.append("  \(Logger.escape(entry.id))  next attempt \(next)  after \(entry.attempts) attempts  last error: \(entry.lastError.map(Logger.escape) ?? "-")")
                 if let reason = entry.reason { lines.append("    waiting for: \(Logger.escape(reason))") }
             }
         }
