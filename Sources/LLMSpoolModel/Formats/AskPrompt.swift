@@ -5,7 +5,9 @@ public enum AskPrompt {
         var text = "---\n"
         if let model { text += "model: " + quoted(model) + "\n" }
         if let system { text += "system: " + quoted(system) + "\n" }
-        return text + "---\n" + question + (question.hasSuffix("\n") ? "" : "\n")
+        // One question, one user message, whatever its lines say (`## system` stays text).
+        let body = PromptFile.escapingHeadings(question)
+        return text + "---\n" + body + (body.hasSuffix("\n") ? "" : "\n")
     }
 
     /// A YAML double-quoted scalar; JSON's string escapes are YAML's too.

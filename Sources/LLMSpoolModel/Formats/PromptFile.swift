@@ -118,6 +118,28 @@ public struct PromptFile: Sendable, Equatable {
         return Message.Role(rawValue: word.lowercased())
     }
 
+    /// Whether a line is a role heading with backslashes before it: text that would read as
+    /// a heading, escaped by `escapingHeadings`; it reads back with one backslash less.
+    static func isEscapedHeading(_ line: String) -> Bool {
+        guard line.hasPrefix("\\") else { return false }
+        let rest = String(line.dropFirst())
+        return role(ofHeading: rest) != nil || isEscapedHeading(rest)
+    }
+
+    /// `text` (a message's) with each line outside a code block that would read as a role
+    /// heading, or as an escaped one, given one more backslash: written into a prompt file,
+    /// it reads back as this very text, in one message. Without it a model's answer with a
+    /// line `## system` came back, once the transcript was continued, as a system message.
+    public static func escapingHeadings(_ text: String) -> String {
+        var inFence = false
+        return text.split(separator: "\n", omittingEmptySubsequences: false).map { part -> String in
+            let line = String(part)
+            if isFence(line) { inFence.toggle(); return line }
+            guard !inFence, role(ofHeading: line) != nil || isEscapedHeading(line) else { return line }
+            return "\\" + line
+        }.joined(separator: "\n")
+    }
+
     /// Lines that open or close a fenced code block: headings inside one are text.
     static func isFence(_ line: String) -> Bool {
         let text = line.drop(while: { $0 == " " })
@@ -126,13 +148,16 @@ public struct PromptFile: Sendable, Equatable {
 
     static func conversation(_ lines: [Line], firstLine: Int) -> Result<([Message], Bool), RequestProblem> {
         var headings: [(index: Int, role: Message.Role)] = []
+        var escaped = Set<Int>()
         var inFence = false
         for (index, line) in lines.enumerated() {
             if isFence(line.text) { inFence.toggle(); continue }
             if !inFence, let role = role(ofHeading: line.text) { headings.append((index, role)) }
+            if !inFence, isEscapedHeading(line.text) { escaped.insert(index) }
         }
         func text(_ range: Range<Int>) -> String {
-            var slice = lines[range].map(\.text)
+            // A heading written as text (`escapingHeadings`) reads back as it was.
+            var slice = range.map { escaped.contains($0) ? String(lines[$0].text.dropFirst()) : lines[$0].text }
             while let first = slice.first, isBlank(first) { slice.removeFirst() }
             while let last = slice.last, isBlank(last) { slice.removeLast() }
             return slice.joined(separator: "\n")

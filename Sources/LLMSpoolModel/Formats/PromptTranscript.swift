@@ -10,12 +10,13 @@ public enum PromptTranscript {
             conversation = trimmedTrailingBlankLines(file.body)
         } else {
             if !text.isEmpty { text += "\n" }
-            conversation = "## user\n\n" + (file.messages.first?.text ?? "")
+            conversation = "## user\n\n" + PromptFile.escapingHeadings(file.messages.first?.text ?? "")
         }
         // A code block left open would swallow the heading that follows it when the
         // transcript is read again: it is closed first.
         conversation += closingFence(conversation)
-        let reply = trimmedTrailingBlankLines(answer)
+        // The answer is one turn whatever it says: a line of it like `## system` stays text.
+        let reply = PromptFile.escapingHeadings(trimmedTrailingBlankLines(answer))
         text += conversation + "\n\n## assistant\n\n" + reply + closingFence(reply) + "\n"
         return Array(text.utf8)
     }
