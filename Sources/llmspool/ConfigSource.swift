@@ -36,7 +36,14 @@ enum ConfigSource {
             guard let format = Logger.Format(rawValue: name) else { throw Arguments.UsageError(description: "--log-format must be text or json") }
             config.logFormat = format
         }
-        if let address = args["--metrics"] { config.metricsAddress = address }
+        if let address = args["--metrics"] {
+            do {
+                _ = try MetricsServer.parse(address)
+            } catch let error as ConfigError {
+                throw Arguments.UsageError(description: "--metrics: \(error.message)")
+            }
+            config.metricsAddress = address
+        }
         return config
     }
 }

@@ -120,4 +120,16 @@ import Testing
         let error = #expect(throws: ConfigError.self) { try Config.load(path: path) }
         #expect(error?.description.contains("\(path) is not a regular file") == true, "\(String(describing: error))")
     }
+
+    /// `run` refused these at start after check-config had said OK; now both refuse them,
+    /// naming the file and the setting.
+    @Test(arguments: ["127.0.0.1:99999", "127.0.0.1:-1", ":9464", "127.0.0.1:", "999.1.1.1:80", "[nope]:80"])
+    func aMetricsAddressRunCannotBindIsRefused(address: String) {
+        let error = #expect(throws: ConfigError.self) { try Config.parse(Array("{\"metrics\": \"\(address)\"}".utf8), source: "m.json") }
+        #expect(error?.description.hasPrefix("m.json: \"metrics\": ") == true, "\(String(describing: error))")
+    }
+
+    @Test(arguments: ["127.0.0.1:9464", "localhost:0", "[::1]:9464"]) func aMetricsAddressRunCanBindIsKept(address: String) throws {
+        #expect(try Config.parse(Array("{\"metrics\": \"\(address)\"}".utf8), source: "m.json").metricsAddress == address)
+    }
 }

@@ -257,7 +257,15 @@ public struct Config: Sendable, Equatable {
         if let value = try reader.hook("on_failure") { config.hooks.onFailure = value }
         if let value = try reader.integer("hook_concurrency", minimum: 1, maximum: 1_000) { config.hooks.concurrency = value }
         if let value = try reader.number("hook_timeout_seconds", minimum: 0.001) { config.hooks.timeoutSeconds = value }
-        if let value = try reader.string("metrics") { config.metricsAddress = value }
+        if let value = try reader.string("metrics") {
+            // Checked here as `run` would bind it: check-config must not say OK to what run refuses.
+            do {
+                _ = try MetricsServer.parse(value)
+            } catch let error as ConfigError {
+                throw ConfigError("\(source): \"metrics\": \(error.message)")
+            }
+            config.metricsAddress = value
+        }
         if let value = try reader.string("default_model") {
             guard !value.isEmpty else { throw ConfigError("\(source): \"default_model\" must be a model's name, not empty") }
             config.defaultModel = value

@@ -27,7 +27,7 @@ public final class MetricsServer: @unchecked Sendable {
 
     /// HOST:PORT into the literal address to bind, its family and the port.
     public static func parse(_ address: String) throws -> (host: String, ipv6: Bool, port: UInt16) {
-        let usage = "metrics takes HOST:PORT, such as 127.0.0.1:9464, localhost:9464 or [::1]:9464, not \"\(address)\""
+        let usage = "metrics takes HOST:PORT (a port from 0 to 65535), such as 127.0.0.1:9464, localhost:9464 or [::1]:9464, not \"\(TextEscaping.escape(address))\""
         guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...]) else {
             throw ConfigError(usage)
         }
