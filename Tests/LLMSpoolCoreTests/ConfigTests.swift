@@ -132,4 +132,11 @@ import Testing
     @Test(arguments: ["127.0.0.1:9464", "localhost:0", "[::1]:9464"]) func aMetricsAddressRunCanBindIsKept(address: String) throws {
         #expect(try Config.parse(Array("{\"metrics\": \"\(address)\"}".utf8), source: "m.json").metricsAddress == address)
     }
+
+    /// Deeper than the JSON reader goes, the setting was accepted and not applied.
+    @Test func aJSONDepthBeyondTheReadersIsRefused() throws {
+        let error = #expect(throws: ConfigError.self) { try Config.parse(Array(#"{"max_json_depth": 129}"#.utf8), source: "d.json") }
+        #expect(error?.description.contains("max_json_depth") == true, "\(String(describing: error))")
+        #expect(try Config.parse(Array(#"{"max_json_depth": 128}"#.utf8), source: "d.json").maxJSONDepth == 128)
+    }
 }

@@ -107,7 +107,7 @@ public struct Config: Sendable, Equatable {
         ("max_request_bytes", "largest request file accepted (default 33554432)"),
         ("max_response_bytes", "largest answer accepted; a larger one fails the request (default 268435456)"),
         ("max_event_bytes", "longest event of a stream held before its end; a longer one fails the request (default 33554432)"),
-        ("max_json_depth", "deepest nesting of a request (default 64)"),
+        ("max_json_depth", "deepest nesting of a request (default 64, at most 128)"),
         ("max_batch_lines", "most lines in a batch file, outgoing/<name>.jsonl (default 1000000)"),
         ("max_batch_bytes", "largest batch file (default 2147483648)"),
         ("default_model", "the model of a prompt file (.md, .txt) that names none (default none: such a file fails)"),
@@ -214,7 +214,9 @@ public struct Config: Sendable, Equatable {
         if let value = try reader.integer("max_batch_bytes", minimum: 1, maximum: 1 << 46) { config.maxBatchBytes = value }
         if let value = try reader.integer("max_response_bytes", minimum: 1, maximum: 1 << 50) { config.maxResponseBytes = Int64(value) }
         if let value = try reader.integer("max_event_bytes", minimum: 64 * 1024, maximum: 1 << 40) { config.maxEventBytes = value }
-        if let value = try reader.integer("max_json_depth", minimum: 2, maximum: 10_000) { config.maxJSONDepth = value }
+        // No deeper than the JSON reader goes: a setting above it was accepted and then not
+        // applied, deeper requests failing as invalid JSON instead of too-deep.
+        if let value = try reader.integer("max_json_depth", minimum: 2, maximum: RawJSON.maximumDepth) { config.maxJSONDepth = value }
         if let value = try reader.string("default_completion_window") {
             guard value == LaneRouter.deferredWindow else {
                 throw ConfigError("\(source): \"default_completion_window\" must be \"\(LaneRouter.deferredWindow)\" (the only window the providers offer), not \"\(Logger.escape(value))\"")
