@@ -139,4 +139,10 @@ import Testing
         #expect(error?.description.contains("max_json_depth") == true, "\(String(describing: error))")
         #expect(try Config.parse(Array(#"{"max_json_depth": 128}"#.utf8), source: "d.json").maxJSONDepth == 128)
     }
+
+    /// A NUL cut the spool's path short in the C calls, after check-config had said OK.
+    @Test(arguments: ["spool", "metrics", "default_model"]) func aStringWithANULIsRefused(key: String) {
+        let error = #expect(throws: ConfigError.self) { try Config.parse(Array("{\"\(key)\": \"/tmp/a\\u0000b\"}".utf8), source: "n.json") }
+        #expect(error?.description == "n.json: \"\(key)\" must not contain a NUL character (\\u0000)", "\(String(describing: error))")
+    }
 }

@@ -548,6 +548,9 @@ struct SettingsReader {
         guard let text = value as? String, !JSONKind.isBool(value) else {
             throw ConfigError("\(source): \"\(key)\" must be a string")
         }
+        // Every string setting reaches a C call (a path, an address, a command) that would
+        // stop at a NUL: the spool "/a\u0000b" became "/a" there.
+        guard !text.utf8.contains(0) else { throw ConfigError("\(source): \"\(key)\" must not contain a NUL character (\\u0000)") }
         return text
     }
 
