@@ -143,4 +143,23 @@ import Testing
         guard case .failure(let problem) = LibYAML.parse(Array("a: *nowhere\n".utf8)) else { Issue.record("accepted an undefined alias"); return }
         #expect(problem.line == 1)
     }
+
+    /// A string's tag makes a string; any other tag, and a merge key, are refused where
+    /// before they were dropped (`!!binary aGVsbG8=` sent as the text, `<<` as a member).
+    @Test func tagsAndMergeKeys() throws {
+        let tree = try #require(try LibYAML.parse(Array("a: !!str 12\nb: ! 13\n".utf8)).get())
+        guard case .mapping(let pairs, _, _) = tree else { Issue.record("not a mapping: \(tree)"); return }
+        #expect(pairs.map(\.value) == [.scalar("12", quoted: true, line: 1, column: 4), .scalar("13", quoted: true, line: 2, column: 4)])
+        for (text, expected) in [("model: !!binary aGVsbG8=\n", "!!binary"), ("params: !!map {a: 1}\nx: !!int 3\n", "!!int"),
+                                 ("x: !custom [1]\n", "!custom")] {
+            guard case .failure(let problem) = LibYAML.parse(Array(text.utf8)) else { Issue.record("accepted \(text)"); continue }
+            #expect(problem.message.contains("YAML tags such as \(expected) are not supported"), "\(problem.message)")
+        }
+        guard case .failure(let problem) = LibYAML.parse(Array("base: &b {x: 1}\nparams:\n  <<: *b\n".utf8)) else {
+            Issue.record("accepted a merge key")
+            return
+        }
+        #expect(problem.message.contains("merge keys (<<) are not supported") && problem.line == 3)
+        #expect(try LibYAML.parse(Array("a: \"<<\"\n\"<<\": 1\n".utf8)).get() != nil, "a quoted << is a plain key")
+    }
 }

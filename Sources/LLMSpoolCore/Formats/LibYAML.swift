@@ -92,7 +92,17 @@ public enum LibYAML {
             case YAML_SCALAR_EVENT:
                 let scalar = event.data.scalar
                 let text = scalar.value.map { String(decoding: UnsafeBufferPointer(start: $0, count: scalar.length), as: UTF8.self) } ?? ""
-                let quoted = scalar.style != YAML_PLAIN_SCALAR_STYLE && scalar.style != YAML_ANY_SCALAR_STYLE
+                var quoted = scalar.style != YAML_PLAIN_SCALAR_STYLE && scalar.style != YAML_ANY_SCALAR_STYLE
+                switch name(scalar.tag) {
+                case nil: break
+                // `!!str 12` and `! 12` are strings, as quotes make them.
+                case "tag:yaml.org,2002:str"?, "!"?: quoted = true
+                case let tag?: return unsupported(tag: tag, line: line, column: column)
+                }
+                // A merge key would reach the body as a member named "<<".
+                if !quoted, text == "<<", let parent = open.last, parent.isMapping, parent.pendingKey == nil {
+                    return YAMLProblem("merge keys (<<) are not supported: write the keys out", line: line, column: column)
+                }
                 return add(Sized(node: .scalar(text, quoted: quoted, line: line, column: column), nodes: 1, bytes: scalar.length, height: 0),
                            anchor: name(scalar.anchor), line: line, column: column)
             case YAML_ALIAS_EVENT:
@@ -104,6 +114,10 @@ public enum LibYAML {
                 if let problem = limits(depth: open.count, height: 0, nodes: 1, bytes: 0, line: line, column: column) { return problem }
                 let isMapping = event.type == YAML_MAPPING_START_EVENT
                 let anchor = isMapping ? name(event.data.mapping_start.anchor) : name(event.data.sequence_start.anchor)
+                let tag = isMapping ? name(event.data.mapping_start.tag) : name(event.data.sequence_start.tag)
+                if let tag, tag != (isMapping ? "tag:yaml.org,2002:map" : "tag:yaml.org,2002:seq") {
+                    return unsupported(tag: tag, line: line, column: column)
+                }
                 open.append(OpenNode(isMapping: isMapping, anchor: anchor, line: line, column: column))
                 return nil
             case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
@@ -168,6 +182,14 @@ public enum LibYAML {
                 parent.items.append(sized.node)
             }
             open.append(parent)
+        }
+
+        /// Tags other than a string's: dropped, `!!binary aGVsbG8=` was sent as the text
+        /// "aGVsbG8=" and `!!int` as whatever the value looked like.
+        func unsupported(tag: String, line: Int, column: Int) -> YAMLProblem {
+            let shown = tag.hasPrefix("tag:yaml.org,2002:") ? "!!" + tag.dropFirst("tag:yaml.org,2002:".count) : tag
+            return YAMLProblem("YAML tags such as \(TextEscaping.escape(shown)) are not supported: write the value plainly, or in quotes for a string",
+                               line: line, column: column)
         }
 
         func name(_ anchor: UnsafeMutablePointer<yaml_char_t>?) -> String? {
