@@ -158,6 +158,12 @@ import Testing
         try waitUntil("intake pauses", timeout: 10) { harness.log.contains("intake paused") }
         #expect(exists(harness.layout.request("waits")))
         #expect(!exists(harness.layout.result("waits")))
+        // The pause is told outside the log too: before, status and queue said queued, no reason.
+        try waitUntil("status tells the pause", timeout: 10) {
+            try harness.cli(["status", "--spool", harness.layout.root]).stdout.contains("intake paused: the spool's filesystem has")
+        }
+        let queue = try harness.cli(["queue", "--spool", harness.layout.root]).stdout
+        #expect(queue.contains("waits  queued") && queue.contains("intake paused (a file not read yet waits)"), "\(queue)")
         try Syscall.unlink(filler)
         try waitUntil("intake resumes and the request is answered", timeout: 20) { exists(harness.layout.result("waits")) }
         #expect(harness.log.contains("intake resumed"))

@@ -45,8 +45,9 @@ import Testing
                                         bytesReceived: Int64(index) * 1000, events: index, attempt: index + 1,
                                         endpoint: "end \"point\"\\\n\u{1}é")
         }
-        let status = LiveStatus(pid: getpid(), updatedAt: Date(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1000).rounded(.down) / 1000),
+        var status = LiveStatus(pid: getpid(), updatedAt: Date(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1000).rounded(.down) / 1000),
                                 queued: 4, deferred: 5, inFlight: transfers)
+        status.intakePaused = "the spool's filesystem has 1 bytes free, below \"min_free_bytes\" 2"
         try DurableFile.replace(status.encoded(), at: LiveStatus.path(layout))
         #expect(LiveStatus.read(layout) == status)
         #expect(JSONObject.parse(status.encoded()) != nil)

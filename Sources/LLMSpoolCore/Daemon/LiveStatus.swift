@@ -36,6 +36,8 @@ public struct LiveStatus: Sendable, Equatable {
     public var batches: [BatchProgress] = []
     /// The background lane's remote batches, with the provider's counts at the last poll.
     public var remoteBatches: [BackgroundLane.Progress] = []
+    /// Why intake reads no new file now (the disk's floor); nil while it runs.
+    public var intakePaused: String?
 
     /// Hidden: ids never start with a dot, so no task record can take this name.
     public static let fileName = ".daemon.json"
@@ -114,6 +116,10 @@ public struct LiveStatus: Sendable, Equatable {
             text += remoteBatches.map { $0.json() }.joined(separator: ",")
             text += "]"
         }
+        if let intakePaused {
+            text += ",\"intake_paused\":"
+            JSONText.appendQuoted(intakePaused, to: &text)
+        }
         text += "}\n"
         return Array(text.utf8)
     }
@@ -176,6 +182,7 @@ public struct LiveStatus: Sendable, Equatable {
         }
         status.batches = (object["batches"] as? [[String: Any]] ?? []).compactMap(BatchProgress.init(json:))
         status.remoteBatches = (object["remote_batches"] as? [[String: Any]] ?? []).compactMap(BackgroundLane.Progress.init(json:))
+        status.intakePaused = object["intake_paused"] as? String
         return status
     }
 }

@@ -291,6 +291,7 @@ public final class SpoolDaemon: Sendable {
                     return progress
                 }
                 status.remoteBatches = lane.progress
+                status.intakePaused = watcher.intakePause.withLock { $0 }
                 metrics.remoteBatches(status.remoteBatches)
                 logger.bestEffort("an informational write") { try DurableFile.replace(status.encoded(), at: LiveStatus.path(layout), mode: layout.fileMode) }
                 if notifier.enabled {

@@ -43,6 +43,8 @@ public struct StatusSummary: Sendable {
     public var unusable: [(name: String, reason: String)] = []
     /// The batches the running daemon reports, with their counts.
     public var batches: [BatchProgress] = []
+    /// Why the running daemon reads no new file now (`LiveStatus.intakePaused`).
+    public var intakePaused: String?
     public var tokens: [String: Int] = [:]
     /// The part of `tokens` answered through the background lane.
     public var batchTokens: [String: Int] = [:]
@@ -83,6 +85,7 @@ public struct StatusSummary: Sendable {
         }
         object["remote_batches"] = remoteBatches.map(\.json)
         object["unusable"] = unusable.map { ["name": $0.name, "reason": $0.reason] }
+        if let intakePaused { object["intake_paused"] = intakePaused }
         object["deferred_requests"] = waiting.map { entry -> [String: Any] in
             var item: [String: Any] = ["id": entry.id, "attempts": entry.attempts]
             if let next = entry.nextAttemptAt { item["next_attempt_at"] = Timestamp.string(next) }
@@ -112,6 +115,7 @@ public struct StatusSummary: Sendable {
             }
         }
         lines.append("queued \(queued)  in-flight \(inFlight)  waiting \(deferred)  done \(done)  failed \(failed)  held \(held)")
+        if let intakePaused { lines.append("intake paused: \(Logger.escape(intakePaused))") }
         if !drafts.isEmpty {
             lines.append("drafts (not sent until saved without the draft mark): " + drafts.sorted().map(Logger.escape).joined(separator: "  "))
         }
@@ -288,6 +292,7 @@ public struct SpoolQuery: Sendable {
         if live == nil { summary.silentDaemon = LiveStatus.silent(layout, now: now) }
         summary.endpointWaits = live?.endpointWaits ?? []
         summary.batches = live?.batches ?? []
+        summary.intakePaused = live?.intakePaused
         summary.daemons = DaemonRoster.read(layout, now: now)
         let inFlightIDs = Set(live?.inFlight.map(\.id) ?? [])
         for id in outgoingIDs() {
@@ -388,6 +393,10 @@ public struct SpoolQuery: Sendable {
                 entry.reason = "no daemon running"
             } else if state == .queued || state == .deferred {
                 entry.reason = waitVerdict(id, record: record, live: live, now: now).reason
+            }
+            if state == .queued, entry.reason == nil, let paused = live?.intakePaused {
+                // A file read before the pause goes all the same; a newer one waits for room.
+                entry.reason = "intake paused (a file not read yet waits): \(paused)"
             }
             entries.append(entry)
         }

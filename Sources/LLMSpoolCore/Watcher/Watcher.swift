@@ -100,6 +100,9 @@ public final class Watcher: @unchecked Sendable {
     /// Set when a look finds a claim whose holder is gone.
     private var foundAbandoned = false
     private var intakePaused = false
+    /// Why intake is paused, for the live status (`status` shows it); nil while it runs.
+    /// Written by the watcher thread, read by the status writer.
+    public let intakePause = Mutex<String?>(nil)
     private var lastSpaceCheck = -1.0
     /// Whether the last look at free space failed (logged once until it works again).
     private var freeSpaceUnknown = false
@@ -414,9 +417,11 @@ public final class Watcher: @unchecked Sendable {
         let enough = free >= settings.minFreeBytes
         if enough && intakePaused {
             intakePaused = false
+            intakePause.withLock { $0 = nil }
             logger.info("intake resumed", ["free_bytes": "\(free)", "min_free_bytes": "\(settings.minFreeBytes)"])
         } else if !enough && !intakePaused {
             intakePaused = true
+            intakePause.withLock { $0 = "the spool's filesystem has \(free) bytes free, below min_free_bytes \(settings.minFreeBytes): new files are read when room is back" }
             logger.warning("intake paused: the spool's filesystem is nearly full", ["free_bytes": "\(free)", "min_free_bytes": "\(settings.minFreeBytes)"])
         }
         return enough
