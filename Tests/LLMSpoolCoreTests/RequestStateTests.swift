@@ -106,4 +106,14 @@ import Testing
         // Only the name left alone remains: the id is that file's problem now.
         #expect(query.state(of: "a.error") == .unusable)
     }
+
+    /// Two files of one id are one entry: before, queue listed the id twice.
+    @Test func twoFilesOfOneIDAreOneEntry() throws {
+        _ = try drop("twin")
+        try DurableFile.write(Array("Hello\n".utf8), to: layout.outgoing + "/twin.md")
+        let query = SpoolQuery(layout: layout)
+        #expect(query.outgoingIDs() == ["twin"])
+        #expect(query.queue().map(\.id) == ["twin"])
+        #expect(query.summary().queued == 1)
+    }
 }

@@ -173,12 +173,14 @@ public struct SpoolQuery: Sendable {
         self.layout = layout
     }
 
-    /// Ids of the requests in `outgoing`.
+    /// Ids of the requests in `outgoing`, each once (`a.json` and `a.md` are one id: the
+    /// daemon sends one at a time).
     public func outgoingIDs() -> [String] {
+        var seen = Set<String>()
         // A view: a folder that is not there holds no request.
-        ((try? Syscall.listDirectory(layout.outgoing)) ?? []).compactMap {
-            if case .request(let id) = RequestName.classify($0) { return id }
-            return nil
+        return ((try? Syscall.listDirectory(layout.outgoing)) ?? []).compactMap {
+            guard case .request(let id) = RequestName.classify($0), seen.insert(id).inserted else { return nil }
+            return id
         }
     }
 
