@@ -80,6 +80,18 @@ import Testing
         #expect(whole.document == Array(incomplete.utf8))
     }
 
+    /// response.completed whose response says failed (or cancelled) is that failure: it was
+    /// published as a success.
+    @Test(arguments: [("failed", #","error":{"code":"server_error","message":"boom"}"#, "provider-error: boom"),
+                      ("cancelled", "", "provider-error: the response.completed event's response has status cancelled")])
+    func aCompletedEventOfAFailedResponseIsAFailure(status: String, error: String, verdict: String) throws {
+        let stream = Self.stream(ending: #"{"type":"response.completed","sequence_number":5,"response":{"id":"r","object":"response","status":"\#(status)""#
+            + error + #","output":[]}}"#)
+        let (whole, differing) = StreamSplitting.sameAtEverySplit({ ResponsesAssembler() }, stream)
+        #expect(differing.isEmpty)
+        #expect(whole.verdict == verdict)
+    }
+
     @Test func failedResponseAndErrorEventsAreFailuresRetryableByCode() throws {
         let failed = Self.stream(ending: #"{"type":"response.failed","sequence_number":5,"response":{"id":"r","object":"response","status":"failed","error":{"code":"server_error","message":"boom"},"output":[]}}"#)
         let (whole, differing) = StreamSplitting.sameAtEverySplit({ ResponsesAssembler() }, failed)

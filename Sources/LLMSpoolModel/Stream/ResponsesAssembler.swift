@@ -59,6 +59,13 @@ public struct ResponsesAssembler: StreamAssembling {
                 malformed = "the \(type!) event (event \(eventCount)) carries no response object"
                 return
             }
+            // A terminal event whose response says it failed (or was cancelled) is that
+            // failure, whatever the event's type: published, it read as a success.
+            if let status = value["status"].flatMap({ RawJSON.string($0, in: body) }), status == "failed" || status == "cancelled" {
+                let message = value["error"]?["message"].flatMap { RawJSON.string($0, in: body) }
+                providerError = (message ?? "the \(type!) event's response has status \(status)", body)
+                return
+            }
             terminal = type
             response = Array(payload[value.range])
             usage = value["usage"].flatMap { AttemptJudge.counts($0, in: body) }
