@@ -280,8 +280,9 @@ import Testing
         // These wait, validated, behind it.
         try harness.drop("swapped", Harness.request("an honest request"))
         try harness.drop("shrunk", Harness.request("a request that will shrink " + String(repeating: "x", count: 500)))
-        try waitUntil("both were validated", timeout: 20) {
-            harness.log.contains("validated id=swapped") && harness.log.contains("validated id=shrunk")
+        try harness.drop("broken", Harness.request("a request that will be saved broken"))
+        try waitUntil("all three were validated", timeout: 20) {
+            harness.log.contains("validated id=swapped") && harness.log.contains("validated id=shrunk") && harness.log.contains("validated id=broken")
         }
         let secret = harness.root + "/outside.json"
         try DurableFile.write(Array(try JSONSerialization.data(withJSONObject: Harness.request("SECRET-OUTSIDE"))), to: secret)
@@ -294,6 +295,12 @@ import Testing
         #expect(fd >= 0)
         _ = short.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         close(fd)
+        // The third is saved in place as something invalid: it is refused once the blocker
+        // ends, not left in outgoing unjudged.
+        let broken = open("\(out)/broken.json", O_WRONLY | O_TRUNC)
+        #expect(broken >= 0)
+        _ = Array("{\"model\": ".utf8).withUnsafeBytes { write(broken, $0.baseAddress, $0.count) }
+        close(broken)
         try waitUntil("the link is in failed/ and the shrunk file answered", timeout: 30) {
             FileManager.default.fileExists(atPath: harness.layout.errorRecord("swapped"))
                 && FileManager.default.fileExists(atPath: harness.layout.result("shrunk"))
@@ -304,6 +311,36 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: harness.layout.errorRecord("shrunk")))
         let swapped = try harness.json(harness.layout.errorRecord("swapped"))
         #expect((swapped["problem"] as? [String: Any])?["kind"] as? String == "hard-link")
+        try waitUntil("the broken save is refused", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.errorRecord("broken")) }
+        #expect(try harness.arrivals(of: "a request that will be saved broken").isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.request("broken")))
+    }
+}
+
+extension UploadIdentityTests {
+    /// On a shared spool too: the old task lets go of its claim without a tombstone, and the
+    /// new save is sent as soon as the slot frees. Before, the old task's end left a
+    /// tombstone, and this very daemon took the new save for another's for lease_seconds.
+    @Test func aSaveInPlaceWhileWaitingOnASharedSpoolIsSentWithoutWaitingOutATombstone() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["concurrency": 1, "leases": true, "lease_seconds": 60])
+        try harness.drop("blocker", Harness.request("hold the only slot", stub: ["latency_ms": 1500]))
+        try waitUntil("the blocker reached the stub", timeout: 20) { try !harness.arrivals(of: "hold the only slot").isEmpty }
+        try harness.drop("q", Harness.request("the first save"))
+        try waitUntil("q was validated", timeout: 20) { harness.log.contains("validated id=q") }
+        let saved = Array(try JSONSerialization.data(withJSONObject: Harness.request("the second save")))
+        let fd = open(harness.layout.request("q"), O_WRONLY | O_TRUNC)
+        #expect(fd >= 0)
+        _ = saved.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        try waitUntil("the second save is answered (well before a tombstone of 60 s would end)", timeout: 30) {
+            FileManager.default.fileExists(atPath: harness.layout.result("q"))
+        }
+        #expect(try harness.arrivals(of: "the second save").count == 1)
+        #expect(try harness.arrivals(of: "the first save").isEmpty)
+        #expect(!harness.log.contains("cancelled: the request left outgoing while in flight id=q"), "a save is no cancellation")
     }
 }
 

@@ -115,6 +115,7 @@ public final class SpoolDaemon: Sendable {
         // The watcher is made after the engine, which must know where to send this.
         let watcherBox = Mutex<Watcher?>(nil)
         engineDelegate.claimedElsewhere = { path in watcherBox.withLock { $0 }?.claimedElsewhere(path: path) }
+        engineDelegate.readAgain = { path in watcherBox.withLock { $0 }?.readAgain(path: path) }
         engineDelegate.requestLeft = { id in finisher.requestLeft(id: id) }
         let engine = try TransferEngine(
             layout: layout, endpoints: endpoints, settings: TransferEngine.Settings(config), known: known, metrics: metrics,

@@ -77,6 +77,9 @@ public final class TransferEngine: @unchecked Sendable {
         /// Another daemon claimed the request first: intake looks at its file again later,
         /// in case that daemon dies holding it.
         public var claimedElsewhere: @Sendable (_ requestPath: String) -> Void = { _ in }
+        /// A request found saved again at its start, with no later read of it kept: intake
+        /// reads the file again (its arrival may have come while the old task still held the id).
+        public var readAgain: @Sendable (_ requestPath: String) -> Void = { _ in }
         /// A request file left `outgoing` when no task of its id is held; nothing is posted back.
         public var requestLeft: @Sendable (_ id: String) -> Void = { _ in }
         /// On a shared spool, a request just claimed (`tookOver`: from a daemon that is gone)
@@ -484,6 +487,11 @@ public final class TransferEngine: @unchecked Sendable {
                 // finds the old file after all (a network filesystem's passing view) drops it.
                 replacedInFlight[task.id] = .valid(task)
             }
+            // Saved again while waiting, and not valid now: kept alike, and refused when the
+            // old task ends (the scheduler drops any arrival of an id it holds).
+            if case .arrived(let intake) = event, case .invalid = intake, let held = heldWaiting(intake.id), held.path == intake.requestPath {
+                replacedInFlight[intake.id] = intake
+            }
             // Another file of an id the scheduler holds (`a.md` beside `a.json`): one file of
             // an id at a time, so it waits, and is queued when the held one ends.
             if case .arrived(let intake) = event, let held = heldFiles[intake.id], held.path != intake.requestPath,
@@ -513,6 +521,8 @@ public final class TransferEngine: @unchecked Sendable {
                 if replacedInFlight[id]?.requestPath == path { replacedInFlight[id] = nil }
                 return
             }
+            // A later save of the removed file, kept for the old task's end, went with it.
+            if replacedInFlight[id]?.requestPath == path { replacedInFlight[id] = nil }
             handle(.event(.requestRemoved(id: id)))
         case .leaseLost(let id):
             if let transfer = transfersByID[id] { end(transfer, as: .leaseLost) }
@@ -964,9 +974,16 @@ public final class TransferEngine: @unchecked Sendable {
                 apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: Date().timeIntervalSince1970))
                 delegate.rejected(task.id, task.requestPath, problem)
             case .replaced, .same:
-                // A new file under the name: intake judges it as a new task.
-                logger.info("the request was replaced after it was validated; the new file is a new task", id: task.id)
-                endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
+                // Saved again since intake (in place, or a new file renamed over it): not sent
+                // as it is, and no outcome of its own. The old task lets go of the id (of its
+                // claim too, with no tombstone that would bar the new save) and the file is
+                // a new task: the read of it kept meanwhile, else one made now.
+                logger.info("the request was saved again after it was validated; it is read again as a new task", id: task.id)
+                leases?.release(task.id, ended: false)
+                let kept = replacedInFlight[task.id]?.requestPath == task.requestPath
+                apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: Date().timeIntervalSince1970))
+                handle(.event(.finalized(id: task.id)))
+                if !kept { delegate.readAgain(task.requestPath) }
             }
             return
         } catch let error as SystemError where error.isTransient {

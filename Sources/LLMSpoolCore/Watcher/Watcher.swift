@@ -81,6 +81,8 @@ public final class Watcher: @unchecked Sendable {
     private let startError = Mutex<String?>(nil)
     /// Names of requests the engine found claimed by another daemon (`claimedElsewhere`).
     private let claimedElsewhereInbox = Mutex<[String]>([])
+    /// Names the engine asked to be read again (`readAgain`).
+    private let readAgainInbox = Mutex<[String]>([])
 
     private var mode = WatchMode.inotify
     private var lastScan = 0.0
@@ -176,6 +178,7 @@ public final class Watcher: @unchecked Sendable {
             }
             recheckSettling()
             recheckClaims()
+            readAgainAsked()
             if intakePaused && hasFreeSpace() { scan(reason: "free space is back") }
         }
     }
@@ -305,6 +308,22 @@ public final class Watcher: @unchecked Sendable {
         guard let slash = path.lastIndex(of: "/") else { return }
         let name = String(path[path.index(after: slash)...])
         claimedElsewhereInbox.withLock { $0.append(name) }
+    }
+
+    /// A request whose start found it saved again (any thread): read again, whatever intake
+    /// read last (`TransferEngine.Delegate.readAgain`).
+    public func readAgain(path: String) {
+        guard let slash = path.lastIndex(of: "/") else { return }
+        let name = String(path[path.index(after: slash)...])
+        readAgainInbox.withLock { $0.append(name) }
+    }
+
+    private func readAgainAsked() {
+        let names = readAgainInbox.withLock { inbox in defer { inbox = [] }; return inbox }
+        for name in names where !stopping {
+            lastRead[name] = nil
+            consider(name, force: true)
+        }
     }
 
     /// Looks again at a few requests another daemon's claim held. One whose holder is gone
