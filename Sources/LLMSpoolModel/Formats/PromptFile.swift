@@ -132,8 +132,10 @@ public struct PromptFile: Sendable, Equatable {
     /// line `## system` came back, once the transcript was continued, as a system message.
     public static func escapingHeadings(_ text: String) -> String {
         var inFence = false
-        return text.split(separator: "\n", omittingEmptySubsequences: false).map { part -> String in
-            let line = String(part)
+        // Split on the LF byte, as the reader splits: as Characters, "\r\n" is one, and a
+        // heading after a CR stayed glued to the line before it, unescaped.
+        return text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false).map { part -> String in
+            let line = String(decoding: part, as: UTF8.self)
             if isFence(line) { inFence.toggle(); return line }
             guard !inFence, role(ofHeading: line) != nil || isEscapedHeading(line) else { return line }
             return "\\" + line
