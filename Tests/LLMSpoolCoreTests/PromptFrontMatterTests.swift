@@ -162,4 +162,24 @@ import Testing
         #expect(problem.message.contains("merge keys (<<) are not supported") && problem.line == 3)
         #expect(try LibYAML.parse(Array("a: \"<<\"\n\"<<\": 1\n".utf8)).get() != nil, "a quoted << is a plain key")
     }
+
+    /// Lines ended by CR alone (classic Mac editors): before, the file was one line, its
+    /// front matter unseen, and it failed for naming no model.
+    @Test func aFileWithCarriageReturnsAloneIsReadByItsLines() throws {
+        let file = try parse("---\rmodel: m\rtemperature: 0.5\r---\r## user\rHi\rthere\r## assistant\rHello\r## user\rAgain\r").get()
+        #expect(file.settings.model == "m")
+        #expect(file.messages.map(\.role) == [.user, .assistant, .user])
+        #expect(file.messages.map(\.text) == ["Hi\nthere", "Hello", "Again"])
+    }
+
+    /// Found by a cold review of the event reader: a merge key through an alias, an alias
+    /// inside the node it names (or under a name given twice), and a second document.
+    @Test(arguments: [("x: &m <<\n*m : 1\n", "merge keys (<<) are not supported", 2),
+                      ("p: &p {a: *p}\n", "an alias inside the node its anchor names", 1),
+                      ("a: &x 1\nb: &x [*x]\n", "the anchor &x is defined twice", 2),
+                      ("model: m\n--- # more\nsystem: evil\n", "a second YAML document", 2)])
+    func refusedShapes(text: String, message: String, line: Int) {
+        guard case .failure(let problem) = LibYAML.parse(Array(text.utf8)) else { Issue.record("accepted \(text)"); return }
+        #expect(problem.message.contains(message) && problem.line == line, "\(problem)")
+    }
 }

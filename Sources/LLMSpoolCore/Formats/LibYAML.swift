@@ -36,9 +36,17 @@ public enum LibYAML {
                 guard yaml_parser_parse(&parser, &event) == 1 else { return .failure(problem(parser)) }
                 defer { yaml_event_delete(&event) }
                 switch event.type {
-                case YAML_STREAM_END_EVENT, YAML_DOCUMENT_END_EVENT:
-                    // The first document only, as the loader read it.
+                case YAML_STREAM_END_EVENT:
                     return .success(builder.root)
+                case YAML_DOCUMENT_END_EVENT where builder.documentEnded:
+                    break
+                case YAML_DOCUMENT_END_EVENT:
+                    builder.documentEnded = true
+                case YAML_DOCUMENT_START_EVENT where builder.documentEnded:
+                    // A `---` line inside the front matter: what follows would be dropped.
+                    let mark = event.start_mark
+                    return .failure(YAMLProblem("the front matter holds a second YAML document (a \"---\" line inside it); "
+                        + "one document only", line: Int(mark.line) + 1, column: Int(mark.column) + 1))
                 default:
                     if let failure = builder.take(event) { return .failure(failure) }
                 }
@@ -80,6 +88,10 @@ public enum LibYAML {
     struct TreeBuilder {
         var open: [OpenNode] = []
         var anchors: [String: Sized] = [:]
+        /// Every anchor named so far, the open nodes' too: an alias to one of those would
+        /// stand for the node it is inside, and a name used twice for two nodes.
+        var anchorNames = Set<String>()
+        var documentEnded = false
         var totalNodes = 0
         var totalBytes = 0
         var root: YAMLNode?
@@ -103,11 +115,19 @@ public enum LibYAML {
                 if !quoted, text == "<<", let parent = open.last, parent.isMapping, parent.pendingKey == nil {
                     return YAMLProblem("merge keys (<<) are not supported: write the keys out", line: line, column: column)
                 }
+                let anchor = name(scalar.anchor)
+                if let anchor, let problem = named(anchor, line: line, column: column) { return problem }
                 return add(Sized(node: .scalar(text, quoted: quoted, line: line, column: column), nodes: 1, bytes: scalar.length, height: 0),
-                           anchor: name(scalar.anchor), line: line, column: column)
+                           anchor: anchor, line: line, column: column)
             case YAML_ALIAS_EVENT:
-                guard let anchor = name(event.data.alias.anchor), let sized = anchors[anchor] else {
+                guard let anchor = name(event.data.alias.anchor), anchorNames.contains(anchor) else {
                     return YAMLProblem("an alias names no anchor defined before it", line: line, column: column)
+                }
+                guard let sized = anchors[anchor] else {
+                    return YAMLProblem("an alias inside the node its anchor names (*\(TextEscaping.escape(anchor)) stands for itself)", line: line, column: column)
+                }
+                if case .scalar("<<", false, _, _) = sized.node, let parent = open.last, parent.isMapping, parent.pendingKey == nil {
+                    return YAMLProblem("merge keys (<<) are not supported: write the keys out", line: line, column: column)
                 }
                 return add(sized, anchor: nil, line: line, column: column)
             case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT:
@@ -118,6 +138,7 @@ public enum LibYAML {
                 if let tag, tag != (isMapping ? "tag:yaml.org,2002:map" : "tag:yaml.org,2002:seq") {
                     return unsupported(tag: tag, line: line, column: column)
                 }
+                if let anchor, let problem = named(anchor, line: line, column: column) { return problem }
                 open.append(OpenNode(isMapping: isMapping, anchor: anchor, line: line, column: column))
                 return nil
             case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
@@ -182,6 +203,14 @@ public enum LibYAML {
                 parent.items.append(sized.node)
             }
             open.append(parent)
+        }
+
+        /// Notes an anchor's name; a name given twice is refused, as libyaml's loader did.
+        mutating func named(_ anchor: String, line: Int, column: Int) -> YAMLProblem? {
+            guard anchorNames.insert(anchor).inserted else {
+                return YAMLProblem("the anchor &\(TextEscaping.escape(anchor)) is defined twice", line: line, column: column)
+            }
+            return nil
         }
 
         /// Tags other than a string's: dropped, `!!binary aGVsbG8=` was sent as the text

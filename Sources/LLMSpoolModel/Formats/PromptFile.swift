@@ -82,10 +82,13 @@ public struct PromptFile: Sendable, Equatable {
     static func splitLines(_ bytes: [UInt8]) -> [Line] {
         var lines: [Line] = []
         var start = 0
-        for (index, byte) in bytes.enumerated() where byte == 0x0A {
+        // A file without a single LF ends its lines with CR alone (classic Mac editors):
+        // read as one line, its front matter was not seen and the file "named no model".
+        let separator: UInt8 = bytes.contains(0x0A) || !bytes.contains(0x0D) ? 0x0A : 0x0D
+        for (index, byte) in bytes.enumerated() where byte == separator {
             let raw = String(decoding: bytes[start...index], as: UTF8.self)
             var end = index
-            if end > start, bytes[end - 1] == 0x0D { end -= 1 }
+            if separator == 0x0A, end > start, bytes[end - 1] == 0x0D { end -= 1 }
             lines.append(Line(raw: raw, text: String(decoding: bytes[start..<end], as: UTF8.self)))
             start = index + 1
         }
