@@ -141,8 +141,10 @@ import Testing
     }
 
     /// A NUL cut the spool's path short in the C calls, after check-config had said OK.
-    @Test(arguments: ["spool", "metrics", "default_model"]) func aStringWithANULIsRefused(key: String) {
+    @Test(arguments: ["spool", "metrics", "default_model", "on_complete", "on_failure"]) func aStringWithANULIsRefused(key: String) {
         let error = #expect(throws: ConfigError.self) { try Config.parse(Array("{\"\(key)\": \"/tmp/a\\u0000b\"}".utf8), source: "n.json") }
         #expect(error?.description == "n.json: \"\(key)\" must not contain a NUL character (\\u0000)", "\(String(describing: error))")
+        let list = #expect(throws: ConfigError.self) { try Config.parse(Array(#"{"on_complete": ["/bin/echo", "a\u0000b"]}"#.utf8), source: "n.json") }
+        #expect(list?.description.contains("NUL") == true)
     }
 }

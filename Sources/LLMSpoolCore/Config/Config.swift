@@ -581,10 +581,16 @@ struct SettingsReader {
         guard let value = settings[key], !(value is NSNull) else { return nil }
         if let line = value as? String, !JSONKind.isBool(value) {
             guard !line.isEmpty else { throw ConfigError("\(source): \"\(key)\" is empty") }
+            // As for every string setting: exec would run the command cut at the NUL.
+            guard !line.utf8.contains(0) else { throw ConfigError("\(source): \"\(key)\" must not contain a NUL character (\\u0000)") }
             return .shell(line)
         }
         if let list = value as? [Any], !list.isEmpty, list.allSatisfy({ $0 is String }) {
-            return .argv(list.compactMap { $0 as? String })
+            let words = list.compactMap { $0 as? String }
+            guard !words.contains(where: { $0.utf8.contains(0) }) else {
+                throw ConfigError("\(source): \"\(key)\" must not contain a NUL character (\\u0000)")
+            }
+            return .argv(words)
         }
         throw ConfigError("\(source): \"\(key)\" must be a non-empty array of strings (run as is) or a string (run by /bin/sh -c)")
     }
