@@ -92,6 +92,16 @@ import Testing
         #expect(whole.verdict == verdict)
     }
 
+    /// Not streamed either: a response that says it failed or was cancelled is no answer.
+    @Test func aPlainAnswerThatSaysItFailedIsAProblem() throws {
+        let cancelled = Array(#"{"id":"r","object":"response","status":"cancelled","error":null,"output":[]}"#.utf8)
+        #expect(dialect.plainAnswerProblem(try cancelled.withUnsafeBytes { try RawJSON.parse($0) }, in: cancelled) == "the response has status cancelled")
+        let failed = Array(#"{"id":"r","object":"response","status":"failed","error":{"message":"boom"},"output":[]}"#.utf8)
+        #expect(dialect.plainAnswerProblem(try failed.withUnsafeBytes { try RawJSON.parse($0) }, in: failed) == "the response has status failed: boom")
+        let completed = Array(#"{"id":"r","object":"response","status":"completed","output":[]}"#.utf8)
+        #expect(dialect.plainAnswerProblem(try completed.withUnsafeBytes { try RawJSON.parse($0) }, in: completed) == nil)
+    }
+
     @Test func failedResponseAndErrorEventsAreFailuresRetryableByCode() throws {
         let failed = Self.stream(ending: #"{"type":"response.failed","sequence_number":5,"response":{"id":"r","object":"response","status":"failed","error":{"code":"server_error","message":"boom"},"output":[]}}"#)
         let (whole, differing) = StreamSplitting.sameAtEverySplit({ ResponsesAssembler() }, failed)

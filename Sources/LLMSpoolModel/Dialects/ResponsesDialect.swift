@@ -50,6 +50,11 @@ public struct ResponsesDialect: Dialect {
         guard case .string = answer["object"], RawJSON.string(answer["object"]!, in: body) == "response" else {
             return "the answer is not a Responses object (\"object\": \"response\")"
         }
+        // A response that says it failed is no answer, streamed or not.
+        if let status = answer["status"].flatMap({ RawJSON.string($0, in: body) }), status == "failed" || status == "cancelled" {
+            let message = answer["error"]?["message"].flatMap { RawJSON.string($0, in: body) }
+            return "the response has status \(status)" + (message.map { ": \($0)" } ?? "")
+        }
         return nil
     }
 
