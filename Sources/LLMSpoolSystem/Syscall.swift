@@ -242,15 +242,21 @@ public enum Syscall {
 
     /// The names in a directory as raw bytes (a name need not be UTF-8), without "." and "..".
     public static func listDirectoryRaw(_ path: String) throws -> [[UInt8]] {
-        guard let dir = opendir(path) else {
-            throw SystemError(errno: Glibc.errno, call: "opendir", path: path)
+        try listDirectoryRaw(raw: Array(path.utf8))
+    }
+
+    /// The same, for a folder whose path is given as raw bytes (one of its names need not be UTF-8).
+    public static func listDirectoryRaw(raw path: [UInt8]) throws -> [[UInt8]] {
+        let terminated = path + [0]
+        guard let dir = terminated.withUnsafeBufferPointer({ $0.withMemoryRebound(to: CChar.self) { opendir($0.baseAddress!) } }) else {
+            throw SystemError(errno: Glibc.errno, call: "opendir", path: String(decoding: path, as: UTF8.self))
         }
         defer { closedir(dir) }
         var names: [[UInt8]] = []
         while true {
             Glibc.errno = 0
             guard let entry = readdir(dir) else {
-                if Glibc.errno != 0 { throw SystemError(errno: Glibc.errno, call: "readdir", path: path) }
+                if Glibc.errno != 0 { throw SystemError(errno: Glibc.errno, call: "readdir", path: String(decoding: path, as: UTF8.self)) }
                 break
             }
             let name = withUnsafePointer(to: entry.pointee.d_name) {

@@ -195,10 +195,12 @@ public struct SpoolActions: Sendable {
             return Double(info.st_mtim.tv_sec) < cutoff.timeIntervalSince1970
         }
         /// Removes `paths` in order, stopping at the first that fails; true when all went.
-        func remove(_ paths: [String]) -> Bool {
+        /// `trees`: a path may be a folder, removed with what it holds (a folder dropped
+        /// under a request's name, which the daemon moved to failed/ unread).
+        func remove(_ paths: [String], trees: Bool = false) -> Bool {
             for path in paths {
                 do {
-                    try Syscall.unlinkIfPresent(path)
+                    if trees { try Syscall.removeTree(path) } else { try Syscall.unlinkIfPresent(path) }
                 } catch {
                     cleaned.problems.append("\(error)")
                     return false
@@ -218,7 +220,7 @@ public struct SpoolActions: Sendable {
         for id in failedIDs() where !running.contains(id) {
             // Dated by the failure itself, never by the request file's mtime.
             guard let failedAt = OutcomeTimes(layout: layout, id: id).failed, failedAt < cutoff else { continue }
-            if remove(RequestFormatRegistry.suffixes.map { "\(layout.failed)/\(id)\($0)" } + [layout.errorRecord(id)]) {
+            if remove(RequestFormatRegistry.suffixes.map { "\(layout.failed)/\(id)\($0)" }, trees: true) && remove([layout.errorRecord(id)]) {
                 cleaned.failures += 1
             } else {
                 kept.insert(id)
