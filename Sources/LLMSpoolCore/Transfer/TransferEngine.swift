@@ -974,6 +974,12 @@ public final class TransferEngine: @unchecked Sendable {
                 apply(scheduler.handle(.transferEnded(id: task.id, feedback: EndpointFeedback(.neutral)), now: Date().timeIntervalSince1970))
                 delegate.rejected(task.id, task.requestPath, problem)
             case .replaced, .same:
+                guard BatchLineRef(id: task.id) == nil else {
+                    // A batch's input changed under its lines: the batch runner ends the
+                    // batch, and this line ends cancelled, as the lines never started do.
+                    endBeforeStart(task, endpointIndex: endpointIndex, .cancelled)
+                    return
+                }
                 // Saved again since intake (in place, or a new file renamed over it): not sent
                 // as it is, and no outcome of its own. The old task lets go of the id (of its
                 // claim too, with no tombstone that would bar the new save) and the file is
