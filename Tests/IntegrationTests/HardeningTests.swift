@@ -344,6 +344,39 @@ extension UploadIdentityTests {
     }
 }
 
+extension UploadIdentityTests {
+    /// Rewritten in place with the same size and its modification time put back (`cp -p`,
+    /// `touch -r`): the start knows it by its fingerprint, and the draft it now is stays
+    /// unsent. Before, the new bytes were sent under the old validation.
+    @Test func aSaveOfTheSameSizeAndTimeIsNotSentUnvalidated() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["concurrency": 1])
+        try harness.drop("blocker", Harness.request("hold the only slot", stub: ["latency_ms": 1500]))
+        try waitUntil("the blocker reached the stub", timeout: 20) { try !harness.arrivals(of: "hold the only slot").isEmpty }
+        let first = Array(#"{"model":"stub-model","messages":[{"role":"user","content":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}]}"#.utf8)
+        let draft = Array(#"{"draft":true,"model":"stub-model","messages":[{"role":"user","content":"BBBBBBBBBBBBBBBBB"}]}"#.utf8)
+        #expect(first.count == draft.count)
+        try harness.drop("same", bytes: first)
+        try waitUntil("it was validated", timeout: 20) { harness.log.contains("validated id=same") }
+        let path = harness.layout.request("same")
+        let before = try Syscall.lstat(path)
+        let fd = open(path, O_WRONLY | O_TRUNC)
+        #expect(fd >= 0)
+        _ = draft.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        var times = [before.st_atim, before.st_mtim]
+        #expect(futimens(fd, &times) == 0)
+        close(fd)
+        try waitUntil("the draft is seen as one", timeout: 30) { harness.log.contains("left in outgoing as a draft") && harness.log.contains("id=same") }
+        try waitUntil("the blocker is answered", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.result("blocker")) }
+        try waitUntil("the old task let go of the saved file", timeout: 30) { harness.log.contains("saved again after it was validated; it is read again as a new task id=same") }
+        #expect(try harness.stubArrivals().filter { $0.prompt.hasPrefix("BBBB") || $0.prompt.hasPrefix("AAAA") }.isEmpty, "neither content was sent")
+        #expect(FileManager.default.fileExists(atPath: path), "the draft stays in outgoing")
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.errorRecord("same")))
+    }
+}
+
 /// Spool folders pulled out from under the daemon are recreated, and a write that cannot
 /// succeed holds requests back instead of sending them again and again.
 @Suite(.serialized) struct SpoolFolderTests {

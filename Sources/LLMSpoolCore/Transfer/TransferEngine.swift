@@ -700,6 +700,10 @@ public final class TransferEngine: @unchecked Sendable {
             return .memory(try lineBody(opened, task, usageMember: usageMember), offset: 0)
         }
         if task.summary.size <= TransferEngine.smallBodyLimit, let bytes = try readWhole(opened, expected: task.summary.size, path: task.requestPath) {
+            // The same size and time are not the same content (`cp -p`, `touch -r`, two saves
+            // in one tick of a coarse clock): what intake validated is known by its
+            // fingerprint too. Before, a draft or broken JSON saved so was sent as it was.
+            if let validated = task.identity?.contentHash, Fingerprint.hash(bytes) != validated { throw UploadRefusal(verdict: .replaced) }
             // A small body is read at once and its file closed (when `opened` ends here): ten
             // thousand requests starting together would otherwise hold ten thousand files
             // besides their sockets.
