@@ -9,6 +9,15 @@ enum ClientSpool {
     /// The options every client command accepts besides its own.
     static let valued: Set<String> = ["--spool", "--config"]
 
+    /// An id or batch name as given to `show` or `wait`: a name within the spool's folders,
+    /// never a path (`../x` read files outside the spool).
+    static func name(_ text: String) throws -> String {
+        guard !text.isEmpty, text != ".", text != "..", !text.contains("/") else {
+            throw Arguments.UsageError(description: "\"\(Logger.escape(text))\" is not a request id or batch name (no \"/\", not . or ..)")
+        }
+        return text
+    }
+
     static func layout(_ args: Arguments, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> SpoolLayout {
         if let spool = args["--spool"] { return SpoolLayout(root: spool) }
         guard let path = ConfigSource.path(args, environment: environment) else { return SpoolLayout(root: "./spool") }

@@ -95,7 +95,7 @@ enum StatusCommand {
         }
         guard args.positionals.count == 1 else { throw Arguments.UsageError(description: "give one request ID") }
         let layout = try ClientSpool.layout(args)
-        let name = args.positionals[0]
+        let name = try ClientSpool.name(args.positionals[0])
         // A file `queue` lists by its name, left in outgoing because that name cannot be used.
         if let details = SpoolQuery(layout: layout).showUnusable(fileName: name) {
             let data = try JSONSerialization.data(withJSONObject: details, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])

@@ -112,9 +112,9 @@ enum SubmitCommand {
         guard args.positionals.count == 1 else { throw Arguments.UsageError(description: "give one request ID") }
         let waitTimeout = try timeout(args)
         let layout = try ClientSpool.layout(args)
-        let id = args.positionals[0]
+        let id = try ClientSpool.name(args.positionals[0])
         if SpoolQuery(layout: layout).state(of: id) == .unknown {
-            throw ConfigError("no request \(id) in \(layout.root)")
+            throw ConfigError("no request \(Logger.escape(id)) in \(layout.root)")
         }
         return follow(id, layout: layout, timeout: waitTimeout, progress: ProgressMode(forced: args.has("--progress")))
     }

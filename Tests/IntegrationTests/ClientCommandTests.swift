@@ -412,6 +412,22 @@ extension Harness {
 }
 
 /// `hold` and `release`, like postsuper -h and -H.
+extension ClientCommandTests {
+    /// `show` and `wait` take a name within the spool: `../x` read (or followed) a file
+    /// outside it. Refused as a usage error, nothing read.
+    @Test(arguments: ["show", "wait"]) func aPathIsNoRequestID(command: String) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let secret = harness.root + "/outside.json"
+        try DurableFile.write(Array(#"{"id":"outside","status":"failed","message":"SECRET"}"#.utf8), to: secret)
+        for name in ["../outside", "../../x", "..", "a/b"] {
+            let result = try harness.cli([command, name, "--spool", harness.layout.root])
+            #expect(result.status == 2, "\(name): \(result.stderr)")
+            #expect(result.stderr.contains("is not a request id or batch name") && !result.stdout.contains("SECRET"), "\(result.stdout)\(result.stderr)")
+        }
+    }
+}
+
 @Suite(.serialized) struct HoldCommandTests {
     /// `hold` and `retry` act on requests: named with a running batch's name,
     /// they say it is a batch and how to cancel it (before: "not in outgoing", beside the
