@@ -28,6 +28,13 @@ enum StatusCommand {
         let query = SpoolQuery(layout: layout)
         let clear = args.has("--watch") && !args.has("--json") && isatty(1) == 1
         repeat {
+            // Watching, the spool may go (rm -rf, an unmount): said so, not shown as zeros.
+            // A running daemon makes its folders again, and the next report is the spool's.
+            guard Syscall.isPresent(layout.outgoing) else {
+                FileHandle.standardError.write(Data("llmspool: status: \(layout.outgoing) does not exist now\n".utf8))
+                Thread.sleep(forTimeInterval: interval)
+                continue
+            }
             let summary = query.summary()
             let batches = summary.batches
             // No daemon reports (none runs, or it is stopped): the batches are counted from
