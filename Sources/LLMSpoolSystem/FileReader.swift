@@ -23,8 +23,17 @@ public struct FileReader {
     /// Calls `body` with each line of the file at `path`, without its newline (a last line
     /// without one too); a line is held whole only while it is handed over.
     public static func forEachLine(path: String, _ body: ([UInt8]) throws -> Void) throws {
+        let file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW)
+        try forEachLine(fd: file.rawValue, path: path, body)
+    }
+
+    /// The same from an open file. `maximumLength`: a line longer throws `LineTooLong`
+    /// rather than grow without end; `unterminatedLast`: whether a last line without its
+    /// newline is handed over (a torn append is not, in a journal).
+    public static func forEachLine(fd: Int32, path: String, maximumLength: Int = .max, unterminatedLast: Bool = true,
+                                   _ body: ([UInt8]) throws -> Void) throws {
         var pending: [UInt8] = []
-        try forEachChunk(path: path) { chunk in
+        try forEachChunk(fd: fd, path: path) { chunk in
             var start = 0
             for (index, byte) in chunk.enumerated() where byte == 0x0A {
                 pending.append(contentsOf: chunk[start..<index])
@@ -33,8 +42,16 @@ public struct FileReader {
                 start = index + 1
             }
             pending.append(contentsOf: chunk[start...])
+            if pending.count > maximumLength { throw LineTooLong(path: path, limit: maximumLength) }
         }
-        if !pending.isEmpty { try body(pending) }
+        if unterminatedLast && !pending.isEmpty { try body(pending) }
+    }
+
+    /// A line longer than a reader takes.
+    public struct LineTooLong: Error, Sendable, CustomStringConvertible {
+        public let path: String
+        public let limit: Int
+        public var description: String { "\(path) has a line longer than \(limit) bytes" }
     }
 
     /// A path that names something other than a regular file.

@@ -45,13 +45,12 @@ enum StatusCommand {
                 // Watching prints one compact object per line (NDJSON) for scripts to read as it comes.
                 let bytes = args.has("--watch") ? summary.jsonLine() : summary.json()
                 if var object = JSONObject.parse(bytes) {
-                    object["batches"] = summary.daemonPID == nil
-                        ? counted.map { batch in
-                            var item = batch.progress.flatMap { JSONObject.parse($0.json()) } ?? ["name": batch.name, "begun": false]
-                            item["from_journal"] = true
-                            return item
-                        }
-                        : batches.compactMap { JSONObject.parse($0.json()) }
+                    // One of the two is empty: the daemon's counts, or the journals' without one.
+                    object["batches"] = batches.compactMap { JSONObject.parse($0.json()) } + counted.map { batch in
+                        var item = batch.progress.flatMap { JSONObject.parse($0.json()) } ?? ["name": batch.name, "begun": false]
+                        item["from_journal"] = true
+                        return item
+                    }
                     let options: JSONSerialization.WritingOptions = args.has("--watch") ? [.sortedKeys] : [.prettyPrinted, .sortedKeys]
                     text = String(decoding: try JSONSerialization.data(withJSONObject: object, options: options), as: UTF8.self) + "\n"
                 } else {

@@ -548,9 +548,7 @@ struct SettingsReader {
         guard let text = value as? String, !JSONKind.isBool(value) else {
             throw ConfigError("\(source): \"\(key)\" must be a string")
         }
-        // Every string setting reaches a C call (a path, an address, a command) that would
-        // stop at a NUL: the spool "/a\u0000b" became "/a" there.
-        guard !text.utf8.contains(0) else { throw ConfigError("\(source): \"\(key)\" must not contain a NUL character (\\u0000)") }
+        try refuseNUL(in: [text], key)
         return text
     }
 
@@ -577,19 +575,24 @@ struct SettingsReader {
         return flag
     }
 
+    /// Every string setting reaches a C call (a path, an address, a command) that would stop
+    /// at a NUL: the spool "/a\u0000b" became "/a" there, a hook ran cut short.
+    func refuseNUL(in texts: [String], _ key: String) throws {
+        guard !texts.contains(where: { $0.utf8.contains(0) }) else {
+            throw ConfigError("\(source): \"\(key)\" must not contain a NUL character (\\u0000)")
+        }
+    }
+
     func hook(_ key: String) throws -> HookCommand? {
         guard let value = settings[key], !(value is NSNull) else { return nil }
         if let line = value as? String, !JSONKind.isBool(value) {
             guard !line.isEmpty else { throw ConfigError("\(source): \"\(key)\" is empty") }
-            // As for every string setting: exec would run the command cut at the NUL.
-            guard !line.utf8.contains(0) else { throw ConfigError("\(source): \"\(key)\" must not contain a NUL character (\\u0000)") }
+            try refuseNUL(in: [line], key)
             return .shell(line)
         }
         if let list = value as? [Any], !list.isEmpty, list.allSatisfy({ $0 is String }) {
             let words = list.compactMap { $0 as? String }
-            guard !words.contains(where: { $0.utf8.contains(0) }) else {
-                throw ConfigError("\(source): \"\(key)\" must not contain a NUL character (\\u0000)")
-            }
+            try refuseNUL(in: words, key)
             return .argv(words)
         }
         throw ConfigError("\(source): \"\(key)\" must be a non-empty array of strings (run as is) or a string (run by /bin/sh -c)")

@@ -38,8 +38,6 @@ public enum LibYAML {
                 switch event.type {
                 case YAML_STREAM_END_EVENT:
                     return .success(builder.root)
-                case YAML_DOCUMENT_END_EVENT where builder.documentEnded:
-                    break
                 case YAML_DOCUMENT_END_EVENT:
                     builder.documentEnded = true
                 case YAML_DOCUMENT_START_EVENT where builder.documentEnded:

@@ -97,30 +97,21 @@ public struct BatchQuery: Sendable {
         let info = try file.fstat()
         guard info.st_mode & S_IFMT == S_IFREG else { return nil }
         var journal: BatchJournal?
-        var line: [UInt8] = []
         do {
-            try FileReader.forEachChunk(fd: file.rawValue, path: path) { chunk in
-                var start = 0
-                for (index, byte) in chunk.enumerated() where byte == 0x0A {
-                    line.append(contentsOf: chunk[start..<index])
-                    start = index + 1
-                    if journal == nil {
-                        // The same file by device, inode, size, times: a name used again by a
-                        // new file at a reused inode is not the journal's batch. At most one
-                        // line per two bytes of input.
-                        guard let header = BatchJournal.header(line[...]), header.input.isSameInstance(as: input),
-                              Int64(header.lines) <= max(input.size, 0) else { throw Stop() }
-                        journal = BatchJournal(header: header)
-                    } else if !journal!.apply(record: line[...]) {
-                        throw Stop()
-                    }
-                    line.removeAll(keepingCapacity: true)
+            // No record is longer than 4 KiB; a torn last one is not a record, as in replay.
+            try FileReader.forEachLine(fd: file.rawValue, path: path, maximumLength: 4096, unterminatedLast: false) { line in
+                guard journal != nil else {
+                    // The same file by device, inode, size, times: a name used again by a new
+                    // file at a reused inode is not the journal's batch. At most one line per
+                    // two bytes of input.
+                    guard let header = BatchJournal.header(line[...]), header.input.isSameInstance(as: input),
+                          Int64(header.lines) <= max(input.size, 0) else { throw Stop() }
+                    journal = BatchJournal(header: header)
+                    return
                 }
-                line.append(contentsOf: chunk[start...])
-                // No record is this long: not a journal's.
-                if line.count > 4096 { throw Stop() }
+                guard journal!.apply(record: line[...]) else { throw Stop() }
             }
-        } catch is Stop {
+        } catch is Stop, is FileReader.LineTooLong {
             // A torn record ends the journal, as its replay does; a header of another file
             // counts nothing.
         }

@@ -176,12 +176,24 @@ public struct SpoolQuery: Sendable {
     /// Ids of the requests in `outgoing`, each once (`a.json` and `a.md` are one id: the
     /// daemon sends one at a time).
     public func outgoingIDs() -> [String] {
+        outgoing().ids
+    }
+
+    /// One listing of `outgoing`, each name classified once: the requests' ids (each once)
+    /// and the files the daemon leaves there for their names, with why, by name.
+    func outgoing() -> (ids: [String], unusable: [(name: String, reason: String)]) {
+        var ids: [String] = []
         var seen = Set<String>()
+        var unusable: [(name: String, reason: String)] = []
         // A view: a folder that is not there holds no request.
-        return ((try? Syscall.listDirectory(layout.outgoing)) ?? []).compactMap {
-            guard case .request(let id) = RequestName.classify($0), seen.insert(id).inserted else { return nil }
-            return id
+        for name in (try? Syscall.listDirectory(layout.outgoing)) ?? [] {
+            switch RequestName.classify(name) {
+            case .request(let id) where seen.insert(id).inserted: ids.append(id)
+            case .unusable(let reason): unusable.append((name, reason))
+            default: break
+            }
         }
+        return (ids, unusable.sorted { $0.name < $1.name })
     }
 
     /// The file of request `id` in `outgoing`, of whichever format (`<id>.json` first); a
@@ -193,19 +205,18 @@ public struct SpoolQuery: Sendable {
     /// The files in `outgoing` that the daemon leaves there because their names cannot be
     /// used, each with the reason it logged (`RequestName.Kind.unusable`).
     public func unusableFiles() -> [(name: String, reason: String)] {
-        // A view: a folder that is not there holds nothing.
-        ((try? Syscall.listDirectory(layout.outgoing)) ?? []).compactMap { name -> (name: String, reason: String)? in
-            guard case .unusable(let reason) = RequestName.classify(name) else { return nil }
-            return (name, reason)
-        }.sorted { $0.name < $1.name }
+        outgoing().unusable
     }
+
+    /// What `show` and `wait` say of a file left in outgoing for its name.
+    static func neverSent(_ reason: String) -> String { "left in outgoing, never sent: \(reason)" }
 
     /// `show <file>` for a file in `outgoing` left there because its name cannot be used
     /// (`queue` lists it by that name); nil for any other name.
     public func showUnusable(fileName: String) -> [String: Any]? {
         guard !fileName.contains("/"), case .unusable(let reason) = RequestName.classify(fileName),
               Syscall.isPresent("\(layout.outgoing)/\(fileName)") else { return nil }
-        return ["file": "\(layout.outgoing)/\(fileName)", "state": RequestState.unusable.rawValue, "problem": "left in outgoing, never sent: \(reason)"]
+        return ["file": "\(layout.outgoing)/\(fileName)", "state": RequestState.unusable.rawValue, "problem": Self.neverSent(reason)]
     }
 
     /// The file in `outgoing` that a request `id` would have, left there because its name
@@ -244,7 +255,6 @@ public struct SpoolQuery: Sendable {
     }
 
     public func state(of id: String, live: LiveStatus? = nil, now: Date = Date()) -> RequestState {
-        guard Self.isRequestID(id) else { return unusableFile(of: id) == nil ? .unknown : .unusable }
         if let path = requestPath(of: id) {
             if let live {
                 if live.inFlight.contains(where: { $0.id == id }) { return .inFlight }
@@ -263,16 +273,20 @@ public struct SpoolQuery: Sendable {
             }
             return isDraft(path) ? .draft : .queued
         }
-        if Syscall.isPresent(SpoolActions(layout: layout).held(id)) { return .held }
-        let hasResult = Syscall.isPresent(layout.result(id))
-        let hasFailure = Syscall.isPresent(layout.errorRecord(id))
-        if hasResult && hasFailure {
-            // Both outcomes of one id: the later one is the request's state.
-            return OutcomeTimes(layout: layout, id: id).failureSuperseded ? .done : .failed
+        // An id no format makes a request's has no held file, outcome or record of its own
+        // (`incoming/x.batch.json` is batch x's summary): only perhaps a file left alone.
+        if Self.isRequestID(id) {
+            if Syscall.isPresent(SpoolActions(layout: layout).held(id)) { return .held }
+            let hasResult = Syscall.isPresent(layout.result(id))
+            let hasFailure = Syscall.isPresent(layout.errorRecord(id))
+            if hasResult && hasFailure {
+                // Both outcomes of one id: the later one is the request's state.
+                return OutcomeTimes(layout: layout, id: id).failureSuperseded ? .done : .failed
+            }
+            if hasResult { return .done }
+            if hasFailure { return .failed }
+            if TaskRecord.load(layout, id: id)?.status == .cancelled { return .cancelled }
         }
-        if hasResult { return .done }
-        if hasFailure { return .failed }
-        if TaskRecord.load(layout, id: id)?.status == .cancelled { return .cancelled }
         return unusableFile(of: id) == nil ? .unknown : .unusable
     }
 
@@ -297,7 +311,8 @@ public struct SpoolQuery: Sendable {
         summary.intakePaused = live?.intakePaused
         summary.daemons = DaemonRoster.read(layout, now: now)
         let inFlightIDs = Set(live?.inFlight.map(\.id) ?? [])
-        for id in outgoingIDs() {
+        let outgoing = outgoing()
+        for id in outgoing.ids {
             let state = self.state(of: id, live: live, now: now)
             switch state {
             case .inFlight: summary.inFlight += 1
@@ -314,7 +329,7 @@ public struct SpoolQuery: Sendable {
         }
         summary.transfers = live?.inFlight.filter { inFlightIDs.contains($0.id) } ?? []
         summary.held = SpoolActions(layout: layout).heldIDs().count
-        summary.unusable = unusableFiles()
+        summary.unusable = outgoing.unusable
         summary.remoteBatches = LaneQuery(layout: layout, live: live).groups
         // A running daemon keeps the counts; reading every record is for a spool without one.
         let totals = live?.totals ?? finishedTotals()
@@ -377,7 +392,8 @@ public struct SpoolQuery: Sendable {
         let live = LiveStatus.read(layout, now: now)
         let lane = LaneQuery(layout: layout).byMember
         var entries: [QueueEntry] = []
-        for id in outgoingIDs() {
+        let outgoing = outgoing()
+        for id in outgoing.ids {
             // Gone since it was listed: no longer queued.
             guard let path = requestPath(of: id), let info = try? Syscall.lstat(path) else { continue }
             let state = self.state(of: id, live: live, now: now)
@@ -412,7 +428,7 @@ public struct SpoolQuery: Sendable {
                                       attempts: record?.history.attempts.count ?? 0, endpoint: record?.endpoint,
                                       reason: "held: llmspool release \(id)"))
         }
-        for file in unusableFiles() {
+        for file in outgoing.unusable {
             // Gone since it was listed: nothing to list.
             guard let info = try? Syscall.lstat("\(layout.outgoing)/\(file.name)") else { continue }
             entries.append(QueueEntry(id: file.name, state: .unusable, bytes: Int64(info.st_size),
@@ -461,30 +477,25 @@ public struct SpoolQuery: Sendable {
 
     public func show(_ id: String, now: Date = Date()) -> [String: Any] {
         let live = LiveStatus.read(layout, now: now)
-        var object: [String: Any] = ["id": id, "state": state(of: id, live: live, now: now).rawValue]
+        let state = state(of: id, live: live, now: now)
+        var object: [String: Any] = ["id": id, "state": state.rawValue]
+        var files: [String: String] = [:]
+        if state == .unusable, let unusable = unusableFile(of: id) {
+            files["request"] = unusable.path
+            object["problem"] = Self.neverSent(unusable.reason)
+        }
+        // The files named by an id no format makes a request's are others' (a batch's summary).
         guard Self.isRequestID(id) else {
-            // The files named by such an id are others' (a batch's summary): only the problem.
-            if let unusable = unusableFile(of: id) {
-                object["files"] = ["request": unusable.path]
-                object["problem"] = "left in outgoing, never sent: \(unusable.reason)"
-            } else {
-                object["files"] = [String: String]()
-            }
+            object["files"] = files
             return object
         }
-        var files: [String: String] = [:]
-        // The request's own file only: a name the daemon leaves alone is given below, as the problem's.
-        let request = requestPath(of: id).map { [("request", $0)] } ?? []
-        for (name, path) in request + [("partial", layout.partial(id)), ("result", layout.result(id)),
-                             ("transcript", layout.transcript(id)),
+        for (name, path) in [("partial", layout.partial(id)), ("result", layout.result(id)), ("transcript", layout.transcript(id)),
                              ("raw_stream", layout.rawStream(id)), ("failed_request", SpoolActions.existing(layout.failed, id) ?? layout.failedRequest(id)),
                              ("error_record", layout.errorRecord(id)), ("task_record", layout.taskRecord(id))] where Syscall.isPresent(path) {
             files[name] = path
         }
-        if let unusable = unusableFile(of: id), object["state"] as? String == RequestState.unusable.rawValue {
-            files["request"] = unusable.path
-            object["problem"] = "left in outgoing, never sent: \(unusable.reason)"
-        }
+        // The request's own file; a name the daemon leaves alone was given above, as the problem's.
+        if let request = requestPath(of: id) { files["request"] = request }
         object["files"] = files
         if let original = layout.loadOriginalName(id) { object["original_name"] = original }
         if let transfer = live?.inFlight.first(where: { $0.id == id }) {

@@ -101,10 +101,10 @@ public final class Watcher: @unchecked Sendable {
     private var heldElsewhere = ClaimRecheckQueue()
     /// Set when a look finds a claim whose holder is gone.
     private var foundAbandoned = false
-    private var intakePaused = false
     /// Why intake is paused, for the live status (`status` shows it); nil while it runs.
     /// Written by the watcher thread, read by the status writer.
     public let intakePause = Mutex<String?>(nil)
+    private var intakePaused: Bool { intakePause.withLock { $0 != nil } }
     private var lastSpaceCheck = -1.0
     /// Whether the last look at free space failed (logged once until it works again).
     private var freeSpaceUnknown = false
@@ -305,17 +305,13 @@ public final class Watcher: @unchecked Sendable {
     /// A request another daemon claimed before this one could (any thread): looked at
     /// again with those intake found held.
     public func claimedElsewhere(path: String) {
-        guard let slash = path.lastIndex(of: "/") else { return }
-        let name = String(path[path.index(after: slash)...])
-        claimedElsewhereInbox.withLock { $0.append(name) }
+        claimedElsewhereInbox.withLock { $0.append(PublicationPlan.name(of: path)) }
     }
 
     /// A request whose start found it saved again (any thread): read again, whatever intake
     /// read last (`TransferEngine.Delegate.readAgain`).
     public func readAgain(path: String) {
-        guard let slash = path.lastIndex(of: "/") else { return }
-        let name = String(path[path.index(after: slash)...])
-        readAgainInbox.withLock { $0.append(name) }
+        readAgainInbox.withLock { $0.append(PublicationPlan.name(of: path)) }
     }
 
     private func readAgainAsked() {
@@ -435,11 +431,9 @@ public final class Watcher: @unchecked Sendable {
         freeSpaceUnknown = false
         let enough = free >= settings.minFreeBytes
         if enough && intakePaused {
-            intakePaused = false
             intakePause.withLock { $0 = nil }
             logger.info("intake resumed", ["free_bytes": "\(free)", "min_free_bytes": "\(settings.minFreeBytes)"])
         } else if !enough && !intakePaused {
-            intakePaused = true
             intakePause.withLock { $0 = "the spool's filesystem has \(free) bytes free, below min_free_bytes \(settings.minFreeBytes): new files are read when room is back" }
             logger.warning("intake paused: the spool's filesystem is nearly full", ["free_bytes": "\(free)", "min_free_bytes": "\(settings.minFreeBytes)"])
         }

@@ -176,7 +176,8 @@ public struct PublicationExecutor<Files: PublicationFiles> {
 }
 
 extension PublicationPlan {
-    static func name(of path: String) -> String {
+    /// The last component of a path: a file's name in its folder.
+    public static func name(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return path }
         return String(path[path.index(after: slash)...])
     }
