@@ -123,10 +123,11 @@ public struct PromptFile: Sendable, Equatable {
 
     /// Whether a line is a role heading with backslashes before it: text that would read as
     /// a heading, escaped by `escapingHeadings`; it reads back with one backslash less.
+    /// Counted, not recursed: a line of a million backslashes is a hostile file's or
+    /// answer's to write.
     static func isEscapedHeading(_ line: String) -> Bool {
         guard line.hasPrefix("\\") else { return false }
-        let rest = String(line.dropFirst())
-        return role(ofHeading: rest) != nil || isEscapedHeading(rest)
+        return role(ofHeading: String(line.drop(while: { $0 == "\\" }))) != nil
     }
 
     /// `text` (a message's) with each line outside a code block that would read as a role
