@@ -52,7 +52,7 @@ import Testing
         }
         #expect(!FileManager.default.fileExists(atPath: input))
         #expect(!FileManager.default.fileExists(atPath: harness.layout.batchPartial(name)))
-        let record = try harness.json(harness.layout.errorRecord(name))
+        let record = try harness.json(harness.layout.batchErrorRecord(name))
         #expect(record["kind"] as? String == "invalid-batch", "\(record)")
     }
 }

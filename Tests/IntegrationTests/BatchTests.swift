@@ -222,7 +222,7 @@ import Testing
         try waitUntil("the batch is refused", timeout: 30) {
             FileManager.default.fileExists(atPath: harness.layout.failedBatch("bad"))
         }
-        let record = try harness.json(harness.layout.errorRecord("bad"))
+        let record = try harness.json(harness.layout.batchErrorRecord("bad"))
         #expect(record["kind"] as? String == "invalid-batch")
         #expect(record["problem_count"] as? Int == 3)
         let problems = try #require(record["problems"] as? [[String: Any]])
@@ -233,6 +233,24 @@ import Testing
         #expect(try harness.stubArrivals().isEmpty, "nothing of an invalid batch is sent")
         #expect(!FileManager.default.fileExists(atPath: harness.layout.batchRequest("bad")))
         #expect(!FileManager.default.fileExists(atPath: harness.layout.batchPartial("bad")))
+    }
+
+    /// Request `x` and batch `x` keep a record each: the batch's is `x.jsonl.error.json`, so
+    /// neither failure moves the other's record aside.
+    @Test func aRequestAndABatchOfOneNameFailApart() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        try harness.drop("x", Harness.request("refused", stub: ["status": 400]))
+        try waitUntil("the request failed", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.failedRequest("x")) }
+        try Self.dropBatch(harness, "x", [Self.line("a"), "not json"])
+        try waitUntil("the batch is refused", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.failedBatch("x")) }
+        #expect(try harness.json(harness.layout.errorRecord("x"))["kind"] as? String != "invalid-batch")
+        #expect(try harness.json(harness.layout.batchErrorRecord("x"))["kind"] as? String == "invalid-batch")
+        #expect(harness.files(in: harness.layout.superseded).isEmpty, "nothing moved aside")
+        let shown = try harness.cli(["show", "x", "--spool", harness.layout.root])
+        #expect(shown.stdout.contains(harness.layout.batchErrorRecord("x")), "the batch's record: \(shown.stdout)")
     }
 
     /// A byte order mark opening the file is skipped as a request file's is: the batch runs,

@@ -106,7 +106,7 @@ import Testing
         #expect(cleaned.stderr.contains(harness.layout.result("kept")), "\(cleaned.stderr)")
         #expect(exists(harness.layout.taskRecord("kept")), "the record of a result that stays stays too")
         #expect(!ended.contains(where: exists))
-        #expect(!exists(harness.layout.failedBatch("refused")) && !exists(harness.layout.errorRecord("refused")))
+        #expect(!exists(harness.layout.failedBatch("refused")) && !exists(harness.layout.batchErrorRecord("refused")))
         #expect(exists(harness.layout.batchSummary("again")) && exists(harness.layout.batchRequest("again")),
                 "the running batch's name is kept: \(harness.log.split(separator: "\n").filter { $0.contains("again") }.joined(separator: "\n"))")
     }
@@ -115,7 +115,7 @@ import Testing
     /// the refusal archives the request's record, and the request's clean takes the
     /// batch's. The batch file, its record gone, is dated by its move into failed/ and goes
     /// too. Before, it stayed for good.
-    @Test func cleanRemovesARefusedBatchWhoseRecordWentWithARequestOfItsName() throws {
+    @Test func cleanRemovesAFailedRequestAndARefusedBatchOfOneName() throws {
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()

@@ -74,7 +74,7 @@ import Testing
         try BatchTests.dropBatch(harness, "refused", [BatchTests.line("x"), "not json"])
         try waitUntil("both batches ended", timeout: 20) {
             exists(harness.layout.batchSummary("mixed")) && !exists(harness.layout.batchRequest("mixed"))
-                && exists(harness.layout.errorRecord("refused")) && !exists(harness.layout.batchRequest("refused"))
+                && exists(harness.layout.batchErrorRecord("refused")) && !exists(harness.layout.batchRequest("refused"))
         }
         harness.killDaemon()
         #expect(exists(harness.layout.pendingBatchHook("mixed")) && exists(harness.layout.pendingBatchHook("refused")), "both hooks are owed")

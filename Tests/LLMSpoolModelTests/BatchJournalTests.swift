@@ -188,14 +188,14 @@ import Testing
         let layout = SpoolLayout(root: "spool")
         let files = MemoryFiles()
         files.create(layout.batchRequest("b"), "bad\n")
-        files.create(layout.errorRecord("b"), "old record")
+        files.create(layout.batchErrorRecord("b"), "old record")
         let identity = files.files[layout.batchRequest("b")].map(MemoryFiles.identity)
         let steps = PublicationPlan.batchRejection(name: "b", input: layout.batchRequest("b"), identity: identity, errorRecord: Array("record".utf8), layout: layout)
         guard case .completed = PublicationExecutor(files: files).run(steps) else { Issue.record("the rejection failed"); return }
         #expect(files.text(layout.failedBatch("b")) == "bad\n")
-        #expect(files.text(layout.errorRecord("b")) == "record")
-        #expect(files.text("\(layout.superseded)/1.b.error.json") == "old record")
-        let record = try #require(steps.firstIndex(of: .writeFile(layout.errorRecord("b"), Array("record".utf8))))
+        #expect(files.text(layout.batchErrorRecord("b")) == "record")
+        #expect(files.text("\(layout.superseded)/1.b.jsonl.error.json") == "old record")
+        let record = try #require(steps.firstIndex(of: .writeFile(layout.batchErrorRecord("b"), Array("record".utf8))))
         let move = try #require(steps.firstIndex { if case .moveIfSame = $0 { return true }; return false })
         #expect(record < move)
     }

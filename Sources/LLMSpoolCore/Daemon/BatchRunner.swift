@@ -1385,9 +1385,9 @@ public final class BatchRunner: @unchecked Sendable {
         }
         leases?.release(BatchClaimRules.claimID(batch: name), ended: BatchClaimRules.releaseEnds(batchEnded: true))
         metrics.batch("failed")
-        logger.warning("batch refused", id: name, ["reason": LogValue(first), "problems": "\(count)", "record": LogValue(layout.errorRecord(name))])
+        logger.warning("batch refused", id: name, ["reason": LogValue(first), "problems": "\(count)", "record": LogValue(layout.batchErrorRecord(name))])
         onEnd(EndReport(name: name, status: "failed", total: 0, succeeded: 0, failed: 0, outputPath: layout.failedBatch(name),
-                        summaryPath: layout.errorRecord(name)))
+                        summaryPath: layout.batchErrorRecord(name)))
     }
 
     private func publishProgress() {

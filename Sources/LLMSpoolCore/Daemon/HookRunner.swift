@@ -258,7 +258,7 @@ public final class HookRunner: Sendable {
             decision = HookRecovery.decideBatch(inputPresent: try Syscall.exists(layout.batchRequest(name)),
                                                 journalPresent: try Syscall.exists(layout.batchJournal(name)),
                                                 summaryExists: try Syscall.exists(layout.batchSummary(name)),
-                                                refused: try Syscall.exists(layout.failedBatch(name)) && Syscall.exists(layout.errorRecord(name)))
+                                                refused: try Syscall.exists(layout.failedBatch(name)) && Syscall.exists(layout.batchErrorRecord(name)))
         } catch {
             logger.warning("cannot tell whether a batch's hook is owed; its note stays for the next start", id: name, ["reason": "\(error)"])
             return false
@@ -272,7 +272,7 @@ public final class HookRunner: Sendable {
         case .runRefused:
             logger.info("running a hook owed from before the restart", id: name)
             handleBatch(BatchRunner.EndReport(name: name, status: "failed", total: 0, succeeded: 0, failed: 0, outputPath: layout.failedBatch(name),
-                                              summaryPath: layout.errorRecord(name)))
+                                              summaryPath: layout.batchErrorRecord(name)))
             return true
         case .runFromSummary:
             let end: BatchSummary.End?

@@ -37,8 +37,8 @@ public struct BatchQuery: Sendable {
             return .running(LiveStatus.read(layout, now: now)?.batches.first { $0.name == name })
         }
         if let summary = object(layout.batchSummary(name)) { return .ended(summary: summary, path: layout.batchSummary(name)) }
-        if Syscall.isPresent(layout.failedBatch(name)), let record = object(layout.errorRecord(name)) {
-            return .refused(record: record, path: layout.errorRecord(name))
+        if Syscall.isPresent(layout.failedBatch(name)), let record = object(layout.batchErrorRecord(name)) {
+            return .refused(record: record, path: layout.batchErrorRecord(name))
         }
         return .unknown
     }

@@ -248,7 +248,7 @@ public struct SpoolActions: Sendable {
             guard case .batch(let name) = RequestName.classify(file), !runningBatch(name),
                   let refusedAt = OutcomeTimes(layout: layout, id: name).failed ?? OutcomeTimes.changed(layout.failedBatch(name)),
                   refusedAt < cutoff else { continue }
-            if remove([layout.failedBatch(name), layout.errorRecord(name)]) { cleaned.batches += 1 }
+            if remove([layout.failedBatch(name), layout.batchErrorRecord(name)]) { cleaned.batches += 1 }
         }
         return cleaned
     }

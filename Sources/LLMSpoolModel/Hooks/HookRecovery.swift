@@ -79,7 +79,7 @@ public enum HookRecovery {
     public enum BatchDecision: Sendable, Equatable {
         /// Run the batch's hook with the counts of its summary (`incoming/<name>.batch.json`).
         case runFromSummary
-        /// Run `on_failure` for a batch refused at validation (`failed/<name>.error.json`).
+        /// Run `on_failure` for a batch refused at validation (`failed/<name>.jsonl.error.json`).
         case runRefused
         /// Leave the note: the input is still in `outgoing`, or the batch's journal is still
         /// in `state/batches` (its end was not finished), so the batch runs on or its end is

@@ -42,8 +42,8 @@ extension PublicationPlan {
                                       layout: SpoolLayout, hookNote: String? = nil) -> [PublicationStep] {
         hookNoteSteps(hookNote, id: name, request: identity) + [
          .archiveIfPresent(layout.failedBatch(name), into: layout.superseded),
-         .archiveIfPresent(layout.errorRecord(name), into: layout.superseded),
-         .writeFile(layout.errorRecord(name), errorRecord),
+         .archiveIfPresent(layout.batchErrorRecord(name), into: layout.superseded),
+         .writeFile(layout.batchErrorRecord(name), errorRecord),
          .moveIfSame(from: input, to: layout.failedBatch(name), identity: identity),
          .syncFolder(layout.failed),
          .syncFolder(folder(of: input))]

@@ -19,7 +19,7 @@
 /// | `incoming/<name>.jsonl.partial` | the daemon | the batch runs: one output line per ended line, in the order they end |
 /// | `incoming/<name>.jsonl` | the daemon | every line has ended: the whole output |
 /// | `incoming/<name>.batch.json` | the daemon | the batch ended; always its last file |
-/// | `failed/<name>.jsonl` | the daemon | an invalid batch, moved after its `failed/<name>.error.json` |
+/// | `failed/<name>.jsonl` | the daemon | an invalid batch, moved after its `failed/<name>.jsonl.error.json` |
 /// | `state/batches/<name>.journal` | the daemon | the batch runs: its committed lines (`BatchJournal`) |
 /// | `state/batches/<name>.ids` | the daemon | the batch runs: its lines' `custom_id`s, read at acceptance, so that a cancellation names every line even once the input is gone (`BatchIDList`) |
 /// | `state/daemons/<host>.<pid>.json` | the daemon | its entry in the roster of daemons on the spool |
@@ -124,6 +124,9 @@ public struct SpoolLayout: Sendable, Equatable {
     /// The failed lines of a batch's output alone (OpenAI's error file), when there are any.
     public func batchErrors(_ name: String) -> String { "\(incoming)/\(name)\(Self.batchErrorsSuffix)" }
     public func failedBatch(_ name: String) -> String { "\(failed)/\(name)\(Self.batchSuffix)" }
+    /// An invalid batch's record: `failed/<name>.jsonl.error.json`, never a request's record
+    /// (ids ending in `.jsonl` are reserved), so request `x` and batch `x` fail apart.
+    public func batchErrorRecord(_ name: String) -> String { "\(failed)/\(name)\(Self.batchSuffix)\(Self.errorRecordSuffix)" }
     public func batchJournal(_ name: String) -> String { "\(batches)/\(name).journal" }
     public static let batchJournalSuffix = ".journal"
     public static let batchIDListSuffix = ".ids"
