@@ -111,10 +111,8 @@ import Testing
                 "the running batch's name is kept: \(harness.log.split(separator: "\n").filter { $0.contains("again") }.joined(separator: "\n"))")
     }
 
-    /// A failed request and a refused batch of one name share `failed/<name>.error.json`:
-    /// the refusal archives the request's record, and the request's clean takes the
-    /// batch's. The batch file, its record gone, is dated by its move into failed/ and goes
-    /// too. Before, it stayed for good.
+    /// A failed request and a refused batch of one name: each keeps its own record and is
+    /// dated and cleaned by it, not by the other's.
     @Test func cleanRemovesAFailedRequestAndARefusedBatchOfOneName() throws {
         let harness = try Harness()
         defer { harness.stop() }
@@ -124,9 +122,16 @@ import Testing
         try waitUntil("the request failed", timeout: 30) { exists(harness.layout.failedRequest("twin")) && exists(harness.layout.errorRecord("twin")) }
         try BatchTests.dropBatch(harness, "twin", [BatchTests.line("a"), BatchTests.line("a")])
         try waitUntil("the batch is refused", timeout: 30) { exists(harness.layout.failedBatch("twin")) }
+        // Each is dated by its own record: the batch's refusal made old, the request's failure new.
+        var record = try harness.json(harness.layout.batchErrorRecord("twin"))
+        record["failed_at"] = "2020-01-01T00:00:00.000Z"
+        try JSONSerialization.data(withJSONObject: record).write(to: URL(fileURLWithPath: harness.layout.batchErrorRecord("twin")))
+        let batchOnly = try harness.cli(["clean", "--older-than", "1h", "--spool", harness.layout.root])
+        #expect(batchOnly.stdout == "removed 0 results, 0 failed requests, 0 task records, 1 batches\n", "\(batchOnly.stdout)")
+        #expect(exists(harness.layout.errorRecord("twin")) && !exists(harness.layout.failedBatch("twin")))
         let cleaned = try harness.cli(["clean", "--older-than", "0s", "--spool", harness.layout.root])
         #expect(cleaned.status == 0, "\(cleaned.stderr)")
-        #expect(cleaned.stdout == "removed 0 results, 1 failed requests, 1 task records, 1 batches\n", "\(cleaned.stdout)")
+        #expect(cleaned.stdout == "removed 0 results, 1 failed requests, 1 task records, 0 batches\n", "\(cleaned.stdout)")
         #expect(harness.files(in: harness.layout.failed).filter { $0 != "superseded" }.isEmpty, "\(harness.files(in: harness.layout.failed))")
     }
 

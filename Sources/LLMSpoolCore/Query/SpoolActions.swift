@@ -242,11 +242,11 @@ public struct SpoolActions: Sendable {
             if remove([layout.batchOutput(name), layout.batchErrors(name), layout.batchSummary(name)]) { cleaned.batches += 1 }
         }
         // A refused batch file, dated by its refusal's record, or by its move into failed/
-        // when that record is gone (a failed request of the same name took the record's
-        // name); the file goes first, so that a clean cut short still finds it.
+        // when that record is unreadable; the file goes first, so that a clean cut short
+        // still finds it.
         for file in try Syscall.listDirectory(layout.failed) {
             guard case .batch(let name) = RequestName.classify(file), !runningBatch(name),
-                  let refusedAt = OutcomeTimes(layout: layout, id: name).failed ?? OutcomeTimes.changed(layout.failedBatch(name)),
+                  let refusedAt = OutcomeTimes.failedAt(layout.batchErrorRecord(name)) ?? OutcomeTimes.changed(layout.failedBatch(name)),
                   refusedAt < cutoff else { continue }
             if remove([layout.failedBatch(name), layout.batchErrorRecord(name)]) { cleaned.batches += 1 }
         }
