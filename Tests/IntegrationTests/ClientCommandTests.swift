@@ -135,6 +135,26 @@ import Testing
         #expect(harness.files(in: harness.layout.failed).filter { $0 != "superseded" }.isEmpty, "\(harness.files(in: harness.layout.failed))")
     }
 
+    /// A request renamed to a safe id keeps its original name in `state/` while anything of
+    /// it is left to show; `clean` takes the name with the last of it, and no sooner.
+    @Test func cleanRemovesARenamedRequestsOriginalNameWithItsLastFile() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        let id = RequestName.safeID(forRawName: Array("-dashed.json".utf8))
+        try requestText("renamed").write(toFile: harness.layout.outgoing + "/-dashed.json", atomically: false, encoding: .utf8)
+        try waitUntil("answered under its safe id", timeout: 30) { exists(harness.layout.result(id)) && !exists(harness.layout.request(id)) }
+        try waitUntil("its record is written", timeout: 10) { exists(harness.layout.taskRecord(id)) }
+        #expect(harness.layout.loadOriginalName(id) == "-dashed.json")
+        // Nothing is old enough: the name stays with the result.
+        _ = try harness.cli(["clean", "--older-than", "1h", "--spool", harness.layout.root])
+        #expect(exists(harness.layout.originalName(id)))
+        let cleaned = try harness.cli(["clean", "--older-than", "0s", "--spool", harness.layout.root])
+        #expect(cleaned.stdout == "removed 1 results, 0 failed requests, 1 task records, 0 batches\n", "\(cleaned.stdout)")
+        #expect(!exists(harness.layout.originalName(id)), "\(harness.files(in: harness.layout.state))")
+    }
+
     @Test func clientCommandsFindTheSpoolThroughTheConfigLikeRun() throws {
         let harness = try Harness()
         defer { harness.stop() }

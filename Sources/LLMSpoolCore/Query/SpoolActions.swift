@@ -231,6 +231,16 @@ public struct SpoolActions: Sendable {
                   let record = TaskRecord.load(layout, id: id), record.status != .active else { continue }
             if remove([layout.taskRecord(id)]) { cleaned.records += 1 }
         }
+        // A renamed request's original name goes once nothing of its id is left to show it
+        // with: after its record, so that a clean cut short never leaves a record without it.
+        for name in try Syscall.listDirectory(layout.state) where name.hasSuffix(SpoolLayout.originalNameSuffix) {
+            let id = String(name.dropLast(SpoolLayout.originalNameSuffix.count))
+            guard case .request = RequestName.classify(id + SpoolLayout.requestSuffix), !running.contains(id), !kept.contains(id),
+                  old(layout.originalName(id)), !Syscall.isPresent(layout.taskRecord(id)), !Syscall.isPresent(layout.result(id)),
+                  !Syscall.isPresent(layout.errorRecord(id)), SpoolActions.existing(layout.failed, id) == nil,
+                  SpoolActions.existing(layout.hold, id) == nil else { continue }
+            _ = remove([layout.originalName(id)])
+        }
         func runningBatch(_ name: String) -> Bool {
             Syscall.isPresent(layout.batchRequest(name)) || Syscall.isPresent(layout.batchJournal(name))
         }

@@ -113,7 +113,8 @@ public struct SpoolLayout: Sendable, Equatable {
     public func errorRecord(_ id: String) -> String { "\(failed)/\(id)\(Self.errorRecordSuffix)" }
     public func taskRecord(_ id: String) -> String { "\(state)/\(id)\(Self.requestSuffix)" }
     /// The original name, escaped, of a request renamed to a safe id.
-    public func originalName(_ id: String) -> String { "\(state)/\(id).name" }
+    public func originalName(_ id: String) -> String { "\(state)/\(id)\(Self.originalNameSuffix)" }
+    public static let originalNameSuffix = ".name"
 
     /// Journals of running batches.
     public var batches: String { root + "/state/batches" }
