@@ -29,6 +29,19 @@ import Testing
         #expect(redacted.kind == .http && redacted.httpStatus == 401)
     }
 
+    /// The record keeps the body decoded: a key with escaped characters would be written
+    /// in clear. A proxy quoting it in another case gives most of it away too.
+    @Test func aKeyEchoedEscapedOrInAnotherCaseIsBlanked() {
+        let escaped = #"{"message": "key: \u0073\u006B-test-SECRET-5f1a9\u0063."}"#
+        #expect(redaction.redact(escaped) == #"{"message": "key: <redacted>."}"#)
+        #expect(redaction.redact("bearer SK-TEST-secret-5F1A9C!") == "bearer <redacted>!")
+        #expect(SecretRedaction(secrets: ["sk/test/SECRET"]).redact(#"a sk\/test\/SECRET b"#) == "a <redacted> b")
+        // Escapes that stand for nothing of the key, or are cut short, are left alone.
+        for kept in [#"sk-test-SECRET-5f1a9\u00e7"#, #"sk-test-SECRET-5f1a9\u006"#, #"sk-test-SECRET-5f1a9\c"#, #"sk-test-SECRET-5f1a9\"#] {
+            #expect(redaction.redact(kept) == kept, "\(kept)")
+        }
+    }
+
     @Test func aLaneStepsErrorTextAndPolledStatusAreBlanked() {
         let failed = RemoteBatchMachine.Event.failed(retryable: true, retryAfter: 3, message: "the poll answered HTTP 401: Incorrect API key provided: sk-test-SECRET-5f1a9c.")
         #expect(redaction.redact(failed) == .failed(retryable: true, retryAfter: 3, message: "the poll answered HTTP 401: Incorrect API key provided: <redacted>."))

@@ -53,18 +53,20 @@ public struct SecretRedaction: Sendable, Equatable {
         }
     }
 
+    /// Every occurrence of `secret` in `bytes`, as sent or as a provider may echo it: in
+    /// another case (a proxy that lower-cases what it quotes), and with any of its
+    /// characters JSON-escaped (`\u0073`, `\/`), since the record keeps the body decoded.
     static func replace(_ secret: [UInt8], in bytes: [UInt8]) -> [UInt8] {
-        guard bytes.count >= secret.count, let first = secret.first else { return bytes }
+        guard bytes.count >= secret.count, !secret.isEmpty else { return bytes }
         var output: [UInt8] = []
         var copied = 0
         var index = 0
-        let last = bytes.count - secret.count
-        while index <= last {
-            if bytes[index] == first && bytes[index..<(index + secret.count)].elementsEqual(secret) {
+        while index < bytes.count {
+            if let end = matchEnd(secret, in: bytes, at: index) {
                 if output.isEmpty { output.reserveCapacity(bytes.count) }
                 output.append(contentsOf: bytes[copied..<index])
                 output.append(contentsOf: placeholder)
-                index += secret.count
+                index = end
                 copied = index
             } else {
                 index += 1
@@ -73,5 +75,50 @@ public struct SecretRedaction: Sendable, Equatable {
         guard copied > 0 else { return bytes }
         output.append(contentsOf: bytes[copied...])
         return output
+    }
+
+    /// Where a match of `secret` starting at `start` ends, or nil.
+    static func matchEnd(_ secret: [UInt8], in bytes: [UInt8], at start: Int) -> Int? {
+        var index = start
+        for expected in secret {
+            guard index < bytes.count else { return nil }
+            let byte = bytes[index]
+            if folded(byte) == folded(expected) {
+                index += 1
+            } else if byte == UInt8(ascii: "\\"), let (decoded, length) = escape(in: bytes, at: index), folded(decoded) == folded(expected) {
+                index += length
+            } else {
+                return nil
+            }
+        }
+        return index
+    }
+
+    /// ASCII letters in one case; other bytes as they are.
+    private static func folded(_ byte: UInt8) -> UInt8 {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
+    }
+
+    /// The ASCII byte a JSON escape at `index` stands for (`\uXXXX` below 0x80, `\/`), and
+    /// the escape's length; nil for any other escape, which no key's character needs.
+    private static func escape(in bytes: [UInt8], at index: Int) -> (UInt8, Int)? {
+        guard index + 1 < bytes.count else { return nil }
+        if bytes[index + 1] == UInt8(ascii: "/") { return (UInt8(ascii: "/"), 2) }
+        guard bytes[index + 1] == UInt8(ascii: "u"), index + 5 < bytes.count else { return nil }
+        var value: UInt32 = 0
+        for byte in bytes[(index + 2)...(index + 5)] {
+            guard let digit = hexDigit(byte) else { return nil }
+            value = value << 4 | digit
+        }
+        return value < 0x80 ? (UInt8(value), 6) : nil
+    }
+
+    private static func hexDigit(_ byte: UInt8) -> UInt32? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(byte - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(byte - UInt8(ascii: "a") + 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(byte - UInt8(ascii: "A") + 10)
+        default: nil
+        }
     }
 }
