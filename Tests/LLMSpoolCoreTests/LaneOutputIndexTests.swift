@@ -26,7 +26,7 @@ import Testing
             let read = try LaneOutputLine.read(line)
             return (read.customID, read.result)
         }
-        #expect(index.problems.count == 1 && index.problems[0].contains("line 3"), "\(index.problems)")
+        #expect(index.problems.count == 1 && index.problems[0].contains("line 3") && index.unreadable == 1, "\(index.problems)")
         #expect(index.strangers == 2 && index.firstStranger?.contains("line 1: custom_id .other.jsonl.0") == true,
                 "lines for no member are counted for the log: \(index.strangers) \(index.firstStranger ?? "none")")
         #expect(index.repeats == 1)
@@ -50,5 +50,22 @@ import Testing
             return
         }
         #expect(message.contains("no line for this request"))
+    }
+
+    /// A file of a million unreadable lines costs a count, not a string each: the first
+    /// are kept for the log.
+    @Test func unreadableLinesAreCountedAndOnlyTheFirstKept() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lane-index-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/g.output.jsonl"
+        try Data((line(".mine.jsonl.0", content: "mine") + "\n" + String(repeating: "x\n", count: 100_000)).utf8).write(to: URL(fileURLWithPath: path))
+        let index = try LaneOutputIndex(paths: [path], members: [".mine.jsonl.0"]) { line in
+            let read = try LaneOutputLine.read(line)
+            return (read.customID, read.result)
+        }
+        #expect(index.unreadable == 100_000)
+        #expect(index.problems.count == LaneOutputIndex.problemsKept && index.problems[0].contains("line 2"), "\(index.problems.prefix(2))")
+        #expect(try index.line(of: ".mine.jsonl.0") != nil)
     }
 }

@@ -878,8 +878,12 @@ public final class BackgroundLane: @unchecked Sendable {
         let paths = [outputPath(id), errorsPath(id)].filter { Syscall.isPresent($0) }
         guard let intent = groups[id]?.machine.intent else { return }
         let index = try LaneOutputIndex(paths: paths, members: Set(intent.members.map(\.id)), reader: LaneOutputIndex.reader(for: intent))
-        for problem in index.problems.prefix(20) {
+        for problem in index.problems {
             logger.warning("a line of a remote batch's output cannot be read", ["group": LogValue(id), "problem": LogValue(problem)])
+        }
+        if index.unreadable > index.problems.count {
+            logger.warning("more lines of a remote batch's output cannot be read; they are not listed",
+                           ["group": LogValue(id), "lines": "\(index.unreadable)", "listed": "\(index.problems.count)"])
         }
         if let first = index.firstStranger {
             logger.warning("lines of a remote batch's output name no request of its group; they are ignored",

@@ -33,8 +33,12 @@ struct LaneOutputIndex {
     let paths: [String]
     private let reader: Reader
     private(set) var places: [String: Place] = [:]
-    /// Lines that could not be read, with their file and line number, for the log.
+    /// The first lines that could not be read, with their file and line number, for the
+    /// log: a file of millions of bad lines must not cost a string each.
     private(set) var problems: [String] = []
+    static let problemsKept = 20
+    /// Every line that could not be read, those in `problems` included.
+    private(set) var unreadable = 0
     /// Lines read whose custom_id names no member of the group (given `members`), and the
     /// first of them: the provider's mistake, or a stranger's batch, said once in the log.
     private(set) var strangers = 0
@@ -67,7 +71,8 @@ struct LaneOutputIndex {
                         repeats += 1
                     }
                 } catch {
-                    problems.append("\(path) line \(lineNumber): \(error)")
+                    unreadable += 1
+                    if problems.count < Self.problemsKept { problems.append("\(path) line \(lineNumber): \(error)") }
                 }
             }
         }
