@@ -13,6 +13,7 @@ static inline CURLcode llms_easy_setopt_pointer(CURL *h, CURLoption o, void *v) 
 static inline CURLcode llms_easy_setopt_slist(CURL *h, CURLoption o, struct curl_slist *v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode llms_easy_setopt_callback(CURL *h, CURLoption o, llms_curl_data_callback v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode llms_easy_setopt_prereq(CURL *h, curl_prereq_callback v) { return curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, v); }
+static inline CURLcode llms_easy_setopt_xferinfo(CURL *h, curl_xferinfo_callback v) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, v); }
 
 static inline CURLcode llms_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode llms_easy_getinfo_pointer(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }

@@ -14,6 +14,9 @@ public struct StubBatchOptions: Sendable, Equatable {
         /// Send the first half of a batch's output (up to the end of a line, when one ends
         /// there), then drop the connection.
         case cut
+        /// Send a poll's answer one byte every half second: a provider that never quite
+        /// stops and never finishes.
+        case trickle
     }
 
     /// Seconds from a batch's creation to its end (`metadata.stub_seconds` overrides it).
@@ -59,6 +62,8 @@ public struct StubBatchOptions: Sendable, Equatable {
                 fault = .lost
             } else if parts[1] == "cut" {
                 fault = .cut
+            } else if parts[1] == "trickle" {
+                fault = .trickle
             } else if parts[1] == "echo_key" {
                 fault = .echoKey
             } else if let status = Int(parts[1]), (400...599).contains(status) {
@@ -69,7 +74,7 @@ public struct StubBatchOptions: Sendable, Equatable {
             switch (parts[0], fault) {
             case ("upload", .status), ("upload", .echoKey): upload.append(fault)
             case ("create", .status), ("create", .lost), ("create", .echoKey): create.append(fault)
-            case ("poll", .echoKey): poll.append(fault)
+            case ("poll", .echoKey), ("poll", .trickle): poll.append(fault)
             case ("download", .cut): download.append(fault)
             default: return .failure(BatchFaultError(entry: String(entry)))
             }
@@ -79,10 +84,10 @@ public struct StubBatchOptions: Sendable, Equatable {
 }
 
 /// A `--batch-faults` entry that is not `upload:<status>`, `create:<status>`, `create:lost`,
-/// `<upload|create|poll>:echo_key` or `download:cut`.
+/// `<upload|create|poll>:echo_key`, `poll:trickle` or `download:cut`.
 public struct BatchFaultError: Error, Sendable, Equatable, CustomStringConvertible {
     public var entry: String
     public var description: String {
-        "--batch-faults: \"\(entry)\" is not upload:<status>, create:<status>, create:lost, upload:echo_key, create:echo_key, poll:echo_key or download:cut"
+        "--batch-faults: \"\(entry)\" is not upload:<status>, create:<status>, create:lost, upload:echo_key, create:echo_key, poll:echo_key, poll:trickle or download:cut"
     }
 }

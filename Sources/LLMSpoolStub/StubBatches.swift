@@ -51,6 +51,7 @@ final class StubBatches: Sendable {
         var batches: [Batch] = []
         var creations: [String: Int] = [:]
         var downloads: [String: Int] = [:]
+        var trickled = 0
         var uploadFaults: [StubBatchOptions.Fault]
         var createFaults: [StubBatchOptions.Fault]
         var pollFaults: [StubBatchOptions.Fault]
@@ -80,7 +81,7 @@ final class StubBatches: Sendable {
         state.withLock { state in
             StubBatchCounts(creations: state.creations,
                             cancelled: state.batches.filter { $0.cancelledAt != nil }.compactMap { $0.metadata[RemoteBatchListing.groupKey] },
-                            downloads: state.downloads)
+                            downloads: state.downloads, trickled: state.trickled)
         }
     }
 
@@ -104,7 +105,7 @@ final class StubBatches: Sendable {
         switch state.withLock({ StubCreateFaults.next(&$0.uploadFaults) }) {
         case .status(let status)?: return Self.error(status, "stub answered \(status) to the upload as asked")
         case .echoKey?: return Self.error(401, StubResponder.keyEcho(headers))
-        case .lost?, .cut?, nil: break
+        case .lost?, .cut?, .trickle?, nil: break
         }
         guard let parts = StubMultipart.parse(body) else { return Self.error(400, "the body is not multipart/form-data") }
         guard let purpose = parts.first(where: { $0.name == "purpose" }).map({ String(decoding: $0.content, as: UTF8.self) }),
@@ -167,9 +168,14 @@ final class StubBatches: Sendable {
     }
 
     private func retrieve(_ id: String, headers: [String: String]) -> StubResponder.Response {
-        if state.withLock({ StubCreateFaults.next(&$0.pollFaults) }) == .echoKey { return Self.error(401, StubResponder.keyEcho(headers)) }
+        let fault = state.withLock { state in
+            let fault = StubCreateFaults.next(&state.pollFaults)
+            if fault == .trickle { state.trickled += 1 }
+            return fault
+        }
+        if fault == .echoKey { return Self.error(401, StubResponder.keyEcho(headers)) }
         guard let batch = settled(id) else { return Self.error(404, "no batch \(id)") }
-        return Self.ok(Self.object(batch))
+        return fault == .trickle ? StubCreateFaults.trickled(Self.ok(Self.object(batch))) : Self.ok(Self.object(batch))
     }
 
     private func list(_ query: [String: String]) -> StubResponder.Response {

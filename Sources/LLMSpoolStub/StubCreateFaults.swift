@@ -7,6 +7,13 @@ enum StubCreateFaults {
         faults.isEmpty ? nil : faults.removeFirst()
     }
 
+    /// `response` sent one byte every half second.
+    static func trickled(_ response: StubResponder.Response) -> StubResponder.Response {
+        var slow = response
+        slow.pieces = response.body.map { StubResponder.Piece(bytes: [$0], delayMs: 500) }
+        return slow
+    }
+
     /// A committed create's answer: whole, or when `lost` only its first bytes, after which
     /// the connection drops.
     static func answer(_ response: StubResponder.Response, lost: Bool) -> StubResponder.Response {

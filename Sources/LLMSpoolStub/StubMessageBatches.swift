@@ -37,6 +37,7 @@ final class StubMessageBatches: Sendable {
         var batches: [Batch] = []
         var creations: [String: Int] = [:]
         var downloads: [String: Int] = [:]
+        var trickled = 0
         var createFaults: [StubBatchOptions.Fault]
         var pollFaults: [StubBatchOptions.Fault]
         var downloadFaults: [StubBatchOptions.Fault]
@@ -64,7 +65,7 @@ final class StubMessageBatches: Sendable {
         state.withLock { state in
             StubBatchCounts(creations: state.creations,
                             cancelled: state.batches.filter { $0.cancelInitiatedAt != nil }.compactMap { $0.requests.first.map { Self.group(of: $0.0) } },
-                            downloads: state.downloads)
+                            downloads: state.downloads, trickled: state.trickled)
         }
     }
 
@@ -137,11 +138,17 @@ final class StubMessageBatches: Sendable {
     }
 
     private func retrieve(_ id: String, headers: [String: String], host: String) -> StubResponder.Response {
-        if state.withLock({ StubCreateFaults.next(&$0.pollFaults) }) == .echoKey {
+        let fault = state.withLock { state in
+            let fault = StubCreateFaults.next(&state.pollFaults)
+            if fault == .trickle { state.trickled += 1 }
+            return fault
+        }
+        if fault == .echoKey {
             return Self.error(401, "authentication_error", StubResponder.keyEcho(headers))
         }
         guard let batch = settled(id) else { return Self.error(404, "not_found_error", "no message batch \(id)") }
-        return Self.ok(Self.object(batch, host: host))
+        let answer = Self.ok(Self.object(batch, host: host))
+        return fault == .trickle ? StubCreateFaults.trickled(answer) : answer
     }
 
     private func list(_ query: [String: String], host: String) -> StubResponder.Response {

@@ -101,7 +101,8 @@ public final class StubServer: @unchecked Sendable {
             let counts = batches.counts.merged(with: messageBatches.counts)
             return StubResponder.Response(status: 200, headers: [("Content-Type", "application/json")], latencyMs: 0,
                                           pieces: [.init(bytes: StubResponder.json(["creations": counts.creations, "batches": counts.creations.values.reduce(0, +),
-                                                                                    "cancelled": counts.cancelled, "downloads": counts.downloads]), delayMs: 0)])
+                                                                                    "cancelled": counts.cancelled, "downloads": counts.downloads,
+                                                                                    "trickled": counts.trickled]), delayMs: 0)])
         }
         if let answer = messageBatches.respond(method: method, path: path, query: query, body: body, headers: headers) { return answer }
         if let answer = batches.respond(method: method, path: path, query: query, body: body, headers: headers) { return answer }

@@ -104,7 +104,8 @@ enum Help {
                            create commits and its answer is cut off; cut: half the output
                            is sent, up to a line's end, then the connection drops);
                            upload:echo_key, create:echo_key and poll:echo_key answer 401
-                           with the key the call carried in the message
+                           with the key the call carried in the message; poll:trickle
+                           sends a poll's answer one byte every half second
       --batch-ending E     completed (default), expired or failed (OpenAI: refused whole): how batches end
       -h, --help           show this help
     """

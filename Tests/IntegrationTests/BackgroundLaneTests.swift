@@ -423,6 +423,39 @@ import Testing
         #expect((counts["downloads"] as? [String: Int])?[group] == 2, "the cut download, then the whole one: \(counts)")
     }
 
+    /// A provider trickling a poll's answer (a byte every half second, which libcurl's
+    /// low-speed check alone lets through) would hold the lane's one thread for minutes:
+    /// an API's small answer must come within the idle timeout, and the next poll goes on.
+    @Test func aTricklingPollIsCutAtTheIdleTimeoutAndTheGroupGoesOn() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "1", "--batch-faults", "poll:trickle,poll:trickle"])
+        try harness.startDaemon(config: config(harness, ["idle_timeout_seconds": 3]))
+        let ids = ["t1", "t2"]
+        for id in ids { try harness.drop(id, Self.deferrable(id, "Trickled poll \(id)")) }
+        try waitForOutcomes(harness, ids)
+        #expect(try stubBatches(harness)["trickled"] as? Int == 2)
+        #expect(harness.log.contains("a remote batch step failed") && harness.log.contains("timed out"),
+                "\(harness.log.split(separator: "\n").filter { $0.contains("step") }.joined(separator: "\n"))")
+        for id in ids { #expect(try harness.arrivals(of: "Trickled poll \(id)").isEmpty, "\(id) was answered by the batch") }
+    }
+
+    /// A stop does not wait for a lane exchange under way: a trickled poll is aborted, the
+    /// daemon exits within its grace, and the group's record stays for the next start.
+    @Test func aStopIsNotHeldByATricklingPoll() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "30", "--batch-faults", "poll:trickle,poll:trickle,poll:trickle"])
+        try harness.startDaemon(config: config(harness, ["shutdown_grace_seconds": 2]))
+        try harness.drop("held", Self.deferrable("held", "Held by a trickle"))
+        try waitUntil("a poll is being trickled", timeout: 30) { (try? stubBatches(harness))?["trickled"] as? Int ?? 0 >= 1 }
+        harness.signalDaemon(SIGTERM)
+        try waitUntil("the daemon stopped", timeout: 20) { !harness.daemonIsRunning }
+        #expect(harness.log.contains("stopped, the daemon is stopping"), "the exchange was aborted")
+        #expect(Syscall.isPresent(harness.layout.request("held")), "the request stays in outgoing")
+        #expect(harness.files(in: harness.layout.remote).contains { $0.hasSuffix(".json") }, "the group's record stays for the next start")
+    }
+
     @Test func withDeferredExpiredFailAnExpiredMemberFailsAsExpiredAndAFailedLineIsRetriedLive() throws {
         let harness = try Harness()
         defer { harness.stop() }

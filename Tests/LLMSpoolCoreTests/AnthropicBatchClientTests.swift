@@ -71,7 +71,7 @@ import Testing
         defer { stub.stop() }
         let base = "http://127.0.0.1:\(stub.port)"
         let endpoint = Endpoint(baseURL: base, apiKey: Secret("sk-ant-test"), api: .anthropic, batch: true)
-        let client = AnthropicBatchClient(endpoint: endpoint, http: LaneHTTP(settings: .init(connectTimeoutSeconds: 5, idleTimeoutSeconds: 10)))
+        let client = AnthropicBatchClient(endpoint: endpoint, http: LaneHTTP(settings: .init(connectTimeoutSeconds: 5, idleTimeoutSeconds: 10), stop: LaneStopFlag()))
         let lines = [try member("a", Self.first, dir: dir), try member("b", Self.second, dir: dir)]
         func source() throws -> AnthropicBatchSource { try #require(AnthropicBatchSource(group: "g1", url: MessagesDialect().path, lines: lines)) }
 

@@ -28,8 +28,10 @@ public final class BackgroundLane: @unchecked Sendable {
             pollSeconds = config.batchPollSeconds
             pollMaxSeconds = config.batchPollMaxSeconds
             maxRetryAfterSeconds = config.retry.maxRetryAfterSeconds
+            let (perMember, overflow) = config.maxResponseBytes.addingReportingOverflow(BackgroundLane.lineEnvelopeBytes)
             http = LaneHTTP.Settings(connectTimeoutSeconds: config.connectTimeoutSeconds, idleTimeoutSeconds: config.idleTimeoutSeconds,
-                                     caFile: config.caFile, caDirectory: config.caDirectory)
+                                     caFile: config.caFile, caDirectory: config.caDirectory, minFreeBytes: config.minFreeBytes,
+                                     answerBytesPerMember: overflow ? .max : perMember)
         }
     }
 
@@ -63,6 +65,9 @@ public final class BackgroundLane: @unchecked Sendable {
         case stop
     }
 
+    /// What an output line holds besides its answer (ids, status, request id), at most.
+    static let lineEnvelopeBytes: Int64 = 64 << 10
+
     /// How long a commit of successes may grow before its folders are fsynced.
     static let commitBatch = 256
 
@@ -83,8 +88,9 @@ public final class BackgroundLane: @unchecked Sendable {
     private let progressBox = Mutex<[Progress]>([])
     private let running = Atomic<Bool>(false)
     /// Set by `finish`: a group's steps that follow each other without a wait stop at the
-    /// next one (the record on disk is at or behind the remote truth, and resumes).
-    private let stopRequested = Atomic<Bool>(false)
+    /// next one (the record on disk is at or behind the remote truth, and resumes), and an
+    /// exchange under way is aborted.
+    private let stop: LaneStopFlag
     /// Requests handed over by `deferred` that the thread has not taken in yet.
     private let backlogCount = Atomic<Int>(0)
 
@@ -126,7 +132,9 @@ public final class BackgroundLane: @unchecked Sendable {
         self.logger = logger
         self.endpoints = endpoints
         self.settings = settings
-        self.http = LaneHTTP(settings: settings.http)
+        let stop = LaneStopFlag()
+        self.stop = stop
+        self.http = LaneHTTP(settings: settings.http, stop: stop)
         self.grouper = LaneGrouper(limits: settings.limits)
     }
 
@@ -211,7 +219,7 @@ public final class BackgroundLane: @unchecked Sendable {
     /// (no intent was recorded for it), and every recorded group resumes on the next start.
     public func finish() {
         guard running.load(ordering: .relaxed) else { return }
-        stopRequested.store(true, ordering: .relaxed)
+        stop.set()
         enqueue(.stop)
         stopped.wait()
     }
@@ -300,7 +308,7 @@ public final class BackgroundLane: @unchecked Sendable {
             }
             endpoints = newEndpoints
             settings = newSettings
-            http = LaneHTTP(settings: newSettings.http)
+            http = LaneHTTP(settings: newSettings.http, stop: stop)
             // A reload that stops an endpoint batching (or removes it): what waits for a group
             // there goes live, and so does a group recorded with nothing remote yet. A group
             // that may exist remotely is followed to its end (`perform`).
@@ -682,7 +690,7 @@ public final class BackgroundLane: @unchecked Sendable {
     private func drive(_ id: String, _ actions: [RemoteBatchMachine.Action]) {
         var pending = actions[...]
         while let action = pending.popFirst() {
-            guard groups[id] != nil, !stopRequested.load(ordering: .relaxed) else { return }
+            guard groups[id] != nil, !stop.isSet else { return }
             switch action {
             case .record(let intent):
                 guard record(id, intent) else {
@@ -837,7 +845,7 @@ public final class BackgroundLane: @unchecked Sendable {
                     logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(path) }
                     continue
                 }
-                if let failure = http.downloadDurably(to: path, mode: layout.fileMode, group: id, logger: logger, { fd in
+                if let failure = http.downloadDurably(to: path, mode: layout.fileMode, group: id, members: intent.members.count, logger: logger, { fd in
                     client.download(fileID: fileID, to: fd, path: path)
                 }) { return failure }
             }

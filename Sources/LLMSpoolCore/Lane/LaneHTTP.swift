@@ -41,13 +41,31 @@ final class LaneHTTP {
     /// The settings every exchange takes.
     struct Settings {
         var connectTimeoutSeconds: Double
-        /// An exchange fails once no byte has moved for this long.
+        /// A small exchange (an API's JSON answer) must end within this; a large upload or
+        /// download fails once it moves less than `bulkFloorBytesPerSecond` for this long.
         var idleTimeoutSeconds: Double
         var caFile: String?
         var caDirectory: String?
+        /// A download stops when the disk it goes to has less free (`min_free_bytes`).
+        var minFreeBytes: UInt64 = 0
+        /// The most one member's line of a downloaded output may take
+        /// (`max_response_bytes` and the line's envelope).
+        var answerBytesPerMember: Int64 = .max
     }
 
-    private let settings: Settings
+    /// Bodies up to this are small exchanges, bound by a deadline.
+    static let smallBodyBytes = 1 << 20
+    /// What a large transfer must move a second, on average over the idle timeout: a
+    /// provider trickling bytes must not hold the lane's one thread for days.
+    static let bulkFloorBytesPerSecond = 1024
+    /// How often a download looks at the free space left on its disk.
+    static let spaceCheckBytes = 8 << 20
+
+    let settings: Settings
+    private let stop: LaneStopFlag
+    /// The most a file sink takes in this exchange (`downloadDurably` sets it).
+    var fileLimit: Int64 = .max
+    private var bytesSinceSpaceCheck = 0
     private var source: (any LaneBodySource)?
     private var sink: Sink = .memory(limit: 0)
     private var received: [UInt8] = []
@@ -61,8 +79,9 @@ final class LaneHTTP {
     var midFile: (() -> Void)?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
-    init(settings: Settings) {
+    init(settings: Settings, stop: LaneStopFlag) {
         self.settings = settings
+        self.stop = stop
     }
 
     deinit {
@@ -85,15 +104,29 @@ final class LaneHTTP {
         sinkFailure = nil
         haveFirstLine = false
         retryAfter = nil
+        bytesSinceSpaceCheck = Self.spaceCheckBytes
         errorBuffer[0] = 0
         let me = Unmanaged.passUnretained(self).toOpaque()
         try CurlHandle.set(handle, CURLOPT_URL, string: url)
         try CurlHandle.set(handle, CURLOPT_NOSIGNAL, 1)
         try CurlHandle.set(handle, CURLOPT_TCP_KEEPALIVE, 1)
         try CurlHandle.set(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(settings.connectTimeoutSeconds * 1000))
-        // Bytes must keep moving; a large upload or download may take as long as it needs.
-        try CurlHandle.set(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
-        try CurlHandle.set(handle, CURLOPT_LOW_SPEED_TIME, max(1, Int(settings.idleTimeoutSeconds)))
+        // An API's small answer has a deadline; a large upload or download may take as long
+        // as it needs while its bytes keep moving.
+        var small = (body?.size ?? 0) <= Self.smallBodyBytes
+        if case .file = sink { small = false }
+        if small {
+            try CurlHandle.set(handle, CURLOPT_TIMEOUT_MS, Int(min(settings.idleTimeoutSeconds, 1e9) * 1000))
+            try CurlHandle.set(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
+        } else {
+            try CurlHandle.set(handle, CURLOPT_LOW_SPEED_LIMIT, Self.bulkFloorBytesPerSecond)
+        }
+        try CurlHandle.set(handle, CURLOPT_LOW_SPEED_TIME, max(1, Int(min(settings.idleTimeoutSeconds, 1e9))))
+        try CurlHandle.set(handle, CURLOPT_NOPROGRESS, 0)
+        try CurlHandle.set(handle, CURLOPT_XFERINFODATA, pointer: me)
+        try CurlHandle.setProgress(handle) { context, _, _, _, _ in
+            Unmanaged<LaneHTTP>.fromOpaque(context!).takeUnretainedValue().stop.isSet ? 1 : 0
+        }
         try CurlHandle.set(handle, CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
         if let file = settings.caFile { try CurlHandle.set(handle, CURLOPT_CAINFO, string: file) }
         if let folder = settings.caDirectory { try CurlHandle.set(handle, CURLOPT_CAPATH, string: folder) }
@@ -123,6 +156,7 @@ final class LaneHTTP {
         }
         try CurlHandle.set(handle, CURLOPT_HTTPHEADER, list: list)
         let code = curl_easy_perform(handle)
+        if code == CURLE_ABORTED_BY_CALLBACK && stop.isSet { throw TransportFailure(description: "\(method) \(url): stopped, the daemon is stopping") }
         if let sinkFailure { throw TransportFailure(description: sinkFailure) }
         if let failure = source?.failure { throw BodyFailure(description: failure) }
         if haveFirstLine {
@@ -161,7 +195,20 @@ final class LaneHTTP {
                 return 0
             }
         case .file(let fd, let path):
+            guard receivedBytes <= fileLimit else {
+                sinkFailure = "the download to \(path) passed \(fileLimit) bytes, more than its group's answers may take (max_response_bytes each)"
+                return 0
+            }
             do {
+                bytesSinceSpaceCheck += count
+                if bytesSinceSpaceCheck >= Self.spaceCheckBytes {
+                    bytesSinceSpaceCheck = 0
+                    let free = try Syscall.freeBytes(fd, path: path)
+                    guard free >= settings.minFreeBytes else {
+                        sinkFailure = "the download to \(path) stopped: its disk has \(free) bytes free, less than min_free_bytes (\(settings.minFreeBytes))"
+                        return 0
+                    }
+                }
                 if let pause = midFile {
                     midFile = nil
                     try Syscall.writeAll(fd, UnsafeRawBufferPointer(start: buffer, count: count / 2), path: path)

@@ -36,7 +36,7 @@ struct MessageBatchSteps {
                 logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(output) }
                 return .downloaded
             }
-            if let failure = http.downloadDurably(to: output, mode: layout.fileMode, group: id, logger: logger, { fd in
+            if let failure = http.downloadDurably(to: output, mode: layout.fileMode, group: id, members: intent.members.count, logger: logger, { fd in
                 client.downloadResults(batchID: batch, to: fd, path: output)
             }) { return failure }
             logger.info("remote batch downloaded", ["group": LogValue(id), "batch": LogValue(batch)])

@@ -30,6 +30,12 @@ enum CurlHandle {
         try CurlError.check(llms_easy_setopt_prereq(handle, callback), "curl_easy_setopt(PREREQFUNCTION)")
     }
 
+    /// `CURLOPT_XFERINFOFUNCTION`: called about once a second, and as bytes move; a nonzero
+    /// return aborts the transfer (`CURLE_ABORTED_BY_CALLBACK`).
+    static func setProgress(_ handle: UnsafeMutableRawPointer, _ callback: curl_xferinfo_callback) throws {
+        try CurlError.check(llms_easy_setopt_xferinfo(handle, callback), "curl_easy_setopt(XFERINFOFUNCTION)")
+    }
+
     static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, list: UnsafeMutablePointer<curl_slist>?) throws {
         try CurlError.check(llms_easy_setopt_slist(handle, option, list), "curl_easy_setopt(option \(option.rawValue))")
     }
