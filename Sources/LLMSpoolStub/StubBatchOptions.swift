@@ -74,7 +74,7 @@ public struct StubBatchOptions: Sendable, Equatable {
             switch (parts[0], fault) {
             case ("upload", .status), ("upload", .echoKey): upload.append(fault)
             case ("create", .status), ("create", .lost), ("create", .echoKey): create.append(fault)
-            case ("poll", .echoKey), ("poll", .trickle): poll.append(fault)
+            case ("poll", .echoKey), ("poll", .trickle), ("poll", .status): poll.append(fault)
             case ("download", .cut): download.append(fault)
             default: return .failure(BatchFaultError(entry: String(entry)))
             }
@@ -84,10 +84,10 @@ public struct StubBatchOptions: Sendable, Equatable {
 }
 
 /// A `--batch-faults` entry that is not `upload:<status>`, `create:<status>`, `create:lost`,
-/// `<upload|create|poll>:echo_key`, `poll:trickle` or `download:cut`.
+/// `poll:<status>`, `<upload|create|poll>:echo_key`, `poll:trickle` or `download:cut`.
 public struct BatchFaultError: Error, Sendable, Equatable, CustomStringConvertible {
     public var entry: String
     public var description: String {
-        "--batch-faults: \"\(entry)\" is not upload:<status>, create:<status>, create:lost, upload:echo_key, create:echo_key, poll:echo_key, poll:trickle or download:cut"
+        "--batch-faults: \"\(entry)\" is not upload:<status>, create:<status>, poll:<status>, create:lost, upload:echo_key, create:echo_key, poll:echo_key, poll:trickle or download:cut"
     }
 }

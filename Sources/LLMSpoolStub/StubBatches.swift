@@ -174,6 +174,7 @@ final class StubBatches: Sendable {
             return fault
         }
         if fault == .echoKey { return Self.error(401, StubResponder.keyEcho(headers)) }
+        if case .status(let status)? = fault { return Self.error(status, "stub answered \(status) to the poll as asked") }
         guard let batch = settled(id) else { return Self.error(404, "no batch \(id)") }
         return fault == .trickle ? StubCreateFaults.trickled(Self.ok(Self.object(batch))) : Self.ok(Self.object(batch))
     }

@@ -146,6 +146,7 @@ final class StubMessageBatches: Sendable {
         if fault == .echoKey {
             return Self.error(401, "authentication_error", StubResponder.keyEcho(headers))
         }
+        if case .status(let status)? = fault { return Self.error(status, "api_error", "stub answered \(status) to the poll as asked") }
         guard let batch = settled(id) else { return Self.error(404, "not_found_error", "no message batch \(id)") }
         let answer = Self.ok(Self.object(batch, host: host))
         return fault == .trickle ? StubCreateFaults.trickled(answer) : answer

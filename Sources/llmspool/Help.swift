@@ -100,7 +100,7 @@ enum Help {
       --token-delay-ms N   delay between streamed pieces (default 0)
       --batch-seconds N    how long a batch runs before it completes (default 0)
       --batch-faults LIST  faults met in order by uploads, creates, polls and output downloads,
-                           such as upload:500,create:429,create:lost,download:cut (lost: the
+                           such as upload:500,create:429,poll:404,create:lost,download:cut (lost: the
                            create commits and its answer is cut off; cut: half the output
                            is sent, up to a line's end, then the connection drops);
                            upload:echo_key, create:echo_key and poll:echo_key answer 401

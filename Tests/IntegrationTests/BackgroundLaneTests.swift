@@ -440,6 +440,24 @@ import Testing
         for id in ids { #expect(try harness.arrivals(of: "Trickled poll \(id)").isEmpty, "\(id) was answered by the batch") }
     }
 
+    /// A batch the provider no longer knows (deleted on its dashboard) never brings its
+    /// answers: after five polls answered 404 in a row the group's requests go live, each
+    /// answered once.
+    @Test func aBatchThePollKeepsNotFindingSendsItsRequestsLive() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "30", "--batch-faults", Array(repeating: "poll:404", count: 5).joined(separator: ",")])
+        try harness.startDaemon(config: config(harness))
+        let ids = ["n1", "n2"]
+        for id in ids { try harness.drop(id, Self.deferrable(id, "Lost batch \(id)")) }
+        try waitForOutcomes(harness, ids, timeout: 90)
+        #expect(harness.log.contains("(5 times in a row)"), "\(harness.log.split(separator: "\n").filter { $0.contains("group") }.joined(separator: "\n"))")
+        for id in ids {
+            #expect(try harness.arrivals(of: "Lost batch \(id)").count == 1, "\(id) was sent live once")
+            #expect(Harness.content(of: try harness.json(harness.layout.result(id)))?.hasPrefix("Echo: Lost batch \(id)") == true)
+        }
+    }
+
     /// A stop does not wait for a lane exchange under way: a trickled poll is aborted, the
     /// daemon exits within its grace, and the group's record stays for the next start.
     @Test func aStopIsNotHeldByATricklingPoll() throws {

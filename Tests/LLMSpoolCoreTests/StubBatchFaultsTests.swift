@@ -12,9 +12,10 @@ import Testing
         #expect(faults.poll.isEmpty)
         let echoes = try StubBatchOptions.faults("upload:echo_key,create:echo_key,poll:echo_key,poll:echo_key").get()
         #expect(echoes.upload == [.echoKey] && echoes.create == [.echoKey] && echoes.poll == [.echoKey, .echoKey] && echoes.download.isEmpty)
+        #expect(try StubBatchOptions.faults("poll:404,poll:trickle,poll:500").get().poll == [.status(404), .trickle, .status(500)])
     }
 
-    @Test(arguments: ["upload:cut", "create:cut", "download:lost", "download:500", "upload:lost", "download", "results:cut", "create:200", "create:x", "poll:500", "download:echo_key"])
+    @Test(arguments: ["upload:cut", "create:cut", "download:lost", "download:500", "upload:lost", "download", "results:cut", "create:200", "create:x", "poll:lost", "poll:200", "download:echo_key"])
     func anEntryThatIsNoFaultIsNamed(entry: String) {
         let text = "create:429," + entry
         guard case .failure(let error) = StubBatchOptions.faults(text) else {

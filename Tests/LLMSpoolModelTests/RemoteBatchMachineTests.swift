@@ -131,6 +131,28 @@ import Testing
         #expect(machine.handle(.failed(retryable: true, retryAfter: 8, message: "429")) == [.wait(seconds: 4, then: .poll)], "the backoff, not the 8 s asked")
     }
 
+    /// A poll or download told "not found" again and again can never bring the answers:
+    /// the group is abandoned (its requests go live) after `maximumGone` in a row, and a
+    /// step that went through in between starts the count again.
+    @Test func aBatchOrFileGoneFiveTimesInARowAbandonsTheGroup() {
+        var machine = RemoteBatchMachine(intent: intent(.polling, batch: "batch_1"))
+        #expect(machine.handle(.start).last == .perform(.poll))
+        #expect(machine.handle(.gone(message: "the poll answered HTTP 404")) == [.wait(seconds: 2, then: .poll)])
+        #expect(machine.handle(.failed(retryable: true, retryAfter: nil, message: "500")) == [.wait(seconds: 4, then: .poll)], "a 500 between proves nothing")
+        #expect(machine.handle(.gone(message: "404")) == [.wait(seconds: 8, then: .poll)])
+        #expect(machine.handle(.polled(RemoteBatchStatus(status: "in_progress", total: 2, completed: 0))).last?.isWait == true, "found again")
+        for _ in 1..<RemoteBatchMachine.maximumGone {
+            #expect(machine.handle(.gone(message: "404")).last?.isWait == true)
+        }
+        #expect(machine.handle(.gone(message: "the poll answered HTTP 404")) == [.abandon(message: "the poll answered HTTP 404 (5 times in a row)")])
+        #expect(machine.handle(.gone(message: "404")) == [], "nothing pending after the abandonment")
+
+        var download = RemoteBatchMachine(intent: intent(.ended, batch: "batch_1", output: "file-out"))
+        #expect(download.handle(.start).last == .perform(.download(outputFileID: "file-out", errorFileID: nil)))
+        for _ in 1..<RemoteBatchMachine.maximumGone { _ = download.handle(.gone(message: "410")) }
+        #expect(download.handle(.gone(message: "410")) == [.abandon(message: "410 (5 times in a row)")])
+    }
+
     @Test func failedCreatesMapToUncertainUnlessTheAnswerProvesNothingWasCreated() {
         #expect(RemoteBatchMachine.eventForFailedCreate(status: nil, retryAfter: nil, message: "reset") == .createUncertain)
         #expect(RemoteBatchMachine.eventForFailedCreate(status: 500, retryAfter: nil, message: "x") == .createUncertain)
@@ -279,4 +301,8 @@ import Testing
         #expect(RemoteBatchState.allCases.map(\.rawValue) == ["intent", "uploaded", "creating", "created", "polling", "ended", "downloaded", "split", "published"])
         #expect(RemoteBatchState.intent < .uploaded && RemoteBatchState.split < .published)
     }
+}
+
+extension RemoteBatchMachine.Action {
+    var isWait: Bool { if case .wait = self { true } else { false } }
 }

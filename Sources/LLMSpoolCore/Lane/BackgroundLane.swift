@@ -708,8 +708,10 @@ public final class BackgroundLane: @unchecked Sendable {
                 // the record: a provider that echoes the key it was sent is blanked out once.
                 guard let event = perform(step, id).map(finisher.secretRedaction.redact) else { return }
                 guard let next = groups[id]?.machine.handle(event) else { return }
-                if case .failed(_, _, let message) = event {
+                switch event {
+                case .failed(_, _, let message), .gone(let message):
                     logger.warning("a remote batch step failed", ["group": LogValue(id), "step": LogValue(step.name), "reason": LogValue(message)])
+                default: break
                 }
                 pending.append(contentsOf: next)
             case .wait(let seconds, let step):

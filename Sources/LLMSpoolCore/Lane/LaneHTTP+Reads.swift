@@ -7,6 +7,9 @@ extension LaneHTTP {
         case failure(RemoteBatchMachine.Event)
     }
 
+    /// The provider says what was read does not exist.
+    static func saysGone(_ status: Int) -> Bool { status == 404 || status == 410 }
+
     /// GETs `url` into memory (at most `limit` bytes); `describe` words a refusal.
     func read(_ url: String, headers: [String], what: String, limit: Int, describe: (String, Answer) -> String) -> Read {
         let answer: Answer
@@ -16,6 +19,7 @@ extension LaneHTTP {
             return .failure(.failed(retryable: true, retryAfter: nil, message: "\(what) failed: \(error)"))
         }
         guard (200..<300).contains(answer.status) else {
+            if Self.saysGone(answer.status) { return .failure(.gone(message: describe(what, answer))) }
             return .failure(.failed(retryable: true, retryAfter: answer.retryAfter, message: describe(what, answer)))
         }
         return .success(answer.body)
@@ -27,9 +31,12 @@ extension LaneHTTP {
         do {
             answer = try exchange(method: "GET", url: url, headers: headers, body: nil, sink: .file(fd: fd.rawValue, path: path))
         } catch {
-            return .failed(retryable: true, retryAfter: nil, message: "\(what) failed: \(error)")
+            // Past its group's answers' size the file cannot be what was asked for.
+            let retryable = (error as? TransportFailure)?.retryable ?? true
+            return .failed(retryable: retryable, retryAfter: nil, message: "\(what) failed: \(error)")
         }
         guard answer.status == 200 else {
+            if Self.saysGone(answer.status) { return .gone(message: "\(what) answered HTTP \(answer.status)") }
             return .failed(retryable: true, retryAfter: answer.retryAfter, message: "\(what) answered HTTP \(answer.status)")
         }
         return nil

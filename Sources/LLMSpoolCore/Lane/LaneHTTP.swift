@@ -31,6 +31,8 @@ final class LaneHTTP {
     /// libcurl gave no answer (a refused connection, a timeout, a cut): the message names it.
     struct TransportFailure: Error, CustomStringConvertible {
         var description: String
+        /// False when trying again cannot help (a download past what its group may hold).
+        var retryable = true
     }
 
     /// The body could not be produced (a member's file changed or could not be read).
@@ -71,6 +73,7 @@ final class LaneHTTP {
     private var received: [UInt8] = []
     private var receivedBytes: Int64 = 0
     private var sinkFailure: String?
+    private var sinkFailureIsFinal = false
     /// The `firstLine` sink has its line and stopped the transfer on purpose.
     private var haveFirstLine = false
     private var retryAfter: Double?
@@ -102,6 +105,7 @@ final class LaneHTTP {
         received = []
         receivedBytes = 0
         sinkFailure = nil
+        sinkFailureIsFinal = false
         haveFirstLine = false
         retryAfter = nil
         bytesSinceSpaceCheck = Self.spaceCheckBytes
@@ -157,7 +161,7 @@ final class LaneHTTP {
         try CurlHandle.set(handle, CURLOPT_HTTPHEADER, list: list)
         let code = curl_easy_perform(handle)
         if code == CURLE_ABORTED_BY_CALLBACK && stop.isSet { throw TransportFailure(description: "\(method) \(url): stopped, the daemon is stopping") }
-        if let sinkFailure { throw TransportFailure(description: sinkFailure) }
+        if let sinkFailure { throw TransportFailure(description: sinkFailure, retryable: !sinkFailureIsFinal) }
         if let failure = source?.failure { throw BodyFailure(description: failure) }
         if haveFirstLine {
             return Answer(status: CurlHandle.responseCode(handle), body: received, retryAfter: retryAfter, bytesReceived: receivedBytes)
@@ -197,6 +201,7 @@ final class LaneHTTP {
         case .file(let fd, let path):
             guard receivedBytes <= fileLimit else {
                 sinkFailure = "the download to \(path) passed \(fileLimit) bytes, more than its group's answers may take (max_response_bytes each)"
+                sinkFailureIsFinal = true
                 return 0
             }
             do {

@@ -45,6 +45,8 @@ public struct SecretRedaction: Sendable, Equatable {
         switch event {
         case .failed(let retryable, let retryAfter, let message):
             return .failed(retryable: retryable, retryAfter: retryAfter, message: redact(message))
+        case .gone(let message):
+            return .gone(message: redact(message))
         case .polled(var status):
             status.status = redact(status.status)
             return .polled(status)

@@ -42,6 +42,10 @@ public struct RemoteBatchMachine: Sendable {
         /// The step asked for failed and did certainly not change anything remote.
         /// `retryable`: try it again after `retryAfter` or a backoff.
         case failed(retryable: Bool, retryAfter: Double?, message: String)
+        /// A read was told the batch or file does not exist (404, 410). Tried again like a
+        /// failure, since a provider's replicas may lag a create; `maximumGone` in a row
+        /// abandon the group, whose answers can no longer come.
+        case gone(message: String)
     }
 
     public enum Step: Sendable, Equatable {
@@ -97,11 +101,16 @@ public struct RemoteBatchMachine: Sendable {
     /// Creates whose outcome was unknown and whose batch no list then showed, after which
     /// none is made: each may be a batch the provider made and hides, and paid for.
     public static let maximumUnprovenCreates = 3
+    /// Reads told "not found" in a row (with backoffs of 2, 4, 8 and 16 s between them)
+    /// after which the group is abandoned.
+    public static let maximumGone = 5
 
     public private(set) var intent: RemoteIntent
     public private(set) var schedule: PollSchedule
     private var pending: Step?
     private var failures = 0
+    /// `gone` events since the last step that went through.
+    private var goneInARow = 0
     /// Creates in this run whose outcome was unknown and that no list has shown since.
     public private(set) var unprovenCreates = 0
     /// The pages of OpenAI's list read since its first: a page that leads back to one
@@ -129,6 +138,10 @@ public struct RemoteBatchMachine: Sendable {
     }
 
     public mutating func handle(_ event: Event) -> [Action] {
+        switch event {
+        case .gone, .failed: break
+        default: goneInARow = 0
+        }
         switch event {
         case .start:
             if intent.api == .anthropic && intent.state == .intent {
@@ -248,12 +261,24 @@ public struct RemoteBatchMachine: Sendable {
                 pending = nil
                 return [.abandon(message: message)]
             }
-            failures += 1
-            let backoff = min(Double(1 << min(failures, 20)), Self.maximumBackoff)
-            // A provider's Retry-After is honoured up to `max_retry_after_seconds`.
-            let asked = min(retryAfter ?? 0, schedule.maximumRetryAfter)
-            return [.wait(seconds: max(asked, backoff), then: step)]
+            return later(step, retryAfter: retryAfter)
+        case .gone(let message):
+            guard let step = pending else { return [] }
+            goneInARow += 1
+            guard goneInARow < Self.maximumGone else {
+                pending = nil
+                return [.abandon(message: "\(message) (\(goneInARow) times in a row)")]
+            }
+            return later(step, retryAfter: nil)
         }
+    }
+
+    /// `step` again after a backoff, or the provider's Retry-After up to `max_retry_after_seconds`.
+    private mutating func later(_ step: Step, retryAfter: Double?) -> [Action] {
+        failures += 1
+        let backoff = min(Double(1 << min(failures, 20)), Self.maximumBackoff)
+        let asked = min(retryAfter ?? 0, schedule.maximumRetryAfter)
+        return [.wait(seconds: max(asked, backoff), then: step)]
     }
 
     /// The create after a list that shows no batch of the group. After a create whose
