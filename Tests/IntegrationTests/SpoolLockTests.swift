@@ -44,6 +44,25 @@ import Testing
         #expect(try harness.arrivals(of: "served once after state was deleted").count == 1)
     }
 
+    /// With leases, `state` deleted while running takes `state/leases` with it: both are
+    /// made again, and requests dropped after are claimed and answered. Before, no request
+    /// could be claimed again until a restart (five warnings a second each).
+    @Test func stateDeletedUnderADaemonWithLeasesIsMadeAgainWithItsLeasesFolder() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["watch_mode": "inotify", "leases": true, "lease_seconds": 3])
+        try harness.drop("before", Harness.request("served before"))
+        try waitUntil("answered before", timeout: 20) { Syscall.isPresent(harness.layout.result("before")) }
+        try FileManager.default.removeItem(atPath: harness.layout.state)
+        for id in ["after-1", "after-2", "after-3"] { try harness.drop(id, Harness.request("served after: \(id)")) }
+        try waitUntil("every request after the removal is answered", timeout: 30) {
+            ["after-1", "after-2", "after-3"].allSatisfy { Syscall.isPresent(harness.layout.result($0)) && !Syscall.isPresent(harness.layout.request($0)) }
+        }
+        for folder in [harness.layout.leases, harness.layout.remote, harness.layout.batches] { #expect(Syscall.isPresent(folder), "\(folder)") }
+        #expect(!harness.log.contains("cannot claim the request"), "\(harness.log.split(separator: "\n").filter { $0.contains("claim") }.prefix(3))")
+    }
+
     /// A daemon with leases and one without on one spool: the one without never asks for a
     /// claim, so both would send each request. Whichever starts second refuses to. Before,
     /// both ran: 20 requests sent 42 times.

@@ -57,6 +57,8 @@ public final class LeaseManager: Sendable {
     public let seconds: Double
     /// Clocks may differ this much between machines before a lease is trusted less.
     public var margin: Double { max(1, seconds / 3) }
+    /// The coarsest mtime a file server keeps.
+    static let timestampGrainSeconds = 1.0
     private let layout: SpoolLayout
     private let logger: Logger
     private let held = Mutex(Held())
@@ -762,7 +764,19 @@ public final class LeaseManager: Sendable {
     /// content is always locked while its owner lives.
     private func createExclusive(_ path: String, bytes: [UInt8], lock: Bool) -> Created {
         do {
-            let file = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
+            let file: FileDescriptor
+            do {
+                file = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
+            } catch let error as SystemError where error.errno == ENOENT && !Syscall.isPresent(layout.leases) {
+                // `state` or `state/leases` deleted while running: made again (logged), or
+                // no request could be claimed until the next scan finds it.
+                layout.recreateMissingFolders(logger: logger)
+                if !Syscall.isPresent(layout.leases) {
+                    logger.warning("a spool folder was missing; recreated", ["path": LogValue(layout.leases)])
+                    do { try Syscall.mkdir(layout.leases, mode: layout.directoryMode) } catch let error as SystemError where error.errno == EEXIST {}
+                }
+                file = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
+            }
             if lock {
                 // Another daemon's probe may hold the lock for a moment.
                 var locked = llms_ofd_lock(file.rawValue, llms_lock_write) == 0
@@ -794,7 +808,8 @@ public final class LeaseManager: Sendable {
         guard !skewWarned.load(ordering: .relaxed), let info = logger.bestEffortValue("looking at a lease's time", { try Syscall.lstat(path) }) else { return }
         let serverTime = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
         let skew = abs(serverTime - LeaseManager.now())
-        if skew > margin / 2 && !skewWarned.exchange(true, ordering: .relaxed) {
+        // A server that keeps whole seconds (SFTP) shows up to a second that is no skew.
+        if skew - Self.timestampGrainSeconds > margin / 2 && !skewWarned.exchange(true, ordering: .relaxed) {
             logger.warning("this machine's clock differs from the file server's; leases assume clocks within lease_seconds/3",
                            ["skew_seconds": LogValue(String(format: "%.1f", skew)), "lease_seconds": "\(seconds)"])
         }

@@ -13,11 +13,15 @@ extension SpoolLayout {
     var publicationFolders: [String] { [state, incoming, failed] }
 
     /// Recreates the folders an outcome writes to that someone deleted while the daemon
-    /// ran (`outgoing` has its own watch), each logged. Returns the folders recreated.
+    /// ran (`outgoing` has its own watch), each logged, and with `state` the folders in it
+    /// (leases, the lane's and batches' records, hooks owed): without `state/leases` no
+    /// request could be claimed again. Returns the folders recreated.
     @discardableResult
     public func recreateMissingFolders(logger: Logger) -> [String] {
         var recreated: [String] = []
-        for directory in publicationFolders where !Syscall.isPresent(directory) {
+        let missing = publicationFolders.filter { !Syscall.isPresent($0) }
+        let inState = missing.contains(state) ? folders.filter { $0.hasPrefix(state + "/") } : []
+        for directory in missing + inState {
             do {
                 try Syscall.mkdir(directory, mode: directoryMode)
                 recreated.append(directory)
