@@ -80,6 +80,11 @@ final class Transfer {
     /// Told when `unwritten` takes its first bytes, so that the engine flushes this transfer
     /// at the end of the turn; nil writes each piece at once.
     var needsFlush: ((Transfer) -> Void)?
+    /// Whether a file already under one of this answer's names (the `.partial`, the
+    /// result's temporary) may be replaced: a leftover, unless this daemon's claim may have
+    /// lapsed (paused past its lease), when it may be the file of the daemon that took the
+    /// request over, still writing it. Nil: always.
+    var mayReplaceFiles: (() -> Bool)?
     /// Response bytes for the `.partial` received since the engine last cleared it, at the
     /// end of a turn: what the loop's pacing weighs, whether they were flushed mid-turn (at
     /// `flushThreshold`) or at its end.
@@ -384,11 +389,16 @@ final class Transfer {
     /// when someone removed it (`rm -rf incoming`) while the answer arrived: an answer
     /// already paid for is not failed for the want of a folder.
     private func createNewFile(_ path: String) throws -> FileDescriptor {
+        func create() throws -> FileDescriptor {
+            guard let mayReplaceFiles, !mayReplaceFiles() else { return try FileDescriptor.createNew(path, O_RDWR | O_NOFOLLOW, mode: fileMode) }
+            // EEXIST ends the attempt, which the finisher then finds another daemon's.
+            return try FileDescriptor.open(path, O_RDWR | O_NOFOLLOW | O_CREAT | O_EXCL, mode: fileMode)
+        }
         do {
-            return try FileDescriptor.createNew(path, O_RDWR | O_NOFOLLOW, mode: fileMode)
+            return try create()
         } catch let error as SystemError where error.errno == ENOENT {
             remakeFolders()
-            return try FileDescriptor.createNew(path, O_RDWR | O_NOFOLLOW, mode: fileMode)
+            return try create()
         }
     }
 

@@ -1053,6 +1053,11 @@ public final class TransferEngine: @unchecked Sendable {
         transfer.requestSource = source
         transfer.startJournaled = journaled
         transfer.needsFlush = { [unowned self] in unflushed.append($0) }
+        if let leases, leases.method == .leaseFiles {
+            // Without locks, a claim is only as good as its lease's time (`LeaseRules`).
+            let claim = BatchLineRef(id: task.id).map { BatchClaimRules.claimID(batch: $0.batch) } ?? task.id
+            transfer.mayReplaceFiles = { [leases] in (leases.writtenExpiry(claim) ?? 0) > Date().timeIntervalSince1970 }
+        }
         do {
             try configure(transfer, endpoint: endpoint)
             try CurlError.check(curl_multi_add_handle(multi, handle), "curl_multi_add_handle")
