@@ -106,6 +106,14 @@ public enum Syscall {
         _ = try retrying("fsync", path) { Glibc.fsync(fd) }
     }
 
+    /// Drops a file's clean pages from the page cache, so that the next read asks the
+    /// filesystem: a FUSE client (GlusterFS keeps pages across opens) would otherwise serve
+    /// what another mount has since overwritten. Advisory: its error number, 0 when done.
+    @discardableResult
+    public static func dropCachedPages(_ fd: Int32) -> Int32 {
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
+    }
+
     /// Starts writing a file's dirty pages to disk without waiting for them: the fsync
     /// that follows has less to do. Advisory, so a failure is ignored.
     public static func startWriteback(_ fd: Int32) {

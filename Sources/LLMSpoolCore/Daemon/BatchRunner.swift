@@ -220,7 +220,7 @@ public final class BatchRunner: @unchecked Sendable {
         self.logger = logger
         self.post = post
         self.onEnd = onEnd
-        self.executor = PublicationExecutor(files: SpoolFiles(layout: layout))
+        self.executor = PublicationExecutor(files: SpoolFiles(layout: layout, shared: leases != nil))
     }
 
     public func start() {

@@ -85,7 +85,7 @@ public final class Finisher: Sendable {
         self.formats = formats
         self.metrics = metrics
         self.leases = leases
-        self.executor = PublicationExecutor(files: SpoolFiles(layout: layout), beforeStep: Finisher.testPause(logger: logger))
+        self.executor = PublicationExecutor(files: SpoolFiles(layout: layout, shared: leases != nil), beforeStep: Finisher.testPause(logger: logger))
         self.layout = layout
         self.logger = logger
         self.policy = Mutex(Policy(retry: retry, endpointAPIs: endpointAPIs))
@@ -599,7 +599,7 @@ public final class Finisher: Sendable {
         let success = PublicationPlan.Success(task: task, record: record, source: source, streamed: assembled != nil,
                                               transcript: transcript(outcome, result: source), rawEvents: outcome.rawPath)
         let plans = number < 0 ? executor
-            : PublicationExecutor(files: SpoolFiles(layout: layout, heldOpen: [source: number]), beforeStep: executor.beforeStep)
+            : PublicationExecutor(files: SpoolFiles(layout: layout, heldOpen: [source: number], shared: leases != nil), beforeStep: executor.beforeStep)
         var failure: Error?
         var order = commitOrder
         let note = hookNotes.withLock { $0.onComplete } ? layout.pendingHook(id, request: task.identity) : nil

@@ -10,10 +10,18 @@ public struct SpoolFiles: PublicationFiles, Sendable {
     public let layout: SpoolLayout
     /// Descriptors the caller holds open on files a plan syncs, by path; not owned here.
     public let heldOpen: [String: Int32]
+    /// A spool other machines write to through mounts of their own: a producer's file is
+    /// read afresh before it is moved or removed (`identity(of:toCompareWith:)`).
+    public let shared: Bool
 
-    public init(layout: SpoolLayout, heldOpen: [String: Int32] = [:]) {
+    /// The largest producer's file read afresh on a shared spool; a larger one (a batch
+    /// file) is compared by its attributes alone.
+    public static let freshReadLimit = 64 << 20
+
+    public init(layout: SpoolLayout, heldOpen: [String: Int32] = [:], shared: Bool = false) {
         self.layout = layout
         self.heldOpen = heldOpen
+        self.shared = shared
     }
 
     /// Through the descriptor that wrote the file when one is held: no second open (a
@@ -100,6 +108,38 @@ public struct SpoolFiles: PublicationFiles, Sendable {
             return nil
         }
         return FileIdentity(info).with(bornNanoseconds: FileIdentity.birthTime(path: path))
+    }
+
+    /// On a shared spool, the file opened and read now, past the page cache: GlusterFS's
+    /// and sshfs's caches show a replaced file's old attributes (and GlusterFS its old
+    /// pages) for about a second, and sshfs keeps one inode number per path, so only the
+    /// content read afresh tells a save made from another mount. A file gone (ENOENT) is
+    /// none; a handle gone stale while read (ESTALE: the name leads to a newer file now)
+    /// is another file than the one expected.
+    public func identity(of path: String, toCompareWith expected: FileIdentity?) throws -> FileIdentity? {
+        guard shared, let expectedHash = expected?.contentHash, let seen = try identity(of: path), seen.size <= Int64(Self.freshReadLimit) else {
+            return try identity(of: path)
+        }
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        } catch let error as SystemError where RequestFile.isGone(error.errno) {
+            return nil
+        }
+        do {
+            let info = try file.fstat()
+            // Not a regular file (a FIFO put in its place): another file, and not to be read.
+            guard info.st_mode & S_IFMT == S_IFREG else { return FileIdentity(info) }
+            Syscall.dropCachedPages(file.rawValue)
+            var bytes: [UInt8] = []
+            try FileReader.forEachChunk(fd: file.rawValue, path: path) { chunk in
+                guard bytes.count + chunk.count <= Self.freshReadLimit else { throw SystemError(errno: EFBIG, call: "read", path: path) }
+                bytes.append(contentsOf: chunk)
+            }
+            return FileIdentity(info).with(bornNanoseconds: FileIdentity.birthTime(fd: file.rawValue)).with(contentHash: Fingerprint.hash(bytes))
+        } catch let error as SystemError where error.errno == ESTALE {
+            return seen.with(contentHash: ~expectedHash)
+        }
     }
 
     @discardableResult

@@ -18,6 +18,11 @@ public protocol PublicationFiles {
     func renameIfPresent(_ from: String, _ to: String) throws(Failure) -> Bool
     /// The identity of the file now at `path`, or nil when there is none.
     func identity(of path: String) throws(Failure) -> FileIdentity?
+    /// The identity of the file now at `path` as it must be known to compare it with
+    /// `expected` before a producer's file is moved or removed: on a network mount, whose
+    /// cached attributes can show the file another mount replaced for a second, with the
+    /// fingerprint of its content read afresh when `expected` has one.
+    func identity(of path: String, toCompareWith expected: FileIdentity?) throws(Failure) -> FileIdentity?
     /// Removes a file if it is there; false when it was gone already. Only the unlink can
     /// say: through a network mount's stale cache a lookup just before can still find a
     /// file another mount has removed.
@@ -29,6 +34,13 @@ public protocol PublicationFiles {
     func ensureFolder(_ path: String) throws(Failure)
     /// Sets the extended attribute `ResultMark.attribute` of a file to the mark's value.
     func mark(_ path: String, _ mark: ResultMark) throws(Failure)
+}
+
+extension PublicationFiles {
+    /// Where attributes are the truth (a local disk): the identity alone.
+    public func identity(of path: String, toCompareWith expected: FileIdentity?) throws(Failure) -> FileIdentity? {
+        try identity(of: path)
+    }
 }
 
 /// Runs publication plans: a small loop, the same for the daemon and the crash tests.
@@ -169,7 +181,7 @@ public struct PublicationExecutor<Files: PublicationFiles> {
 
     /// Nil when the file at `path` is still the one that was read.
     func check(_ path: String, _ identity: FileIdentity?) throws(Files.Failure) -> Note? {
-        guard let current = try files.identity(of: path) else { return .alreadyGone(path) }
+        guard let current = try files.identity(of: path, toCompareWith: identity) else { return .alreadyGone(path) }
         if let identity, !current.isSameInstance(as: identity) { return .replacedByNewer(path) }
         return nil
     }
