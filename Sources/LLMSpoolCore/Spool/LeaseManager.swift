@@ -396,10 +396,12 @@ public final class LeaseManager: Sendable {
         return .neverReleased
     }
 
-    /// Still ours and not expired: safe to publish.
+    /// Still ours: safe to publish. With locks the claim is the lock, which no daemon takes
+    /// from a live owner however late its lease's time reads (a pause, a clock ahead of the
+    /// file server's); lease files alone are only as good as their time.
     public func stillMine(_ id: String) -> Bool {
-        guard holds(id), let lease = read(layout.lease(id)) else { return false }
-        return lease.owner == owner && !lease.ended && lease.expiresAt > LeaseManager.now()
+        guard holds(id), let lease = read(layout.lease(id)), lease.owner == owner, !lease.ended else { return false }
+        return method == .locks || lease.expiresAt > LeaseManager.now()
     }
 
     /// Gives up the claim on `id`. `ended`: the task ended here (done, failed, cancelled,
