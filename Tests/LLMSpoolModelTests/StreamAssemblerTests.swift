@@ -71,6 +71,29 @@ import Testing
         #expect(try object(verdict).isEmpty == false)
     }
 
+    /// `choices` of another kind than a list (or null) fails the stream, naming the event:
+    /// before, the event was skipped and its text lost, the answer published without it.
+    @Test func choicesThatAreNoListFailTheStream() throws {
+        for choices in [#"{"index":0,"delta":{"content":"lost"}}"#, #""text""#, "3"] {
+            let verdict = assemble([
+                #"{"choices":[{"index":0,"delta":{"content":"kept "}}]}"#,
+                #"{"choices":\#(choices)}"#,
+                #"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+                "[DONE]",
+            ])
+            guard case .malformed(let message) = verdict else {
+                Issue.record("\(choices): expected malformed, got \(verdict)")
+                continue
+            }
+            #expect(message.contains("event 2") && message.contains("\"choices\" is not a list"), "\(message)")
+        }
+        let completions = StreamSplitting.assemble(CompletionsAssembler(), CompletionsDialectTests.stream([
+            #"{"choices":{"text":"lost"}}"#, #"{"choices":[{"index":0,"text":"x","finish_reason":"stop"}]}"#, "[DONE]"]), cuts: [], spill: false)
+        #expect(completions.verdict == "malformed", "completions: \(completions.verdict)")
+        #expect(try object(assemble([#"{"choices":null}"#, #"{"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}"#])).isEmpty == false,
+                "null choices are none")
+    }
+
     @Test func aStreamThatStopsEarlyIsIncomplete() {
         let verdict = assemble([#"{"choices":[{"index":0,"delta":{"content":"x"}}]}"#])
         guard case .incomplete = verdict else {

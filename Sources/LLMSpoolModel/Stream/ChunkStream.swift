@@ -46,6 +46,18 @@ struct ChunkStream {
         return object
     }
 
+    /// An event's choices: none when it has no `choices` (a usage chunk has `[]` or none);
+    /// `choices` of any other kind than a list fails the stream, since its text would be
+    /// lost without a word.
+    mutating func choices(of object: RawJSON.Value) -> [RawJSON.Value]? {
+        guard let choices = object["choices"], !choices.isNull else { return nil }
+        guard case .array(let list, _) = choices else {
+            refuse("\"choices\" is not a list")
+            return nil
+        }
+        return list
+    }
+
     /// Fails the stream: an event carried what no answer can be assembled from.
     mutating func refuse(_ problem: String) {
         if malformed == nil { malformed = "event \(eventCount): \(problem)" }

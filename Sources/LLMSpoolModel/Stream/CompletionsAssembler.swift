@@ -34,7 +34,7 @@ public struct CompletionsAssembler: StreamAssembling {
 
     public mutating func consume(_ event: SSEParser.RawEvent) {
         guard case .data(let payload) = event, let object = stream.chunk(payload) else { return }
-        guard case .array(let list, _)? = object["choices"] else { return }
+        guard let list = stream.choices(of: object) else { return }
         for choice in list {
             guard case .object = choice else { continue }
             let index: Int

@@ -92,9 +92,8 @@ public struct StreamAssembler {
 
     public mutating func consume(_ event: SSEParser.RawEvent) {
         guard case .data(let payload) = event, let object = stream.chunk(payload) else { return }
-        if case .array(let list, _)? = object["choices"] {
-            for choice in list { merge(choice, payload) }
-        }
+        guard let list = stream.choices(of: object) else { return }
+        for choice in list { merge(choice, payload) }
     }
 
     static func integer(_ value: RawJSON.Value?, _ payload: UnsafeRawBufferPointer) -> Int? {
