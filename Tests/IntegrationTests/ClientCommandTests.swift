@@ -147,9 +147,10 @@ import Testing
         try waitUntil("answered under its safe id", timeout: 30) { exists(harness.layout.result(id)) && !exists(harness.layout.request(id)) }
         try waitUntil("its record is written", timeout: 10) { exists(harness.layout.taskRecord(id)) }
         #expect(harness.layout.loadOriginalName(id) == "-dashed.json")
-        // Nothing is old enough: the name stays with the result.
+        // The name made old, its result and record new: the name stays while they do.
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_577_836_800)], ofItemAtPath: harness.layout.originalName(id))
         _ = try harness.cli(["clean", "--older-than", "1h", "--spool", harness.layout.root])
-        #expect(exists(harness.layout.originalName(id)))
+        #expect(exists(harness.layout.originalName(id)) && exists(harness.layout.result(id)))
         let cleaned = try harness.cli(["clean", "--older-than", "0s", "--spool", harness.layout.root])
         #expect(cleaned.stdout == "removed 1 results, 0 failed requests, 1 task records, 0 batches\n", "\(cleaned.stdout)")
         #expect(!exists(harness.layout.originalName(id)), "\(harness.files(in: harness.layout.state))")

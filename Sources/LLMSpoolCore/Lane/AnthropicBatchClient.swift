@@ -55,7 +55,7 @@ struct AnthropicBatchClient {
     }
 
     func poll(batchID: String) -> RemoteBatchMachine.Event {
-        switch get(batchesURL + "/" + LaneURL.escaped(batchID), "the poll") {
+        switch get(batchesURL + "/" + LaneURL.escaped(batchID), "the poll", notFoundIsGone: true) {
         case .success(let body):
             do {
                 return .polled(try AnthropicBatchAnswers.status(body))
@@ -108,8 +108,8 @@ struct AnthropicBatchClient {
         return .inspected(batchID: batchID, group: AnthropicBatchAnswers.group(ofFirstResultLine: answer.body))
     }
 
-    private func get(_ url: String, _ what: String) -> LaneHTTP.Read {
-        http.read(url, headers: headers, what: what, limit: Self.answerLimit, describe: describe)
+    private func get(_ url: String, _ what: String, notFoundIsGone: Bool = false) -> LaneHTTP.Read {
+        http.read(url, headers: headers, what: what, limit: Self.answerLimit, notFoundIsGone: notFoundIsGone, describe: describe)
     }
 
     private func describe(_ what: String, _ answer: LaneHTTP.Answer) -> String {

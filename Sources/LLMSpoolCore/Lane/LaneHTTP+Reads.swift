@@ -11,7 +11,10 @@ extension LaneHTTP {
     static func saysGone(_ status: Int) -> Bool { status == 404 || status == 410 }
 
     /// GETs `url` into memory (at most `limit` bytes); `describe` words a refusal.
-    func read(_ url: String, headers: [String], what: String, limit: Int, describe: (String, Answer) -> String) -> Read {
+    /// `notFoundIsGone`: a 404 or 410 says the thing read no longer exists (a poll's batch),
+    /// not that the API lacks the call (a proxy without a batch list).
+    func read(_ url: String, headers: [String], what: String, limit: Int, notFoundIsGone: Bool = false,
+              describe: (String, Answer) -> String) -> Read {
         let answer: Answer
         do {
             answer = try exchange(method: "GET", url: url, headers: headers, body: nil, sink: .memory(limit: limit))
@@ -19,7 +22,7 @@ extension LaneHTTP {
             return .failure(.failed(retryable: true, retryAfter: nil, message: "\(what) failed: \(error)"))
         }
         guard (200..<300).contains(answer.status) else {
-            if Self.saysGone(answer.status) { return .failure(.gone(message: describe(what, answer))) }
+            if notFoundIsGone && Self.saysGone(answer.status) { return .failure(.gone(message: describe(what, answer))) }
             return .failure(.failed(retryable: true, retryAfter: answer.retryAfter, message: describe(what, answer)))
         }
         return .success(answer.body)

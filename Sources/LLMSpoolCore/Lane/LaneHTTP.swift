@@ -206,9 +206,10 @@ final class LaneHTTP {
             }
             do {
                 bytesSinceSpaceCheck += count
-                if bytesSinceSpaceCheck >= Self.spaceCheckBytes {
+                if settings.minFreeBytes > 0 && bytesSinceSpaceCheck >= Self.spaceCheckBytes {
                     bytesSinceSpaceCheck = 0
-                    let free = try Syscall.freeBytes(fd, path: path)
+                    // Unknown free space is no reason to stop: the write itself says ENOSPC.
+                    let free = (try? Syscall.freeBytes(fd, path: path)) ?? .max
                     guard free >= settings.minFreeBytes else {
                         sinkFailure = "the download to \(path) stopped: its disk has \(free) bytes free, less than min_free_bytes (\(settings.minFreeBytes))"
                         return 0

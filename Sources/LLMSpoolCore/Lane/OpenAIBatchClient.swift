@@ -72,7 +72,7 @@ struct OpenAIBatchClient {
     }
 
     func poll(batchID: String) -> RemoteBatchMachine.Event {
-        switch get(endpoint.baseURL + "/batches/" + LaneURL.escaped(batchID), "the poll") {
+        switch get(endpoint.baseURL + "/batches/" + LaneURL.escaped(batchID), "the poll", notFoundIsGone: true) {
         case .success(let body):
             do {
                 return .polled(try OpenAIBatchAnswers.status(body))
@@ -103,8 +103,8 @@ struct OpenAIBatchClient {
         http.download(endpoint.baseURL + "/files/" + LaneURL.escaped(fileID) + "/content", headers: headers, what: "the download of \(fileID)", to: fd, path: path)
     }
 
-    private func get(_ url: String, _ what: String) -> LaneHTTP.Read {
-        http.read(url, headers: headers, what: what, limit: Self.answerLimit, describe: describe)
+    private func get(_ url: String, _ what: String, notFoundIsGone: Bool = false) -> LaneHTTP.Read {
+        http.read(url, headers: headers, what: what, limit: Self.answerLimit, notFoundIsGone: notFoundIsGone, describe: describe)
     }
 
     /// An upload's refusal: 408, 409, 429 and 5xx may pass; another 4xx will not.

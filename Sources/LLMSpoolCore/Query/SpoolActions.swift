@@ -238,7 +238,9 @@ public struct SpoolActions: Sendable {
             guard case .request = RequestName.classify(id + SpoolLayout.requestSuffix), !running.contains(id), !kept.contains(id),
                   old(layout.originalName(id)), !Syscall.isPresent(layout.taskRecord(id)), !Syscall.isPresent(layout.result(id)),
                   !Syscall.isPresent(layout.errorRecord(id)), SpoolActions.existing(layout.failed, id) == nil,
-                  SpoolActions.existing(layout.hold, id) == nil else { continue }
+                  SpoolActions.existing(layout.hold, id) == nil,
+                  // Renamed since `running` was listed: its request is in outgoing now.
+                  SpoolActions.existing(layout.outgoing, id) == nil else { continue }
             _ = remove([layout.originalName(id)])
         }
         func runningBatch(_ name: String) -> Bool {

@@ -288,11 +288,13 @@ public final class LeaseManager: Sendable {
             state.expiries[id] = expires
             state.tombstones[id] = nil
             let previous = state.fds[id]
-            state.fds[id] = lock
+            // A claim found to be ours already (`.mine`) comes without a lock: the one that
+            // holds it stays, or closing it would free the claim to any prober.
+            state.fds[id] = lock ?? previous
             return previous
         }
         // Closed outside the lock: a close on a network filesystem can take a round trip.
-        if let previous, previous !== lock { previous.discard() }
+        if let previous, let lock, previous !== lock { previous.discard() }
     }
 
     /// With locks: a claim whose lock is free belongs to a daemon that is gone (killed,
@@ -401,7 +403,12 @@ public final class LeaseManager: Sendable {
     /// file server's); lease files alone are only as good as their time.
     public func stillMine(_ id: String) -> Bool {
         guard holds(id), let lease = read(layout.lease(id)), lease.owner == owner, !lease.ended else { return false }
-        return method == .locks || lease.expiresAt > LeaseManager.now()
+        return holdsLock(id) || lease.expiresAt > LeaseManager.now()
+    }
+
+    /// Whether the claim on `id` is held by a lock this daemon keeps open.
+    private func holdsLock(_ id: String) -> Bool {
+        method == .locks && held.withLock { $0.fds[id]?.isHeld ?? false }
     }
 
     /// Gives up the claim on `id`. `ended`: the task ended here (done, failed, cancelled,
@@ -810,8 +817,9 @@ public final class LeaseManager: Sendable {
         guard !skewWarned.load(ordering: .relaxed), let info = logger.bestEffortValue("looking at a lease's time", { try Syscall.lstat(path) }) else { return }
         let serverTime = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
         let skew = abs(serverTime - LeaseManager.now())
-        // A server that keeps whole seconds (SFTP) shows up to a second that is no skew.
-        if skew - Self.timestampGrainSeconds > margin / 2 && !skewWarned.exchange(true, ordering: .relaxed) {
+        // A server that keeps whole seconds (SFTP) stamps up to a second behind: no skew.
+        let grain = info.st_mtim.tv_nsec == 0 && serverTime <= LeaseManager.now() ? Self.timestampGrainSeconds : 0
+        if skew - grain > margin / 2 && !skewWarned.exchange(true, ordering: .relaxed) {
             logger.warning("this machine's clock differs from the file server's; leases assume clocks within lease_seconds/3",
                            ["skew_seconds": LogValue(String(format: "%.1f", skew)), "lease_seconds": "\(seconds)"])
         }

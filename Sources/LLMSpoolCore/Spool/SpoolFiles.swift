@@ -11,7 +11,7 @@ public struct SpoolFiles: PublicationFiles, Sendable {
     /// Descriptors the caller holds open on files a plan syncs, by path; not owned here.
     public let heldOpen: [String: Int32]
     /// A spool other machines write to through mounts of their own: a producer's file is
-    /// read afresh before it is moved or removed (`identity(of:toCompareWith:)`).
+    /// read afresh before it is moved or removed (`unlinkIfSame`, `renameIfSame`).
     public let shared: Bool
 
     /// The largest producer's file read afresh on a shared spool; a larger one (a batch
@@ -110,35 +110,67 @@ public struct SpoolFiles: PublicationFiles, Sendable {
         return FileIdentity(info).with(bornNanoseconds: FileIdentity.birthTime(path: path))
     }
 
-    /// On a shared spool, the file opened and read now, past the page cache: GlusterFS's
-    /// and sshfs's caches show a replaced file's old attributes (and GlusterFS its old
-    /// pages) for about a second, and sshfs keeps one inode number per path, so only the
-    /// content read afresh tells a save made from another mount. A file gone (ENOENT) is
-    /// none; a handle gone stale while read (ESTALE: the name leads to a newer file now)
-    /// is another file than the one expected.
-    public func identity(of path: String, toCompareWith expected: FileIdentity?) throws -> FileIdentity? {
-        guard shared, let expectedHash = expected?.contentHash, let seen = try identity(of: path), seen.size <= Int64(Self.freshReadLimit) else {
-            return try identity(of: path)
-        }
-        let file: FileDescriptor
+    /// On a shared spool, `unlinkIfSame` with the file opened and read now, past the page
+    /// cache, and removed while still open (`freshly`).
+    public func unlinkIfSame(_ path: String, _ expected: FileIdentity?) throws -> ProducerFileCheck {
+        try freshly(path, expected) { try unlinkIfPresent(path) }
+    }
+
+    /// On a shared spool, `renameIfSame` as `unlinkIfSame`.
+    public func renameIfSame(_ from: String, _ to: String, _ expected: FileIdentity?) throws -> ProducerFileCheck {
+        try freshly(from, expected) { try renameIfPresent(from, to) }
+    }
+
+    /// Whether the producer's file at `path` is still the one read at intake, and if so
+    /// `act` on it (true when the name was still there). On a local spool, by its
+    /// attributes. On a shared one, by its content read afresh: GlusterFS's and sshfs's
+    /// caches show a replaced file's old attributes (GlusterFS its old pages too) for about
+    /// a second, and sshfs keeps one inode number per path. `act` runs while the file is
+    /// open: on sshfs a file closed just before its unlink can be left as `.fuse_hidden*`
+    /// (`FileDescriptor.unlinkThenClose`).
+    private func freshly(_ path: String, _ expected: FileIdentity?, _ act: () throws -> Bool) throws -> ProducerFileCheck {
+        let seen: stat
         do {
-            file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
-        } catch let error as SystemError where RequestFile.isGone(error.errno) {
-            return nil
+            seen = try Syscall.lstat(path)
+        } catch let error as SystemError where error.errno == ENOENT || error.errno == ESTALE {
+            return .alreadyGone
         }
-        do {
-            let info = try file.fstat()
-            // Not a regular file (a FIFO put in its place): another file, and not to be read.
-            guard info.st_mode & S_IFMT == S_IFREG else { return FileIdentity(info) }
-            Syscall.dropCachedPages(file.rawValue)
-            var bytes: [UInt8] = []
-            try FileReader.forEachChunk(fd: file.rawValue, path: path) { chunk in
-                guard bytes.count + chunk.count <= Self.freshReadLimit else { throw SystemError(errno: EFBIG, call: "read", path: path) }
-                bytes.append(contentsOf: chunk)
+        func byAttributes() throws -> ProducerFileCheck {
+            if let expected, !FileIdentity(seen).with(bornNanoseconds: FileIdentity.birthTime(path: path)).isSameInstance(as: expected) {
+                return .replacedByNewer
             }
-            return FileIdentity(info).with(bornNanoseconds: FileIdentity.birthTime(fd: file.rawValue)).with(contentHash: Fingerprint.hash(bytes))
-        } catch let error as SystemError where error.errno == ESTALE {
-            return seen.with(contentHash: ~expectedHash)
+            return try act() ? .done : .alreadyGone
+        }
+        // Not a regular file (a link, a FIFO put in its place): another file, not to be read.
+        // Too large to read (a batch file): by its attributes.
+        guard shared, let expected, expected.contentHash != nil else { return try byAttributes() }
+        guard seen.st_mode & S_IFMT == S_IFREG else { return .replacedByNewer }
+        guard seen.st_size <= Self.freshReadLimit else { return try byAttributes() }
+        // ESTALE: the handle of the file a stale cache showed; opened again, the name leads
+        // to the file there now. A second one is an error, left for a later look.
+        var stale = false
+        while true {
+            do {
+                let file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+                let info = try file.fstat()
+                guard info.st_mode & S_IFMT == S_IFREG else { return .replacedByNewer }
+                Syscall.dropCachedPages(file.rawValue)
+                var bytes: [UInt8] = []
+                try FileReader.forEachChunk(fd: file.rawValue, path: path) { chunk in
+                    guard bytes.count + chunk.count <= Self.freshReadLimit else { throw SystemError(errno: EFBIG, call: "read", path: path) }
+                    bytes.append(contentsOf: chunk)
+                }
+                let now = FileIdentity(info).with(bornNanoseconds: FileIdentity.birthTime(fd: file.rawValue)).with(contentHash: Fingerprint.hash(bytes))
+                guard now.isSameInstance(as: expected) else { return .replacedByNewer }
+                return try act() ? .done : .alreadyGone
+            } catch let error as SystemError where error.errno == ESTALE && !stale {
+                stale = true
+            } catch let error as SystemError where error.errno == ENOENT {
+                return .alreadyGone
+            } catch let error as SystemError where [EACCES, EPERM, ELOOP, EFBIG, ENXIO].contains(error.errno) {
+                // The file read at intake could be read: one that cannot is another.
+                return .replacedByNewer
+            }
         }
     }
 

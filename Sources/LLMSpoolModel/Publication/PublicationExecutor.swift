@@ -18,11 +18,12 @@ public protocol PublicationFiles {
     func renameIfPresent(_ from: String, _ to: String) throws(Failure) -> Bool
     /// The identity of the file now at `path`, or nil when there is none.
     func identity(of path: String) throws(Failure) -> FileIdentity?
-    /// The identity of the file now at `path` as it must be known to compare it with
-    /// `expected` before a producer's file is moved or removed: on a network mount, whose
-    /// cached attributes can show the file another mount replaced for a second, with the
-    /// fingerprint of its content read afresh when `expected` has one.
-    func identity(of path: String, toCompareWith expected: FileIdentity?) throws(Failure) -> FileIdentity?
+    /// Removes a producer's file if it is still the one `expected` describes (any file
+    /// when nil). A spool on a network mount, whose cached attributes can show for a
+    /// second the file another mount replaced, compares the content read afresh.
+    func unlinkIfSame(_ path: String, _ expected: FileIdentity?) throws(Failure) -> ProducerFileCheck
+    /// Renames a producer's file if it is still the one `expected` describes, as `unlinkIfSame`.
+    func renameIfSame(_ from: String, _ to: String, _ expected: FileIdentity?) throws(Failure) -> ProducerFileCheck
     /// Removes a file if it is there; false when it was gone already. Only the unlink can
     /// say: through a network mount's stale cache a lookup just before can still find a
     /// file another mount has removed.
@@ -36,10 +37,30 @@ public protocol PublicationFiles {
     func mark(_ path: String, _ mark: ResultMark) throws(Failure)
 }
 
+/// What a step that moves or removes a producer's file found.
+public enum ProducerFileCheck: Sendable, Equatable {
+    /// Still the file expected: moved or removed.
+    case done
+    /// A newer file had replaced it: left in place, as a new task.
+    case replacedByNewer
+    /// It was already gone (withdrawn, or finished by another daemon).
+    case alreadyGone
+}
+
 extension PublicationFiles {
-    /// Where attributes are the truth (a local disk): the identity alone.
-    public func identity(of path: String, toCompareWith expected: FileIdentity?) throws(Failure) -> FileIdentity? {
-        try identity(of: path)
+    /// Where attributes are the truth (a local disk): compared by its identity alone.
+    public func unlinkIfSame(_ path: String, _ expected: FileIdentity?) throws(Failure) -> ProducerFileCheck {
+        guard let current = try identity(of: path) else { return .alreadyGone }
+        if let expected, !current.isSameInstance(as: expected) { return .replacedByNewer }
+        // Seen through a stale cache, removed by another daemon since: nothing ended here.
+        return try unlinkIfPresent(path) ? .done : .alreadyGone
+    }
+
+    public func renameIfSame(_ from: String, _ to: String, _ expected: FileIdentity?) throws(Failure) -> ProducerFileCheck {
+        guard let current = try identity(of: from) else { return .alreadyGone }
+        if let expected, !current.isSameInstance(as: expected) { return .replacedByNewer }
+        // Seen through a stale cache, moved or removed by another daemon since.
+        return try renameIfPresent(from, to) ? .done : .alreadyGone
     }
 }
 
@@ -143,13 +164,9 @@ public struct PublicationExecutor<Files: PublicationFiles> {
         case .rename(let from, let to):
             try files.rename(from, to)
         case .moveIfSame(let from, let to, let identity):
-            if let note = try check(from, identity) { return note }
-            // Seen through a stale cache, moved or removed by another daemon since.
-            guard try files.renameIfPresent(from, to) else { return .alreadyGone(from) }
+            return Self.note(try files.renameIfSame(from, to, identity), from)
         case .unlinkIfSame(let path, let identity):
-            if let note = try check(path, identity) { return note }
-            // Seen through a stale cache, removed by another daemon since: nothing ended here.
-            guard try files.unlinkIfPresent(path) else { return .alreadyGone(path) }
+            return Self.note(try files.unlinkIfSame(path, identity), path)
         case .unlinkIfPresent(let path):
             try files.unlinkIfPresent(path)
         case .archiveIfPresent(let path, let folder):
@@ -179,11 +196,12 @@ public struct PublicationExecutor<Files: PublicationFiles> {
         return nil
     }
 
-    /// Nil when the file at `path` is still the one that was read.
-    func check(_ path: String, _ identity: FileIdentity?) throws(Files.Failure) -> Note? {
-        guard let current = try files.identity(of: path, toCompareWith: identity) else { return .alreadyGone(path) }
-        if let identity, !current.isSameInstance(as: identity) { return .replacedByNewer(path) }
-        return nil
+    static func note(_ check: ProducerFileCheck, _ path: String) -> Note? {
+        switch check {
+        case .done: nil
+        case .replacedByNewer: .replacedByNewer(path)
+        case .alreadyGone: .alreadyGone(path)
+        }
     }
 }
 
