@@ -63,6 +63,26 @@ import Testing
         #expect(!harness.log.contains("cannot claim the request"), "\(harness.log.split(separator: "\n").filter { $0.contains("claim") }.prefix(3))")
     }
 
+    /// A claim that fails (here `state/leases` is a file for a while) is tried again soon,
+    /// as one another daemon holds: with inotify and no rescan for an hour, nothing else
+    /// would look at the request again.
+    @Test func aRequestWhoseClaimFailedIsLookedAtAgainSoon() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["watch_mode": "inotify", "leases": true, "lease_seconds": 3, "rescan_interval_seconds": 3600])
+        try FileManager.default.removeItem(atPath: harness.layout.leases)
+        try Data("not a folder".utf8).write(to: URL(fileURLWithPath: harness.layout.leases))
+        try harness.drop("blocked", Harness.request("claimed once the folder is back"))
+        try waitUntil("the claim fails", timeout: 20) { harness.log.contains("cannot claim the request; will look again id=blocked") }
+        try FileManager.default.removeItem(atPath: harness.layout.leases)
+        try Syscall.mkdir(harness.layout.leases, mode: 0o700)
+        try waitUntil("the request is answered", timeout: 30) {
+            Syscall.isPresent(harness.layout.result("blocked")) && !Syscall.isPresent(harness.layout.request("blocked"))
+        }
+        #expect(try harness.arrivals(of: "claimed once the folder is back").count == 1)
+    }
+
     /// A daemon with leases and one without on one spool: the one without never asks for a
     /// claim, so both would send each request. Whichever starts second refuses to. Before,
     /// both ran: 20 requests sent 42 times.

@@ -868,6 +868,9 @@ public final class TransferEngine: @unchecked Sendable {
         case .failed(let reason):
             logger.warning("cannot claim the request; will look again", id: task.id, ["reason": LogValue(reason)])
             skip(task)
+            // Looked at again soon, as one another daemon holds: with inotify, nothing else
+            // would before the periodic rescan.
+            delegate.claimedElsewhere(task.requestPath)
         }
     }
 
