@@ -129,23 +129,17 @@ public struct SpoolFiles: PublicationFiles, Sendable {
     /// open: on sshfs a file closed just before its unlink can be left as `.fuse_hidden*`
     /// (`FileDescriptor.unlinkThenClose`).
     private func freshly(_ path: String, _ expected: FileIdentity?, _ act: () throws -> Bool) throws -> ProducerFileCheck {
+        guard shared, let expected, expected.contentHash != nil else { return try ifSameIdentity(path, expected, act) }
         let seen: stat
         do {
             seen = try Syscall.lstat(path)
         } catch let error as SystemError where error.errno == ENOENT || error.errno == ESTALE {
             return .alreadyGone
         }
-        func byAttributes() throws -> ProducerFileCheck {
-            if let expected, !FileIdentity(seen).with(bornNanoseconds: FileIdentity.birthTime(path: path)).isSameInstance(as: expected) {
-                return .replacedByNewer
-            }
-            return try act() ? .done : .alreadyGone
-        }
         // Not a regular file (a link, a FIFO put in its place): another file, not to be read.
         // Too large to read (a batch file): by its attributes.
-        guard shared, let expected, expected.contentHash != nil else { return try byAttributes() }
         guard seen.st_mode & S_IFMT == S_IFREG else { return .replacedByNewer }
-        guard seen.st_size <= Self.freshReadLimit else { return try byAttributes() }
+        guard seen.st_size <= Self.freshReadLimit else { return try ifSameIdentity(path, expected, act) }
         // ESTALE: the handle of the file a stale cache showed; opened again, the name leads
         // to the file there now. A second one is an error, left for a later look.
         var stale = false

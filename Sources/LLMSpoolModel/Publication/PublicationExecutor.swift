@@ -50,17 +50,20 @@ public enum ProducerFileCheck: Sendable, Equatable {
 extension PublicationFiles {
     /// Where attributes are the truth (a local disk): compared by its identity alone.
     public func unlinkIfSame(_ path: String, _ expected: FileIdentity?) throws(Failure) -> ProducerFileCheck {
-        guard let current = try identity(of: path) else { return .alreadyGone }
-        if let expected, !current.isSameInstance(as: expected) { return .replacedByNewer }
-        // Seen through a stale cache, removed by another daemon since: nothing ended here.
-        return try unlinkIfPresent(path) ? .done : .alreadyGone
+        try ifSameIdentity(path, expected) { () throws(Failure) in try unlinkIfPresent(path) }
     }
 
     public func renameIfSame(_ from: String, _ to: String, _ expected: FileIdentity?) throws(Failure) -> ProducerFileCheck {
-        guard let current = try identity(of: from) else { return .alreadyGone }
+        try ifSameIdentity(from, expected) { () throws(Failure) in try renameIfPresent(from, to) }
+    }
+
+    /// `act` on the file at `path` if its identity is still `expected` (any file when nil);
+    /// `act` says whether the name was still there: seen through a stale cache, a file
+    /// another daemon moved or removed since is gone, and nothing ended here.
+    public func ifSameIdentity(_ path: String, _ expected: FileIdentity?, _ act: () throws(Failure) -> Bool) throws(Failure) -> ProducerFileCheck {
+        guard let current = try identity(of: path) else { return .alreadyGone }
         if let expected, !current.isSameInstance(as: expected) { return .replacedByNewer }
-        // Seen through a stale cache, moved or removed by another daemon since.
-        return try renameIfPresent(from, to) ? .done : .alreadyGone
+        return try act() ? .done : .alreadyGone
     }
 }
 
