@@ -107,7 +107,7 @@ enum SetupCommand {
             ("deferred_expired", config.retry.deferredExpired.rawValue),
             ("batch_max_requests", "\(config.batchLimits.maxRequests)"), ("batch_max_bytes", "\(config.batchLimits.maxBytes)"),
             ("batch_linger_seconds", "\(config.batchLimits.lingerSeconds)"), ("batch_poll_seconds", "\(config.batchPollSeconds)"),
-            ("batch_poll_max_seconds", "\(config.batchPollMaxSeconds)"),
+            ("batch_poll_max_seconds", "\(config.batchPollMaxSeconds)"), ("batch_deadline_seconds", "\(config.batchDeadlineSeconds)"),
             ("on_complete", config.hooks.onComplete.map { "\($0)" } ?? "none"), ("on_failure", config.hooks.onFailure.map { "\($0)" } ?? "none"),
             ("http_version", config.httpVersion.rawValue), ("ca_file", config.caFile ?? "the system's"), ("ca_directory (SSL_CERT_DIR)", config.caDirectory ?? "the system's"),
             ("metrics", config.metricsAddress ?? "none"), ("log_level", config.logLevel.name), ("log_format", config.logFormat.rawValue),

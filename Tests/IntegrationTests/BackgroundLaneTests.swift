@@ -458,6 +458,26 @@ import Testing
         }
     }
 
+    /// A provider that keeps a batch `in_progress` past the deadline: the daemon cancels it,
+    /// and its requests, which never ran, are each sent live once.
+    @Test func aBatchStillRunningAtItsDeadlineIsCancelledAndItsRequestsGoLive() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub(["--batch-seconds", "3600"])
+        try harness.startDaemon(config: config(harness, ["batch_deadline_seconds": 3]))
+        let ids = ["d1", "d2"]
+        for id in ids { try harness.drop(id, Self.deferrable(id, "Overdue \(id)")) }
+        try waitForOutcomes(harness, ids, timeout: 60)
+        #expect(harness.log.contains("past batch_deadline_seconds (3)"), "\(harness.log.split(separator: "\n").filter { $0.contains("group") }.joined(separator: "\n"))")
+        #expect(try cancelledGroups(harness).count == 1, "the remote batch was cancelled")
+        #expect(try creations(harness).values.reduce(0, +) == 1, "no second batch")
+        for id in ids {
+            #expect(try harness.arrivals(of: "Overdue \(id)").count == 1, "\(id) was sent live once")
+            #expect(Harness.content(of: try harness.json(harness.layout.result(id)))?.hasPrefix("Echo: Overdue \(id)") == true)
+        }
+        try SDKJudge.expectParses("ChatCompletion", ids.map { harness.layout.result($0) })
+    }
+
     /// A stop does not wait for a lane exchange under way: a trickled poll is aborted, the
     /// daemon exits within its grace, and the group's record stays for the next start.
     @Test func aStopIsNotHeldByATricklingPoll() throws {

@@ -72,6 +72,7 @@ public struct Config: Sendable, Equatable {
     public var batchLimits = LaneGrouper.Limits()
     public var batchPollSeconds = 30.0
     public var batchPollMaxSeconds = 600.0
+    public var batchDeadlineSeconds = RemoteBatchMachine.defaultDeadlineSeconds
 
     public init() {}
 
@@ -119,6 +120,7 @@ public struct Config: Sendable, Equatable {
         ("batch_linger_seconds", "a group is sent when its oldest request has waited this long (default 60)"),
         ("batch_poll_seconds", "first wait between polls of a remote batch, doubling while nothing changes (default 30)"),
         ("batch_poll_max_seconds", "longest wait between polls (default 600)"),
+        ("batch_deadline_seconds", "a remote batch still running this long after its group was made is cancelled, and its requests end as a cancelled batch's do (default 93600: the providers' 24 h window and 2 h to finalize)"),
         ("group_readable", "results, records and folders readable by the group too (default false)"),
         ("watch_mode", "auto, inotify or poll (default auto: poll on network and FUSE filesystems)"),
         ("poll_interval_seconds", "how often polling scans outgoing (default 1)"),
@@ -242,6 +244,7 @@ public struct Config: Sendable, Equatable {
         config.batchLimits = LaneGrouper.Limits(maxRequests: limits.maxRequests, maxBytes: limits.maxBytes, lingerSeconds: limits.lingerSeconds)
         if let value = try reader.number("batch_poll_seconds", minimum: 1, maximum: 86_400) { config.batchPollSeconds = value }
         if let value = try reader.number("batch_poll_max_seconds", minimum: 1, maximum: 86_400) { config.batchPollMaxSeconds = value }
+        if let value = try reader.number("batch_deadline_seconds", minimum: 1, maximum: 2_592_000) { config.batchDeadlineSeconds = value }
         if config.batchPollMaxSeconds < config.batchPollSeconds {
             throw ConfigError("\(source): \"batch_poll_max_seconds\" (\(SettingsReader.format(config.batchPollMaxSeconds))) must not be less than \"batch_poll_seconds\" (\(SettingsReader.format(config.batchPollSeconds)))")
         }

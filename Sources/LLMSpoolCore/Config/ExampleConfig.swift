@@ -58,6 +58,7 @@ public enum ExampleConfig {
   "batch_linger_seconds": 60,
   "batch_poll_seconds": 30,
   "batch_poll_max_seconds": 600,
+  "batch_deadline_seconds": 93600,
   "_hooks": "on_complete / on_failure: an argument array run as is, e.g. [\"/usr/local/bin/notify\", \"--quiet\"], or a string run by /bin/sh -c. The environment carries LLMSPOOL_ID, LLMSPOOL_STATUS, LLMSPOOL_RESULT or LLMSPOOL_ERROR.",
   "hook_concurrency": 4,
   "hook_timeout_seconds": 60,

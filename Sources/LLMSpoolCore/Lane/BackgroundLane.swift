@@ -19,6 +19,8 @@ public final class BackgroundLane: @unchecked Sendable {
         public var limits: LaneGrouper.Limits
         public var pollSeconds: Double
         public var pollMaxSeconds: Double
+        /// `batch_deadline_seconds`: a remote batch running longer is cancelled.
+        public var deadlineSeconds: Double
         /// The longest Retry-After honoured (`max_retry_after_seconds`).
         public var maxRetryAfterSeconds: Double
         var http: LaneHTTP.Settings
@@ -27,6 +29,7 @@ public final class BackgroundLane: @unchecked Sendable {
             limits = config.batchLimits
             pollSeconds = config.batchPollSeconds
             pollMaxSeconds = config.batchPollMaxSeconds
+            deadlineSeconds = config.batchDeadlineSeconds
             maxRetryAfterSeconds = config.retry.maxRetryAfterSeconds
             let (perMember, overflow) = config.maxResponseBytes.addingReportingOverflow(BackgroundLane.lineEnvelopeBytes)
             http = LaneHTTP.Settings(connectTimeoutSeconds: config.connectTimeoutSeconds, idleTimeoutSeconds: config.idleTimeoutSeconds,
@@ -264,7 +267,8 @@ public final class BackgroundLane: @unchecked Sendable {
             for id in groups.keys.sorted() {
                 guard let group = groups[id], let step = group.next, group.due <= now else { continue }
                 groups[id]?.next = nil
-                drive(id, [.perform(step)])
+                guard let actions = groups[id]?.machine.handle(.due(step, now: now)) else { continue }
+                drive(id, actions)
             }
             publishProgress()
             var wait = 1.0
@@ -624,7 +628,7 @@ public final class BackgroundLane: @unchecked Sendable {
             for member in members { if let found = held[member.id] { returnLive(found) } }
             return
         }
-        var group = LaneGroup(machine: RemoteBatchMachine(intent: intent, schedule: PollSchedule(initial: settings.pollSeconds, maximum: settings.pollMaxSeconds, maximumRetryAfter: settings.maxRetryAfterSeconds)),
+        var group = LaneGroup(machine: machine(for: intent),
                               startedAt: now)
         group.held = held
         group.sizes.reserveCapacity(members.count)
@@ -651,12 +655,16 @@ public final class BackgroundLane: @unchecked Sendable {
         deliver(registry.adoptUnfollowed(), onLaneThread: true)
     }
 
+    private func machine(for intent: RemoteIntent) -> RemoteBatchMachine {
+        RemoteBatchMachine(intent: intent, schedule: PollSchedule(initial: settings.pollSeconds, maximum: settings.pollMaxSeconds,
+                                                                  maximumRetryAfter: settings.maxRetryAfterSeconds),
+                           deadlineSeconds: settings.deadlineSeconds)
+    }
+
     /// Takes up a group this daemon now follows, where its record stands.
     private func resume(_ intent: RemoteIntent) {
         guard groups[intent.group] == nil else { return }
-        var group = LaneGroup(machine: RemoteBatchMachine(intent: intent, schedule: PollSchedule(initial: settings.pollSeconds,
-                                                                                                  maximum: settings.pollMaxSeconds,
-                                                                                                  maximumRetryAfter: settings.maxRetryAfterSeconds)),
+        var group = LaneGroup(machine: machine(for: intent),
                               startedAt: Date(timeIntervalSince1970: Double(intent.createdAt)))
         for member in intent.members { groupOfMember[member.id] = intent.group }
         if case .perform(let step)? = group.machine.handle(.start).first { group.next = step }

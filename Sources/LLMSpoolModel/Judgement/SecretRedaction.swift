@@ -50,7 +50,7 @@ public struct SecretRedaction: Sendable, Equatable {
         case .polled(var status):
             status.status = redact(status.status)
             return .polled(status)
-        case .start, .uploaded, .created, .createUncertain, .listed, .inspected, .downloaded, .split, .published, .withdrawn, .cancelRequested:
+        case .start, .uploaded, .created, .createUncertain, .listed, .inspected, .downloaded, .split, .published, .withdrawn, .cancelRequested, .due:
             return event
         }
     }

@@ -46,6 +46,9 @@ public struct RemoteBatchMachine: Sendable {
         /// failure, since a provider's replicas may lag a create; `maximumGone` in a row
         /// abandon the group, whose answers can no longer come.
         case gone(message: String)
+        /// The wait before `step` is over at `now`: the step is taken, unless the batch has
+        /// outrun its deadline (a provider that keeps a batch running past its window).
+        case due(Step, now: Double)
     }
 
     public enum Step: Sendable, Equatable {
@@ -104,6 +107,13 @@ public struct RemoteBatchMachine: Sendable {
     /// Reads told "not found" in a row (with backoffs of 2, 4, 8 and 16 s between them)
     /// after which the group is abandoned.
     public static let maximumGone = 5
+    /// A batch still running this long after its group was made is cancelled: the
+    /// providers' window is 24 h, and both end a batch that outruns it as `expired`, with
+    /// some time to finalize a large one. `batch_deadline_seconds` in the config.
+    public static let defaultDeadlineSeconds = 93_600.0
+    /// A cancelled batch still not ended this long after its cancel is given up: its
+    /// requests go live. A provider stuck in `cancelling` would hold them for ever.
+    public static let cancelGraceSeconds = 3_600.0
 
     public private(set) var intent: RemoteIntent
     public private(set) var schedule: PollSchedule
@@ -122,6 +132,12 @@ public struct RemoteBatchMachine: Sendable {
     private var candidates = Candidates()
     /// Listed batches whose results proved them another's: never inspected again.
     private var notOurs: Set<String> = []
+    /// Seconds after the intent's time past which a running batch is cancelled.
+    public let deadlineSeconds: Double
+    /// A cancel of the batch was sent (asked by the deadline, or by every member's deletion).
+    private var cancelSent = false
+    /// When the first poll after the cancel fell due: the grace runs from there.
+    private var cancelSeenAt: Double?
 
     /// What one reading of Anthropic's list found: the ended batches of the group's size to
     /// inspect, whether one of its size still runs, and the pages read (a page that leads
@@ -132,17 +148,20 @@ public struct RemoteBatchMachine: Sendable {
         var pages: Set<String> = []
     }
 
-    public init(intent: RemoteIntent, schedule: PollSchedule = PollSchedule()) {
+    public init(intent: RemoteIntent, schedule: PollSchedule = PollSchedule(), deadlineSeconds: Double = RemoteBatchMachine.defaultDeadlineSeconds) {
         self.intent = intent
         self.schedule = schedule
+        self.deadlineSeconds = deadlineSeconds
     }
 
     public mutating func handle(_ event: Event) -> [Action] {
         switch event {
-        case .gone, .failed: break
+        case .gone, .failed, .due: break
         default: goneInARow = 0
         }
         switch event {
+        case .due(let step, let now):
+            return due(step, now: now)
         case .start:
             if intent.api == .anthropic && intent.state == .intent {
                 // No upload: the create may commit as soon as it is sent, so a restart must
@@ -247,13 +266,16 @@ public struct RemoteBatchMachine: Sendable {
             }
         case .cancelRequested:
             guard pending == .cancel else { return [] }
+            cancelSent = true
             failures = 0
             pending = .poll
             return [.perform(.poll)]
         case .failed(let retryable, let retryAfter, let message):
             guard let step = pending else { return [] }
             if step == .cancel && !retryable {
-                // Refused (it ended meanwhile, say): the batch is polled to its end as usual.
+                // Refused (it ended meanwhile, say): the batch is polled to its end as usual,
+                // within the grace a cancelled one has.
+                cancelSent = true
                 pending = .poll
                 return [.perform(.poll)]
             }
@@ -271,6 +293,31 @@ public struct RemoteBatchMachine: Sendable {
             }
             return later(step, retryAfter: nil)
         }
+    }
+
+    /// A poll falls due: past the deadline the batch is cancelled instead, and a cancelled
+    /// batch that outlives its grace is given up. The grace runs from the first poll due
+    /// after the cancel, so a restart gives it again (and sends the cancel again, which a
+    /// provider takes for the one it has).
+    private mutating func due(_ step: Step, now: Double) -> [Action] {
+        guard step == .poll, pending == .poll, let batch = intent.batchID, intent.state == .created || intent.state == .polling else {
+            return [.perform(step)]
+        }
+        let status = intent.remoteStatus ?? "not yet polled"
+        if cancelSent {
+            let since = cancelSeenAt ?? now
+            cancelSeenAt = since
+            guard now - since >= Self.cancelGraceSeconds else { return [.perform(step)] }
+            pending = nil
+            return [.abandon(message: "the remote batch \(batch) is still \(status) \(Int(now - since)) s after its cancel: it is given up, and its requests go live")]
+        }
+        let age = now - Double(intent.createdAt)
+        guard age >= deadlineSeconds else { return [.perform(step)] }
+        pending = .cancel
+        failures = 0
+        return [.warn(message: "the remote batch \(batch) is still \(status) \(Int(age)) s after its group was made, past batch_deadline_seconds "
+                      + "(\(Int(deadlineSeconds))): it is cancelled, and its requests end as a cancelled batch's do"),
+                .perform(.cancel)]
     }
 
     /// `step` again after a backoff, or the provider's Retry-After up to `max_retry_after_seconds`.

@@ -1,0 +1,110 @@
+import Testing
+@testable import LLMSpoolModel
+
+/// A remote batch that outruns its deadline is cancelled, and one whose cancel never ends
+/// it is given up: a provider that keeps a batch running cannot hold its requests for ever.
+@Suite struct RemoteBatchDeadlineTests {
+    /// Made at 10,000 s, polled, with a 100 s deadline.
+    func polling(status: String = "in_progress") -> RemoteBatchMachine {
+        var intent = RemoteIntent(group: "g1", endpoint: "openai", url: "/v1/chat/completions", createdAt: 10_000,
+                                  members: [.init(id: "a", request: nil), .init(id: "b", request: nil)])
+        intent.state = .polling
+        intent.inputFileID = "file-1"
+        intent.batchID = "batch_1"
+        var machine = RemoteBatchMachine(intent: intent, deadlineSeconds: 100)
+        #expect(machine.handle(.start) == [.perform(.poll)])
+        #expect(machine.handle(.polled(.init(status: status, total: 2))).last?.isWait == true)
+        return machine
+    }
+
+    func warning(_ actions: [RemoteBatchMachine.Action]) -> String? {
+        for case .warn(let message) in actions { return message }
+        return nil
+    }
+
+    @Test func aPollDueBeforeTheDeadlineIsTaken() {
+        var machine = polling()
+        #expect(machine.handle(.due(.poll, now: 10_099)) == [.perform(.poll)])
+        #expect(machine.handle(.polled(.init(status: "in_progress", total: 2))).last?.isWait == true, "the poll was what the machine waited for")
+    }
+
+    @Test func aBatchStillRunningAtItsDeadlineIsCancelledAndEndsAsACancelledBatch() throws {
+        var machine = polling(status: "finalizing")
+        let actions = machine.handle(.due(.poll, now: 10_100))
+        #expect(actions.last == .perform(.cancel))
+        let message = try #require(warning(actions))
+        #expect(message.contains("batch_1") && message.contains("finalizing") && message.contains("batch_deadline_seconds (100)"), "\(message)")
+        #expect(machine.handle(.cancelRequested) == [.perform(.poll)])
+        #expect(machine.handle(.polled(.init(status: "cancelling", total: 2))).last == .wait(seconds: 30, then: .poll))
+        #expect(machine.handle(.due(.poll, now: 10_200)) == [.perform(.poll)], "the cancel's grace has begun")
+        let ended = machine.handle(.polled(.init(status: "cancelled", total: 2, completed: 1, outputFileID: "file-out")))
+        #expect(ended.last == .perform(.download(outputFileID: "file-out", errorFileID: nil)), "what ran is downloaded")
+        #expect(machine.intent.state == .ended)
+    }
+
+    @Test func aCancelledBatchThatNeverEndsIsGivenUpAfterItsGrace() {
+        var machine = polling()
+        _ = machine.handle(.due(.poll, now: 20_000))
+        _ = machine.handle(.cancelRequested)
+        _ = machine.handle(.polled(.init(status: "cancelling", total: 2)))
+        #expect(machine.handle(.due(.poll, now: 20_100)) == [.perform(.poll)], "the grace runs from here")
+        _ = machine.handle(.polled(.init(status: "cancelling", total: 2)))
+        let grace = RemoteBatchMachine.cancelGraceSeconds
+        #expect(machine.handle(.due(.poll, now: 20_100 + grace - 1)) == [.perform(.poll)])
+        _ = machine.handle(.polled(.init(status: "cancelling", total: 2)))
+        let actions = machine.handle(.due(.poll, now: 20_100 + grace))
+        guard case .abandon(let message)? = actions.last, actions.count == 1 else {
+            Issue.record("given up: \(actions)")
+            return
+        }
+        #expect(message.contains("batch_1") && message.contains("cancelling") && message.contains("go live"), "\(message)")
+        #expect(machine.handle(.polled(.init(status: "completed", outputFileID: "late"))) == [], "a late answer is not read")
+    }
+
+    @Test func aGroupWhoseMembersWereDeletedIsGivenUpWhenItsCancelNeverEndsIt() {
+        var machine = polling()
+        #expect(machine.handle(.withdrawn) == [.perform(.cancel)])
+        #expect(machine.handle(.cancelRequested) == [.perform(.poll)])
+        _ = machine.handle(.polled(.init(status: "cancelling", total: 2)))
+        #expect(machine.handle(.due(.poll, now: 10_050)) == [.perform(.poll)])
+        _ = machine.handle(.polled(.init(status: "cancelling", total: 2)))
+        guard case .abandon? = machine.handle(.due(.poll, now: 10_050 + RemoteBatchMachine.cancelGraceSeconds)).last else {
+            Issue.record("the withdrawn group's stuck cancel was not given up")
+            return
+        }
+    }
+
+    @Test func aRefusedCancelStillHasItsGrace() {
+        var machine = polling()
+        _ = machine.handle(.due(.poll, now: 20_000))
+        #expect(machine.handle(.failed(retryable: false, retryAfter: nil, message: "409")) == [.perform(.poll)])
+        _ = machine.handle(.polled(.init(status: "in_progress", total: 2)))
+        #expect(machine.handle(.due(.poll, now: 20_010)) == [.perform(.poll)], "no second cancel")
+        _ = machine.handle(.polled(.init(status: "in_progress", total: 2)))
+        guard case .abandon? = machine.handle(.due(.poll, now: 20_010 + RemoteBatchMachine.cancelGraceSeconds)).last else {
+            Issue.record("a batch whose cancel was refused and that never ends was not given up")
+            return
+        }
+    }
+
+    @Test func onlyAPollIsHeldToTheDeadline() {
+        var machine = polling()
+        #expect(machine.handle(.due(.download(outputFileID: "o", errorFileID: nil), now: 99_999)) == [.perform(.download(outputFileID: "o", errorFileID: nil))])
+        var creating = RemoteBatchMachine(intent: RemoteIntent(group: "g2", endpoint: "openai", url: "/v1/chat/completions", createdAt: 0, members: []),
+                                          deadlineSeconds: 1)
+        _ = creating.handle(.start)
+        #expect(creating.handle(.due(.upload, now: 99_999)) == [.perform(.upload)], "nothing remote to cancel yet")
+    }
+
+    @Test func notFoundCountsAreNotResetByAStepFallingDue() {
+        var machine = polling()
+        for _ in 1..<RemoteBatchMachine.maximumGone {
+            #expect(machine.handle(.gone(message: "404")).last?.isWait == true)
+            #expect(machine.handle(.due(.poll, now: 10_001)) == [.perform(.poll)])
+        }
+        guard case .abandon? = machine.handle(.gone(message: "404")).last else {
+            Issue.record("the fifth 404 in a row, with steps falling due between them, did not give the group up")
+            return
+        }
+    }
+}
