@@ -103,7 +103,10 @@ public final class LeaseManager: Sendable {
                 // cannot bar its id for ever.
                 let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
                 let bounded = expires.isFinite ? min(expires, modified + 2 * seconds) : modified + seconds
-                return Lease(owner: owner, expiresAt: bounded, ended: (object["ended"] as? Bool) ?? false)
+                let lease = Lease(owner: owner, expiresAt: bounded, ended: (object["ended"] as? Bool) ?? false,
+                                  method: (object["method"] as? String).flatMap(ClaimMethod.init(rawValue:)))
+                claimAsOthersDo(lease)
+                return lease
             }
             if !Syscall.isPresent(path) { return nil }
         }
@@ -112,7 +115,7 @@ public final class LeaseManager: Sendable {
     }
 
     func encode(expiresAt: Double, ended: Bool = false) -> [UInt8] {
-        var object: [String: Any] = ["owner": owner, "expires_at": expiresAt, "host": hostID]
+        var object: [String: Any] = ["owner": owner, "expires_at": expiresAt, "host": hostID, "method": method.rawValue]
         if ended { object["ended"] = true }
         return JSONObject.encode(object)
     }
@@ -121,6 +124,23 @@ public final class LeaseManager: Sendable {
     func encodeLettingGo(_ previousOwner: String) -> [UInt8] {
         let lease = Lease.lettingGo(owner: previousOwner)
         return JSONObject.encode(["owner": lease.owner, "expires_at": lease.expiresAt, "host": hostID] as [String: Any])
+    }
+
+    /// Whether `lease` is judged by its lock rather than by its time: with locks here, and
+    /// unless its owner wrote that it holds lease files only (a mount whose locks stay on
+    /// its machine): that lease has no lock to probe, so a free lock proves nothing.
+    private func judgedByLock(_ lease: Lease?) -> Bool {
+        lockMode.load(ordering: .relaxed) && lease?.method != .leaseFiles
+    }
+
+    /// A daemon that claims with lease files only shares the spool: this one holds its
+    /// claims the same way from now on. Its own lock would otherwise keep a claim it holds
+    /// past the lease's time, which the other daemon takes over by the time alone.
+    private func claimAsOthersDo(_ lease: Lease) {
+        guard lease.method == .leaseFiles, lease.owner != owner, lockMode.load(ordering: .relaxed),
+              lockMode.compareExchange(expected: true, desired: false, ordering: .relaxed).exchanged else { return }
+        logger.warning("a daemon that claims with lease files only shares this spool: this daemon now claims with lease files only too, "
+                       + "and judges every claim by its lease time", ["other_owner": LogValue(lease.owner)])
     }
 
     func state(_ lease: Lease?) -> LeaseRules.State {
@@ -146,14 +166,14 @@ public final class LeaseManager: Sendable {
         switch state(lease) {
         case .heldElsewhere:
             // A lease without content yet is being created: its lock may not be taken yet.
-            guard lockMode.load(ordering: .relaxed), lease?.isWritten == true else { return .heldElsewhere }
+            guard judgedByLock(lease), lease?.isWritten == true else { return .heldElsewhere }
             return lockLooksFree(id) ? .abandoned : .heldElsewhere
         case .ended:
             return .heldElsewhere
         case .expired:
             if lease?.ended == true { return .free }
             // With locks, the lock says whether its holder lives, whatever the content says.
-            guard lockMode.load(ordering: .relaxed), lease?.isWritten == true else { return .abandoned }
+            guard judgedByLock(lease), lease?.isWritten == true else { return .abandoned }
             return lockLooksFree(id) ? .abandoned : .heldElsewhere
         case .absent, .mine:
             return .free
@@ -217,7 +237,7 @@ public final class LeaseManager: Sendable {
         case .exists:
             let lease = read(path)
             switch state(lease) {
-            case .heldElsewhere where lockMode.load(ordering: .relaxed) && lease?.isWritten == true:
+            case .heldElsewhere where judgedByLock(lease) && lease?.isWritten == true:
                 let claim = takeOverUnlocked(id)
                 tookOver = claim == .claimed
                 return claim
@@ -231,7 +251,7 @@ public final class LeaseManager: Sendable {
             case .mine:
                 hold(id)  // our own create, retransmitted
                 return .claimed
-            case .expired where lockMode.load(ordering: .relaxed):
+            case .expired where judgedByLock(lease):
                 // With locks the lock decides, never the content: a cached copy of an old
                 // lease can look expired while its new holder is at work.
                 let claim = takeOverUnlocked(id)
@@ -731,7 +751,7 @@ public final class LeaseManager: Sendable {
     /// `LeaseRules`); returns whether it ran. With locks, the lease's lock decides, and is
     /// held while `remove` runs, so no daemon can take the id over meanwhile.
     public func removeLeftover(of id: String, _ remove: () -> Void) -> Bool {
-        if lockMode.load(ordering: .relaxed) {
+        if lockMode.load(ordering: .relaxed), judgedByLock(read(layout.lease(id))) {
             let lease: FileDescriptor
             do {
                 lease = try FileDescriptor.open(layout.lease(id), O_RDWR | O_NOFOLLOW)

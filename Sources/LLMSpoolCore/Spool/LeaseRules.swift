@@ -12,11 +12,15 @@ public enum LeaseRules {
         /// client caches (GlusterFS keeps a deleted file readable for about a second) can
         /// show another daemon a request that was just answered; its claim must fail.
         public var ended: Bool
+        /// How its owner holds its claims, as it wrote; nil in a lease of an earlier
+        /// version, which is judged as a lock's (as it was then).
+        public var method: ClaimMethod?
 
-        public init(owner: String, expiresAt: Double, ended: Bool = false) {
+        public init(owner: String, expiresAt: Double, ended: Bool = false, method: ClaimMethod? = nil) {
             self.owner = owner
             self.expiresAt = expiresAt
             self.ended = ended
+            self.method = method
         }
 
         /// The owner given to a lease file whose content cannot be read (being written).
