@@ -499,6 +499,23 @@ extension ClientCommandTests {
     }
 }
 
+/// Without a daemon, `queue` says what intake will do with a file that is no request: a
+/// FIFO or a folder under a request's name is refused when read, never sent.
+@Suite(.serialized) struct QueueOfFilesNeverSentTests {
+    @Test func aFIFOAndAFolderAreListedAsRefusedNotQueued() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try #require(mkfifo("\(harness.layout.outgoing)/pipe.json", 0o600) == 0)
+        try FileManager.default.createDirectory(atPath: "\(harness.layout.outgoing)/folder.json", withIntermediateDirectories: false)
+        try harness.drop("plain", Harness.request("an ordinary request"))
+        let queue = try harness.cli(["queue", "--spool", harness.layout.root]).stdout
+        let lines = queue.split(separator: "\n")
+        #expect(lines.contains { $0.hasPrefix("pipe  queued") && $0.contains("refused when read: the request is a FIFO") }, "\(queue)")
+        #expect(lines.contains { $0.hasPrefix("folder  queued") && $0.contains("refused when read: the request is a folder") }, "\(queue)")
+        #expect(lines.contains { $0.hasPrefix("plain  queued") && $0.hasSuffix("no daemon running") && !$0.contains("refused") }, "\(queue)")
+    }
+}
+
 /// A provider's error text is printed to a terminal with its control characters escaped:
 /// an escape sequence in it must not reach the user's terminal raw.
 @Suite(.serialized) struct FollowedFailureTextTests {
