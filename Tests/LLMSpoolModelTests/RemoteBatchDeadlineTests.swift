@@ -96,6 +96,25 @@ import Testing
         #expect(creating.handle(.due(.upload, now: 99_999)) == [.perform(.upload)], "nothing remote to cancel yet")
     }
 
+    @Test func reconcilingThatNeverSettlesIsGivenUpAtTheDeadline() {
+        // Anthropic: a message batch of the group's size that never ends is waited for.
+        var intent = RemoteIntent(group: "g3", endpoint: "anthropic", api: .anthropic, url: "/v1/messages", createdAt: 10_000,
+                                  members: [.init(id: "a", request: nil)])
+        intent.state = .creating
+        var machine = RemoteBatchMachine(intent: intent, deadlineSeconds: 100)
+        #expect(machine.handle(.start) == [.perform(.list(after: nil))])
+        let running = RemoteBatchListing(entries: [.init(id: "msgbatch_x", group: nil, createdAt: 10_001, total: 1, ended: false)], hasMore: false)
+        #expect(machine.handle(.listed(running)).last == .wait(seconds: 30, then: .list(after: nil)))
+        #expect(machine.handle(.due(.list(after: nil), now: 10_099)) == [.perform(.list(after: nil))])
+        #expect(machine.handle(.listed(running)).last == .wait(seconds: 30, then: .list(after: nil)))
+        let actions = machine.handle(.due(.list(after: nil), now: 10_100))
+        guard case .abandon(let message)? = actions.last, actions.count == 1 else {
+            Issue.record("reconciling past the deadline was not given up: \(actions)")
+            return
+        }
+        #expect(message.contains("batch_deadline_seconds (100)"), "\(message)")
+    }
+
     @Test func notFoundCountsAreNotResetByAStepFallingDue() {
         var machine = polling()
         for _ in 1..<RemoteBatchMachine.maximumGone {

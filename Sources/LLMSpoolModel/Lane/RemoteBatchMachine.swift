@@ -300,6 +300,14 @@ public struct RemoteBatchMachine: Sendable {
     /// after the cancel, so a restart gives it again (and sends the cancel again, which a
     /// provider takes for the one it has).
     private mutating func due(_ step: Step, now: Double) -> [Action] {
+        if case .list = step, pending == step, intent.state < .created, now - Double(intent.createdAt) >= deadlineSeconds {
+            // Reconciling that never settles (a create the provider never lists, a message
+            // batch of the group's size that never ends): no batch of the group can be found
+            // to wait for or to cancel.
+            pending = nil
+            return [.abandon(message: "no batch of the group could be found within batch_deadline_seconds (\(Int(deadlineSeconds))): its requests go live; "
+                              + "a batch created but never listed would be paid for, and its answers are not read")]
+        }
         guard step == .poll, pending == .poll, let batch = intent.batchID, intent.state == .created || intent.state == .polling else {
             return [.perform(step)]
         }
