@@ -729,7 +729,7 @@ public final class BackgroundLane: @unchecked Sendable {
             case .abandon(let message):
                 abandon(id, message)
             case .warn(let message):
-                logger.warning("a remote batch's reconciling", ["group": LogValue(id), "reason": LogValue(message)])
+                logger.warning("a remote batch needs attention", ["group": LogValue(id), "reason": LogValue(message)])
             }
         }
     }

@@ -93,7 +93,7 @@ public struct RemoteBatchMachine: Sendable {
         /// members are to be sent another way, with `message` in the log.
         case abandon(message: String)
         /// Something the log must say (a list that repeats itself, a create that the provider's
-        /// API cannot guard); nothing to do.
+        /// API cannot guard, a batch cancelled at its deadline); nothing to do.
         case warn(message: String)
     }
 
