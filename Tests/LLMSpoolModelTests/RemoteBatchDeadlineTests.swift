@@ -115,6 +115,28 @@ import Testing
         #expect(message.contains("batch_deadline_seconds (100)"), "\(message)")
     }
 
+    @Test(arguments: [Int.min, Int.max, -1])
+    func anIntentTimeFromARecordOfAnyNumberNeverTraps(createdAt: Int) {
+        var intent = RemoteIntent(group: "g4", endpoint: "openai", url: "/v1/chat/completions", createdAt: createdAt,
+                                  members: [.init(id: "a", request: nil)])
+        intent.state = .polling
+        intent.inputFileID = "file-1"
+        intent.batchID = "batch_1"
+        var polling = RemoteBatchMachine(intent: intent)
+        _ = polling.handle(.start)
+        _ = polling.handle(.polled(.init(status: "in_progress", total: 1)))
+        let due = polling.handle(.due(.poll, now: 1_800_000_000))
+        #expect(due.last == (createdAt == Int.max ? .perform(.poll) : .perform(.cancel)))
+        intent.state = .uploaded
+        intent.batchID = nil
+        var listing = RemoteBatchMachine(intent: intent)
+        _ = listing.handle(.start)
+        _ = listing.handle(.uploaded(fileID: "file-1"))
+        _ = listing.handle(.createUncertain)
+        let page = RemoteBatchListing(entries: [.init(id: "batch_x", group: "other", createdAt: 5)], hasMore: true)
+        #expect(!listing.handle(.listed(page)).isEmpty, "the list is followed or a create comes, without a trap")
+    }
+
     @Test func notFoundCountsAreNotResetByAStepFallingDue() {
         var machine = polling()
         for _ in 1..<RemoteBatchMachine.maximumGone {

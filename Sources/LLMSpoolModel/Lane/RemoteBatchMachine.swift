@@ -191,7 +191,7 @@ public struct RemoteBatchMachine: Sendable {
                 return advance(to: .created, then: isWithdrawn ? .cancel : .poll)
             }
             if after == nil { listedPages = [] }
-            let horizon = intent.createdAt - Self.listingSlackSeconds
+            let horizon = listingHorizon
             if page.hasMore, let last = page.entries.last, last.createdAt >= horizon {
                 guard last.id != after, listedPages.insert(last.id).inserted else { return listRepeats(after: last.id, what: "batches") }
                 return perform(.list(after: last.id))
@@ -305,7 +305,7 @@ public struct RemoteBatchMachine: Sendable {
             // batch of the group's size that never ends): no batch of the group can be found
             // to wait for or to cancel.
             pending = nil
-            return [.abandon(message: "no batch of the group could be found within batch_deadline_seconds (\(Int(deadlineSeconds))): its requests go live; "
+            return [.abandon(message: "no batch of the group could be found within batch_deadline_seconds (\(Self.whole(deadlineSeconds))): its requests go live; "
                               + "a batch created but never listed would be paid for, and its answers are not read")]
         }
         guard step == .poll, pending == .poll, let batch = intent.batchID, intent.state == .created || intent.state == .polling else {
@@ -317,15 +317,27 @@ public struct RemoteBatchMachine: Sendable {
             cancelSeenAt = since
             guard now - since >= Self.cancelGraceSeconds else { return [.perform(step)] }
             pending = nil
-            return [.abandon(message: "the remote batch \(batch) is still \(status) \(Int(now - since)) s after its cancel: it is given up, and its requests go live")]
+            return [.abandon(message: "the remote batch \(batch) is still \(status) \(Self.whole(now - since)) s after its cancel: it is given up, and its requests go live")]
         }
         let age = now - Double(intent.createdAt)
         guard age >= deadlineSeconds else { return [.perform(step)] }
         pending = .cancel
         failures = 0
-        return [.warn(message: "the remote batch \(batch) is still \(status) \(Int(age)) s after its group was made, past batch_deadline_seconds "
-                      + "(\(Int(deadlineSeconds))): it is cancelled, and its requests end as a cancelled batch's do"),
+        return [.warn(message: "the remote batch \(batch) is still \(status) \(Self.whole(age)) s after its group was made, past batch_deadline_seconds "
+                      + "(\(Self.whole(deadlineSeconds))): it is cancelled, and its requests end as a cancelled batch's do"),
                 .perform(.cancel)]
+    }
+
+    /// How far back the provider's list is read for a batch of the group: the intent's time
+    /// less the slack, read from a record that may hold any number.
+    private var listingHorizon: Int {
+        let (horizon, overflow) = intent.createdAt.subtractingReportingOverflow(Self.listingSlackSeconds)
+        return overflow ? Int.min : horizon
+    }
+
+    /// Whole seconds for a message; an intent's time from a record may be any number.
+    private static func whole(_ seconds: Double) -> String {
+        Int(exactly: seconds.rounded(.towardZero)).map(String.init) ?? "\(seconds)"
     }
 
     /// `step` again after a backoff, or the provider's Retry-After up to `max_retry_after_seconds`.
@@ -375,7 +387,7 @@ public struct RemoteBatchMachine: Sendable {
     /// waited for. The last page read, the candidates are taken in turn.
     private mutating func listedMessageBatches(_ page: RemoteBatchListing, after: String?) -> [Action] {
         if after == nil { candidates = Candidates() }
-        let horizon = intent.createdAt - Self.listingSlackSeconds
+        let horizon = listingHorizon
         for entry in page.entries where entry.createdAt >= horizon && !notOurs.contains(entry.id) {
             if let total = entry.total, total != intent.members.count { continue }
             if entry.ended {
