@@ -14,7 +14,11 @@ public enum Timestamp {
     /// formatter goes through ICU under a lock, and records and the live status are
     /// written often, from several threads.
     public static func string(_ date: Date) -> String {
-        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        // A time read from a file may be any number: one past a hundred million years either
+        // way (or not a number) is written as that bound, never trapped on.
+        let bound = 3.2e18
+        let scaled = (date.timeIntervalSince1970 * 1000).rounded()
+        let milliseconds = Int64(scaled.isNaN ? 0 : min(max(scaled, -bound), bound))
         var seconds = time_t(milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000)
         let fraction = Int(milliseconds - Int64(seconds) * 1000)
         var parts = tm()
