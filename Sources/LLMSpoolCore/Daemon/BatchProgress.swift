@@ -42,17 +42,24 @@ public struct BatchProgress: Sendable, Equatable {
     public func line() -> String {
         var text = "\(Logger.escape(name)): \(done)/\(total) done (\(failed) failed), \(inFlight) in flight, "
         text += String(format: "%.1f lines/s", rate)
-        if let eta { text += ", ETA \(Int(eta.rounded())) s" }
+        // A start read from a journal may be any time: an ETA past any Int is not shown.
+        if let eta, let seconds = Self.whole(eta) { text += ", ETA \(seconds) s" }
         if cancelled { text += ", cancelling" }
         return text
+    }
+
+    /// Whole seconds, or nil for a time no Int holds: a batch's start is read from its
+    /// journal, which may hold any number.
+    static func whole(_ seconds: Double) -> Int? {
+        Int(exactly: seconds.rounded())
     }
 
     public func json() -> [UInt8] {
         var text = "{\"name\":"
         JSONText.appendQuoted(name, to: &text)
         text += ",\"total\":\(total),\"succeeded\":\(succeeded),\"failed\":\(failed),\"done\":\(done),\"in_flight\":\(inFlight)"
-        text += ",\"started_at\":\(Int(startedAt)),\"updated_at\":\(Int(updatedAt)),\"rate\":" + String(format: "%.2f", rate)
-        text += ",\"eta_seconds\":" + (eta.map { String(Int($0.rounded())) } ?? "null") + ",\"cancelled\":\(cancelled)}"
+        text += ",\"started_at\":\(Self.whole(startedAt) ?? 0),\"updated_at\":\(Self.whole(updatedAt) ?? 0),\"rate\":" + String(format: "%.2f", rate)
+        text += ",\"eta_seconds\":" + (eta.flatMap(Self.whole).map(String.init) ?? "null") + ",\"cancelled\":\(cancelled)}"
         return Array(text.utf8)
     }
 

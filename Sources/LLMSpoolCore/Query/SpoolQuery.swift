@@ -106,7 +106,7 @@ public struct StatusSummary: Sendable {
 
     public func text(now: Date = Date()) -> String {
         var lines = [daemonPID.map { "daemon: running (pid \($0))" }
-            ?? silentDaemon.map { "daemon: running (pid \($0.pid)), but its status was last written \(Int(now.timeIntervalSince($0.updatedAt))) s ago: "
+            ?? silentDaemon.map { "daemon: running (pid \($0.pid)), but its status was last written \(Int(exactly: now.timeIntervalSince($0.updatedAt).rounded(.towardZero)).map(String.init) ?? "long") s ago: "
                 + "the spool's disk may be full, or the daemon stopped (SIGSTOP); counts below are read from the spool" }
             ?? (daemons.isEmpty ? "daemon: not running" : "daemons: \(daemons.count) running")]
         if !daemons.isEmpty && (daemons.count > 1 || daemonPID == nil) {
