@@ -47,12 +47,12 @@ import Testing
         _ = machine.handle(.due(.poll, now: 20_000))
         _ = machine.handle(.cancelRequested)
         _ = machine.handle(.polled(.init(status: "cancelling", total: 2)))
-        #expect(machine.handle(.due(.poll, now: 20_100)) == [.perform(.poll)], "the grace runs from here")
+        #expect(machine.handle(.due(.poll, now: 20_100)) == [.perform(.poll)], "the grace runs from the cancel")
         _ = machine.handle(.polled(.init(status: "cancelling", total: 2)))
         let grace = RemoteBatchMachine.cancelGraceSeconds
-        #expect(machine.handle(.due(.poll, now: 20_100 + grace - 1)) == [.perform(.poll)])
+        #expect(machine.handle(.due(.poll, now: 20_000 + grace - 1)) == [.perform(.poll)])
         _ = machine.handle(.polled(.init(status: "cancelling", total: 2)))
-        let actions = machine.handle(.due(.poll, now: 20_100 + grace))
+        let actions = machine.handle(.due(.poll, now: 20_000 + grace))
         guard case .abandon(let message)? = actions.last, actions.count == 1 else {
             Issue.record("given up: \(actions)")
             return
@@ -105,14 +105,65 @@ import Testing
         #expect(machine.handle(.start) == [.perform(.list(after: nil))])
         let running = RemoteBatchListing(entries: [.init(id: "msgbatch_x", group: nil, createdAt: 10_001, total: 1, ended: false)], hasMore: false)
         #expect(machine.handle(.listed(running)).last == .wait(seconds: 30, then: .list(after: nil)))
-        #expect(machine.handle(.due(.list(after: nil), now: 10_099)) == [.perform(.list(after: nil))])
+        #expect(machine.handle(.due(.list(after: nil), now: 10_099)) == [.perform(.list(after: nil))], "reconciling begins here in this run")
         #expect(machine.handle(.listed(running)).last == .wait(seconds: 30, then: .list(after: nil)))
-        let actions = machine.handle(.due(.list(after: nil), now: 10_100))
+        let floor = RemoteBatchMachine.defaultDeadlineSeconds
+        #expect(machine.handle(.due(.list(after: nil), now: 10_099 + floor - 1)) == [.perform(.list(after: nil))],
+                "a short deadline does not shorten reconciling: the running batch may be the group's")
+        #expect(machine.handle(.listed(running)).last == .wait(seconds: 30, then: .list(after: nil)))
+        let actions = machine.handle(.due(.list(after: nil), now: 10_099 + floor))
         guard case .abandon(let message)? = actions.last, actions.count == 1 else {
             Issue.record("reconciling past the deadline was not given up: \(actions)")
             return
         }
-        #expect(message.contains("batch_deadline_seconds (100)"), "\(message)")
+        #expect(message.contains("reconciling"), "\(message)")
+    }
+
+    @Test func aGroupResumedPastItsDeadlineIsLookedAtBeforeAnythingIsGivenUp() {
+        // Reconciling: the list is read first, whatever the group's age.
+        var uploaded = RemoteIntent(group: "g5", endpoint: "openai", url: "/v1/chat/completions", createdAt: 10_000,
+                                    members: [.init(id: "a", request: nil)])
+        uploaded.state = .uploaded
+        uploaded.inputFileID = "file-1"
+        var reconciling = RemoteBatchMachine(intent: uploaded, deadlineSeconds: 100)
+        guard case .perform(let first)? = reconciling.handle(.start).first else {
+            Issue.record("a resumed upload takes a step")
+            return
+        }
+        #expect(reconciling.handle(.due(first, now: 500_000)) == [.perform(first)], "looked at first, not given up")
+        // Polling: polled first; a batch that ended meanwhile is downloaded, never cancelled.
+        var polled = uploaded
+        polled.state = .polling
+        polled.batchID = "batch_1"
+        polled.remoteStatus = "validating"
+        var resumed = RemoteBatchMachine(intent: polled, deadlineSeconds: 100)
+        #expect(resumed.handle(.start) == [.perform(.poll)])
+        #expect(resumed.handle(.due(.poll, now: 500_000)) == [.perform(.poll)], "no cancel on a status recorded before the restart")
+        #expect(resumed.handle(.polled(.init(status: "completed", total: 1, completed: 1, outputFileID: "o"))).last
+                == .perform(.download(outputFileID: "o", errorFileID: nil)))
+    }
+
+    @Test func aCancelThatKeepsFailingIsGivenUpAfterItsGrace() {
+        var machine = polling()
+        #expect(machine.handle(.due(.poll, now: 20_000)).last == .perform(.cancel))
+        var now = 20_000.0
+        for _ in 0..<50 {
+            guard case .wait(let seconds, .cancel)? = machine.handle(.failed(retryable: true, retryAfter: nil, message: "409 conflict")).last else {
+                Issue.record("a retryable cancel failure waits and tries again")
+                return
+            }
+            now += seconds
+            let actions = machine.handle(.due(.cancel, now: now))
+            if now - 20_000 >= RemoteBatchMachine.cancelGraceSeconds {
+                guard case .abandon? = actions.last else {
+                    Issue.record("a cancel failing past its grace was not given up: \(actions)")
+                    return
+                }
+                return
+            }
+            #expect(actions == [.perform(.cancel)])
+        }
+        Issue.record("the grace never ran out")
     }
 
     @Test(arguments: [Int.min, Int.max, -1])

@@ -120,7 +120,7 @@ public struct Config: Sendable, Equatable {
         ("batch_linger_seconds", "a group is sent when its oldest request has waited this long (default 60)"),
         ("batch_poll_seconds", "first wait between polls of a remote batch, doubling while nothing changes (default 30)"),
         ("batch_poll_max_seconds", "longest wait between polls (default 600)"),
-        ("batch_deadline_seconds", "a remote batch still running this long after its group was made is cancelled, and its requests end as a cancelled batch's do (default 93600: the providers' 24 h window and 2 h to finalize)"),
+        ("batch_deadline_seconds", "a remote batch a poll finds still running this long after its group was made is cancelled, and its requests end as a cancelled batch's do; reconciling is given up after this long, never less than 26 h (default 93600: the providers' 24 h window and 2 h to finalize)"),
         ("group_readable", "results, records and folders readable by the group too (default false)"),
         ("watch_mode", "auto, inotify or poll (default auto: poll on network and FUSE filesystems)"),
         ("poll_interval_seconds", "how often polling scans outgoing (default 1)"),

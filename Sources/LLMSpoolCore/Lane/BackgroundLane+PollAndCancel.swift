@@ -14,14 +14,15 @@ extension BackgroundLane {
         return event
     }
 
-    /// Cancels the group's recorded batch: every member of the group was deleted.
+    /// Cancels the group's recorded batch: every member of the group was deleted, or it ran past its deadline.
     func cancel(_ id: String, client: some RemoteBatchClient) -> RemoteBatchMachine.Event {
         guard let batch = groups[id]?.machine.intent.batchID else {
             return .failed(retryable: false, retryAfter: nil, message: "no batch id is recorded")
         }
         let event = client.cancel(batchID: batch)
         if event == .cancelRequested {
-            logger.info("remote batch cancelled: every request of its group was deleted", ["group": LogValue(id), "batch": LogValue(batch)])
+            let why = groups[id]?.machine.isWithdrawn == true ? "every request of its group was deleted" : "it ran past batch_deadline_seconds"
+            logger.info("remote batch cancelled: \(why)", ["group": LogValue(id), "batch": LogValue(batch)])
         }
         return event
     }

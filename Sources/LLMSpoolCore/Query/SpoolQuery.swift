@@ -405,11 +405,12 @@ public struct SpoolQuery: Sendable {
                 entry.endpoint = transfer.endpoint
                 entry.attempts = max(entry.attempts, transfer.attempt)
             }
-            if state == .queued, let problem = RequestFile.problem(with: info) {
-                // What intake will say of it: such a file is moved to failed/, never sent.
-                entry.reason = "refused when read: \(problem.message)" + (live == nil ? " (no daemon running)" : "")
-            } else if state == .queued, let group = lane[id] {
+            if state == .queued, let group = lane[id] {
                 entry.reason = group.description
+            } else if state == .queued, let problem = RequestFile.problem(with: info) {
+                // What intake will say of it: such a file is moved to failed/, never sent. One
+                // in a remote batch was read and sent before (a link made since changes nothing).
+                entry.reason = "refused when read: \(problem.message)" + (live == nil ? " (no daemon running)" : "")
             } else if state == .queued && live == nil {
                 entry.reason = "no daemon running"
             } else if state == .queued || state == .deferred {

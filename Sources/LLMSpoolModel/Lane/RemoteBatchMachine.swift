@@ -134,10 +134,16 @@ public struct RemoteBatchMachine: Sendable {
     private var notOurs: Set<String> = []
     /// Seconds after the intent's time past which a running batch is cancelled.
     public let deadlineSeconds: Double
-    /// A cancel of the batch was sent (asked by the deadline, or by every member's deletion).
-    private var cancelSent = false
-    /// When the first poll after the cancel fell due: the grace runs from there.
-    private var cancelSeenAt: Double?
+    /// A cancel of the batch was asked (by the deadline, or by every member's deletion).
+    private var cancelAsked = false
+    /// When the cancel's grace began: the deadline's decision, or the first step due after
+    /// a cancel asked by a deletion.
+    private var cancelGraceFrom: Double?
+    /// A poll of this run said the batch still runs: a deadline is judged on what the
+    /// provider says now, never on a status recorded before a restart.
+    private var polledRunning = false
+    /// When reconciling's first list fell due in this run.
+    private var reconcilingSince: Double?
 
     /// What one reading of Anthropic's list found: the ended batches of the group's size to
     /// inspect, whether one of its size still runs, and the pages read (a page that leads
@@ -224,6 +230,7 @@ public struct RemoteBatchMachine: Sendable {
                 intent.errorFileID = status.errorFileID
                 return advance(to: .ended, then: .download(outputFileID: status.outputFileID, errorFileID: status.errorFileID))
             }
+            polledRunning = true
             let wait = schedule.next(after: status)
             if intent.state == .created { return advance(to: .polling, then: .poll, wait: wait) }
             failures = 0
@@ -266,7 +273,7 @@ public struct RemoteBatchMachine: Sendable {
             }
         case .cancelRequested:
             guard pending == .cancel else { return [] }
-            cancelSent = true
+            cancelAsked = true
             failures = 0
             pending = .poll
             return [.perform(.poll)]
@@ -275,7 +282,7 @@ public struct RemoteBatchMachine: Sendable {
             if step == .cancel && !retryable {
                 // Refused (it ended meanwhile, say): the batch is polled to its end as usual,
                 // within the grace a cancelled one has.
-                cancelSent = true
+                cancelAsked = true
                 pending = .poll
                 return [.perform(.poll)]
             }
@@ -295,32 +302,40 @@ public struct RemoteBatchMachine: Sendable {
         }
     }
 
-    /// A poll falls due: past the deadline the batch is cancelled instead, and a cancelled
-    /// batch that outlives its grace is given up. The grace runs from the first poll due
-    /// after the cancel, so a restart gives it again (and sends the cancel again, which a
-    /// provider takes for the one it has).
+    /// A step falls due. A batch a poll of this run found still running past the deadline
+    /// is cancelled instead of polled; a cancel (retried, or polled to its end) that outlives
+    /// its grace is given up; reconciling is given up once it has gone on, in this run, for
+    /// the deadline and at least the default one (a batch of the group may well run: giving
+    /// up sends its requests a second time). A restart starts each of these afresh, so it
+    /// always looks at the provider before giving anything up.
     private mutating func due(_ step: Step, now: Double) -> [Action] {
-        if case .list = step, pending == step, intent.state < .created, now - Double(intent.createdAt) >= deadlineSeconds {
-            // Reconciling that never settles (a create the provider never lists, a message
-            // batch of the group's size that never ends): no batch of the group can be found
-            // to wait for or to cancel.
+        if case .list = step, pending == step, intent.state < .created {
+            let since = reconcilingSince ?? now
+            reconcilingSince = since
+            let limit = max(deadlineSeconds, Self.defaultDeadlineSeconds)
+            guard now - since >= limit else { return [.perform(step)] }
             pending = nil
-            return [.abandon(message: "no batch of the group could be found within batch_deadline_seconds (\(Self.whole(deadlineSeconds))): its requests go live; "
+            return [.abandon(message: "no batch of the group was found in \(Self.whole(now - since)) s of reconciling: its requests go live; "
                               + "a batch created but never listed would be paid for, and its answers are not read")]
         }
-        guard step == .poll, pending == .poll, let batch = intent.batchID, intent.state == .created || intent.state == .polling else {
+        guard step == .poll || step == .cancel, pending == step, let batch = intent.batchID,
+              intent.state == .created || intent.state == .polling else {
             return [.perform(step)]
         }
         let status = intent.remoteStatus ?? "not yet polled"
-        if cancelSent {
-            let since = cancelSeenAt ?? now
-            cancelSeenAt = since
+        if step == .cancel { cancelAsked = true }
+        if cancelAsked {
+            let since = cancelGraceFrom ?? now
+            cancelGraceFrom = since
             guard now - since >= Self.cancelGraceSeconds else { return [.perform(step)] }
             pending = nil
-            return [.abandon(message: "the remote batch \(batch) is still \(status) \(Self.whole(now - since)) s after its cancel: it is given up, and its requests go live")]
+            return [.abandon(message: "the remote batch \(batch) is still \(status) \(Self.whole(now - since)) s after its cancel was asked: "
+                              + "it is given up, and its requests go live")]
         }
         let age = now - Double(intent.createdAt)
-        guard age >= deadlineSeconds else { return [.perform(step)] }
+        guard step == .poll, polledRunning, age >= deadlineSeconds else { return [.perform(step)] }
+        cancelAsked = true
+        cancelGraceFrom = now
         pending = .cancel
         failures = 0
         return [.warn(message: "the remote batch \(batch) is still \(status) \(Self.whole(age)) s after its group was made, past batch_deadline_seconds "
