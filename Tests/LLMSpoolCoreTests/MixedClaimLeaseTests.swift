@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 @testable import LLMSpoolCore
 
@@ -25,9 +26,32 @@ import Testing
         #expect(locks.look("r") == .heldElsewhere, "its lock is free, but it never had one")
         #expect(locks.claim("r") == .heldElsewhere)
         #expect(files.stillMine("r"))
-        #expect(locks.method == .leaseFiles, "the daemon with locks now claims as the other does")
+        #expect(locks.claimsBoundByTime, "its own claims are now kept by their time, as the other daemon judges them")
+        #expect(locks.method == .locks)
         #expect(locks.claim("s") == .claimed)
-        #expect(locks.read(layout.lease("s"))?.method == .leaseFiles, "its new leases say so")
+        #expect(locks.read(layout.lease("s"))?.method == .locks, "its claims stay locked: other daemons with locks judge them by their lock")
+    }
+
+    /// Both kinds of taker at once on claims free to take (let go, or a dead daemon's with
+    /// locks): one wins each, never both (each takeover goes through `<id>.takeover`).
+    @Test func aLockTakerAndATimeTakerNeverBothWin() throws {
+        let (layout, locks, files) = try managers()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        var both = 0
+        for trial in 0..<3000 {
+            let id = "t\(trial)"
+            let content = trial % 2 == 0
+                ? #"{"owner":"let-go@host-x:1:ab","expires_at":0,"host":"host-x","method":"locks"}"#
+                : #"{"owner":"host-dead:1:ab","expires_at":1,"host":"host-dead","method":"locks"}"#
+            try DurableFile.replace(Array(content.utf8), at: layout.lease(id))
+            let results = Mutex<[LeaseManager.Claim]>([])
+            DispatchQueue.concurrentPerform(iterations: 2) { index in
+                let claim = (index == 0 ? locks : files).claim(id)
+                results.withLock { $0.append(claim) }
+            }
+            if results.withLock({ $0 }).filter({ $0 == .claimed }).count > 1 { both += 1 }
+        }
+        #expect(both == 0, "both takers won \(both) of 3000 claims")
     }
 
     @Test func aLeaseOfAnEarlierVersionIsStillJudgedByItsLock() throws {

@@ -739,7 +739,7 @@ public final class BackgroundLane: @unchecked Sendable {
     private func mayTake(_ step: RemoteBatchMachine.Step, _ id: String) -> Bool {
         guard let leases else { return true }
         let claimID = RemoteGroupClaims.claimID(group: id)
-        switch RemoteGroupClaims.stepGate(step, shared: true, held: leases.holds(claimID), leaseFilesOnly: leases.method == .leaseFiles,
+        switch RemoteGroupClaims.stepGate(step, shared: true, held: leases.holds(claimID), leaseFilesOnly: leases.claimsBoundByTime,
                                           leaseExpiresAt: leases.writtenExpiry(claimID), now: Date().timeIntervalSince1970) {
         case .go:
             return true

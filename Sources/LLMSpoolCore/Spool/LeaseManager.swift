@@ -68,6 +68,9 @@ public final class LeaseManager: Sendable {
     private let skewWarned = Atomic<Bool>(false)
     public let hostID: String
     private let lockMode = Atomic<Bool>(false)
+    /// Until when (a `Double`'s bits) locks alone do not keep this daemon's claims
+    /// (`noteLeaseFilesOwner`).
+    private let lockDistrustedUntil = Atomic<UInt64>(0)
     /// Where the last tombstone sweep stopped in the folder's listing.
     private let housekeepingCursor = Atomic<Int>(0)
 
@@ -105,7 +108,7 @@ public final class LeaseManager: Sendable {
                 let bounded = expires.isFinite ? min(expires, modified + 2 * seconds) : modified + seconds
                 let lease = Lease(owner: owner, expiresAt: bounded, ended: (object["ended"] as? Bool) ?? false,
                                   method: (object["method"] as? String).flatMap(ClaimMethod.init(rawValue:)))
-                claimAsOthersDo(lease)
+                noteLeaseFilesOwner(lease)
                 return lease
             }
             if !Syscall.isPresent(path) { return nil }
@@ -123,7 +126,7 @@ public final class LeaseManager: Sendable {
     /// A let-go lease's content (`Lease.lettingGo`).
     func encodeLettingGo(_ previousOwner: String) -> [UInt8] {
         let lease = Lease.lettingGo(owner: previousOwner)
-        return JSONObject.encode(["owner": lease.owner, "expires_at": lease.expiresAt, "host": hostID] as [String: Any])
+        return JSONObject.encode(["owner": lease.owner, "expires_at": lease.expiresAt, "host": hostID, "method": method.rawValue] as [String: Any])
     }
 
     /// Whether `lease` is judged by its lock rather than by its time: with locks here, and
@@ -133,14 +136,26 @@ public final class LeaseManager: Sendable {
         lockMode.load(ordering: .relaxed) && lease?.method != .leaseFiles
     }
 
-    /// A daemon that claims with lease files only shares the spool: this one holds its
-    /// claims the same way from now on. Its own lock would otherwise keep a claim it holds
-    /// past the lease's time, which the other daemon takes over by the time alone.
-    private func claimAsOthersDo(_ lease: Lease) {
-        guard lease.method == .leaseFiles, lease.owner != owner, lockMode.load(ordering: .relaxed),
-              lockMode.compareExchange(expected: true, desired: false, ordering: .relaxed).exchanged else { return }
-        logger.warning("a daemon that claims with lease files only shares this spool: this daemon now claims with lease files only too, "
-                       + "and judges every claim by its lease time", ["other_owner": LogValue(lease.owner)])
+    /// A daemon that claims with lease files only shares the spool: it takes a claim over
+    /// by its lease's time alone, so for a while (two lease times from the last sign of it)
+    /// no claim of this daemon's is kept by its lock past its time. Its own claims stay
+    /// locked, and other daemons with locks are still judged by theirs.
+    private func noteLeaseFilesOwner(_ lease: Lease) {
+        guard lease.method == .leaseFiles, lease.owner != owner, !lease.owner.hasPrefix(Lease.letGoPrefix),
+              lockMode.load(ordering: .relaxed) else { return }
+        let now = LeaseManager.now()
+        let until = now + 2 * (seconds + margin)
+        let previous = lockDistrustedUntil.exchange(until.bitPattern, ordering: .relaxed)
+        if Double(bitPattern: previous) < now {
+            logger.warning("a daemon that claims with lease files only shares this spool: this daemon's claims are kept by their lease time, "
+                           + "not by their locks alone, while it is seen", ["other_owner": LogValue(lease.owner)])
+        }
+    }
+
+    /// Whether this daemon's claims are only as good as their lease's time: without locks,
+    /// or while a daemon that claims with lease files only is seen on the spool.
+    public var claimsBoundByTime: Bool {
+        !lockMode.load(ordering: .relaxed) || Double(bitPattern: lockDistrustedUntil.load(ordering: .relaxed)) > LeaseManager.now()
     }
 
     func state(_ lease: Lease?) -> LeaseRules.State {
@@ -238,7 +253,7 @@ public final class LeaseManager: Sendable {
             let lease = read(path)
             switch state(lease) {
             case .heldElsewhere where judgedByLock(lease) && lease?.isWritten == true:
-                let claim = takeOverUnlocked(id)
+                let claim = takeOverUnlocked(id, judged: lease!)
                 tookOver = claim == .claimed
                 return claim
             case .absent, .heldElsewhere, .ended:
@@ -254,7 +269,7 @@ public final class LeaseManager: Sendable {
             case .expired where judgedByLock(lease):
                 // With locks the lock decides, never the content: a cached copy of an old
                 // lease can look expired while its new holder is at work.
-                let claim = takeOverUnlocked(id)
+                let claim = takeOverUnlocked(id, judged: lease!)
                 tookOver = claim == .claimed && lease?.ended != true
                 return claim
             case .expired:
@@ -267,7 +282,10 @@ public final class LeaseManager: Sendable {
         }
     }
 
-    private func takeOver(_ id: String, expired: Lease) -> Claim {
+    /// Runs a takeover of `id` under its exclusive `<id>.takeover` file, which every taker
+    /// creates first, by lock or by time: a daemon whose mount serves locks and one whose
+    /// mount does not cannot both take one claim over.
+    private func underTakeoverLock(_ id: String, _ takeOver: () -> Claim) -> Claim {
         let lock = layout.takeover(id)
         switch createExclusive(lock, bytes: encode(expiresAt: LeaseManager.now() + seconds), lock: false) {
         case .created:
@@ -280,6 +298,14 @@ public final class LeaseManager: Sendable {
             return .failed(message)
         }
         defer { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(lock) } }
+        return takeOver()
+    }
+
+    private func takeOver(_ id: String, expired: Lease) -> Claim {
+        underTakeoverLock(id) { takeOverHoldingLock(id, expired: expired) }
+    }
+
+    private func takeOverHoldingLock(_ id: String, expired: Lease) -> Claim {
         guard read(layout.lease(id)) == expired else { return .heldElsewhere }  // renewed or taken meanwhile
         logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(layout.lease(id)) }
         if expired.ended {
@@ -323,7 +349,11 @@ public final class LeaseManager: Sendable {
     /// the lease time. A lease not yet written (created, not yet locked) is left alone for
     /// a lease time after its creation; past it, its creator died between the create and the
     /// write (a SIGKILL there left an empty lease that barred its id for ever).
-    private func takeOverUnlocked(_ id: String) -> Claim {
+    private func takeOverUnlocked(_ id: String, judged: Lease) -> Claim {
+        underTakeoverLock(id) { takeOverUnlockedHoldingLock(id, judged: judged) }
+    }
+
+    private func takeOverUnlockedHoldingLock(_ id: String, judged: Lease) -> Claim {
         let path = layout.lease(id)
         let file: FileDescriptor
         do {
@@ -334,7 +364,10 @@ public final class LeaseManager: Sendable {
         }
         guard llms_ofd_lock(file.rawValue, llms_lock_write) == 0 else { return .heldElsewhere }
         // The lock must be on the file the name holds now, not one removed meanwhile.
-        guard sameFile(file, path), let lease = read(path), lease.isWritten || state(lease) == .expired, state(lease) != .ended else {
+        // And it must still be the lease judged free: not a claim made since, by time
+        // (a lease-files daemon's holds no lock) or by lock.
+        guard sameFile(file, path), let lease = read(path), lease == judged, judgedByLock(lease),
+              lease.isWritten || state(lease) == .expired, state(lease) != .ended else {
             return .heldElsewhere
         }
         do {
@@ -428,7 +461,7 @@ public final class LeaseManager: Sendable {
 
     /// Whether the claim on `id` is held by a lock this daemon keeps open.
     private func holdsLock(_ id: String) -> Bool {
-        method == .locks && held.withLock { $0.fds[id]?.isHeld ?? false }
+        !claimsBoundByTime && held.withLock { $0.fds[id]?.isHeld ?? false }
     }
 
     /// Gives up the claim on `id`. `ended`: the task ended here (done, failed, cancelled,
@@ -763,6 +796,11 @@ public final class LeaseManager: Sendable {
             }
             // The lock lives as long as `lease`, which closes at the end of this scope.
             guard llms_ofd_lock(lease.rawValue, llms_lock_write) == 0 else { return false }
+            // A lease-files claim made since holds no lock: the rules of time decide for it.
+            let current = read(layout.lease(id))
+            guard current == nil || judgedByLock(current) || LeaseRules.mayRemoveLeftover(lease: current, me: owner, hostID: hostID, myPID: getpid(),
+                                                                                  now: LeaseManager.now(), margin: margin,
+                                                                                  isAlive: LeaseManager.isAlive) else { return false }
             remove()
             return true
         }

@@ -1056,10 +1056,13 @@ public final class TransferEngine: @unchecked Sendable {
         transfer.requestSource = source
         transfer.startJournaled = journaled
         transfer.needsFlush = { [unowned self] in unflushed.append($0) }
-        if let leases, leases.method == .leaseFiles {
-            // Without locks, a claim is only as good as its lease's time (`LeaseRules`).
+        if let leases {
+            // Without locks (or beside a daemon without them), a claim is only as good as its
+            // lease's time (`LeaseRules`); asked when it matters, since that can change.
             let claim = BatchLineRef(id: task.id).map { BatchClaimRules.claimID(batch: $0.batch) } ?? task.id
-            transfer.mayReplaceFiles = { [leases] in (leases.writtenExpiry(claim) ?? 0) > Date().timeIntervalSince1970 }
+            transfer.mayReplaceFiles = { [leases] in
+                !leases.claimsBoundByTime || (leases.writtenExpiry(claim) ?? 0) > Date().timeIntervalSince1970
+            }
         }
         do {
             try configure(transfer, endpoint: endpoint)
@@ -1108,7 +1111,7 @@ public final class TransferEngine: @unchecked Sendable {
             let id = transfer.task.id
             transfer.placed = { [unowned self] port in placements.append((id, port)) }
         }
-        if let leases, leases.method == .leaseFiles, let line = BatchLineRef(id: transfer.task.id) {
+        if let leases, let line = BatchLineRef(id: transfer.task.id) {
             transfer.mayGo = { [unowned leases] in TransferEngine.lineStart(line, leases: leases, now: LeaseManager.now()) == .start }
         }
         if transfer.placed != nil || transfer.mayGo != nil {
@@ -1325,7 +1328,7 @@ public final class TransferEngine: @unchecked Sendable {
     /// Whether a batch line may go now, by its batch's claim as this daemon last wrote it:
     /// asked when the line is handed to libcurl and again just before its request goes.
     private static func lineStart(_ line: BatchLineRef, leases: LeaseManager, now: Double) -> BatchLineStart.Decision {
-        BatchLineStart.decide(leaseFilesOnly: leases.method == .leaseFiles,
+        BatchLineStart.decide(leaseFilesOnly: leases.claimsBoundByTime,
                               leaseExpiresAt: leases.writtenExpiry(BatchClaimRules.claimID(batch: line.batch)), now: now)
     }
 
