@@ -169,6 +169,25 @@ public enum Syscall {
         _ = try retrying("chmod", path) { Glibc.chmod(path, mode) }
     }
 
+    /// The local TCP port of a connected socket (IPv4 or IPv6), in host order.
+    public static func localPort(_ socket: Int32) throws -> Int {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = try withUnsafeMutablePointer(to: &address) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+                try retrying("getsockname", nil) { Glibc.getsockname(socket, generic, &length) }
+            }
+        }
+        switch Int32(address.ss_family) {
+        case AF_INET:
+            return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) } }
+        case AF_INET6:
+            return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) } }
+        default:
+            throw SystemError(errno: EAFNOSUPPORT, call: "getsockname", path: nil)
+        }
+    }
+
     public static func fstat(_ fd: Int32, path: String? = nil) throws -> stat {
         var info = stat()
         _ = try retrying("fstat", path) { Glibc.fstat(fd, &info) }

@@ -40,11 +40,17 @@ final class Transfer {
     let partialPath: String
     let startedAt = Date()
     var clock: AttemptClock
+    /// A look at the transfer when it goes quiet: libcurl 7.88 can leave an HTTP/2 stream
+    /// waiting for nothing (`StalledStreamWatch`).
+    var stallWatch = StalledStreamWatch()
     /// When the first response byte (of the status line) arrived, on the monotonic clock.
     var firstByteAt: Double?
     /// Told the local port of the connection libcurl placed this transfer on (multiplexing
     /// endpoints only; see `ConnectionPacing`).
     var placed: ((Int) -> Void)?
+    /// The local port of the connection libcurl put the request on (its pre-request
+    /// callback, for transfers that may share one): which watched socket is its connection.
+    var localPort: Int?
     /// Asked once libcurl has a connection, just before the request goes: false holds the
     /// request back unsent (a batch line whose claim's lease has run out here; see
     /// `BatchLineStart`). A daemon paused with the transfer handed to libcurl and woken past

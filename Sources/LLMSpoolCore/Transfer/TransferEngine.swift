@@ -161,6 +161,13 @@ public final class TransferEngine: @unchecked Sendable {
     private let wakeRequested = Atomic<Bool>(false)
     /// The sockets libcurl asked us to watch.
     private var watchedSockets: Set<Int32> = []
+    /// The watched sockets by their local port: a transfer knows its connection by port
+    /// only (libcurl 7.88 gives no socket of a transfer under way).
+    private var socketsByPort: [Int: Int32] = [:]
+    private var portsBySocket: [Int32: Int] = [:]
+    /// Connections a stream of which ended because the connection itself ended (libcurl
+    /// 7.88 tells only that stream; the others on it wait): they count as gone.
+    private var endedSockets: Set<Int32> = []
     /// When libcurl wants `curl_multi_socket_action` called for its timeouts (monotonic).
     private var curlTimerDeadline: Double?
     /// Transfers given response bytes during this turn of the loop, whose `.partial` is
@@ -280,12 +287,20 @@ public final class TransferEngine: @unchecked Sendable {
         if what == CURL_POLL_REMOVE {
             poll.forget(socket)
             watchedSockets.remove(socket)
+            if let port = portsBySocket.removeValue(forKey: socket), socketsByPort[port] == socket { socketsByPort[port] = nil }
+            endedSockets.remove(socket)
             return
         }
         do {
             try poll.watch(socket, readable: what & CURL_POLL_IN != 0, writable: what & CURL_POLL_OUT != 0,
                            known: watchedSockets.contains(socket))
-            watchedSockets.insert(socket)
+            if watchedSockets.insert(socket).inserted {
+                // Not connected yet (a connect under way) or not TCP: no port, not looked up.
+                if let port = try? Syscall.localPort(socket), port != 0 {
+                    socketsByPort[port] = socket
+                    portsBySocket[socket] = port
+                }
+            }
         } catch {
             // The transfer on it then ends by its timers.
             logger.error("cannot watch a connection's socket", ["reason": "\(error)"])
@@ -1122,6 +1137,7 @@ public final class TransferEngine: @unchecked Sendable {
                     transfer.heldBack = true
                     return CURL_PREREQFUNC_ABORT
                 }
+                if transfer.placed != nil { transfer.localPort = Int(localPort) }
                 transfer.placed?(Int(localPort))
                 return CURL_PREREQFUNC_OK
             }
@@ -1248,6 +1264,7 @@ public final class TransferEngine: @unchecked Sendable {
         let now = TransferEngine.monotonic()
         guard now - lastIdleSweep >= TransferEngine.idleSweepSeconds else { return }
         lastIdleSweep = now
+        lookAtQuietTransfers(now: now)
         let idle = settings.idleTimeoutSeconds
         let total = settings.requestTimeoutSeconds
         let expired = transfers.values.compactMap { transfer in
@@ -1259,6 +1276,40 @@ public final class TransferEngine: @unchecked Sendable {
                          transfer.clock.idleSeconds(at: now), idle, transfer.bytesReceived)
                 : String(format: "the attempt passed request_timeout_seconds (%g); %lld bytes had arrived", total, transfer.bytesReceived)
             end(transfer, as: .timedOut(timer, message: message))
+        }
+    }
+
+    /// Quiet transfers that have received bytes and may share a connection (their port is
+    /// known), each at most once a second: a multiplexed
+    /// one's connection is run (once per connection), and one whose connection is gone ends
+    /// as a transport failure, retried as such (`StalledStreamWatch`).
+    private func lookAtQuietTransfers(now: Double) {
+        var kicks: Set<Int32> = []
+        var orphans: [Transfer] = []
+        for transfer in transfers.values
+        where transfer.localPort != nil
+            && transfer.stallWatch.isDue(now: now, quietSeconds: transfer.clock.idleSeconds(at: now), receivedAny: transfer.bytesReceived > 0) {
+            let socket = transfer.localPort.flatMap { socketsByPort[$0] }.flatMap { endedSockets.contains($0) ? nil : $0 }
+            var version = 0
+            _ = llms_easy_getinfo_long(transfer.handle, CURLINFO_HTTP_VERSION, &version)
+            let multiplexed = version == Int(CURL_HTTP_VERSION_2_0) || version == Int(CURL_HTTP_VERSION_3)
+            switch transfer.stallWatch.look(now: now, hasConnection: socket != nil, multiplexed: multiplexed) {
+            case .nothing:
+                break
+            case .kick:
+                if let socket { kicks.insert(socket) }
+            case .end:
+                orphans.append(transfer)
+            }
+        }
+        // After the look, not during it: running a connection can end transfers.
+        var running: Int32 = 0
+        for socket in kicks { checkMulti(curl_multi_socket_action(multi, socket, 0, &running), "curl_multi_socket_action(quiet connection)") }
+        for transfer in orphans where transfers[transfer.handle] === transfer {
+            logger.warning("the connection under the answer closed and libcurl left the attempt waiting; it ends as a transport failure",
+                           id: transfer.task.id, ["bytes_received": "\(transfer.bytesReceived)"])
+            end(transfer, as: .transportError(code: Int32(CURLE_RECV_ERROR.rawValue),
+                                              message: "the connection closed under the answer after \(transfer.bytesReceived) bytes (its stream was left waiting)"))
         }
     }
 
@@ -1276,6 +1327,13 @@ public final class TransferEngine: @unchecked Sendable {
     /// Detaches a transfer and passes its outcome (and its `.partial` descriptor) on.
     private func end(_ transfer: Transfer, as given: AttemptOutcome.Ending) {
         var ending = given
+        if case .transportError(let code, _) = given, code == Int32(CURLE_PARTIAL_FILE.rawValue),
+           let port = transfer.localPort, let socket = socketsByPort[port] {
+            // On a multiplexed connection a partial stream means the connection ended under it.
+            var version = 0
+            _ = llms_easy_getinfo_long(transfer.handle, CURLINFO_HTTP_VERSION, &version)
+            if version == Int(CURL_HTTP_VERSION_2_0) || version == Int(CURL_HTTP_VERSION_3) { endedSockets.insert(socket) }
+        }
         if ending != .leaseLost && ending != .cancelled && transfer.diskError == nil && !transfer.overLimit {
             // The finisher reads the answer (or the error body) from the `.partial`: it must be whole.
             pacing.transferReceived(turnBytes: transfer.turnBytes)
