@@ -112,7 +112,7 @@ enum RawCurlClient {
                         slot.placements.placed.append((slot.handle, Int(port)))
                         return CURL_PREREQFUNC_OK
                     }, "curl_easy_setopt(PREREQFUNCTION)")
-                    pacing?.started()
+                    pacing?.started(at: Date().timeIntervalSince1970)
                 }
             }
             // COPYPOSTFIELDS copies the body, so the array need not outlive this call.
@@ -122,7 +122,7 @@ enum RawCurlClient {
             running += 1
         }
         func fill() throws {
-            while running < concurrency, next < bodies.count, pacing?.mayStart ?? true { try add() }
+            while running < concurrency, next < bodies.count, pacing?.mayStart(at: Date().timeIntervalSince1970) ?? true { try add() }
         }
         try fill()
         while running > 0 {

@@ -89,3 +89,58 @@ import Testing
         #expect(!harness.log.contains("idle timer fired"), "no stream waited for the idle timer")
     }
 }
+
+/// An https endpoint that accepts connections and never answers the TLS handshake: with
+/// `http_version` `auto`, attempts waited for one another's hung handshake (libcurl's
+/// PIPEWAIT and the connection pacing), one connection at a time until each timed out.
+@Suite(.serialized) struct HungHandshakeTests {
+    /// Accepts on 127.0.0.1 and keeps every connection open, answering nothing.
+    final class Tarpit: @unchecked Sendable {  // `accepted` is guarded by `lock`; the fd is closed once, in stop().
+        let port: Int
+        private let listener: Int32
+        private let lock = NSLock()
+        private var accepted: [Int32] = []
+
+        init() throws {
+            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = 0
+            let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            guard bound == 0, listen(listener, 128) == 0 else { throw SystemError(errno: errno, call: "bind", path: nil) }
+            self.listener = listener
+            port = try Syscall.localPort(listener)
+            Thread.detachNewThread { [self] in
+                while true {
+                    let client = accept(listener, nil, nil)
+                    if client < 0 { return }
+                    lock.withLock { accepted.append(client) }
+                }
+            }
+        }
+
+        var connections: Int { lock.withLock { accepted.count } }
+
+        func stop() {
+            shutdown(listener, Int32(SHUT_RDWR))
+            close(listener)
+            lock.withLock { for client in accepted { close(client) } }
+        }
+    }
+
+    @Test func attemptsAgainstAHungHandshakeRunSideBySide() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let tarpit = try Tarpit()
+        defer { tarpit.stop() }
+        try harness.startDaemon(config: ["base_url": "https://127.0.0.1:\(tarpit.port)/v1", "connect_timeout_seconds": 8, "max_attempts": 1])
+        for index in 1...6 { try harness.drop("hung\(index)", Harness.request("hung \(index)")) }
+        // Before the first handshake times out (8 s), the others have tried connections of
+        // their own: waiting behind it, there was one connection until then.
+        try waitUntil("the attempts open connections side by side", timeout: 7) { tarpit.connections >= 6 }
+        try waitUntil("every request failed on the connect timer", timeout: 30) {
+            (1...6).allSatisfy { Syscall.isPresent(harness.layout.errorRecord("hung\($0)")) }
+        }
+    }
+}

@@ -7,43 +7,62 @@ import Testing
 @Suite struct ConnectionPacingTests {
     @Test func theFirstTransferWaitsAloneForTheFirstConnection() {
         var pacing = ConnectionPacing(streamsPerConnection: 3)
-        #expect(pacing.mayStart)
-        pacing.started()
-        #expect(!pacing.mayStart, "no connection is known yet: one being set up is enough")
+        #expect(pacing.mayStart(at: 0))
+        pacing.started(at: 0)
+        #expect(!pacing.mayStart(at: 0), "no connection is known yet: one being set up is enough")
         pacing.placed(on: 1)
-        #expect(pacing.mayStart && pacing.connections == 1)
-        pacing.started()
-        pacing.started()
-        #expect(!pacing.mayStart, "the connection is full with those two on their way to it")
+        #expect(pacing.mayStart(at: 0) && pacing.connections == 1)
+        pacing.started(at: 0)
+        pacing.started(at: 0)
+        #expect(!pacing.mayStart(at: 0), "the connection is full with those two on their way to it")
         pacing.placed(on: 1)
         pacing.placed(on: 1)
-        #expect(pacing.mayStart, "full and nothing waiting: the next opens the second connection")
-        pacing.started()
-        #expect(!pacing.mayStart)
+        #expect(pacing.mayStart(at: 0), "full and nothing waiting: the next opens the second connection")
+        pacing.started(at: 0)
+        #expect(!pacing.mayStart(at: 0))
         pacing.placed(on: 2)
-        #expect(pacing.mayStart && pacing.connections == 2)
+        #expect(pacing.mayStart(at: 0) && pacing.connections == 2)
+    }
+
+    /// A server that accepts and never answers the handshake: one such wait holds the
+    /// next start back only for the allowance, so attempts go on side by side.
+    @Test func aHandshakeThatNeverEndsHoldsStartsBackOnlyForTheAllowance() {
+        var pacing = ConnectionPacing(streamsPerConnection: 100)
+        let allowance = ConnectionPacing.handshakeAllowanceSeconds
+        pacing.started(at: 10)
+        #expect(!pacing.mayStart(at: 10 + allowance - 0.1))
+        #expect(pacing.nextChange(after: 11) == 10 + allowance, "the scheduler wakes when the allowance ends")
+        #expect(pacing.mayStart(at: 10 + allowance))
+        #expect(pacing.nextChange(after: 10 + allowance) == nil)
+        pacing.started(at: 10 + allowance)
+        pacing.started(at: 10 + allowance + 1)
+        #expect(pacing.mayStart(at: 10 + allowance + 1), "while a wait past its allowance lasts, nothing is held back")
+        pacing.ended(on: nil)
+        #expect(pacing.waiting == 2, "the oldest wait ended (its handshake timed out)")
+        #expect(!pacing.mayStart(at: 10 + allowance + 1.5), "the waits left are fresh: held back again")
+        #expect(pacing.mayStart(at: 10 + 2 * allowance))
     }
 
     @Test func anEndFreesRoomAndAnIdleConnectionIsNotCountedAsRoom() {
         var pacing = ConnectionPacing(streamsPerConnection: 2)
-        pacing.started()
+        pacing.started(at: 0)
         pacing.placed(on: 7)
-        pacing.started()
+        pacing.started(at: 0)
         pacing.placed(on: 7)
         pacing.ended(on: 7)
-        #expect(pacing.mayStart && pacing.connections == 1)
+        #expect(pacing.mayStart(at: 0) && pacing.connections == 1)
         pacing.ended(on: 7)
         #expect(pacing.connections == 0)
-        pacing.started()
-        #expect(!pacing.mayStart, "an idle connection counts again once a transfer is placed on it")
+        pacing.started(at: 0)
+        #expect(!pacing.mayStart(at: 0), "an idle connection counts again once a transfer is placed on it")
     }
 
     @Test func aTransferEndingBeforeItsConnectionStopsWaiting() {
         var pacing = ConnectionPacing(streamsPerConnection: 100)
-        pacing.started()
-        #expect(!pacing.mayStart)
+        pacing.started(at: 0)
+        #expect(!pacing.mayStart(at: 0))
         pacing.ended(on: nil)
-        #expect(pacing.mayStart && pacing.waiting == 0)
+        #expect(pacing.mayStart(at: 0) && pacing.waiting == 0)
         // Reports the engine cannot match change nothing.
         pacing.ended(on: 42)
         pacing.ended(on: nil)
@@ -52,13 +71,13 @@ import Testing
 
     @Test func aTransferMovedToAnotherConnectionIsCountedThere() {
         var pacing = ConnectionPacing(streamsPerConnection: 1)
-        pacing.started()
+        pacing.started(at: 0)
         pacing.placed(on: 1)
         pacing.moved(from: 1, to: 2)
         #expect(pacing.connections == 1)
         pacing.moved(from: 2, to: 2)
         pacing.ended(on: 2)
-        #expect(pacing.connections == 0 && pacing.mayStart)
+        #expect(pacing.connections == 0 && pacing.mayStart(at: 0))
     }
 
     // MARK: the scheduler with a model of libcurl 7.88's connection choice

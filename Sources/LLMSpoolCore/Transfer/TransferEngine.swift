@@ -1120,7 +1120,10 @@ public final class TransferEngine: @unchecked Sendable {
         let https = endpoint.isHTTPS
         try CurlHandle.set(handle, CURLOPT_HTTP_VERSION, TransferEngine.curlVersion(endpoint.httpVersion.wire(https: https)))
         if endpoint.httpVersion.waitsForMultiplexing(https: https) {
-            try CurlHandle.set(handle, CURLOPT_PIPEWAIT, 1)
+            // Not behind a handshake that hangs: each such start tries a connection of its own.
+            if !scheduler.handshakeOverdue(endpoint: transfer.endpointIndex, now: Date().timeIntervalSince1970) {
+                try CurlHandle.set(handle, CURLOPT_PIPEWAIT, 1)
+            }
             // Which connection each stream is on paces the starts (ConnectionPacing): reported
             // to the scheduler after libcurl returns, never from inside its callback.
             let id = transfer.task.id

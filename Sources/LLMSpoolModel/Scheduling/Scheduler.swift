@@ -158,10 +158,15 @@ public struct Scheduler: Sendable {
         precondition(concurrency > 0 && !gates.isEmpty, "a scheduler needs a positive concurrency and an endpoint")
         self.concurrency = concurrency
         self.gates = gates
-        rebuildPacing()
+        rebuildPacing(now: 0)
     }
 
     public var isIdle: Bool { entries.isEmpty }
+    /// Whether the multiplexing endpoint `index` has awaited a connection past the
+    /// allowance (`ConnectionPacing.handshakeOverdue`).
+    public func handshakeOverdue(endpoint index: Int, now: Double) -> Bool {
+        pacing[index]?.handshakeOverdue(at: now) ?? false
+    }
     public var transferring: Int { counts.transferring }
     public func state(of id: String) -> State? { entries[id]?.state }
     /// The task the scheduler keeps for `id` (none for a laned one: the lane has it).
@@ -329,7 +334,7 @@ public struct Scheduler: Sendable {
         precondition(concurrency > 0 && !gates.isEmpty, "a scheduler needs a positive concurrency and an endpoint")
         self.concurrency = concurrency
         self.gates = gates
-        rebuildPacing()
+        rebuildPacing(now: now)
         // Waiting tasks whose dialect no endpoint speaks any more fail now, not when a slot
         // frees; queue and timer entries stay and are skipped when reached.
         var actions: [Action] = []
@@ -353,7 +358,7 @@ public struct Scheduler: Sendable {
 
     /// The pacing of each multiplexing endpoint, counted again from the transfers running
     /// (at start, and when a reload may have changed which endpoints multiplex).
-    private mutating func rebuildPacing() {
+    private mutating func rebuildPacing(now: Double) {
         pacing = [:]
         for (index, gate) in gates.enumerated() {
             if let streams = gate.streamsPerConnection { pacing[index] = ConnectionPacing(streamsPerConnection: streams) }
@@ -363,7 +368,7 @@ public struct Scheduler: Sendable {
                 connectionOf[id] = nil
                 continue
             }
-            pacing[endpoint]?.started()
+            pacing[endpoint]?.started(at: now)
             if let connection = connectionOf[id] { pacing[endpoint]?.placed(on: connection) }
         }
     }
@@ -433,7 +438,7 @@ public struct Scheduler: Sendable {
             }
             lines.removeHead(of: next.key)
             gates[endpoint].admit(estimatedTokens: task.summary.estimatedTokens, now: now)
-            pacing[endpoint]?.started()
+            pacing[endpoint]?.started(at: now)
             set(next.id, Entry(state: .transferring(endpoint: endpoint), task: task))
             actions.append(.start(task, endpoint: endpoint))
         }
@@ -466,7 +471,10 @@ public struct Scheduler: Sendable {
             switch gates[index].readiness(estimatedTokens: task.summary.estimatedTokens, now: now, ignoringCooldown: sendingNow.contains(task.id)) {
             case .ready:
                 // Like a full endpoint: the connection being set up frees room when it is up.
-                if let pacing = pacing[index], !pacing.mayStart { return nil }
+                if let pacing = pacing[index], !pacing.mayStart(at: now) {
+                    if let change = pacing.nextChange(after: now) { rateWake = min(rateWake ?? change, change) }
+                    return nil
+                }
                 return index
             case .full:
                 return nil
