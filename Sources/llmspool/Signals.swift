@@ -3,7 +3,7 @@ import Glibc
 import Synchronization
 
 /// Turns SIGINT and SIGTERM into a wait the main thread can block on (a second one ends
-/// the process at once) and SIGHUP into a call of `onHangup`. Keep the instance alive as
+/// the process at once) and SIGHUP into a call of `onHangup`; SIGPIPE is ignored. Keep the instance alive as
 /// long as the process runs.
 final class Signals: @unchecked Sendable {
     // @unchecked Sendable holds because `sources` is set once in init and never changed;
@@ -15,6 +15,9 @@ final class Signals: @unchecked Sendable {
     private let sources: [any DispatchSourceSignal]
 
     init(onHangup: (@Sendable () -> Void)? = nil) {
+        // A reader of the log that goes away (`llmspool run 2>&1 | head`, a closed pipe to
+        // a collector) must not end the daemon: its writes then fail with EPIPE instead.
+        signal(SIGPIPE, SIG_IGN)
         var sources: [any DispatchSourceSignal] = []
         var numbers = [SIGINT, SIGTERM]
         if onHangup != nil { numbers.append(SIGHUP) }

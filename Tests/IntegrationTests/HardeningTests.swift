@@ -742,3 +742,42 @@ extension UploadIdentityTests {
         #expect(harness.daemonIsRunning)
     }
 }
+
+/// The daemon's log read through a pipe whose reader goes away (`llmspool run 2>&1 | head`):
+/// the daemon died of SIGPIPE at its next log line, its requests left unanswered.
+@Suite(.serialized) struct LogReaderGoneTests {
+    @Test func aLogPipeWithoutReaderDoesNotEndTheDaemon() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.writeConfig([:])
+        let pipe = Pipe()
+        let daemon = Process()
+        daemon.executableURL = URL(fileURLWithPath: Harness.binary)
+        daemon.arguments = ["run", "--config", harness.configPath]
+        var environment = ProcessInfo.processInfo.environment
+        environment["OPENAI_API_KEY"] = Harness.secret
+        daemon.environment = environment
+        daemon.standardOutput = pipe
+        daemon.standardError = pipe
+        try daemon.run()
+        defer {
+            if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) }
+            daemon.waitUntilExit()
+        }
+        // The reader takes the first line, then goes.
+        var first = Data()
+        while !first.contains(UInt8(ascii: "\n")) {
+            let piece = pipe.fileHandleForReading.availableData
+            if piece.isEmpty { break }
+            first.append(piece)
+        }
+        try pipe.fileHandleForReading.close()
+        try harness.drop("piped", Harness.request("log reader gone"))
+        try waitUntil("the request is answered", timeout: 30) {
+            Syscall.isPresent(harness.layout.result("piped")) || !daemon.isRunning
+        }
+        #expect(daemon.isRunning, "the daemon is alive (it ended with status \(daemon.isRunning ? 0 : daemon.terminationStatus))")
+        #expect(Syscall.isPresent(harness.layout.result("piped")))
+    }
+}
