@@ -19,7 +19,7 @@ import LLMSpoolModel
 
     @Test func theTopLevelVersionIsEveryEndpointsUnlessItSetsItsOwn() throws {
         let ca = NSTemporaryDirectory() + "llmspool-ca-\(UUID().uuidString).pem"
-        _ = FileManager.default.createFile(atPath: ca, contents: Data("not checked here\n".utf8))
+        _ = FileManager.default.createFile(atPath: ca, contents: Data("-----BEGIN CERTIFICATE-----\nnot checked further\n-----END CERTIFICATE-----\n".utf8))
         defer { try? FileManager.default.removeItem(atPath: ca) }
         let config = try parse(#"""
         {"http_version": "1.1", "endpoints": [
@@ -38,7 +38,7 @@ import LLMSpoolModel
 
     @Test func anEndpointWithoutItsOwnCAFileTakesTheTopLevelOrTheEnvironments() throws {
         let ca = NSTemporaryDirectory() + "llmspool-ca-\(UUID().uuidString).pem"
-        _ = FileManager.default.createFile(atPath: ca, contents: Data("x\n".utf8))
+        _ = FileManager.default.createFile(atPath: ca, contents: Data("-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n".utf8))
         defer { try? FileManager.default.removeItem(atPath: ca) }
         let fromEnvironment = try parse(#"{"base_url": "https://a.example/v1"}"#).applyingEnvironment(["SSL_CERT_FILE": ca])
         #expect(try fromEnvironment.resolvedEndpoints(environment: [:]).map(\.caFile) == [ca])
@@ -70,5 +70,34 @@ import LLMSpoolModel
         // Plain http never reads it.
         let plain = try parse(#"{"endpoints": [{"base_url": "http://127.0.0.1:1/v1", "ca_file": "\#(missing)"}]}"#)
         #expect(try plain.resolvedEndpoints(environment: [:]).count == 1)
+    }
+
+    /// A folder, an empty file, a private key or garbage opened fine and then failed every
+    /// https request with curl code 77: each stops the endpoint at start, saying why.
+    @Test func aCAFileWithoutAPEMCertificateStopsTheEndpoint() throws {
+        let folder = NSTemporaryDirectory() + "llmspool-ca-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let cases: [(content: String?, problem: String)] = [
+            (nil, "is not a regular file"),
+            ("", "holds no PEM certificate"),
+            ("-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n", "holds no PEM certificate"),
+            ("garbage", "holds no PEM certificate"),
+        ]
+        for (index, item) in cases.enumerated() {
+            var path = folder
+            if let content = item.content {
+                path = folder + "/ca\(index).pem"
+                try Data(content.utf8).write(to: URL(fileURLWithPath: path))
+            }
+            let config = try parse(#"{"endpoints": [{"name": "private", "base_url": "https://a/v1", "ca_file": "\#(path)"}]}"#)
+            var said = ""
+            do { _ = try config.resolvedEndpoints(environment: [:]) } catch { said = "\(error)" }
+            #expect(said == "endpoint private: its ca_file \(path) \(item.problem)" + (item.problem.hasPrefix("holds") ? " (-----BEGIN CERTIFICATE-----)" : ""), "\(said)")
+        }
+        let good = folder + "/good.pem"
+        try Data("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".utf8).write(to: URL(fileURLWithPath: good))
+        let config = try parse(#"{"endpoints": [{"name": "private", "base_url": "https://a/v1", "ca_file": "\#(good)"}]}"#)
+        #expect(try config.resolvedEndpoints(environment: [:]).count == 1)
     }
 }

@@ -435,9 +435,9 @@ public struct EndpointSettings: Sendable, Equatable {
         if let ca, baseURL.lowercased().hasPrefix("https://") {
             // Checked here rather than left to libcurl, which would fail every request
             // (curl code 77) with no word of which setting named the file.
-            do { try FileDescriptor.open(ca, O_RDONLY).close() } catch {
-                let origin = caFile != nil ? "its ca_file" : "ca_file (or CURL_CA_BUNDLE / SSL_CERT_FILE)"
-                throw ConfigError("endpoint \(name): \(origin) \(ca) cannot be read: \(error)")
+            let origin = caFile != nil ? "its ca_file" : "ca_file (or CURL_CA_BUNDLE / SSL_CERT_FILE)"
+            if let problem = SettingsReader.caFileProblem(ca) {
+                throw ConfigError("endpoint \(name): \(origin) \(ca) \(problem)")
             }
         }
         return Endpoint(name: name, baseURL: baseURL, apiKey: key, model: model,
@@ -567,6 +567,25 @@ struct SettingsReader {
 
     /// A CA file must name something: an empty path would make libcurl trust nothing and
     /// report every server's certificate as unknown, far from the cause.
+    /// What keeps `path` from being a CA file libcurl can load, or nil: it must be a
+    /// regular file holding at least one PEM certificate (a folder, an empty file, a key or
+    /// garbage opened fine and then failed every request with curl code 77).
+    static func caFileProblem(_ path: String) -> String? {
+        let bytes: [UInt8]
+        do {
+            let file = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK)
+            guard try file.fstat().st_mode & S_IFMT == S_IFREG else { return "is not a regular file" }
+            bytes = try FileReader.prefix(path: path, limit: 64 << 20)
+        } catch {
+            return "cannot be read: \(error)"
+        }
+        let marker = Array("-----BEGIN CERTIFICATE-----".utf8)
+        guard bytes.count >= marker.count, (0...(bytes.count - marker.count)).contains(where: { bytes[$0..<($0 + marker.count)].elementsEqual(marker) }) else {
+            return "holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+        }
+        return nil
+    }
+
     static func caFile(_ path: String, source: String) throws -> String {
         guard !path.isEmpty, !path.contains("\u{0}") else { throw ConfigError("\(source): \"ca_file\" must be the path of a PEM file, not empty") }
         return path

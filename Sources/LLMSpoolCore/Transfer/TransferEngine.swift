@@ -1240,10 +1240,25 @@ public final class TransferEngine: @unchecked Sendable {
             let connecting = text.hasPrefix("Connection time") || text.hasPrefix("Resolving time") || text.contains("connect")
             return .timedOut(connecting ? .connect : .total, message: text)
         }
-        if code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE {
-            text += "; " + TransferEngine.caHint(caFile: transfer.caFile, caDirectory: settings.caDirectory)
+        if code == CURLE_SSL_CACERT_BADFILE {
+            text += "; the CA file \(transfer.caFile ?? "of the system") cannot be read as PEM certificates now (it was at start): retried"
+        } else if code == CURLE_PEER_FAILED_VERIFICATION {
+            text += "; " + TransferEngine.certificateHint(text, caFile: transfer.caFile, caDirectory: settings.caDirectory)
         }
         return .transport(code: Int32(code.rawValue), message: text, responseStarted: transfer.firstByteAt != nil)
+    }
+
+    /// What to do about a certificate the check refused: the CA only matters when the
+    /// issuer was unknown; an expired certificate or one for another name is the server's.
+    static func certificateHint(_ message: String, caFile: String?, caDirectory: String?) -> String {
+        let lowered = message.lowercased()
+        if lowered.contains("expired") || lowered.contains("not yet valid") {
+            return "the server's certificate is out of its validity dates (or this machine's clock is wrong); no CA setting changes that"
+        }
+        if lowered.contains("subject name") || lowered.contains("host name") || lowered.contains("does not match") {
+            return "the server's certificate is for another name than the endpoint's base_url; no CA setting changes that"
+        }
+        return caHint(caFile: caFile, caDirectory: caDirectory)
     }
 
     /// What a failed certificate check was checked against, and how to name another CA.

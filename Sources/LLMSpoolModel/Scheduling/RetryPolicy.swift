@@ -68,7 +68,9 @@ public enum RetryPolicy {
     }
 
     /// libcurl codes that no retry can fix: bad URL, unsupported protocol, bad TLS set-up.
-    static let permanentCurlCodes: Set<Int32> = [1, 2, 3, 4, 27, 43, 48, 58, 60, 77]
+    /// Not 77, a CA file that cannot be read: checked at start, so at run time it is one
+    /// being replaced (a CA rotation by rm and cp), which a retry outlives.
+    static let permanentCurlCodes: Set<Int32> = [1, 2, 3, 4, 27, 43, 48, 58, 60]
 
     /// The next step for a task whose latest attempt (the last of `history.attempts`) failed.
     /// A full disk is the machine's trouble, not the request's: it uses up no attempts, only
