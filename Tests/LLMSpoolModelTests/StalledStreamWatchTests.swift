@@ -32,3 +32,4 @@ import Testing
         #expect(back.look(now: 12.5, hasConnection: false, multiplexed: false) == .end, "an HTTP/1.1 transfer without a connection ends too")
     }
 }
+

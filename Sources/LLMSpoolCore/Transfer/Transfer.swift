@@ -466,7 +466,7 @@ final class Transfer {
         switch HeaderLine.parse(UnsafeRawBufferPointer(start: buffer, count: count)) {
         case .statusLine:
             headers.removeAll()  // a new response (after 100 Continue or a redirect) starts afresh
-        case .field(let name, let value) where headers.count < 100:
+        case .field(let name, let value) where HeaderLine.keeps(name, having: headers.count):
             if name == Transfer.crashHeader { fatalError("test-only crash: the response carried \(name)") }
             headers[name] = value
         case .field, .other:

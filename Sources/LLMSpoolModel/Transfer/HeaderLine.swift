@@ -8,6 +8,20 @@ public enum HeaderLine: Sendable, Equatable {
     /// The blank line at the end of the head, a folded continuation, or a line without a colon.
     case other
 
+    /// The headers the daemon reads (retry times, rate limits, request ids, the body's
+    /// type): kept past the first hundred fields a response may bury them under.
+    public static func isRead(_ name: String) -> Bool {
+        readNames.contains(name) || name.hasPrefix("x-ratelimit-") || name.hasPrefix("anthropic-ratelimit-")
+    }
+
+    static let readNames: Set<String> = ["retry-after", "retry-after-ms", "x-should-retry", "content-type", "content-encoding",
+                                         "location", "request-id", "x-request-id"]
+
+    /// How many fields a response keeps: the first hundred, and up to twice that of those read.
+    public static func keeps(_ name: String, having count: Int) -> Bool {
+        count < 100 || (count < 200 && isRead(name))
+    }
+
     public static func parse(_ bytes: some Collection<UInt8>) -> HeaderLine {
         var line = Array(bytes)
         while let last = line.last, isBlank(last) { line.removeLast() }
