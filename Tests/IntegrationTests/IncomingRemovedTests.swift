@@ -85,6 +85,35 @@ import Testing
         #expect(harness.log.contains("the batch's output was removed while it ran"))
     }
 
+    /// `state` removed while a batch runs, then a restart: the journal takes its name back
+    /// from the file still open, so the restart sends only the lines it had not committed
+    /// (before, it found no journal and sent every line again).
+    @Test func aBatchWhoseJournalIsRemovedSendsEachLineOnceAcrossARestart() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["concurrency": 2])
+        let count = 40
+        try BatchTests.dropBatch(harness, "journaled", (0..<count).map { BatchTests.line("j-\($0)", stub: ["latency_ms": 150]) })
+        let partial = harness.layout.batchPartial("journaled")
+        try waitUntil("some lines are committed", timeout: 60) {
+            ((try? String(contentsOfFile: partial, encoding: .utf8)) ?? "").split(separator: "\n").count >= 4
+        }
+        try FileManager.default.removeItem(atPath: harness.layout.state)
+        try waitUntil("more lines are committed after the removal", timeout: 60) {
+            ((try? String(contentsOfFile: partial, encoding: .utf8)) ?? "").split(separator: "\n").count >= 12
+        }
+        harness.stopDaemon()
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.batchSummary("journaled")), "stopped while the batch runs")
+        try harness.startDaemon(config: ["concurrency": 2])
+        let summary = try BatchTests.waitForSummary(harness, "journaled", timeout: 60)
+        #expect(summary["status"] as? String == "completed")
+        let output = try BatchTests.outputLines(harness.layout.batchOutput("journaled"))
+        #expect(output.count == count && BatchTests.byID(output).count == count, "every line once")
+        #expect(try harness.stubArrivals().count == count, "each line sent once, across the removal and the restart")
+        #expect(harness.log.contains("the batch's journal was removed while it ran"))
+    }
+
     /// On a local spool another file under the output's name is a person's or a tool's
     /// (a save through a temporary renamed over it): the output still open takes the name
     /// back and the batch ends as if nothing happened. (On a shared spool it would be the

@@ -343,6 +343,7 @@ public final class BatchRunner: @unchecked Sendable {
                     // took over since (its copy has the name).
                     if leases?.stillMine(BatchClaimRules.claimID(batch: batch.name)) != false {
                         logger.bestEffort("writing the batch's output again", id: batch.name) { try keepOutputNamed(batch) }
+                        logger.bestEffort("writing the batch's journal again", id: batch.name) { try keepJournalNamed(batch) }
                     }
                     close(batch)
                     // Unfinished: free at once for another daemon to resume.
@@ -731,7 +732,8 @@ public final class BatchRunner: @unchecked Sendable {
         try outputFD.fsync()
         try Syscall.fsyncDirectory(layout.incoming)
         try DurableFile.write(BatchJournal.encode(header), to: layout.batchJournal(name), mode: layout.fileMode)
-        let journalFD = try FileDescriptor.open(layout.batchJournal(name), O_WRONLY | O_APPEND | O_NOFOLLOW)
+        // Readable too: a journal whose name is taken while the batch runs is copied back (`keepJournalNamed`).
+        let journalFD = try FileDescriptor.open(layout.batchJournal(name), O_RDWR | O_APPEND | O_NOFOLLOW)
         return Batch(name: name, inputPath: layout.batchRequest(name), fd: fd, identity: identity, index: index,
                      journal: BatchJournal(header: header), journalFD: journalFD, outputFD: outputFD)
     }
@@ -750,7 +752,7 @@ public final class BatchRunner: @unchecked Sendable {
         let outputFD = try FileDescriptor.open(partial, O_RDWR | O_APPEND | O_NOFOLLOW)
         try Syscall.ftruncate(outputFD.rawValue, length: journal.outputLength, path: partial)
         try outputFD.fsync()
-        let journalFD = try FileDescriptor.open(journalPath, O_WRONLY | O_APPEND | O_NOFOLLOW)
+        let journalFD = try FileDescriptor.open(journalPath, O_RDWR | O_APPEND | O_NOFOLLOW)
         try Syscall.ftruncate(journalFD.rawValue, length: journal.validLength, path: journalPath)
         return Batch(name: name, inputPath: layout.batchRequest(name), fd: fd, identity: identity, index: index,
                      journal: journal, journalFD: journalFD, outputFD: outputFD)
@@ -1161,6 +1163,7 @@ public final class BatchRunner: @unchecked Sendable {
                 try Syscall.fdatasync(batch.outputFD, path: layout.batchPartial(batch.name))
             }
             if !records.isEmpty {
+                try keepJournalNamed(batch)
                 try Syscall.writeAll(batch.journalFD, records, path: layout.batchJournal(batch.name))
                 try Syscall.fdatasync(batch.journalFD, path: layout.batchJournal(batch.name))
             }
@@ -1282,6 +1285,24 @@ public final class BatchRunner: @unchecked Sendable {
                                               logger: logger)
         batch.outputFile = consume copy
         logger.warning("the batch's output was removed while it ran; written again from the file still open", id: batch.name,
+                       ["path": LogValue(path), "committed": "\(batch.journal.committed.count)"])
+    }
+
+    /// The journal's twin of `keepOutputNamed`: `state` removed while the batch runs took the
+    /// journal's name, and its appends went to a file no restart reads, which then sent
+    /// again every line it had committed.
+    private func keepJournalNamed(_ batch: Batch) throws {
+        let path = layout.batchJournal(batch.name)
+        guard batch.journalFD >= 0 else { return }
+        switch try HeldFile.name(batch.journalFD, path: path) {
+        case .held: return
+        case .another where leases != nil: throw OutputTakenOver()
+        case .another, .missing: break
+        }
+        let copy = try HeldFile.giveNameAgain(from: batch.journalFD, to: path, flags: O_RDWR | O_APPEND, replacing: leases == nil, layout: layout,
+                                              logger: logger)
+        batch.journalFile = consume copy
+        logger.warning("the batch's journal was removed while it ran; written again from the file still open", id: batch.name,
                        ["path": LogValue(path), "committed": "\(batch.journal.committed.count)"])
     }
 
