@@ -51,3 +51,35 @@ import Testing
         #expect(SecretRedaction().redact(failed) == failed, "no key: the event as it came")
     }
 }
+
+/// A gateway that echoes the Authorization header base64-encoded still gives nothing away.
+@Suite struct SecretRedactionBase64Tests {
+    static func base64(_ text: String) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+        let bytes = Array(text.utf8)
+        var out = ""
+        for group in stride(from: 0, to: bytes.count, by: 3) {
+            let chunk = Array(bytes[group..<min(group + 3, bytes.count)]) + [0, 0]
+            let value = Int(chunk[0]) << 16 | Int(chunk[1]) << 8 | Int(chunk[2])
+            let characters = [18, 12, 6, 0].map { alphabet[value >> $0 & 63] }
+            let kept = bytes.count - group >= 3 ? 4 : bytes.count - group + 1
+            out += String(characters.prefix(kept)) + String(repeating: "=", count: 4 - kept)
+        }
+        return out
+    }
+
+    @Test(arguments: ["", "x", "xy", "Authorization: "])
+    func aBase64EchoOfTheKeyOrItsHeaderIsBlanked(prefix: String) {
+        let key = "sk-test-SECRET-5f1a9c77e2"
+        let redaction = SecretRedaction(secrets: [key])
+        for echoed in [prefix + key, prefix + "Bearer " + key] {
+            let encoded = Self.base64(echoed)
+            let body = "{\"error\": {\"message\": \"bad token \(encoded)\"}}"
+            let redacted = redaction.redact(body)
+            #expect(!redacted.contains(encoded), "\(redacted)")
+            #expect(redacted.contains("<redacted>"))
+            // What is left of the encoding cannot give the key back.
+            #expect(!redacted.contains(String(Self.base64(key).prefix(12))))
+        }
+    }
+}

@@ -12,8 +12,37 @@ public struct SecretRedaction: Sendable, Equatable {
     private let secrets: [[UInt8]]
 
     public init(secrets: [String] = []) {
+        let keys = secrets.map { Array($0.utf8) }.filter { $0.count >= Self.shortest }
+        // A proxy may also echo the header it was sent base64-encoded (a debugging gateway,
+        // a JWT-like error token): the key's run of whole base64 groups, at each of the three
+        // alignments, in both alphabets, alone and after "Bearer ".
+        let encoded = keys.flatMap { key in
+            [key, Array("Bearer ".utf8) + key].flatMap(Self.base64Runs)
+        }.filter { $0.count >= Self.shortest }
         // Longest first: a key that contains another is blanked whole.
-        self.secrets = Array(Set(secrets.map { Array($0.utf8) }.filter { $0.count >= Self.shortest })).sorted { $0.count > $1.count }
+        self.secrets = Array(Set(keys + encoded)).sorted { $0.count > $1.count }
+    }
+
+    /// The base64 characters that encode `bytes` whatever precedes them: for each of the
+    /// three offsets `bytes` can start at within a 3-byte group, the groups made of its
+    /// bytes alone; in the standard and the URL-safe alphabet.
+    static func base64Runs(_ bytes: [UInt8]) -> [[UInt8]] {
+        let standard = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        var runs: [[UInt8]] = []
+        for offset in 0..<3 {
+            let padded = [UInt8](repeating: 0, count: offset) + bytes
+            let first = (offset + 2) / 3 * 3
+            let end = padded.count / 3 * 3
+            guard end - first >= 3 else { continue }
+            var run: [UInt8] = []
+            for group in stride(from: first, to: end, by: 3) {
+                let value = UInt32(padded[group]) << 16 | UInt32(padded[group + 1]) << 8 | UInt32(padded[group + 2])
+                for shift in [18, 12, 6, 0] { run.append(standard[Int(value >> UInt32(shift) & 63)]) }
+            }
+            runs.append(run)
+            runs.append(run.map { $0 == UInt8(ascii: "+") ? UInt8(ascii: "-") : $0 == UInt8(ascii: "/") ? UInt8(ascii: "_") : $0 })
+        }
+        return runs
     }
 
     public var isEmpty: Bool { secrets.isEmpty }
