@@ -45,7 +45,9 @@ public final class TLSFront {
 
     /// Makes the CA and certificate in `directory` and starts nghttpx in front of
     /// 127.0.0.1:`backendPort`. `maxStreams` is the HTTP/2 streams it allows on one connection.
-    public init(backendPort: UInt16, directory: String, maxStreams: Int = 100, workers: Int = 1) throws {
+    /// `cleartext`: HTTP/2 without TLS (h2c with prior knowledge) on the front instead.
+    public init(backendPort: UInt16, directory: String, maxStreams: Int = 100, workers: Int = 1, cleartext: Bool = false) throws {
+        self.cleartext = cleartext
         guard let openssl = TLSFront.which("openssl"), let nghttpx = TLSFront.which("nghttpx") else {
             throw ConfigError(TLSFront.missing ?? "nghttpx or openssl is missing")
         }
@@ -71,7 +73,7 @@ public final class TLSFront {
             let proxy = Process()
             proxy.executableURL = URL(fileURLWithPath: nghttpx)
             // --single-process: one process to stop, no worker left behind.
-            proxy.arguments = ["--conf=/dev/null", "--single-process", "--frontend=127.0.0.1,\(candidate)", "--backend=127.0.0.1,\(backendPort)",
+            proxy.arguments = ["--conf=/dev/null", "--single-process", "--frontend=127.0.0.1,\(candidate)\(cleartext ? ";no-tls" : "")", "--backend=127.0.0.1,\(backendPort)",
                                "--workers=\(workers)", "--no-ocsp", "--no-via", "--rlimit-nofile=0",
                                "--frontend-http2-max-concurrent-streams=\(maxStreams)",
                                "--backend-read-timeout=1h", "--frontend-read-timeout=1h", "--frontend-write-timeout=1h", "--backend-write-timeout=1h",
@@ -99,7 +101,9 @@ public final class TLSFront {
     deinit { stop() }
 
     /// The base URL of its OpenAI-style API.
-    public var url: String { "https://127.0.0.1:\(port)/v1" }
+    public var url: String { "\(cleartext ? "http" : "https")://127.0.0.1:\(port)/v1" }
+    /// The front speaks h2c (no TLS).
+    public let cleartext: Bool
 
     public func stop() {
         guard let process else { return }

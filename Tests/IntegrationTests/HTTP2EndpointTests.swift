@@ -41,6 +41,30 @@ import Testing
         return ids
     }
 
+    /// h2c (`http_version` 2 over http://) against nghttpx's cleartext HTTP/2 front: libcurl
+    /// 7.88 fails every request after the first on a connection, so each takes its own.
+    @Test func h2cAnswersEveryRequestOnAConnectionOfItsOwn() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        if let missing = TLSFront.missing {
+            if SDKJudge.mustRun { Issue.record("\(missing); .ci/deps --test installs it") } else { print("skipped: \(missing)") }
+            return
+        }
+        try harness.startStub()
+        let port = try #require(UInt16(harness.stubURL.split(separator: ":").last?.split(separator: "/").first ?? ""))
+        try Syscall.mkdir(harness.root + "/h2c", mode: 0o700)
+        let front = try TLSFront(backendPort: port, directory: harness.root + "/h2c", cleartext: true)
+        defer { front.stop() }
+        try harness.startDaemon(config: ["endpoints": [["name": "h2c", "base_url": front.url, "http_version": "2"]], "concurrency": 4, "max_attempts": 1])
+        let ids = (0..<12).map { "h2c-\($0)" }
+        for id in ids { try harness.drop(id, Harness.request(id, stream: id.hasSuffix("0") || id.hasSuffix("2") || id.hasSuffix("4"))) }
+        try waitUntil("every request ends", timeout: 60) {
+            ids.allSatisfy { Syscall.isPresent(harness.layout.result($0)) || Syscall.isPresent(harness.layout.errorRecord($0)) }
+        }
+        let failed = ids.filter { Syscall.isPresent(harness.layout.errorRecord($0)) }
+        #expect(failed.isEmpty, "failed: \(failed)")
+    }
+
     @Test func manyStreamsShareOneHTTP2ConnectionWithItsCAFile() throws {
         let harness = try Harness()
         defer { harness.stop() }

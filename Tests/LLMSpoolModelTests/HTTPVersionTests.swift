@@ -25,6 +25,8 @@ import Testing
         #expect(!HTTPVersion.http1_1.waitsForMultiplexing(https: true))
         #expect(!HTTPVersion.http1_1.waitsForMultiplexing(https: false))
         #expect(HTTPVersion.http2.waitsForMultiplexing(https: true))
-        #expect(HTTPVersion.http2.waitsForMultiplexing(https: false))
+        #expect(!HTTPVersion.http2.waitsForMultiplexing(https: false), "h2c: a connection per transfer")
+        #expect(HTTPVersion.http2.connectionPerTransfer(https: false) && !HTTPVersion.http2.connectionPerTransfer(https: true))
+        #expect(!HTTPVersion.auto.connectionPerTransfer(https: false))
     }
 }

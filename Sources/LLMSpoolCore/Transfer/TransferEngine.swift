@@ -1119,6 +1119,10 @@ public final class TransferEngine: @unchecked Sendable {
         if let file = endpoint.caFile { try CurlHandle.set(handle, CURLOPT_CAINFO, string: file) }
         let https = endpoint.isHTTPS
         try CurlHandle.set(handle, CURLOPT_HTTP_VERSION, TransferEngine.curlVersion(endpoint.httpVersion.wire(https: https)))
+        if endpoint.httpVersion.connectionPerTransfer(https: https) {
+            try CurlHandle.set(handle, CURLOPT_FRESH_CONNECT, 1)
+            try CurlHandle.set(handle, CURLOPT_FORBID_REUSE, 1)
+        }
         if endpoint.httpVersion.waitsForMultiplexing(https: https) {
             // Not behind a handshake that hangs: each such start tries a connection of its own.
             if !scheduler.handshakeOverdue(endpoint: transfer.endpointIndex, now: Date().timeIntervalSince1970) {

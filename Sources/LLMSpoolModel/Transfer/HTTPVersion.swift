@@ -37,6 +37,13 @@ public enum HTTPVersion: String, Sendable, Equatable, CaseIterable {
     /// burst of 5,000 starts otherwise opens 5,000 TLS connections before the first ALPN
     /// answer says one would have done.
     public func waitsForMultiplexing(https: Bool) -> Bool {
-        wire(https: https) != .http1_1
+        wire(https: https) == .http2OverTLS
+    }
+
+    /// Whether each transfer takes a connection of its own, used once: h2c, where libcurl
+    /// 7.88 fails every request after the first on a connection (HTTP/2 framing layer, curl
+    /// code 16), whether they run together or one after another.
+    public func connectionPerTransfer(https: Bool) -> Bool {
+        wire(https: https) == .http2PriorKnowledge
     }
 }
