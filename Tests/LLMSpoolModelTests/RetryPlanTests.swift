@@ -86,6 +86,28 @@ import Testing
         #expect(AttemptEnding.expired("gone").metricsLabel == "expired")
     }
 
+    /// An answer larger than the free space: the disk failed while it arrived (bytes
+    /// received), a probe write then passed, and the request was sent (and paid for) again
+    /// and again. Three such failures in a row end it; failures before any byte do not.
+    @Test func anAnswerThatDoesNotFitIsNotPaidForAFourthTime() {
+        func entries(_ received: [Int64]) -> TaskHistory {
+            TaskHistory(firstSeen: now, attempts: received.map {
+                AttemptEntry(startedAt: now, endedAt: now, endpoint: "e", outcome: "disk", bytesSent: 10, bytesReceived: $0)
+            })
+        }
+        let disk = AttemptFailure(.disk, "ENOSPC")
+        func plan(_ history: TaskHistory) -> RetryPolicy.Plan {
+            RetryPolicy.plan(disk, headers: [:], history: history, endpointIndex: 0, endpointCount: 1, carriers: 1, now: now, settings: RetrySettings(), random: 0)
+        }
+        #expect(plan(entries([9_000_000, 9_000_000])).isRetry)
+        #expect(plan(entries([9_000_000, 9_000_000, 9_000_000])) == .giveUp(.answerDidNotFit(attempts: 3)))
+        #expect(plan(entries([0, 0, 0, 0, 0])).isRetry, "nothing had arrived: the disk was full before the answer, no answer was paid")
+        var mixed = entries([9_000_000, 9_000_000])
+        mixed.attempts.insert(AttemptEntry(startedAt: now, endedAt: now, endpoint: "e", outcome: "transport", bytesSent: 10, bytesReceived: 0), at: 1)
+        #expect(plan(mixed).isRetry, "only failures in a row count")
+        #expect(RetryPolicy.GiveUp.answerDidNotFit(attempts: 3).description.contains("did not fit the spool's free space 3 times"))
+    }
+
     @Test func aFullDiskPastTheLifetimeGivesUp() {
         let plan = RetryPolicy.plan(AttemptFailure(.disk, "ENOSPC"), headers: [:], history: history(["disk"], firstSeen: now.addingTimeInterval(-86_400)),
                                     endpointIndex: 0, endpointCount: 1, carriers: 1, now: now, settings: RetrySettings(), random: 0)
@@ -173,4 +195,8 @@ import Testing
             #expect(HTTPDate.parse(text)?.timeIntervalSince1970 == seconds, "\(text)")
         }
     }
+}
+
+extension RetryPolicy.Plan {
+    var isRetry: Bool { if case .retry = self { true } else { false } }
 }

@@ -38,6 +38,9 @@ public enum RetryPolicy {
         case lifetimeExceeded(ageSeconds: Double, limitSeconds: Double)
         /// The spool's disk stayed unwritable past `max_lifetime_seconds`.
         case diskStayedFull
+        /// The answer came and did not fit the spool's free space, `attempts` times in a row:
+        /// each was paid for, and the room a probe write finds is not room for the answer.
+        case answerDidNotFit(attempts: Int)
         /// A remote batch expired before the request ran, and `deferred_expired` is `fail`.
         case expiredNotLive
 
@@ -53,6 +56,8 @@ public enum RetryPolicy {
                 "the next attempt would start \(RetryPolicy.wholeSeconds(age)) s after the request was first seen, past max_lifetime_seconds (\(RetryPolicy.wholeSeconds(limit)))"
             case .diskStayedFull:
                 "the disk stayed full past max_lifetime_seconds"
+            case .answerDidNotFit(let attempts):
+                "the answer did not fit the spool's free space \(attempts) times in a row; each was paid for, so it is not sent again"
             case .expiredNotLive:
                 "deferred_expired is fail"
             }
@@ -67,6 +72,11 @@ public enum RetryPolicy {
         case giveUp(GiveUp)
     }
 
+    /// Full-disk failures in a row after the answer had begun to arrive, after which the
+    /// request fails: a disk failure uses up no attempt, and an answer larger than the free
+    /// space was otherwise paid for again and again.
+    public static let maximumPaidDiskFailures = 3
+
     /// libcurl codes that no retry can fix: bad URL, unsupported protocol, bad TLS set-up.
     /// Not 77, a CA file that cannot be read: checked at start, so at run time it is one
     /// being replaced (a CA rotation by rm and cp), which a retry outlives.
@@ -79,6 +89,8 @@ public enum RetryPolicy {
     public static func plan(_ failure: AttemptFailure, headers: [String: String], history: TaskHistory, endpointIndex: Int,
                             endpointCount: Int, carriers: Int, now: Date, settings: RetrySettings, random: Double) -> Plan {
         if failure.kind == .disk {
+            let paid = history.attempts.reversed().prefix { $0.outcome == AttemptFailure.Kind.disk.rawValue }.filter { $0.bytesReceived > 0 }.count
+            if paid >= maximumPaidDiskFailures { return .giveUp(.answerDidNotFit(attempts: paid)) }
             let delay = backoff(afterAttempts: history.attempts.count, settings: settings, random: random)
             guard now.timeIntervalSince(history.firstSeen) + delay <= settings.maxLifetimeSeconds else { return .giveUp(.diskStayedFull) }
             return .retry(afterSeconds: delay, endpoint: endpointIndex, reason: .disk)
