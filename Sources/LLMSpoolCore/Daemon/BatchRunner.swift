@@ -1274,36 +1274,33 @@ public final class BatchRunner: @unchecked Sendable {
     /// On a shared spool, another file under the name is the output of a daemon that took
     /// the claim over (`resume`): this one stops there (`OutputTakenOver`) and gives it up.
     private func keepOutputNamed(_ batch: Batch) throws {
-        let path = layout.batchPartial(batch.name)
-        guard batch.outputFD >= 0 else { return }
-        switch try HeldFile.name(batch.outputFD, path: path) {
-        case .held: return
-        case .another where leases != nil: throw OutputTakenOver()
-        case .another, .missing: break
+        if let copy = try nameAgain(batch, fd: batch.outputFD, path: layout.batchPartial(batch.name), what: "output") {
+            batch.outputFile = consume copy
         }
-        let copy = try HeldFile.giveNameAgain(from: batch.outputFD, to: path, flags: O_RDWR | O_APPEND, replacing: leases == nil, layout: layout,
-                                              logger: logger)
-        batch.outputFile = consume copy
-        logger.warning("the batch's output was removed while it ran; written again from the file still open", id: batch.name,
-                       ["path": LogValue(path), "committed": "\(batch.journal.committed.count)"])
     }
 
     /// The journal's twin of `keepOutputNamed`: `state` removed while the batch runs took the
     /// journal's name, and its appends went to a file no restart reads, which then sent
     /// again every line it had committed.
     private func keepJournalNamed(_ batch: Batch) throws {
-        let path = layout.batchJournal(batch.name)
-        guard batch.journalFD >= 0 else { return }
-        switch try HeldFile.name(batch.journalFD, path: path) {
-        case .held: return
+        if let copy = try nameAgain(batch, fd: batch.journalFD, path: layout.batchJournal(batch.name), what: "journal") {
+            batch.journalFile = consume copy
+        }
+    }
+
+    /// A copy of the file open as `fd` under `path` when the name no longer holds it; nil
+    /// when it does (or nothing is open).
+    private func nameAgain(_ batch: Batch, fd: Int32, path: String, what: String) throws -> FileDescriptor? {
+        guard fd >= 0 else { return nil }
+        switch try HeldFile.name(fd, path: path) {
+        case .held: return nil
         case .another where leases != nil: throw OutputTakenOver()
         case .another, .missing: break
         }
-        let copy = try HeldFile.giveNameAgain(from: batch.journalFD, to: path, flags: O_RDWR | O_APPEND, replacing: leases == nil, layout: layout,
-                                              logger: logger)
-        batch.journalFile = consume copy
-        logger.warning("the batch's journal was removed while it ran; written again from the file still open", id: batch.name,
+        let copy = try HeldFile.giveNameAgain(from: fd, to: path, flags: O_RDWR | O_APPEND, replacing: leases == nil, layout: layout, logger: logger)
+        logger.warning("the batch's \(what) was removed while it ran; written again from the file still open", id: batch.name,
                        ["path": LogValue(path), "committed": "\(batch.journal.committed.count)"])
+        return copy
     }
 
     private func closeOutputs(_ batch: Batch) {
