@@ -295,10 +295,16 @@ public final class TransferEngine: @unchecked Sendable {
             try poll.watch(socket, readable: what & CURL_POLL_IN != 0, writable: what & CURL_POLL_OUT != 0,
                            known: watchedSockets.contains(socket))
             if watchedSockets.insert(socket).inserted {
-                // Not connected yet (a connect under way) or not TCP: no port, not looked up.
-                if let port = try? Syscall.localPort(socket), port != 0 {
-                    socketsByPort[port] = socket
-                    portsBySocket[socket] = port
+                do {
+                    let port = try Syscall.localPort(socket)
+                    if port != 0 {
+                        socketsByPort[port] = socket
+                        portsBySocket[socket] = port
+                    }
+                } catch {
+                    // Not TCP, or gone already: its transfers are then never looked after as
+                    // quiet ones (`lookAtQuietTransfers`), only by their timers.
+                    logger.debug("no local port for a connection's socket", ["reason": "\(error)"])
                 }
             }
         } catch {
@@ -1301,6 +1307,14 @@ public final class TransferEngine: @unchecked Sendable {
         }
     }
 
+    /// Whether the transfer's response came over HTTP/2 or later (one connection, many
+    /// streams); an error of libcurl's answer leaves 0, which is no.
+    private static func isMultiplexed(_ transfer: Transfer) -> Bool {
+        var version = 0
+        _ = llms_easy_getinfo_long(transfer.handle, CURLINFO_HTTP_VERSION, &version)
+        return version == Int(CURL_HTTP_VERSION_2_0) || version == Int(CURL_HTTP_VERSION_3)
+    }
+
     /// Quiet transfers that have received bytes and may share a connection (their port is
     /// known), each at most once a second: a multiplexed
     /// one's connection is run (once per connection), and one whose connection is gone ends
@@ -1312,10 +1326,7 @@ public final class TransferEngine: @unchecked Sendable {
         where transfer.localPort != nil
             && transfer.stallWatch.isDue(now: now, quietSeconds: transfer.clock.idleSeconds(at: now), receivedAny: transfer.bytesReceived > 0) {
             let socket = transfer.localPort.flatMap { socketsByPort[$0] }.flatMap { endedSockets.contains($0) ? nil : $0 }
-            var version = 0
-            _ = llms_easy_getinfo_long(transfer.handle, CURLINFO_HTTP_VERSION, &version)
-            let multiplexed = version == Int(CURL_HTTP_VERSION_2_0) || version == Int(CURL_HTTP_VERSION_3)
-            switch transfer.stallWatch.look(now: now, hasConnection: socket != nil, multiplexed: multiplexed) {
+            switch transfer.stallWatch.look(now: now, hasConnection: socket != nil, multiplexed: TransferEngine.isMultiplexed(transfer)) {
             case .nothing:
                 break
             case .kick:
@@ -1352,9 +1363,7 @@ public final class TransferEngine: @unchecked Sendable {
         if case .transportError(let code, _) = given, code == Int32(CURLE_PARTIAL_FILE.rawValue),
            let port = transfer.localPort, let socket = socketsByPort[port] {
             // On a multiplexed connection a partial stream means the connection ended under it.
-            var version = 0
-            _ = llms_easy_getinfo_long(transfer.handle, CURLINFO_HTTP_VERSION, &version)
-            if version == Int(CURL_HTTP_VERSION_2_0) || version == Int(CURL_HTTP_VERSION_3) { endedSockets.insert(socket) }
+            if TransferEngine.isMultiplexed(transfer) { endedSockets.insert(socket) }
         }
         if ending != .leaseLost && ending != .cancelled && transfer.diskError == nil && !transfer.overLimit {
             // The finisher reads the answer (or the error body) from the `.partial`: it must be whole.
