@@ -233,6 +233,13 @@ public enum Syscall {
         return info
     }
 
+    /// `stat`: links followed.
+    public static func statFollowingLinks(_ path: String) throws -> stat {
+        var info = stat()
+        _ = try retrying("stat", path) { Glibc.fstatat(AT_FDCWD, path, &info, 0) }
+        return info
+    }
+
     /// `lstat` of a path given as raw bytes (a name need not be UTF-8); no NUL inside.
     public static func lstat(raw path: [UInt8]) throws -> stat {
         var info = stat()

@@ -663,24 +663,30 @@ extension UploadIdentityTests {
     }
 }
 
-/// A spool root replaced by a symbolic link while running is refused, not followed.
+/// A spool root replaced by a symbolic link to another folder while running is refused,
+/// not followed. (A link to the very folder it replaced leads where the root did.)
 @Suite(.serialized) struct SpoolRootTests {
     @Test func aRootReplacedByALinkHoldsEverySend() throws {
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()
-        try harness.startDaemon(config: ["retry_max_seconds": 0.2])
+        try harness.startDaemon(config: ["retry_max_seconds": 0.2, "rescan_interval_seconds": 1])
         let root = harness.layout.root
+        let other = harness.root + "/other-spool"
+        try SpoolLayout(root: other).create()
         #expect(rename(root, root + ".moved") == 0)
-        #expect(symlink(root + ".moved", root) == 0)
+        #expect(symlink(other, root) == 0)
+        // Into the other folder, through the link: found there by a rescan.
         try harness.drop("through-link", Harness.request("sent through a replaced root"))
-        try waitUntil("the daemon refused the replaced root", timeout: 20) { harness.log.contains("the spool's root was replaced") }
+        try waitUntil("the daemon refused the replaced root", timeout: 20) { harness.log.contains("the spool's folders are not the ones the daemon started with") }
         try waitUntil("the request was held a few times", timeout: 20) {
             harness.log.components(separatedBy: "is not the folder the daemon started with").count > 3
         }
         #expect(try harness.arrivals(of: "sent through a replaced root").isEmpty)
+        #expect(harness.files(in: other + "/incoming").isEmpty && harness.files(in: other + "/failed").isEmpty)
         #expect(unlink(root) == 0)
         #expect(rename(root + ".moved", root) == 0)
+        #expect(rename(other + "/outgoing/through-link.json", harness.layout.request("through-link")) == 0)
         try waitUntil("the request is answered once the root is back", timeout: 30) {
             FileManager.default.fileExists(atPath: harness.layout.result("through-link"))
         }

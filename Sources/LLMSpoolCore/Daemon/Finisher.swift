@@ -181,6 +181,15 @@ public final class Finisher: Sendable {
             logger.info("attempt discarded: another daemon holds the request now", id: id)
             return .ended(.finalized(id: id))
         }
+        if let problem = layout.integrityProblem() {
+            // Every name below would lead outside the spool the request came from: the
+            // answer is dropped unwritten (only closed) and the request, still in its
+            // `outgoing`, is sent again once the spool is back. One outcome, paid twice.
+            outcome.partial?.discard()
+            outcome.stream?.spill?.discard()
+            let sent = outcome.bytesSent > 0 || outcome.bytesReceived > 0
+            return .ended(holdWhileElsewhere(outcome.task, problem, dropped: sent ? "an answer" : nil))
+        }
         let partial = outcome.rawPath ?? layout.partial(id)
         giveNamesAgain(outcome, partial: partial)
         let verdict = judge(outcome, partial: partial)
@@ -652,12 +661,16 @@ public final class Finisher: Sendable {
     public func commit(_ batch: [PreparedSuccess]) -> [Scheduler.Event] {
         let plans = batch.map { PublicationPlan.commit($0.success, layout: layout, order: $0.order) }
         let failed = executor.runBatch(plans)
+        // Looked at only when a plan failed: the spool swapped since the results were
+        // prepared fails every plan at its first step (`SpoolFiles.mayPublish`).
+        let problem = failed.contains { $0 != nil } ? layout.integrityProblem() : nil
         return batch.indices.map { index in
             let prepared = batch[index]
             let id = prepared.task.id
             if let failure = failed[index] {
                 guard let point = PublicationPlan.commitPoint(of: plans[index], result: layout.result(id)), failure.index > point else {
                     leases?.release(id, ended: false)
+                    if let problem { return holdWhileElsewhere(prepared.task, problem, dropped: "an answer") }
                     return postpone(prepared.task, because: "publishing the result failed: \(failure)")
                 }
                 // The result has its name: the request ended. Sending it again would make a
@@ -679,6 +692,7 @@ public final class Finisher: Sendable {
     }
 
     private func fail(task: TaskDescriptor, failure: AttemptFailure, problem: RequestProblem?, commit: Bool) -> Scheduler.Event {
+        if let problem = layout.integrityProblem() { return holdWhileElsewhere(task, problem, dropped: "a failure") }
         let id = task.id
         let recordPath = layout.errorRecord(id)
         let bytes = ErrorRecord.encode(id: id, failure: failure, history: task.history, problem: problem, requestFile: layout.failedRequest(id, like: task.requestPath),
@@ -740,6 +754,27 @@ public final class Finisher: Sendable {
         logger.error("outcome not written; the request stays in outgoing and is tried again", id: task.id,
                      ["reason": LogValue(reason), "retry_in_seconds": "\((delay * 100).rounded() / 100)"])
         report(TaskReport(id: task.id, outcome: .deferred(reason: reason)))
+        var next = task
+        next.history.notBefore = Date().addingTimeInterval(delay)
+        return .retry(next, at: Date().timeIntervalSince1970 + delay)
+    }
+
+    /// The spool's names lead outside it (`SpoolLayout.integrityProblem`): nothing is
+    /// written or removed through them, and the request, still in its own `outgoing`, is
+    /// tried again once the spool is back. `dropped` names what was lost (an answer paid
+    /// for); nil for a start that was held before anything was sent. The task waits at
+    /// least the fourth backoff: every start is held until then, and comes here again.
+    private func holdWhileElsewhere(_ task: TaskDescriptor, _ problem: String, dropped: String?) -> Scheduler.Event {
+        diskHealth.writeFailed()
+        let delay = RetryPolicy.backoff(afterAttempts: max(4, task.history.attempts.count), settings: policy.withLock { $0.retry }, random: random())
+        let seconds = LogValue("\((delay * 100).rounded() / 100)")
+        if let dropped {
+            logger.error("\(dropped) is not written: the spool's folders lead outside it; the request stays in outgoing and is sent again once they are back",
+                         id: task.id, ["reason": LogValue(problem), "retry_in_seconds": seconds])
+        } else {
+            logger.debug("held: the spool's folders lead outside it", id: task.id, ["reason": LogValue(problem), "retry_in_seconds": seconds])
+        }
+        report(TaskReport(id: task.id, outcome: .deferred(reason: problem)))
         var next = task
         next.history.notBefore = Date().addingTimeInterval(delay)
         return .retry(next, at: Date().timeIntervalSince1970 + delay)

@@ -53,7 +53,10 @@ public final class SpoolDaemon: Sendable {
     public init(config: Config, endpoints: [Endpoint], logger: Logger, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
                 onReport: (@Sendable (TaskReport) -> Void)? = nil) throws {
         if let failure = SpoolDaemon.initializeCurl { throw ConfigError(failure) }
-        let layout = SpoolLayout(root: config.spool, groupReadable: config.groupReadable)
+        // Made first, then pinned: nothing is written through a root that is not this one.
+        let unpinned = SpoolLayout(root: config.spool, groupReadable: config.groupReadable)
+        try unpinned.create()
+        let layout = unpinned.pinnedNow()
         // fsync waits on the disk, not the CPU: more threads than cores let the filesystem
         // merge their flushes into fewer journal commits.
         let pool = WorkerPool(name: "finisher", threads: SpoolDaemon.finisherThreads)
@@ -64,9 +67,8 @@ public final class SpoolDaemon: Sendable {
         // Hooks owed are noted on a spool of one daemon: on a shared one, another daemon's
         // start would take a note for a hook still queued here (see Hooks in README).
         let hooks = HookRunner(settings: config.hooks, layout: layout, logger: logger, notesOwed: leases == nil)
-        let diskHealth = DiskHealth(layout: layout)
-        // Decided once per spool: the probe needs `incoming`, which start() would create.
-        try layout.create()
+        let diskHealth = DiskHealth()
+        // Decided once per spool: the probe needs `incoming`, made above.
         let (commitOrder, orderReason) = PublicationPlan.CommitOrder.choose(sharedSpool: leases != nil, probe: ResultMarkProbe.run(layout))
         logger.info(commitOrder == .resultMarked ? "results commit with one fsync, marked with their request"
                                                  : "results commit with two fsyncs, result then record",
@@ -164,6 +166,8 @@ public final class SpoolDaemon: Sendable {
 
     public func start() throws {
         try layout.create()
+        // Refused at start rather than held for ever: a folder that is a link (or a file).
+        if let problem = layout.integrityProblem() { throw ConfigError(problem) }
         // A request in flight counts toward the crash guard only when this daemon's
         // predecessor died of a crash: a kill -9 or a power loss is not the request's doing.
         let marker = layout.state + "/.crashed"

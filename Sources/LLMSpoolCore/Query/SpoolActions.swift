@@ -46,6 +46,7 @@ public struct SpoolActions: Sendable {
     /// Moves a superseded failure (request and record) into `failed/superseded/`, numbered
     /// as the finisher numbers an earlier failure it moves aside: nothing there is overwritten.
     public func archive(_ id: String) throws {
+        try refuseFoldersElsewhere()
         let steps: [PublicationStep] = [.archiveIfPresent(layout.errorRecord(id), into: layout.superseded),
                                         .archiveIfPresent(Self.existing(layout.failed, id) ?? layout.failedRequest(id), into: layout.superseded),
                                         .syncFolder(layout.failed)]
@@ -66,6 +67,7 @@ public struct SpoolActions: Sendable {
     /// Moves a failed request back to `outgoing`. Its task record goes first: a record that
     /// says `failed` would send the request straight back (see `TaskRecord`).
     public func retry(_ id: String) throws {
+        try refuseFoldersElsewhere()
         guard let failed = Self.existing(layout.failed, id) else {
             if Syscall.isPresent(layout.batchRequest(id)) { throw notInOutgoing(id, "retry") }
             throw ConfigError("\(id): no failed request \(layout.failedRequest(id))")
@@ -109,6 +111,7 @@ public struct SpoolActions: Sendable {
 
     /// Keeps a request unsent until `release`. One in flight is stopped, as by deletion.
     public func hold(_ id: String) throws {
+        try refuseFoldersElsewhere()
         guard let request = Self.existing(layout.outgoing, id) else {
             throw notInOutgoing(id, "hold")
         }
@@ -121,6 +124,7 @@ public struct SpoolActions: Sendable {
 
     /// Puts a held request back in `outgoing`, where the daemon picks it up.
     public func release(_ id: String) throws {
+        try refuseFoldersElsewhere()
         guard let request = Self.existing(holdFolder, id) else { throw ConfigError("\(id): not held (no \(held(id)))") }
         if let queued = Self.existing(layout.outgoing, id) { throw ConfigError("\(id): \(queued) already exists") }
         try Syscall.rename(request, Self.moved(request, to: layout.outgoing, id: id))
@@ -140,6 +144,7 @@ public struct SpoolActions: Sendable {
     /// does; a held request is deleted from the hold folder. `name` is a request's id, or a
     /// batch's name with or without `.jsonl` (`CancelTarget`): a request of the id comes first.
     public func cancel(_ name: String) throws -> Cancelled {
+        try refuseFoldersElsewhere()
         let candidates = CancelTarget.candidates(of: name)
         for candidate in candidates {
             switch candidate {
@@ -188,6 +193,7 @@ public struct SpoolActions: Sendable {
     /// whose name is in `outgoing` or has a journal. A file that cannot be removed is named
     /// in `problems` and the rest goes on: one stuck entry must not stop every later clean.
     public func clean(olderThan cutoff: Date) throws -> Cleaned {
+        try refuseFoldersElsewhere()
         var cleaned = Cleaned()
         func old(_ path: String) -> Bool {
             // Gone already: nothing to clean.
@@ -263,6 +269,12 @@ public struct SpoolActions: Sendable {
             if remove([layout.failedBatch(name), layout.batchErrorRecord(name)]) { cleaned.batches += 1 }
         }
         return cleaned
+    }
+
+    /// Moving or removing a spool's files through a folder that is a symbolic link would
+    /// move or remove files outside the spool: refused, naming the folder.
+    private func refuseFoldersElsewhere() throws {
+        if let problem = layout.integrityProblem() { throw ConfigError("\(problem); nothing was changed") }
     }
 
     /// "90s", "15m", "12h", "7d", "2w" in seconds.

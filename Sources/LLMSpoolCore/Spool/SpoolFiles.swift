@@ -36,6 +36,10 @@ public struct SpoolFiles: PublicationFiles, Sendable {
         try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW).fsync()
     }
 
+    public func mayPublish() throws {
+        if let problem = layout.integrityProblem() { throw SpoolElsewhereError(description: problem) }
+    }
+
     public func inode(of path: String) throws -> UInt64 {
         UInt64(try Syscall.lstat(path).st_ino)
     }

@@ -20,6 +20,9 @@ extension SpoolLayout {
     public func recreateMissingFolders(logger: Logger) -> [String] {
         var recreated: [String] = []
         let missing = publicationFolders.filter { !Syscall.isPresent($0) }
+        // Looked at only when something is missing: a root that is gone (an unmounted
+        // disk) is not made again on the filesystem under it; the start's check says why.
+        guard !missing.isEmpty, integrityProblem() == nil else { return [] }
         let inState = missing.contains(state) ? folders.filter { $0.hasPrefix(state + "/") } : []
         for directory in missing + inState {
             do {
@@ -60,6 +63,14 @@ extension SpoolLayout {
                 return SystemError(errno: EIO, call: "probe", path: probe)
             }
         }
+        return nil
+    }
+
+    /// `create()` while the daemon runs: nothing is made when the spool's names lead
+    /// elsewhere (`integrityProblem`), which is returned instead.
+    public func createUnlessElsewhere() throws -> String? {
+        if let problem = integrityProblem() { return problem }
+        try create()
         return nil
     }
 

@@ -256,8 +256,14 @@ public final class Watcher: @unchecked Sendable {
         if let watch, inotifytools_remove_watch_by_wd(watch) == 0 {
             logger.warning("cannot remove the moved folder's watch", ["reason": "\(inotifytools_error())"])
         }
+        var toldElsewhere = false
         while !stopping {
-            logger.bestEffort("recreating the spool folders") { try layout.create() }
+            logger.bestEffort("recreating the spool folders") {
+                if let problem = try layout.createUnlessElsewhere(), !toldElsewhere {
+                    toldElsewhere = true
+                    logger.error("outgoing is not made again", ["reason": LogValue(problem)])
+                }
+            }
             if addWatch() {
                 logger.info("watching outgoing again", ["path": LogValue(layout.outgoing)])
                 scan(reason: "folder recreated")
@@ -276,7 +282,9 @@ public final class Watcher: @unchecked Sendable {
             raws = try Syscall.listDirectoryRaw(layout.outgoing)
         } catch let error as SystemError where error.errno == ENOENT {
             logger.warning("outgoing is missing; creating it again", ["path": LogValue(layout.outgoing)])
-            logger.bestEffort("recreating the spool folders") { try layout.create() }
+            logger.bestEffort("recreating the spool folders") {
+                if let problem = try layout.createUnlessElsewhere() { logger.error("outgoing is not made again", ["reason": LogValue(problem)]) }
+            }
             return
         } catch {
             logger.error("cannot scan outgoing", ["reason": "\(error)"])

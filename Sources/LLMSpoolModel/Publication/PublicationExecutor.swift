@@ -35,6 +35,9 @@ public protocol PublicationFiles {
     func ensureFolder(_ path: String) throws(Failure)
     /// Sets the extended attribute `ResultMark.attribute` of a file to the mark's value.
     func mark(_ path: String, _ mark: ResultMark) throws(Failure)
+    /// Throws when no step may run now: the names a plan uses lead outside the spool
+    /// (its root swapped or unmounted, a folder made a link). Asked once before each run.
+    func mayPublish() throws(Failure)
 }
 
 /// What a step that moves or removes a producer's file found.
@@ -48,6 +51,9 @@ public enum ProducerFileCheck: Sendable, Equatable {
 }
 
 extension PublicationFiles {
+    /// Files kept in memory have nothing to lead elsewhere.
+    public func mayPublish() throws(Failure) {}
+
     /// Where attributes are the truth (a local disk): compared by its identity alone.
     public func unlinkIfSame(_ path: String, _ expected: FileIdentity?) throws(Failure) -> ProducerFileCheck {
         try ifSameIdentity(path, expected) { () throws(Failure) in try unlinkIfPresent(path) }
@@ -93,6 +99,13 @@ public struct PublicationExecutor<Files: PublicationFiles> {
     /// failure with the index of the step that failed. A run stopped by `beforeStep` returns
     /// `.stopped` with the index it stopped at.
     public func run(_ steps: [PublicationStep]) -> Result {
+        if let first = steps.first {
+            do throws(Files.Failure) {
+                try files.mayPublish()
+            } catch {
+                return .failed(at: 0, step: first, error: error)
+            }
+        }
         var notes: [Note] = []
         for (index, step) in steps.enumerated() {
             guard beforeStep(index, step) else { return .stopped(at: index) }
@@ -117,6 +130,11 @@ public struct PublicationExecutor<Files: PublicationFiles> {
         /// The step's index in its plan.
         public let index: Int
         public let description: String
+
+        public init(index: Int, description: String) {
+            self.index = index
+            self.description = description
+        }
     }
 
     /// Runs several plans of the same shape step by step, all plans' first steps, then
@@ -126,6 +144,13 @@ public struct PublicationExecutor<Files: PublicationFiles> {
     public func runBatch(_ plans: [[PublicationStep]]) -> [StepFailure?] {
         var failures = [StepFailure?](repeating: nil, count: plans.count)
         let length = plans.map(\.count).max() ?? 0
+        if length > 0 {
+            do throws(Files.Failure) {
+                try files.mayPublish()
+            } catch {
+                return plans.map { _ in StepFailure(index: 0, description: "\(error)") }
+            }
+        }
         var counter = 0
         for position in 0..<length {
             var syncedFolders: [String: String?] = [:]

@@ -47,6 +47,9 @@ public struct SpoolLayout: Sendable, Equatable {
     /// Files and folders the daemon creates: the owner's only, unless the group may read.
     public let fileMode: UInt32
     public let directoryMode: UInt32
+    /// The root the running daemon started with (`pinned(to:)`); nil for the commands,
+    /// which look once and need no pin.
+    public private(set) var rootPin: SpoolRootPin?
 
     public init(root: String, groupReadable: Bool = false) {
         var trimmed = root
@@ -55,6 +58,18 @@ public struct SpoolLayout: Sendable, Equatable {
         fileMode = groupReadable ? 0o640 : 0o600
         directoryMode = groupReadable ? 0o750 : 0o700
     }
+
+    /// The same layout, its root pinned: nothing is written through a root that is not `pin`.
+    public func pinned(to pin: SpoolRootPin) -> SpoolLayout {
+        var layout = self
+        layout.rootPin = pin
+        return layout
+    }
+
+    /// The folders directly under the root that the daemon reads or writes through: none
+    /// may be a symbolic link (followed, results and `clean`'s removals would land outside
+    /// the spool).
+    public var topFolders: [String] { [outgoing, incoming, failed, state, hold] }
 
     public var outgoing: String { root + "/outgoing" }
     public var incoming: String { root + "/incoming" }

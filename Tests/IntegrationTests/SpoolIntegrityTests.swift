@@ -1,0 +1,93 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+import LLMSpoolSystem
+import Testing
+
+/// The spool's names must lead into the spool the daemon started with: a root swapped or
+/// gone, or a folder made a symbolic link, is neither followed nor made again, and no
+/// outcome is written through it.
+@Suite(.serialized) struct SpoolIntegrityTests {
+    @Test func aSpoolConfiguredThroughALinkIsServed() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let link = harness.root + "/spool-link"
+        #expect(symlink(harness.layout.root, link) == 0)
+        try harness.startDaemon(config: ["spool": link])
+        try harness.drop("linked", Harness.request("through a configured link"))
+        try waitUntil("the request is answered", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("linked")) }
+        #expect(try harness.arrivals(of: "through a configured link").count == 1)
+    }
+
+    @Test func anIncomingSwappedForALinkMidStreamWritesNothingOutsideAndAnswersOnce() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["retry_max_seconds": 0.5])
+        let outside = harness.root + "/outside"
+        try Syscall.mkdir(outside, mode: 0o700)
+        let incoming = harness.layout.incoming
+        try harness.drop("swapped", Harness.request("streamed while incoming is swapped", stream: true, stub: ["tokens": 30, "token_delay_ms": 50]))
+        try waitUntil("the answer streams", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.partial("swapped")) }
+        #expect(rename(incoming, incoming + ".real") == 0)
+        #expect(symlink(outside, incoming) == 0)
+        try waitUntil("the answer is dropped unwritten", timeout: 20) { harness.log.contains("an answer is not written: the spool's folders lead outside it") }
+        #expect(harness.files(in: outside).isEmpty, "written outside the spool: \(harness.files(in: outside))")
+        #expect(harness.log.contains("spool/incoming is a symbolic link"))
+        #expect(unlink(incoming) == 0)
+        #expect(rename(incoming + ".real", incoming) == 0)
+        try waitUntil("the request is answered once the folder is back", timeout: 30) {
+            FileManager.default.fileExists(atPath: harness.layout.result("swapped"))
+        }
+        #expect(harness.files(in: outside).isEmpty)
+        // Sent again: the first answer had nowhere to go. One outcome, two calls.
+        #expect(try harness.arrivals(of: "streamed while incoming is swapped").count == 2)
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.request("swapped")))
+    }
+
+    @Test func aRootThatIsGoneIsNotMadeAgain() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["rescan_interval_seconds": 1])
+        let root = harness.layout.root
+        #expect(rename(root, root + ".away") == 0)
+        try waitUntil("the daemon looked for outgoing", timeout: 20) { harness.log.contains("outgoing is not made again") }
+        #expect(!FileManager.default.fileExists(atPath: root), "the spool was made again on the filesystem under it")
+        #expect(harness.log.contains("is gone (removed, or its filesystem unmounted)"))
+        #expect(rename(root + ".away", root) == 0)
+        try harness.drop("back", Harness.request("after the root came back"))
+        try waitUntil("the request is answered", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("back")) }
+    }
+
+    @Test func aFolderThatIsALinkIsRefusedAtStart() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let outside = harness.root + "/outside"
+        try Syscall.mkdir(outside, mode: 0o700)
+        #expect(rmdir(harness.layout.failed) == 0)
+        #expect(symlink(outside, harness.layout.failed) == 0)
+        try harness.startDaemon(config: ["base_url": "http://127.0.0.1:9/v1"], waitUntilWatching: false)
+        try waitUntil("the daemon refused to start", timeout: 20) { harness.daemon?.isRunning == false }
+        #expect(harness.daemon?.terminationStatus != 0)
+        #expect(harness.log.contains("\(harness.layout.failed) is a symbolic link"), "\(harness.log)")
+    }
+
+    @Test func cleanRefusesAFolderThatIsALink() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let outside = harness.root + "/outside"
+        try Syscall.mkdir(outside, mode: 0o700)
+        let precious = outside + "/precious.json"
+        try DurableFile.write(Array(#"{"not": "a result"}"#.utf8), to: precious)
+        var old = [timespec(tv_sec: 1_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, precious, &old, 0) == 0)
+        #expect(rmdir(harness.layout.incoming) == 0)
+        #expect(symlink(outside, harness.layout.incoming) == 0)
+        let clean = try harness.cli(["clean", "--older-than", "1d", "--spool", harness.layout.root])
+        #expect(clean.status == 1)
+        #expect(clean.stderr.contains("\(harness.layout.incoming) is a symbolic link"), "\(clean.stderr)")
+        #expect(FileManager.default.fileExists(atPath: precious))
+    }
+}
