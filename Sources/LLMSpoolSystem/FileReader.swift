@@ -6,7 +6,7 @@ public struct FileReader {
 
     /// Calls `body` with each chunk of the file at `path`, in order.
     public static func forEachChunk(path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
-        let file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW)
+        let file = try openRegular(path)
         try forEachChunk(fd: file.rawValue, path: path, body)
     }
 
@@ -23,7 +23,7 @@ public struct FileReader {
     /// Calls `body` with each line of the file at `path`, without its newline (a last line
     /// without one too); a line is held whole only while it is handed over.
     public static func forEachLine(path: String, _ body: ([UInt8]) throws -> Void) throws {
-        let file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW)
+        let file = try openRegular(path)
         try forEachLine(fd: file.rawValue, path: path, body)
     }
 
@@ -61,18 +61,19 @@ public struct FileReader {
     }
 
     /// Reads at most `limit` bytes from the start of a regular file, refusing anything else
-    /// before a read: a FIFO would block the reader until someone writes to it (opened
-    /// with `O_NONBLOCK`, its open does not wait for a writer either).
-    public static func prefixOfRegularFile(path: String, limit: Int) throws -> [UInt8] {
-        let file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
-        guard try file.fstat().st_mode & S_IFMT == S_IFREG else { throw NotARegularFile(path: path) }
+    /// before a read.
+    public static func prefix(path: String, limit: Int) throws -> [UInt8] {
+        let file = try openRegular(path)
         return try prefix(fd: file.rawValue, path: path, limit: limit)
     }
 
-    /// Reads at most `limit` bytes from the start of the file.
-    public static func prefix(path: String, limit: Int) throws -> [UInt8] {
-        let file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW)
-        return try prefix(fd: file.rawValue, path: path, limit: limit)
+    /// Every read by name goes through here: a FIFO put where a file of the spool's (or a
+    /// key file) is expected would block its reader, the daemon's start or `status`, for
+    /// ever; opened with `O_NONBLOCK`, its open does not wait for a writer either.
+    private static func openRegular(_ path: String) throws -> FileDescriptor {
+        let file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        guard try file.fstat().st_mode & S_IFMT == S_IFREG else { throw NotARegularFile(path: path) }
+        return file
     }
 
     /// Reads until `limit` bytes or the end, whichever comes first: a file larger than the

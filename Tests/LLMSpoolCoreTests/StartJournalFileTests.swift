@@ -131,7 +131,7 @@ import LLMSpoolSystem
         #expect(fd >= 0)
         #expect(ftruncate(fd, 1 << 40) == 0, "a sparse file of a TiB")
         close(fd)
-        let read = try FileReader.prefixOfRegularFile(path: layout.startJournal, limit: 1 << 20)
+        let read = try FileReader.prefix(path: layout.startJournal, limit: 1 << 20)
         #expect(read.count == 1 << 20)
         #expect(StartJournalFile.replay(layout: layout, previousRunCrashed: true, logger: logger) == 0)
         #expect(!FileManager.default.fileExists(atPath: layout.startJournal))

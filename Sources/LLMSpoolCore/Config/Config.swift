@@ -151,7 +151,7 @@ public struct Config: Sendable, Equatable {
         }
         let bytes: [UInt8]
         do {
-            bytes = try FileReader.prefixOfRegularFile(path: path, limit: 1 << 20)
+            bytes = try FileReader.prefix(path: path, limit: 1 << 20)
         } catch {
             throw ConfigError("cannot read config \(path): \(error)")
         }

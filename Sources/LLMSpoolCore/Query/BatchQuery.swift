@@ -92,7 +92,7 @@ public struct BatchQuery: Sendable {
     private func counted(_ name: String, input: FileIdentity) throws -> BatchProgress? {
         struct Stop: Error {}
         let path = layout.batchJournal(name)
-        // Never a link, never a FIFO to block on (`prefixOfRegularFile`).
+        // Never a link, never a FIFO to block on (`FileReader.prefix`).
         let file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
         let info = try file.fstat()
         guard info.st_mode & S_IFMT == S_IFREG else { return nil }

@@ -139,7 +139,7 @@ final class StartJournalFile {
             let paths = [layout.previousStartJournal, layout.startJournal]
             for path in paths {
                 do {
-                    generations.append(try FileReader.prefixOfRegularFile(path: path, limit: StartJournalFile.readLimit))
+                    generations.append(try FileReader.prefix(path: path, limit: StartJournalFile.readLimit))
                 } catch let error as SystemError where error.errno == ENOENT {
                     generations.append([])
                 } catch {

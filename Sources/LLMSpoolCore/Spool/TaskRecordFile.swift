@@ -103,7 +103,7 @@ extension TaskRecord {
     /// simply starts afresh).
     public static func load(_ layout: SpoolLayout, id: String) -> TaskRecord? {
         // No record, or one that cannot be read: the task starts afresh, as documented above.
-        guard let bytes = try? FileReader.prefixOfRegularFile(path: layout.taskRecord(id), limit: 16 << 20) else { return nil }
+        guard let bytes = try? FileReader.prefix(path: layout.taskRecord(id), limit: 16 << 20) else { return nil }
         return decode(bytes)
     }
 
@@ -123,7 +123,7 @@ extension TaskRecord {
         let bytes: [UInt8]
         do {
             // A FIFO put in its place must not block the reader.
-            bytes = try FileReader.prefixOfRegularFile(path: path, limit: 16 << 20)
+            bytes = try FileReader.prefix(path: path, limit: 16 << 20)
         } catch let error as SystemError where error.errno == ENOENT {
             return .none
         } catch {
