@@ -26,7 +26,12 @@ enum RunCommand {
             }
         })
         let metricsServer = try config.metricsAddress.map { try MetricsServer(address: $0, metrics: daemon.metrics) }
-        try daemon.start()
+        do {
+            try daemon.start(stopping: { signals.stopRequested })
+        } catch is SpoolDaemon.StartAbandoned {
+            logger.info("stopped before the start ended")
+            return 0
+        }
         for endpoint in endpoints {
             logger.info("endpoint", ["name": LogValue(endpoint.name), "url": LogValue(endpoint.baseURL), "api_key": endpoint.apiKey == nil ? "none" : "set",
                                      "concurrency": "\(min(endpoint.concurrency, config.concurrency))"])

@@ -40,6 +40,9 @@ final class Signals: @unchecked Sendable {
         }
     }
 
+    /// Whether a SIGINT or SIGTERM came: for a wait before `wait()` is reached.
+    var stopRequested: Bool { count.load(ordering: .relaxed) > 0 }
+
     /// Blocks until the first SIGINT or SIGTERM; returns its number.
     func wait() -> Int32 {
         received.wait()

@@ -164,7 +164,9 @@ public final class SpoolDaemon: Sendable {
         return code == CURLE_OK ? nil : "curl_global_init failed: \(String(cString: curl_easy_strerror(code))) (code \(code.rawValue))"
     }()
 
-    public func start() throws {
+    /// `stopping` is asked while the start waits for space on a full disk: true ends the
+    /// wait with `StartAbandoned`.
+    public func start(stopping: @Sendable () -> Bool = { false }) throws {
         try layout.create()
         // Refused at start rather than held for ever: a folder that is a link (or a file).
         if let problem = layout.integrityProblem() { throw ConfigError(problem) }
@@ -201,7 +203,7 @@ public final class SpoolDaemon: Sendable {
         CrashMarker.install(markerPath: marker)
         removeLeftovers()
         // Before the watcher: a record written again here is what the scan would look at.
-        if commitOrder == .resultMarked { try PowerLossScan.run(layout: layout, logger: logger) }
+        if commitOrder == .resultMarked { try markRun(stopping: stopping) }
         SpoolDaemon.raiseDescriptorLimit()
         if let leases {
             logger.info("claiming requests with leases", ["owner": LogValue(leases.owner), "lease_seconds": "\(leases.seconds)"])
@@ -216,6 +218,35 @@ public final class SpoolDaemon: Sendable {
         }
         notifier.send("READY=1")
         logger.info("watching", ["outgoing": LogValue(layout.outgoing)])
+    }
+
+    /// The power-loss pass and this run's mark, durable before anything commits. On a full
+    /// disk (a restart after a crash, a reboot) the start waits for space, as a running
+    /// daemon's intake does, instead of exiting for a supervisor to restart it in a loop.
+    private func markRun(stopping: @Sendable () -> Bool) throws {
+        var waiting = false
+        while true {
+            do {
+                try PowerLossScan.run(layout: layout, logger: logger)
+                if waiting { logger.info("the spool can be written again; starting") }
+                return
+            } catch let error as SystemError where error.errno == ENOSPC || error.errno == EDQUOT {
+                if !waiting {
+                    logger.error("the spool's disk is full; the daemon starts once this run's mark can be written", ["path": LogValue(layout.runMark),
+                                                                                                                   "reason": "\(error)"])
+                    waiting = true
+                }
+                // Type=notify: the start is alive, only waiting (systemd would kill it at TimeoutStartSec).
+                notifier.send("EXTEND_TIMEOUT_USEC=5000000\nSTATUS=waiting for space on the spool's disk")
+                if stopping() { throw StartAbandoned() }
+                usleep(500_000)
+            }
+        }
+    }
+
+    /// A start that a stop request ended while it waited (`start(stopping:)`).
+    public struct StartAbandoned: Error, CustomStringConvertible {
+        public var description: String { "stopped while waiting for space on the spool's disk" }
     }
 
     /// The daemon's parts in the order they start; they stop in the reverse order, so each

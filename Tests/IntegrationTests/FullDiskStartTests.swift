@@ -1,0 +1,46 @@
+import Foundation
+import Glibc
+import LLMSpoolCore
+import LLMSpoolSystem
+import Testing
+
+/// A daemon started on a full disk waits for space, as a running one does: before, the
+/// write of its run mark (`state/.run`) failed and it exited, for a supervisor to restart
+/// it in a loop.
+extension CrashSafetyTests {
+    @Test(.enabled(if: Harness.isRoot, "mounting a small tmpfs needs root"))
+    func aStartOnAFullDiskWaitsForSpaceThenAnswers() throws {
+        let harness = try Harness(tmpfsBytes: 4 << 20)
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["min_free_bytes": 0])
+        #expect(harness.stopDaemon() == 0)
+        try #require(harness.log.contains("commit_order=result-marked"), "the run mark is written in the one-fsync order only")
+        try harness.drop("waits", Harness.request("sent once there is room"))
+        let filler = harness.layout.root + "/filler"
+        try fill(filler, leaving: 0, on: harness.layout.root)
+        try harness.startDaemon(config: ["min_free_bytes": 0], waitUntilWatching: false)
+        try waitUntil("the start waits for space", timeout: 20) { harness.log.contains("the spool's disk is full; the daemon starts once") }
+        #expect(harness.daemon?.isRunning == true)
+        try Syscall.unlink(filler)
+        try waitUntil("the request is answered once there is room", timeout: 20) { exists(harness.layout.result("waits")) }
+        #expect(try harness.arrivals(of: "sent once there is room").count == 1)
+    }
+
+    @Test(.enabled(if: Harness.isRoot, "mounting a small tmpfs needs root"))
+    func aStopEndsAStartThatWaitsForSpace() throws {
+        let harness = try Harness(tmpfsBytes: 4 << 20)
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["min_free_bytes": 0])
+        #expect(harness.stopDaemon() == 0)
+        let filler = harness.layout.root + "/filler"
+        try fill(filler, leaving: 0, on: harness.layout.root)
+        try harness.startDaemon(config: ["min_free_bytes": 0], waitUntilWatching: false)
+        try waitUntil("the start waits for space", timeout: 20) { harness.log.contains("the spool's disk is full; the daemon starts once") }
+        harness.signalDaemon(SIGTERM)
+        try waitUntil("the daemon stops", timeout: 10) { harness.daemon?.isRunning == false }
+        #expect(harness.daemon?.terminationStatus == 0)
+        #expect(harness.log.contains("stopped before the start ended"))
+    }
+}
