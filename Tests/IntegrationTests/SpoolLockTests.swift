@@ -44,6 +44,26 @@ import Testing
         #expect(try harness.arrivals(of: "served once after state was deleted").count == 1)
     }
 
+    /// A second daemon started before the first has locked a new lock file (here the first
+    /// is stopped with SIGSTOP, so that it cannot) is refused by the lock on the spool's
+    /// folder. Before, it started, and both sent every request until the first noticed.
+    @Test func aSecondDaemonIsRefusedBeforeTheFirstLocksANewLockFile() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["watch_mode": "inotify"])
+        harness.signalDaemon(SIGSTOP)
+        defer { harness.signalDaemon(SIGCONT) }
+        try FileManager.default.removeItem(atPath: harness.layout.state)
+        let second = try Harness.spawnAndWait(["/usr/bin/timeout", "20", Harness.binary, "run", "--config", harness.configPath])
+        #expect(second.status != 0 && second.status != 124, "the second daemon exits at once with an error: \(second.status)")
+        #expect(second.stderr.contains("another llmspool daemon is running on"), "\(second.stderr)")
+        harness.signalDaemon(SIGCONT)
+        try harness.drop("after", Harness.request("served by the first"))
+        try waitUntil("the first daemon answers", timeout: 20) { Syscall.isPresent(harness.layout.result("after")) }
+        #expect(harness.daemonIsRunning)
+    }
+
     /// With leases, `state` deleted while running takes `state/leases` with it: both are
     /// made again, and requests dropped after are claimed and answered. Before, no request
     /// could be claimed again until a restart (five warnings a second each).

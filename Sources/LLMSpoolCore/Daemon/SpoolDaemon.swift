@@ -27,6 +27,8 @@ public final class SpoolDaemon: Sendable {
     private let spoolLock = Mutex<DescriptorOwner?>(nil)
     /// The device and inode of the file `spoolLock` holds locked.
     private let spoolLockFile = Mutex<(device: UInt64, inode: UInt64)?>(nil)
+    /// The same `flock` on the spool's root folder, which `rm -rf state` cannot take away.
+    private let spoolRootLock = Mutex<DescriptorOwner?>(nil)
     private let statusStopped = DispatchSemaphore(value: 0)
     /// What `start` started, stopped in reverse by `stop`.
     private let services = Mutex(ServiceGroup([]))
@@ -381,17 +383,47 @@ public final class SpoolDaemon: Sendable {
     /// leases does, and a daemon without leases holds it alone: either refuses to start beside
     /// the other kind, which would send every request a daemon with leases has claimed.
     func lockSpool(shared: Bool) throws {
+        try lockRoot(shared: shared)
+        try lockFile(shared: shared)
+    }
+
+    /// The root folder is locked first, and a daemon refused there never touches the lock
+    /// file: the file alone was not enough, as a lock file removed (with all of `state`)
+    /// let a second daemon lock a new one and send beside the first until the first noticed
+    /// (30 of 30 requests in flight sent twice). A folder that cannot be locked (some
+    /// network and FUSE filesystems) leaves the lock file alone to do it, as before.
+    private func lockRoot(shared: Bool) throws {
+        let root = layout.root
+        let folder = try FileDescriptor.open(root, O_RDONLY | O_DIRECTORY)
+        do {
+            try Syscall.flock(folder.rawValue, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB, path: root)
+        } catch let error as SystemError where error.errno == EWOULDBLOCK {
+            throw lockRefusal(shared: shared, locked: root)
+        } catch {
+            logger.info("the spool's folder cannot be locked here; its lock file alone keeps a second daemon off", ["path": LogValue(root),
+                                                                                                                   "reason": "\(error)"])
+            return
+        }
+        let lock = DescriptorOwner(folder)
+        spoolRootLock.withLock { $0 = lock }
+    }
+
+    private func lockRefusal(shared: Bool, locked path: String) -> ConfigError {
+        if shared {
+            return ConfigError("a daemon without leases is running on \(layout.root) (\(path) is locked): it sends every request it finds, "
+                + "so a daemon with leases beside it would send each one again: set \"leases\": true in every daemon's config, or run only one")
+        }
+        return ConfigError("another llmspool daemon is running on \(layout.root) (\(path) is locked); without leases only one may run "
+            + "per spool, or each request is sent by both: stop the other one, or set \"leases\": true in every daemon's config")
+    }
+
+    private func lockFile(shared: Bool) throws {
         let path = layout.lock
         let file = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_NOFOLLOW, mode: layout.fileMode)
         do {
             try Syscall.flock(file.rawValue, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB, path: path)
         } catch let error as SystemError where error.errno == EWOULDBLOCK {
-            if shared {
-                throw ConfigError("a daemon without leases is running on \(layout.root) (\(path) is locked): it sends every request it finds, "
-                    + "so a daemon with leases beside it would send each one again: set \"leases\": true in every daemon's config, or run only one")
-            }
-            throw ConfigError("another llmspool daemon is running on \(layout.root) (\(path) is locked); without leases only one may run "
-                + "per spool, or each request is sent by both: stop the other one, or set \"leases\": true in every daemon's config")
+            throw lockRefusal(shared: shared, locked: path)
         } catch let error as SystemError where shared {
             // A filesystem that cannot lock (some FUSE and network ones): the daemons of a
             // shared spool then have their leases alone, as on other machines they do anyway.
@@ -422,7 +454,7 @@ public final class SpoolDaemon: Sendable {
         }
         layout.recreateMissingFolders(logger: logger)
         do {
-            try lockSpool(shared: leases != nil)
+            try lockFile(shared: leases != nil)
             logger.warning("the spool's lock file was removed or replaced; it is locked again", ["path": LogValue(path)])
         } catch let error as ConfigError {
             logger.error("another daemon locked this spool after its lock file was removed; this one stops, or both would send every request",
