@@ -46,6 +46,39 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: harness.layout.request("swapped")))
     }
 
+    /// A running batch's output is not copied through a linked `incoming` (its name looked
+    /// lost there): before, the lines after the swap went to a copy outside the spool, and
+    /// the batch ended with its summary counting 12 lines and an output of 4.
+    @Test func aBatchRunningWhileIncomingIsSwappedEndsWithEveryLine() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["concurrency": 1, "retry_max_seconds": 0.5])
+        let outside = harness.root + "/outside"
+        try Syscall.mkdir(outside, mode: 0o700)
+        let incoming = harness.layout.incoming
+        let lines = (0..<12).map { BatchTests.line("l\($0)", prompt: "line \($0)", stream: true, stub: ["tokens": 6, "token_delay_ms": 50]) }
+        try BatchTests.dropBatch(harness, "b1", lines)
+        let partial = harness.layout.batchPartial("b1")
+        try waitUntil("four lines are committed", timeout: 30) {
+            ((try? String(contentsOfFile: partial, encoding: .utf8)) ?? "").split(separator: "\n").count >= 4
+        }
+        #expect(rename(incoming, incoming + ".real") == 0)
+        #expect(symlink(outside, incoming) == 0)
+        try waitUntil("the spool is held", timeout: 20) { harness.log.contains("spool/incoming is a symbolic link") }
+        // Lines that were in flight end meanwhile; give them time to try to commit.
+        Thread.sleep(forTimeInterval: 2)
+        #expect(harness.files(in: outside).isEmpty, "written outside the spool: \(harness.files(in: outside))")
+        #expect(unlink(incoming) == 0)
+        #expect(rename(incoming + ".real", incoming) == 0)
+        let summary = try BatchTests.waitForSummary(harness, "b1", timeout: 60)
+        let output = try BatchTests.outputLines(harness.layout.batchOutput("b1"))
+        #expect(output.count == 12, "every line in the output: \(output.count)")
+        #expect(Set(output.compactMap { $0["custom_id"] as? String }) == Set((0..<12).map { "l\($0)" }))
+        #expect((summary["request_counts"] as? [String: Any])?["completed"] as? Int == 12, "\(summary)")
+        #expect(harness.files(in: outside).isEmpty)
+    }
+
     @Test func aRootThatIsGoneIsNotMadeAgain() throws {
         let harness = try Harness()
         defer { harness.stop() }
@@ -53,12 +86,32 @@ import Testing
         try harness.startDaemon(config: ["rescan_interval_seconds": 1])
         let root = harness.layout.root
         #expect(rename(root, root + ".away") == 0)
-        try waitUntil("the daemon looked for outgoing", timeout: 20) { harness.log.contains("outgoing is not made again") }
+        try waitUntil("the daemon looked for outgoing", timeout: 20) { harness.log.contains("outgoing is missing and is not made again") }
         #expect(!FileManager.default.fileExists(atPath: root), "the spool was made again on the filesystem under it")
         #expect(harness.log.contains("is gone (removed, or its filesystem unmounted)"))
+        // Logged once, not at every rescan.
+        Thread.sleep(forTimeInterval: 2.5)
+        #expect(harness.log.components(separatedBy: "outgoing is missing and is not made again").count == 2, "\(harness.log)")
+        #expect(!harness.log.contains("cannot lock the spool again"))
         #expect(rename(root + ".away", root) == 0)
         try harness.drop("back", Harness.request("after the root came back"))
         try waitUntil("the request is answered", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("back")) }
+    }
+
+    /// The status thread skips its writes while the root is gone; it must still tell the
+    /// stop that it ended (a first version waited for ever).
+    @Test func aStopWhileTheRootIsGoneEnds() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["rescan_interval_seconds": 1])
+        let root = harness.layout.root
+        #expect(rename(root, root + ".away") == 0)
+        defer { _ = rename(root + ".away", root) }
+        try waitUntil("the daemon noticed", timeout: 20) { harness.log.contains("outgoing is missing and is not made again") }
+        harness.signalDaemon(SIGTERM)
+        try waitUntil("the daemon stops", timeout: 20) { harness.daemon?.isRunning == false }
+        #expect(harness.daemon?.terminationStatus == 0)
     }
 
     @Test func aFolderThatIsALinkIsRefusedAtStart() throws {

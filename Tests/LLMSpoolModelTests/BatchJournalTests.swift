@@ -59,6 +59,7 @@ import Testing
         #expect(BatchRecovery.decide(journal: partial, input: input, partialLength: 39) == .fresh, "committed output lost")
         #expect(BatchRecovery.decide(journal: partial, input: input, partialLength: nil) == .fresh)
         #expect(BatchRecovery.decide(journal: all, input: input, partialLength: 40) == .publish(all, outputPublished: false))
+        #expect(BatchRecovery.decide(journal: all, input: input, partialLength: 39) == .fresh, "a short output is never published as complete")
         #expect(BatchRecovery.decide(journal: all, input: input, partialLength: nil) == .publish(all, outputPublished: true))
         #expect(BatchRecovery.decide(journal: all, input: nil, partialLength: nil) == .publish(all, outputPublished: true))
         #expect(BatchRecovery.decide(journal: partial, input: nil, partialLength: 40) == .cancelled(partial))

@@ -187,8 +187,10 @@ public final class Finisher: Sendable {
             // `outgoing`, is sent again once the spool is back. One outcome, paid twice.
             outcome.partial?.discard()
             outcome.stream?.spill?.discard()
-            let sent = outcome.bytesSent > 0 || outcome.bytesReceived > 0
-            return .ended(holdWhileElsewhere(outcome.task, problem, dropped: sent ? "an answer" : nil))
+            // The attempt ended without a crash: it must not count toward the crash guard.
+            var task = outcome.task
+            task.history = CrashGuard.ended(task.history)
+            return .ended(holdWhileElsewhere(task, problem, dropped: outcome.bytesReceived > 0 ? "an answer" : nil))
         }
         let partial = outcome.rawPath ?? layout.partial(id)
         giveNamesAgain(outcome, partial: partial)
@@ -277,8 +279,8 @@ public final class Finisher: Sendable {
             return .finalized(id: id)
         }
         guard claimForEnding(id, "a rejection") else { return .finalized(id: id) }
-        let event = rejectHoldingLease(id: id, requestPath: requestPath, problem: problem)
-        leases?.release(id, ended: Finisher.endsTask(event))
+        let (event, ended) = rejectHoldingLease(id: id, requestPath: requestPath, problem: problem)
+        leases?.release(id, ended: ended)
         return event
     }
 
@@ -299,13 +301,14 @@ public final class Finisher: Sendable {
         }
     }
 
-    private func rejectHoldingLease(id: String, requestPath: String, problem: RequestProblem) -> Scheduler.Event {
+    /// The event, and whether the task ended (its lease a tombstone): a rejection that
+    /// could not be written did not, and the next scan finds it again.
+    private func rejectHoldingLease(id: String, requestPath: String, problem: RequestProblem) -> (Scheduler.Event, ended: Bool) {
         let task = TaskDescriptor(id: id, requestPath: requestPath, summary: RequestSummary(model: "", stream: false, size: 0))
         let failure = AttemptFailure(.invalidRequest, "\(requestPath): \(problem.description)")
         let event = fail(task: task, failure: failure, problem: problem, commit: false)
-        // A rejection that could not be written is found again by the next scan.
-        if case .retry = event { return .finalized(id: id) }
-        return event
+        if case .retry = event { return (.finalized(id: id), false) }
+        return (event, Finisher.endsTask(event))
     }
 
     /// Fails a valid request that no configured endpoint speaks, before it is sent: it goes
@@ -607,8 +610,10 @@ public final class Finisher: Sendable {
         record.dialect = task.summary.dialect
         let success = PublicationPlan.Success(task: task, record: record, source: source, streamed: assembled != nil,
                                               transcript: transcript(outcome, result: source), rawEvents: outcome.rawPath)
-        let plans = number < 0 ? executor
-            : PublicationExecutor(files: SpoolFiles(layout: layout, heldOpen: [source: number], shared: leases != nil), beforeStep: executor.beforeStep)
+        // `prepareHoldingLease` looked at the spool's names just before.
+        let plans = PublicationExecutor(files: SpoolFiles(layout: layout, heldOpen: number < 0 ? [:] : [source: number], shared: leases != nil,
+                                                          integrityChecked: true),
+                                        beforeStep: executor.beforeStep)
         var failure: Error?
         var order = commitOrder
         let note = hookNotes.withLock { $0.onComplete } ? layout.pendingHook(id, request: task.identity) : nil
@@ -762,11 +767,14 @@ public final class Finisher: Sendable {
     /// The spool's names lead outside it (`SpoolLayout.integrityProblem`): nothing is
     /// written or removed through them, and the request, still in its own `outgoing`, is
     /// tried again once the spool is back. `dropped` names what was lost (an answer paid
-    /// for); nil for a start that was held before anything was sent. The task waits at
-    /// least the fourth backoff: every start is held until then, and comes here again.
+    /// for); nil for a start that was held before anything was sent. Every start is held
+    /// while the problem lasts and comes here again: a dropped answer's request waits the
+    /// fourth backoff at least, a held start the longest backoff (10,000 queued requests
+    /// held every 4 s took half a core).
     private func holdWhileElsewhere(_ task: TaskDescriptor, _ problem: String, dropped: String?) -> Scheduler.Event {
         diskHealth.writeFailed()
-        let delay = RetryPolicy.backoff(afterAttempts: max(4, task.history.attempts.count), settings: policy.withLock { $0.retry }, random: random())
+        let settings = policy.withLock { $0.retry }
+        let delay = RetryPolicy.backoff(afterAttempts: dropped == nil ? 64 : max(4, task.history.attempts.count), settings: settings, random: random())
         let seconds = LogValue("\((delay * 100).rounded() / 100)")
         if let dropped {
             logger.error("\(dropped) is not written: the spool's folders lead outside it; the request stays in outgoing and is sent again once they are back",

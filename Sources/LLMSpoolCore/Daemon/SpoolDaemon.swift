@@ -57,8 +57,10 @@ public final class SpoolDaemon: Sendable {
         if let failure = SpoolDaemon.initializeCurl { throw ConfigError(failure) }
         // Made first, then pinned: nothing is written through a root that is not this one.
         let unpinned = SpoolLayout(root: config.spool, groupReadable: config.groupReadable)
+        // Before anything is made through a folder that is a link (or a file).
+        if let problem = unpinned.integrityProblem() { throw ConfigError(problem) }
         try unpinned.create()
-        let layout = unpinned.pinnedNow()
+        let layout = try unpinned.pinnedNow()
         // fsync waits on the disk, not the CPU: more threads than cores let the filesystem
         // merge their flushes into fewer journal commits.
         let pool = WorkerPool(name: "finisher", threads: SpoolDaemon.finisherThreads)
@@ -305,6 +307,14 @@ public final class SpoolDaemon: Sendable {
         }
         NamedThread.start("status") { [self] in
             while !statusStop.load(ordering: .relaxed) {
+                // Nothing of the daemon's is written through names that lead outside the
+                // spool (`SpoolLayout.integrityProblem`): no lock file, roster entry or live status there.
+                let elsewhere = layout.integrityProblem()
+                if let elsewhere {
+                    notifier.send("STATUS=held: \(elsewhere)")
+                    usleep(1_000_000)
+                    continue
+                }
                 keepSpoolLock()
                 let snapshot = engine.snapshot
                 if let roster, let leases {
@@ -339,8 +349,10 @@ public final class SpoolDaemon: Sendable {
                 }
                 usleep(UInt32(min(notifier.watchdogInterval ?? 1, 1) * 1_000_000))
             }
-            logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(LiveStatus.path(layout)) }
-            if let roster { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(roster) } }
+            if layout.integrityProblem() == nil {
+                logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(LiveStatus.path(layout)) }
+                if let roster { logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(roster) } }
+            }
             statusStopped.signal()
         }
     }
@@ -402,8 +414,10 @@ public final class SpoolDaemon: Sendable {
         } catch {
             logger.info("the spool's folder cannot be locked here; its lock file alone keeps a second daemon off", ["path": LogValue(root),
                                                                                                                    "reason": "\(error)"])
-            return
         }
+        // Held open for the daemon's life, locked or not: a FUSE filesystem (sshfs) keeps
+        // the root's inode number only while the kernel holds the inode, and the pin is
+        // that number; an unmount that is not lazy is refused (EBUSY) while it is open.
         let lock = DescriptorOwner(folder)
         spoolRootLock.withLock { $0 = lock }
     }

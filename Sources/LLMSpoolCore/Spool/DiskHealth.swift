@@ -18,14 +18,16 @@ public final class DiskHealth: Sendable {
     /// Before a start: recreates missing folders, and after a failed write probes until a
     /// write succeeds. The reason to hold the start, or nil to go ahead.
     public func holdReason(_ layout: SpoolLayout, logger: Logger) -> String? {
-        if let problem = layout.integrityProblem() {
+        let inspection = layout.inspectFolders()
+        if let problem = inspection.problem {
             if !integrityReported.exchange(true, ordering: .relaxed) {
                 logger.error("the spool's folders are not the ones the daemon started with; nothing is written or sent until they are", ["reason": LogValue(problem)])
             }
             return problem
         }
         if integrityReported.exchange(false, ordering: .relaxed) { logger.info("the spool's folders are as the daemon started with them again", ["path": LogValue(layout.root)]) }
-        if !layout.recreateMissingFolders(logger: logger).isEmpty { troubled.store(true, ordering: .relaxed) }
+        let missing = layout.publicationFolders.filter(inspection.missing.contains)
+        if !missing.isEmpty && !layout.recreate(missing, logger: logger).isEmpty { troubled.store(true, ordering: .relaxed) }
         guard troubled.load(ordering: .relaxed) else { return nil }
         if let error = layout.probeWritable() { return "the spool cannot be written (\(error)); nothing is sent until it can" }
         troubled.store(false, ordering: .relaxed)

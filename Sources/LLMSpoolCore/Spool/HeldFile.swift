@@ -43,6 +43,9 @@ enum HeldFile {
     /// the name only with `link`, which fails (EEXIST) rather than replace it.
     static func giveNameAgain(from fd: Int32, to path: String, flags: Int32, replacing: Bool, layout: SpoolLayout,
                               logger: Logger) throws -> FileDescriptor {
+        // The name may be lost because the spool's names lead elsewhere now: a copy there
+        // would put the output outside the spool, and the next appends with it.
+        if let problem = layout.integrityProblem() { throw SpoolElsewhereError(description: problem) }
         layout.recreateMissingFolders(logger: logger)
         let temporary = uniqueTemporary(beside: path)
         let copy = try FileDescriptor.open(temporary, flags | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)

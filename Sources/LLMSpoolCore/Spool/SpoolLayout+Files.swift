@@ -18,11 +18,17 @@ extension SpoolLayout {
     /// request could be claimed again. Returns the folders recreated.
     @discardableResult
     public func recreateMissingFolders(logger: Logger) -> [String] {
-        var recreated: [String] = []
         let missing = publicationFolders.filter { !Syscall.isPresent($0) }
         // Looked at only when something is missing: a root that is gone (an unmounted
         // disk) is not made again on the filesystem under it; the start's check says why.
         guard !missing.isEmpty, integrityProblem() == nil else { return [] }
+        return recreate(missing, logger: logger)
+    }
+
+    /// Makes `missing` (publication folders found missing by a look that also found the
+    /// spool's names sound) again, each logged. Returns the folders recreated.
+    public func recreate(_ missing: [String], logger: Logger) -> [String] {
+        var recreated: [String] = []
         let inState = missing.contains(state) ? folders.filter { $0.hasPrefix(state + "/") } : []
         for directory in missing + inState {
             do {

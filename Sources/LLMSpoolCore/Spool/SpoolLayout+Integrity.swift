@@ -2,19 +2,21 @@ import Glibc
 
 /// Whether the spool's names still lead into the spool the daemon started with.
 extension SpoolLayout {
-    /// The pin of the root as it is now: links followed, so that a spool configured
-    /// through a link (`/var/spool/llmspool` pointing at a data disk) is the folder it
-    /// points at. Nil when there is no folder under the name.
-    public static func currentPin(of root: String) -> SpoolRootPin? {
-        guard let info = try? Syscall.statFollowingLinks(root), info.st_mode & S_IFMT == S_IFDIR else { return nil }
-        return SpoolRootPin(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    /// What a look at the root and the folders under it found.
+    public struct FolderInspection: Sendable {
+        /// Why nothing may be written through the spool's names now (`integrityProblem`).
+        public var problem: String?
+        /// The top folders that are missing (made again before they are used).
+        public var missing: [String] = []
     }
 
-    /// The layout pinned to the root as it is now (the daemon's start); unpinned when the
-    /// root is missing, and the spool's own checks name that.
-    public func pinnedNow() -> SpoolLayout {
-        guard let pin = SpoolLayout.currentPin(of: root) else { return self }
-        return pinned(to: pin)
+    /// The layout pinned to its root as it is now (the daemon's start, after `create()`):
+    /// links followed, so that a spool configured through a link (`/var/spool/llmspool`
+    /// pointing at a data disk) is the folder it points at.
+    public func pinnedNow() throws -> SpoolLayout {
+        let info = try Syscall.statFollowingLinks(root)
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw SystemError(errno: ENOTDIR, call: "stat", path: root) }
+        return pinned(to: SpoolRootPin(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
     }
 
     /// Why nothing may be written through the spool's names now, or nil. The root must be
@@ -22,26 +24,49 @@ extension SpoolLayout {
     /// folder), and no folder under it a symbolic link or something other than a folder.
     /// A folder that is missing is no problem here: it is made again before it is used.
     public func integrityProblem() -> String? {
+        inspectFolders().problem
+    }
+
+    /// `integrityProblem` and the missing top folders, with one look at each.
+    public func inspectFolders() -> FolderInspection {
+        var inspection = FolderInspection()
         if let rootPin {
-            guard let now = SpoolLayout.currentPin(of: root) else {
-                return "the spool's root \(root) is gone (removed, or its filesystem unmounted); nothing is written or sent until the folder the daemon started with is back (a new folder needs a restart)"
+            let info: stat
+            do {
+                info = try Syscall.statFollowingLinks(root)
+            } catch let error as SystemError where error.errno == ENOENT || error.errno == ENOTDIR {
+                inspection.problem = "the spool's root \(root) is gone (removed, or its filesystem unmounted); nothing is written or sent until the folder the daemon started with is back (a new folder needs a restart)"
+                return inspection
+            } catch {
+                inspection.problem = "the spool's root \(root) cannot be looked at (\(error)); nothing is written or sent until it can"
+                return inspection
             }
-            guard now == rootPin else {
-                return "the spool's root \(root) is not the folder the daemon started with (replaced by a link or another folder, or another filesystem mounted there); nothing is written or sent until it is back (a new folder needs a restart)"
+            guard info.st_mode & S_IFMT == S_IFDIR, SpoolRootPin(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) == rootPin else {
+                inspection.problem = "the spool's root \(root) is not the folder the daemon started with (replaced by a link or another folder, or another filesystem mounted there); nothing is written or sent until it is back (a new folder needs a restart)"
+                return inspection
             }
         }
         for folder in topFolders {
-            var info = Glibc.stat()
-            guard Glibc.lstat(folder, &info) == 0 else { continue }
+            let info: stat
+            do {
+                info = try Syscall.lstat(folder)
+            } catch let error as SystemError where error.errno == ENOENT {
+                inspection.missing.append(folder)
+                continue
+            } catch {
+                inspection.problem = "the spool's folder \(folder) cannot be looked at (\(error)); nothing is written or sent until it can"
+                return inspection
+            }
             switch info.st_mode & S_IFMT {
             case S_IFDIR:
                 continue
             case S_IFLNK:
-                return "the spool's folder \(folder) is a symbolic link; llmspool does not follow links inside the spool (results and removals would land outside it): make it a folder, or mount the other place there"
+                inspection.problem = "the spool's folder \(folder) is a symbolic link; llmspool does not follow links inside the spool (results and removals would land outside it): make it a folder, or mount the other place there"
             default:
-                return "the spool's folder \(folder) is not a folder; move the file away"
+                inspection.problem = "the spool's folder \(folder) is not a folder; move the file away"
             }
+            return inspection
         }
-        return nil
+        return inspection
     }
 }

@@ -86,6 +86,8 @@ public final class Watcher: @unchecked Sendable {
 
     private var mode = WatchMode.inotify
     private var lastScan = 0.0
+    /// Whether the error that outgoing is not made again (the spool's names lead elsewhere) was logged for this outage.
+    private var toldOutgoingNotMade = false
     private var reportedUnusable = Set<String>()
     /// Files not yet valid, by name: when to look at them again.
     private var settling: [String: Double] = [:]
@@ -281,9 +283,15 @@ public final class Watcher: @unchecked Sendable {
         do {
             raws = try Syscall.listDirectoryRaw(layout.outgoing)
         } catch let error as SystemError where error.errno == ENOENT {
-            logger.warning("outgoing is missing; creating it again", ["path": LogValue(layout.outgoing)])
             logger.bestEffort("recreating the spool folders") {
-                if let problem = try layout.createUnlessElsewhere() { logger.error("outgoing is not made again", ["reason": LogValue(problem)]) }
+                if let problem = try layout.createUnlessElsewhere() {
+                    // Once per outage: a rescan comes every `rescan_interval_seconds`.
+                    if !toldOutgoingNotMade { logger.error("outgoing is missing and is not made again", ["reason": LogValue(problem)]) }
+                    toldOutgoingNotMade = true
+                } else {
+                    logger.warning("outgoing was missing; made again", ["path": LogValue(layout.outgoing)])
+                    toldOutgoingNotMade = false
+                }
             }
             return
         } catch {

@@ -28,9 +28,11 @@ public enum BatchRecovery {
         }
         // A new file under the name is a new batch; the journal was the old one's.
         guard journalNames(input, recorded: journal.header.input) else { return .replaced(journal) }
+        // Output the journal committed is missing: nothing honest can be resumed, nor
+        // published (a summary would count lines the output lacks).
+        if let partialLength, partialLength < journal.outputLength { return .fresh }
         if complete { return .publish(journal, outputPublished: partialLength == nil) }
-        // Output the journal committed is missing: nothing honest can be resumed.
-        guard let partialLength, partialLength >= journal.outputLength else { return .fresh }
+        guard partialLength != nil else { return .fresh }
         return .resume(journal)
     }
 
