@@ -127,6 +127,18 @@ import Testing
         #expect(harness.log.contains("\(harness.layout.failed) is a symbolic link"), "\(harness.log)")
     }
 
+    @Test(.enabled(if: Harness.isRoot, "mounting a tmpfs needs root"))
+    func aFailedFolderOnAnotherFilesystemIsRefusedAtStart() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try Harness.run("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", harness.layout.failed])
+        defer { _ = try? Harness.run("/bin/umount", [harness.layout.failed]) }
+        try harness.startDaemon(config: ["base_url": "http://127.0.0.1:9/v1"], waitUntilWatching: false)
+        try waitUntil("the daemon refused to start", timeout: 20) { harness.daemon?.isRunning == false }
+        #expect(harness.daemon?.terminationStatus != 0)
+        #expect(harness.log.contains("\(harness.layout.failed) is on another filesystem than"), "\(harness.log)")
+    }
+
     @Test func cleanRefusesAFolderThatIsALink() throws {
         let harness = try Harness()
         defer { harness.stop() }

@@ -67,6 +67,25 @@ import Testing
         #expect(layout.integrityProblem()?.contains("\(folder) is not a folder") == true)
     }
 
+    /// `failed/superseded` is under `failed`, not looked at with the top folders: the
+    /// archive step refuses it as a link instead of moving earlier failures outside.
+    @Test func earlierFailuresAreNotMovedThroughALinkedSupersededFolder() throws {
+        let layout = try made()
+        defer { try? Syscall.removeTree(base) }
+        let outside = base + "/outside"
+        try Syscall.mkdir(outside, mode: 0o700)
+        #expect(symlink(outside, layout.superseded) == 0)
+        try DurableFile.write(Array("{}".utf8), to: layout.errorRecord("x"))
+        let result = PublicationExecutor(files: SpoolFiles(layout: layout)).run([.archiveIfPresent(layout.errorRecord("x"), into: layout.superseded)])
+        guard case .failed(at: 0, _, let error) = result else {
+            Issue.record("the archive ran: \(result)")
+            return
+        }
+        #expect("\(error)".contains("is not a folder"))
+        #expect(FileManager.default.fileExists(atPath: layout.errorRecord("x")))
+        #expect(try Syscall.listDirectory(outside).isEmpty)
+    }
+
     @Test func aRefusedSpoolWritesNoPlanStep() throws {
         let layout = try made()
         defer { try? Syscall.removeTree(base) }

@@ -173,7 +173,7 @@ public final class SpoolDaemon: Sendable {
     public func start(stopping: @Sendable () -> Bool = { false }) throws {
         try layout.create()
         // Refused at start rather than held for ever: a folder that is a link (or a file).
-        if let problem = layout.integrityProblem() { throw ConfigError(problem) }
+        if let problem = try layout.integrityProblem() ?? layout.crossDeviceProblem() { throw ConfigError(problem) }
         // A request in flight counts toward the crash guard only when this daemon's
         // predecessor died of a crash: a kill -9 or a power loss is not the request's doing.
         let marker = layout.state + "/.crashed"

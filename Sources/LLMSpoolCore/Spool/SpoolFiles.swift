@@ -203,6 +203,11 @@ public struct SpoolFiles: PublicationFiles, Sendable {
         do {
             try Syscall.mkdir(path, mode: layout.directoryMode)
         } catch let error as SystemError where error.errno == EEXIST {
+            // There already: files are moved into it (`failed/superseded`), so it must be a
+            // folder of the spool's, not a link that would take them outside.
+            guard try Syscall.lstat(path).st_mode & S_IFMT == S_IFDIR else {
+                throw SpoolElsewhereError(description: "\(path) is not a folder (a symbolic link is not followed inside the spool)")
+            }
         }
     }
 }

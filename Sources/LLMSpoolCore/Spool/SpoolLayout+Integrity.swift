@@ -69,4 +69,23 @@ extension SpoolLayout {
         }
         return inspection
     }
+
+    /// Requests move from `outgoing` into `failed` (and `hold`) by rename, which cannot
+    /// cross filesystems: with one of them mounted on its own, every failure stayed half
+    /// done (its record written, its request in `outgoing`, an error at every scan).
+    public func crossDeviceProblem() throws -> String? {
+        let device = try Syscall.lstat(outgoing).st_dev
+        for folder in [failed, hold] {
+            let info: stat
+            do {
+                info = try Syscall.lstat(folder)
+            } catch let error as SystemError where error.errno == ENOENT {
+                continue
+            }
+            if info.st_dev != device {
+                return "\(folder) is on another filesystem than \(outgoing): requests are moved there by rename, which cannot cross filesystems; mount the other filesystem at the spool's root instead"
+            }
+        }
+        return nil
+    }
 }
