@@ -46,6 +46,31 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: harness.layout.request("swapped")))
     }
 
+    /// Swapped after the request went out and before its first byte: the `.partial` is
+    /// created by name at that byte, and one made outside the spool is taken back at once.
+    @Test func anAnswerWhoseFirstByteComesAfterTheSwapLeavesNoFileOutside() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["retry_max_seconds": 0.5])
+        let outside = harness.root + "/outside"
+        try Syscall.mkdir(outside, mode: 0o700)
+        let incoming = harness.layout.incoming
+        let prompt = "first byte after the swap"
+        try harness.drop("late", Harness.request(prompt, stream: true, stub: ["faults": [["header_delay_ms": 1_500]]]))
+        try waitUntil("the request is sent", timeout: 20) { try !harness.arrivals(of: prompt).isEmpty }
+        #expect(rename(incoming, incoming + ".real") == 0)
+        #expect(symlink(outside, incoming) == 0)
+        try waitUntil("the answer is dropped unwritten", timeout: 20) { harness.log.contains("is not written: the spool's folders lead outside it") }
+        #expect(harness.files(in: outside).isEmpty, "written outside the spool: \(harness.files(in: outside))")
+        #expect(unlink(incoming) == 0)
+        #expect(rename(incoming + ".real", incoming) == 0)
+        try waitUntil("the request is answered once the folder is back", timeout: 30) {
+            FileManager.default.fileExists(atPath: harness.layout.result("late"))
+        }
+        #expect(harness.files(in: outside).isEmpty)
+    }
+
     /// A running batch's output is not copied through a linked `incoming` (its name looked
     /// lost there): before, the lines after the swap went to a copy outside the spool, and
     /// the batch ended with its summary counting 12 lines and an output of 4.

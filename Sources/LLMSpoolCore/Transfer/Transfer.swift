@@ -91,6 +91,9 @@ final class Transfer {
     /// lapsed (paused past its lease), when it may be the file of the daemon that took the
     /// request over, still writing it. Nil: always.
     var mayReplaceFiles: (() -> Bool)?
+    /// Why the spool's names lead outside it now (`SpoolLayout.integrityProblem`), asked
+    /// after each file of the answer's is created by name; nil: never asked.
+    var spoolElsewhere: (() -> String?)?
     /// Response bytes for the `.partial` received since the engine last cleared it, at the
     /// end of a turn: what the loop's pacing weighs, whether they were flushed mid-turn (at
     /// `flushThreshold`) or at its end.
@@ -400,12 +403,20 @@ final class Transfer {
             // EEXIST ends the attempt, which the finisher then finds another daemon's.
             return try FileDescriptor.open(path, O_RDWR | O_NOFOLLOW | O_CREAT | O_EXCL, mode: fileMode)
         }
+        let file: FileDescriptor
         do {
-            return try create()
+            file = try create()
         } catch let error as SystemError where error.errno == ENOENT {
             remakeFolders()
-            return try create()
+            file = try create()
         }
+        if let problem = spoolElsewhere?() {
+            // Created through a name that leads outside the spool (a folder swapped for a
+            // link since the start): taken back, and the attempt ends, held by the finisher.
+            try file.unlinkThenClose(path)
+            throw SpoolElsewhereError(description: problem)
+        }
+        return file
     }
 
     /// Opens the `.partial` by name for one write. A file of that name that is not ours

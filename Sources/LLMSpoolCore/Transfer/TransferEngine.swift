@@ -1076,6 +1076,7 @@ public final class TransferEngine: @unchecked Sendable {
                                 now: TransferEngine.monotonic())
         transfer.requestSource = source
         transfer.startJournaled = journaled
+        transfer.spoolElsewhere = { [layout] in layout.integrityProblem() }
         transfer.needsFlush = { [unowned self] in unflushed.append($0) }
         if let leases {
             // Without locks (or beside a daemon without them), a claim is only as good as its
