@@ -8,6 +8,18 @@ import Testing
 /// gone, or a folder made a symbolic link, is neither followed nor made again, and no
 /// outcome is written through it.
 @Suite(.serialized) struct SpoolIntegrityTests {
+    /// `folder` moved aside to `<folder>.real` and a link to `target` put under its name.
+    func swapForLink(_ folder: String, to target: String) throws {
+        try #require(rename(folder, folder + ".real") == 0)
+        try #require(symlink(target, folder) == 0)
+    }
+
+    /// The link removed and the folder moved back under its name.
+    func putBack(_ folder: String) throws {
+        try #require(unlink(folder) == 0)
+        try #require(rename(folder + ".real", folder) == 0)
+    }
+
     @Test func aSpoolConfiguredThroughALinkIsServed() throws {
         let harness = try Harness()
         defer { harness.stop() }
@@ -30,13 +42,11 @@ import Testing
         let incoming = harness.layout.incoming
         try harness.drop("swapped", Harness.request("streamed while incoming is swapped", stream: true, stub: ["tokens": 30, "token_delay_ms": 50]))
         try waitUntil("the answer streams", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.partial("swapped")) }
-        #expect(rename(incoming, incoming + ".real") == 0)
-        #expect(symlink(outside, incoming) == 0)
+        try swapForLink(incoming, to: outside)
         try waitUntil("the answer is dropped unwritten", timeout: 20) { harness.log.contains("an answer is not written: the spool's folders lead outside it") }
         #expect(harness.files(in: outside).isEmpty, "written outside the spool: \(harness.files(in: outside))")
         #expect(harness.log.contains("spool/incoming is a symbolic link"))
-        #expect(unlink(incoming) == 0)
-        #expect(rename(incoming + ".real", incoming) == 0)
+        try putBack(incoming)
         try waitUntil("the request is answered once the folder is back", timeout: 30) {
             FileManager.default.fileExists(atPath: harness.layout.result("swapped"))
         }
@@ -59,12 +69,10 @@ import Testing
         let prompt = "first byte after the swap"
         try harness.drop("late", Harness.request(prompt, stream: true, stub: ["faults": [["header_delay_ms": 1_500]]]))
         try waitUntil("the request is sent", timeout: 20) { try !harness.arrivals(of: prompt).isEmpty }
-        #expect(rename(incoming, incoming + ".real") == 0)
-        #expect(symlink(outside, incoming) == 0)
+        try swapForLink(incoming, to: outside)
         try waitUntil("the answer is dropped unwritten", timeout: 20) { harness.log.contains("is not written: the spool's folders lead outside it") }
         #expect(harness.files(in: outside).isEmpty, "written outside the spool: \(harness.files(in: outside))")
-        #expect(unlink(incoming) == 0)
-        #expect(rename(incoming + ".real", incoming) == 0)
+        try putBack(incoming)
         try waitUntil("the request is answered once the folder is back", timeout: 30) {
             FileManager.default.fileExists(atPath: harness.layout.result("late"))
         }
@@ -88,14 +96,12 @@ import Testing
         try waitUntil("four lines are committed", timeout: 30) {
             ((try? String(contentsOfFile: partial, encoding: .utf8)) ?? "").split(separator: "\n").count >= 4
         }
-        #expect(rename(incoming, incoming + ".real") == 0)
-        #expect(symlink(outside, incoming) == 0)
+        try swapForLink(incoming, to: outside)
         try waitUntil("the spool is held", timeout: 20) { harness.log.contains("spool/incoming is a symbolic link") }
         // Lines that were in flight end meanwhile; give them time to try to commit.
         Thread.sleep(forTimeInterval: 2)
         #expect(harness.files(in: outside).isEmpty, "written outside the spool: \(harness.files(in: outside))")
-        #expect(unlink(incoming) == 0)
-        #expect(rename(incoming + ".real", incoming) == 0)
+        try putBack(incoming)
         let summary = try BatchTests.waitForSummary(harness, "b1", timeout: 60)
         let output = try BatchTests.outputLines(harness.layout.batchOutput("b1"))
         #expect(output.count == 12, "every line in the output: \(output.count)")
