@@ -181,7 +181,9 @@ public final class Finisher: Sendable {
             logger.info("attempt discarded: another daemon holds the request now", id: id)
             return .ended(.finalized(id: id))
         }
-        if let problem = layout.integrityProblem() {
+        // What follows writes to `incoming` and `state` (a failure's plan, `fail`, and the
+        // commit look at every folder themselves).
+        if let problem = layout.integrityProblem(of: [layout.incoming, layout.state]) {
             // Every name below would lead outside the spool the request came from: the
             // answer is dropped unwritten (only closed) and the request, still in its
             // `outgoing`, is sent again once the spool is back. One outcome, paid twice.

@@ -23,12 +23,14 @@ extension SpoolLayout {
     /// the folder pinned at start (not unmounted, removed, or swapped for a link or another
     /// folder), and no folder under it a symbolic link or something other than a folder.
     /// A folder that is missing is no problem here: it is made again before it is used.
-    public func integrityProblem() -> String? {
-        inspectFolders().problem
+    /// `folders`: the top folders a caller is about to write through (a look each), all
+    /// of them when nil.
+    public func integrityProblem(of folders: [String]? = nil) -> String? {
+        inspectFolders(folders ?? topFolders).problem
     }
 
-    /// `integrityProblem` and the missing top folders, with one look at each.
-    public func inspectFolders() -> FolderInspection {
+    /// `integrityProblem` and the missing ones of `folders`, with one look at each.
+    public func inspectFolders(_ folders: [String]? = nil) -> FolderInspection {
         var inspection = FolderInspection()
         if let rootPin {
             let info: stat
@@ -46,7 +48,7 @@ extension SpoolLayout {
                 return inspection
             }
         }
-        for folder in topFolders {
+        for folder in folders ?? topFolders {
             let info: stat
             do {
                 info = try Syscall.lstat(folder)

@@ -1076,7 +1076,8 @@ public final class TransferEngine: @unchecked Sendable {
                                 now: TransferEngine.monotonic())
         transfer.requestSource = source
         transfer.startJournaled = journaled
-        transfer.spoolElsewhere = { [layout] in layout.integrityProblem() }
+        // The answer's files are all made in `incoming`: the root and that folder.
+        transfer.spoolElsewhere = { [layout] in layout.integrityProblem(of: [layout.incoming]) }
         transfer.needsFlush = { [unowned self] in unflushed.append($0) }
         if let leases {
             // Without locks (or beside a daemon without them), a claim is only as good as its
