@@ -85,6 +85,17 @@ import Testing
         try receive(until: "STATUS=", within: 10)
         try receive(until: "WATCHDOG=1", within: 10)
         #expect(messages.first { $0.hasPrefix("STATUS=") }?.contains("queued") == true)
+        // Held (a folder made a link) is alive: the watchdog is still fed. Before, it was
+        // not, and systemd would kill the daemon 30 s into the hold.
+        let outside = harness.root + "/outside"
+        try Syscall.mkdir(outside, mode: 0o700)
+        try #require(rename(harness.layout.incoming, harness.layout.incoming + ".real") == 0)
+        try #require(symlink(outside, harness.layout.incoming) == 0)
+        try receive(until: "STATUS=held: ", within: 10)
+        messages.removeAll()
+        try receive(until: "WATCHDOG=1", within: 5)
+        try #require(unlink(harness.layout.incoming) == 0)
+        try #require(rename(harness.layout.incoming + ".real", harness.layout.incoming) == 0)
         harness.signalDaemon(SIGTERM)
         try receive(until: "STOPPING=1", within: 10)
         #expect(try harness.waitForDaemonExit() == 0)

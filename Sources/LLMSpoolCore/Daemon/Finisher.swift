@@ -229,6 +229,8 @@ public final class Finisher: Sendable {
             do {
                 let (success, order) = try writeSuccess(outcome, task: task, assembled: assembled, usage: usage)
                 return .success(PreparedSuccess(success: success, order: order, outcome: outcome, usage: usage))
+            } catch let error as SpoolElsewhereError {
+                return .ended(holdWhileElsewhere(task, error.description, dropped: "an answer"))
             } catch {
                 return .ended(postpone(task, because: "publishing the result failed: \(error)"))
             }
@@ -591,7 +593,14 @@ public final class Finisher: Sendable {
             if let spill = outcome.stream?.spill?.take() {
                 file = consume spill
             } else {
-                file = try FileDescriptor.createNew(source, O_WRONLY | O_NOFOLLOW, mode: layout.fileMode)
+                let made = try FileDescriptor.createNew(source, O_WRONLY | O_NOFOLLOW, mode: layout.fileMode)
+                // Made by name after the look in `prepareHoldingLease`: looked at again, as
+                // the transfer does for the files it makes.
+                if let problem = layout.integrityProblem(of: [layout.incoming]) {
+                    try made.unlinkThenClose(source)
+                    throw SpoolElsewhereError(description: problem)
+                }
+                file = consume made
             }
             try file.writeAll(assembled.head)
             try file.writeAll(assembled.content)

@@ -311,8 +311,13 @@ public final class SpoolDaemon: Sendable {
                 // spool (`SpoolLayout.integrityProblem`): no lock file, roster entry or live status there.
                 let elsewhere = layout.integrityProblem()
                 if let elsewhere {
-                    notifier.send("STATUS=held: \(elsewhere)")
-                    usleep(1_000_000)
+                    if notifier.enabled {
+                        notifier.send("STATUS=held: \(elsewhere)")
+                        // Held is alive: a watchdog left unfed would have systemd kill the
+                        // daemon, and its restart make a new spool under an unmounted disk.
+                        if notifier.watchdogInterval != nil && metrics.healthy() { notifier.send("WATCHDOG=1") }
+                    }
+                    usleep(UInt32(min(notifier.watchdogInterval ?? 1, 1) * 1_000_000))
                     continue
                 }
                 keepSpoolLock()
@@ -406,7 +411,16 @@ public final class SpoolDaemon: Sendable {
     /// network and FUSE filesystems) leaves the lock file alone to do it, as before.
     private func lockRoot(shared: Bool) throws {
         let root = layout.root
-        let folder = try FileDescriptor.open(root, O_RDONLY | O_DIRECTORY)
+        let folder: FileDescriptor
+        do {
+            folder = try FileDescriptor.open(root, O_RDONLY | O_DIRECTORY)
+        } catch {
+            // A root the daemon may enter but not read (mode 0711, another owner): the lock
+            // file does it alone, as before.
+            logger.info("the spool's folder cannot be opened to lock it; its lock file alone keeps a second daemon off", ["path": LogValue(root),
+                                                                                                                          "reason": "\(error)"])
+            return
+        }
         do {
             try Syscall.flock(folder.rawValue, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB, path: root)
         } catch let error as SystemError where error.errno == EWOULDBLOCK {
