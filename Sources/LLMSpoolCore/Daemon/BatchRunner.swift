@@ -704,8 +704,18 @@ public final class BatchRunner: @unchecked Sendable {
     }
 
     /// The size of the file at `path`, nil when there is none.
+    /// The size of the file at `path` as opened now, nil when there is none: an `lstat`
+    /// through a network mount can give a size its attribute cache kept, and an output
+    /// seen shorter than its journal runs the batch again (`BatchRecovery`); an open
+    /// revalidates them (close-to-open).
     private func length(of path: String) throws -> Int? {
-        try SpoolFiles(layout: layout).identity(of: path).map { Int($0.size) }
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        } catch let error as SystemError where error.errno == ENOENT {
+            return nil
+        }
+        return Int(try file.fstat().st_size)
     }
 
     private func loadJournal(_ name: String) -> BatchJournal? {
