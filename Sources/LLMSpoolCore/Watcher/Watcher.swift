@@ -258,14 +258,8 @@ public final class Watcher: @unchecked Sendable {
         if let watch, inotifytools_remove_watch_by_wd(watch) == 0 {
             logger.warning("cannot remove the moved folder's watch", ["reason": "\(inotifytools_error())"])
         }
-        var toldElsewhere = false
         while !stopping {
-            logger.bestEffort("recreating the spool folders") {
-                if let problem = try layout.createUnlessElsewhere(), !toldElsewhere {
-                    toldElsewhere = true
-                    logger.error("outgoing is not made again", ["reason": LogValue(problem)])
-                }
-            }
+            remakeOutgoing()
             if addWatch() {
                 logger.info("watching outgoing again", ["path": LogValue(layout.outgoing)])
                 scan(reason: "folder recreated")
@@ -273,6 +267,24 @@ public final class Watcher: @unchecked Sendable {
             }
             usleep(200_000)
         }
+    }
+
+    /// Makes `outgoing` (and the spool's other folders) again, unless the spool's names
+    /// lead elsewhere: then says so once per outage, as the watch's retries and each
+    /// rescan come back here. Whether the folders were made.
+    @discardableResult
+    private func remakeOutgoing() -> Bool {
+        var made = false
+        logger.bestEffort("recreating the spool folders") {
+            guard let problem = try layout.createUnlessElsewhere() else {
+                toldOutgoingNotMade = false
+                made = true
+                return
+            }
+            if !toldOutgoingNotMade { logger.error("outgoing is missing and is not made again", ["reason": LogValue(problem)]) }
+            toldOutgoingNotMade = true
+        }
+        return made
     }
 
     /// Looks at every name in `outgoing`. Ids the scheduler already holds cost nothing.
@@ -283,16 +295,7 @@ public final class Watcher: @unchecked Sendable {
         do {
             raws = try Syscall.listDirectoryRaw(layout.outgoing)
         } catch let error as SystemError where error.errno == ENOENT {
-            logger.bestEffort("recreating the spool folders") {
-                if let problem = try layout.createUnlessElsewhere() {
-                    // Once per outage: a rescan comes every `rescan_interval_seconds`.
-                    if !toldOutgoingNotMade { logger.error("outgoing is missing and is not made again", ["reason": LogValue(problem)]) }
-                    toldOutgoingNotMade = true
-                } else {
-                    logger.warning("outgoing was missing; made again", ["path": LogValue(layout.outgoing)])
-                    toldOutgoingNotMade = false
-                }
-            }
+            if remakeOutgoing() { logger.warning("outgoing was missing; made again", ["path": LogValue(layout.outgoing)]) }
             return
         } catch {
             logger.error("cannot scan outgoing", ["reason": "\(error)"])
