@@ -15,13 +15,18 @@ import Testing
     /// Runs `write` against a fresh daemon; returns once the request `id` is answered, after
     /// checking what the stub and the folders saw.
     func expectSentOnce(_ id: String, prompt: String, settle: Double = 2, suffix: String = SpoolLayout.requestSuffix,
-                        _ write: (Harness, String) throws -> Void) throws {
+                        config: [String: Any] = [:], _ write: (Harness, String) throws -> Void) throws {
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()
-        try harness.startDaemon(config: ["settle_seconds": settle, "default_model": "stub-model"])
+        try harness.startDaemon(config: ["settle_seconds": settle, "default_model": "stub-model"].merging(config) { $1 })
         try write(harness, "\(harness.layout.outgoing)/\(id)\(suffix)")
-        try waitUntil("\(id) is answered", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.result(id)) }
+        do {
+            try waitUntil("\(id) is answered", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.result(id)) }
+        } catch {
+            // The daemon's own account is what tells a lost request from a slow one.
+            throw HarnessError("\(error); outgoing: \(harness.files(in: harness.layout.outgoing)), failed: \(harness.files(in: harness.layout.failed)); daemon log:\n\(harness.log)")
+        }
         try waitUntil("outgoing holds no request", timeout: 10) {
             harness.files(in: harness.layout.outgoing).allSatisfy { if case .request = RequestName.classify($0) { false } else { true } }
         }
@@ -37,7 +42,7 @@ import Testing
     }
 
     /// Writes in place as VS Code saves: the file truncated, then written in two steps.
-    static func writeInTwoSteps(_ text: String, to path: String) throws {
+    static func writeInTwoSteps(_ text: String, to path: String, pause: useconds_t = 300_000) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         guard fd >= 0 else { throw HarnessError("cannot open \(path): errno \(errno)") }
         defer { close(fd) }
@@ -46,7 +51,7 @@ import Testing
         for part in [bytes[..<half], bytes[half...]] {
             let written = part.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
             guard written == part.count else { throw HarnessError("short write to \(path)") }
-            usleep(300_000)
+            usleep(pause)
         }
     }
 
@@ -55,6 +60,35 @@ import Testing
     @Test func vsCodeWritingAJSONRequestInPlaceInTwoSteps() throws {
         try expectSentOnce("via-code", prompt: "written in two steps") { _, path in
             try Self.writeInTwoSteps(Self.json("written in two steps"), to: path)
+        }
+    }
+
+    /// A writer that stops longer than settle_seconds with its file still open (a slow
+    /// pipe, a machine busy elsewhere) has not finished: the daemon waits for the close.
+    @Test(arguments: [".json", ".md"])
+    func aWriterPausingLongerThanTheSettlePeriodIsWaitedFor(suffix: String) throws {
+        let prompt = "paused mid-file"
+        // Scans every second: one reads the file half written, as a periodic scan or the
+        // start's can.
+        try expectSentOnce("via-pause", prompt: prompt, settle: 1, suffix: suffix, config: ["rescan_interval_seconds": 1]) { _, path in
+            // A prompt file's first half is itself a valid prompt: it must not be sent cut.
+            try Self.writeInTwoSteps(suffix == ".md" ? "## user\n\(prompt)" : Self.json(prompt), to: path, pause: 2_500_000)
+        }
+    }
+
+    /// A file made without a name (`O_TMPFILE`), written, then linked in: its close comes
+    /// under the kernel's name `#<inode>`, which the daemon matches to the name it was
+    /// linked in as. Before, such a file waited for the periodic rescan (60 s here).
+    @Test func aFileMadeWithoutANameAndLinkedInIsReadAtItsClose() throws {
+        try expectSentOnce("via-tmpfile", prompt: "linked in") { harness, path in
+            let fd = open(harness.layout.outgoing, O_WRONLY | O_DIRECTORY | 0o20000000, 0o600)  // O_TMPFILE: __O_TMPFILE | O_DIRECTORY, which Swift does not import
+            guard fd >= 0 else { throw HarnessError("cannot make a file without a name in \(harness.layout.outgoing): errno \(errno)") }
+            defer { close(fd) }
+            let bytes = Array(Self.json("linked in").utf8)
+            guard bytes.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count else { throw HarnessError("short write") }
+            guard linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 else {
+                throw HarnessError("cannot link the file in as \(path): errno \(errno)")
+            }
         }
     }
 

@@ -38,6 +38,9 @@ public final class Watcher: @unchecked Sendable {
         public var pollInterval = 1.0
         public var rescanInterval = 60.0
         public var settleSeconds = 2.0
+        /// How long a file a producer still holds open for writing waits for its close,
+        /// counted from its last write (`OpenWriters`).
+        public var openWriterGraceSeconds = 60.0
         public var minFreeBytes: UInt64 = 64 << 20
         public var maxRequestBytes = 32 << 20
         public var maxJSONDepth = RequestValidator.defaultMaxDepth
@@ -53,6 +56,7 @@ public final class Watcher: @unchecked Sendable {
             pollInterval = config.pollIntervalSeconds
             rescanInterval = config.rescanIntervalSeconds
             settleSeconds = config.settleSeconds
+            openWriterGraceSeconds = max(60, config.settleSeconds)
             minFreeBytes = config.minFreeBytes
             maxRequestBytes = config.maxRequestBytes
             maxJSONDepth = config.maxJSONDepth
@@ -60,7 +64,8 @@ public final class Watcher: @unchecked Sendable {
         }
     }
 
-    private static let watchedEvents = Int32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM
+    /// IN_MODIFY tells which files a producer is still writing (`OpenWriters`).
+    private static let watchedEvents = Int32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_MODIFY | IN_DELETE | IN_MOVED_FROM
         | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
     /// Validation problems a writer still at work can cause; others are final at once.
@@ -89,8 +94,10 @@ public final class Watcher: @unchecked Sendable {
     /// Whether the error that outgoing is not made again (the spool's names lead elsewhere) was logged for this outage.
     private var toldOutgoingNotMade = false
     private var reportedUnusable = Set<String>()
-    /// Files not yet valid, by name: when to look at them again.
+    /// Files not yet valid, or still open for writing, by name: when to look at them again.
     private var settling: [String: Double] = [:]
+    /// Files inotify saw made or written and not yet closed: read at their close.
+    private var writers = OpenWriters()
     /// Drafts already logged, by name, with the identity they had: logged once per save.
     private var drafts: [String: FileIdentity] = [:]
     /// What `lstat` said of each request file when it was last read, by name: a file of a
@@ -167,6 +174,16 @@ public final class Watcher: @unchecked Sendable {
             return
         }
         ready.signal()
+        if mode == .inotify {
+            // What happened since the watch was added, first: a file its producer is still
+            // writing is then known as such when the scan comes to it (`OpenWriters`).
+            // Bounded, as a producer writing on and on would keep the queue full.
+            var drained = 0
+            while drained < 4096, !stopping, let event = inotifytools_next_events(0, 1) {
+                handle(event)
+                drained += 1
+            }
+        }
         scan(reason: "start")
         while !stopping {
             metrics.watcherAlive()
@@ -199,6 +216,7 @@ public final class Watcher: @unchecked Sendable {
         if event.pointee.wd == -1 || mask & UInt32(IN_Q_OVERFLOW) != 0 {
             logger.warning("inotify queue overflowed; rescanning outgoing")
             metrics.overflow()
+            writers.forgetAll()
             scan(reason: "overflow")
             return
         }
@@ -207,14 +225,24 @@ public final class Watcher: @unchecked Sendable {
         if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT) != 0 {
             // A deleted or unmounted folder's watch is gone already (IN_IGNORED follows);
             // only a moved one still has a watch to drop.
+            writers.forgetAll()
             rewatch(dropping: mask & UInt32(IN_MOVE_SELF) != 0 ? event.pointee.wd : nil)
             return
         }
         if mask & UInt32(IN_IGNORED) != 0 { return }
         guard let pointer = llms_inotify_event_name(event) else { return }
         let raw = Array(UnsafeRawBufferPointer(start: pointer, count: strlen(pointer)))
-        if mask & UInt32(IN_CLOSE_WRITE | IN_MOVED_TO) != 0 {
+        if mask & UInt32(IN_CLOSE_WRITE) != 0 {
+            guard RequestName.isUTF8(raw) else { return considerRaw(raw, force: true) }
+            // A file made with O_TMPFILE closes as `#<inode>`: read under the name it was linked in as.
+            guard let name = writers.closed(String(decoding: raw, as: UTF8.self)) else { return }
+            settling[name] = nil
+            considerRaw(Array(name.utf8), force: true)
+            return
+        }
+        if mask & UInt32(IN_MOVED_TO) != 0 {
             // A folder dropped under a request's name is refused like any other non-file.
+            if RequestName.isUTF8(raw) { writers.forget(String(decoding: raw, as: UTF8.self)) }
             considerRaw(raw, force: true)
             return
         }
@@ -226,7 +254,11 @@ public final class Watcher: @unchecked Sendable {
             let path = Array(layout.outgoing.utf8) + [0x2F] + raw
             do {
                 let info = try Syscall.lstat(raw: path)
-                if info.st_mode & S_IFMT != S_IFREG || info.st_nlink > 1 { considerRaw(raw, force: true) }
+                if info.st_mode & S_IFMT != S_IFREG || info.st_nlink > 1 {
+                    considerRaw(raw, force: true)
+                } else if RequestName.isUTF8(raw) {
+                    writers.created(String(decoding: raw, as: UTF8.self), inode: UInt64(info.st_ino), now: Watcher.now())
+                }
             } catch let error as SystemError where error.errno == ENOENT {
                 // Gone again before we looked: nothing to refuse.
             } catch {
@@ -238,7 +270,12 @@ public final class Watcher: @unchecked Sendable {
         }
         if mask & UInt32(IN_ISDIR) != 0 { return }
         let name = String(decoding: raw, as: UTF8.self)
+        if mask & UInt32(IN_MODIFY) != 0 {
+            if raw.first != UInt8(ascii: ".") { writers.written(name, now: Watcher.now()) }
+            return
+        }
         if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
+            writers.forget(name)
             settling[name] = nil
             drafts[name] = nil
             lastRead[name] = nil
@@ -430,6 +467,14 @@ public final class Watcher: @unchecked Sendable {
         }
     }
 
+    /// Whether a producer still holds `name` open for writing: then it is looked at again at
+    /// its close, or once it has gone unwritten for the grace period.
+    private func waitsForItsWriter(_ name: String) -> Bool {
+        guard let until = writers.waitUntil(name, now: Watcher.now(), grace: settings.openWriterGraceSeconds) else { return false }
+        settling[name] = until
+        return true
+    }
+
     /// Whether the spool's filesystem has room above the floor; checked at most once a second.
     private func hasFreeSpace() -> Bool {
         let now = Watcher.now()
@@ -472,13 +517,14 @@ public final class Watcher: @unchecked Sendable {
         case .unsafe(let reason):
             rename(unsafe: Array(name.utf8), because: reason)
         case .batch(let batch):
-            guard hasFreeSpace() else { return }
+            guard !waitsForItsWriter(name), hasFreeSpace() else { return }
             delegate.foundBatch(batch)
         case .request(let id):
             // A file of a known id under another name (`a.md` while `a.json` runs) waits:
             // it is looked at when the other one leaves `outgoing` (`left`).
             let isKnown = known.contains(id)
             if !force && isKnown { return }
+            if waitsForItsWriter(name) { return }
             let path = "\(layout.outgoing)/\(name)"
             // One look at the file serves the reread rule and the read's own check; when it
             // fails, the read looks again and reports why.

@@ -1,0 +1,51 @@
+import LLMSpoolModel
+import Testing
+
+@Suite struct OpenWritersTests {
+    @Test func aFileMadeWaitsUntilItsCloseOrTheGraceAfterItsLastWrite() {
+        var writers = OpenWriters()
+        writers.created("a.json", inode: 7, now: 100)
+        #expect(writers.waitUntil("a.json", now: 101, grace: 60) == 160)
+        writers.written("a.json", now: 150)
+        #expect(writers.waitUntil("a.json", now: 170, grace: 60) == 210, "each write starts the grace again")
+        #expect(writers.waitUntil("a.json", now: 210, grace: 60) == nil, "a writer silent for the whole grace is waited for no longer")
+        #expect(writers.closed("a.json") == "a.json")
+        #expect(writers.waitUntil("a.json", now: 171, grace: 60) == nil)
+        #expect(writers.count == 0)
+    }
+
+    @Test func aFileWrittenInPlaceWaitsToo() {
+        var writers = OpenWriters()
+        writers.written("b.md", now: 5)
+        #expect(writers.waitUntil("b.md", now: 6, grace: 2) == 7)
+        #expect(writers.waitUntil("c.md", now: 6, grace: 2) == nil, "a file no writer was seen at is read at once")
+    }
+
+    @Test func anAnonymousCloseIsMatchedByInode() {
+        var writers = OpenWriters()
+        writers.created("x.json", inode: 16_228_540, now: 1)
+        writers.created("y.json", inode: 3, now: 1)
+        #expect(writers.closed("#99") == nil, "an inode linked in under no known name")
+        #expect(writers.closed("#16228540") == "x.json")
+        #expect(writers.waitUntil("x.json", now: 2, grace: 60) == nil)
+        #expect(writers.waitUntil("y.json", now: 2, grace: 60) == 61)
+    }
+
+    @Test(arguments: ["#", "#12a", "#-1", "#١٢", "12", "#99999999999999999999999"])
+    func namesThatAreNoInode(name: String) {
+        var writers = OpenWriters()
+        writers.created(name, inode: 12, now: 0)
+        #expect(writers.closed(name) == name, "closed under its own name")
+    }
+
+    @Test func removalsAndLostEventsForget() {
+        var writers = OpenWriters()
+        writers.created("a.json", inode: 1, now: 0)
+        writers.created("b.json", inode: 2, now: 0)
+        writers.forget("a.json")
+        #expect(writers.waitUntil("a.json", now: 1, grace: 60) == nil)
+        writers.forgetAll()
+        #expect(writers.waitUntil("b.json", now: 1, grace: 60) == nil)
+        #expect(writers.count == 0)
+    }
+}
