@@ -61,24 +61,31 @@ public struct FileReader {
     }
 
     /// Reads at most `limit` bytes from the start of a regular file, refusing anything else
-    /// before a read.
-    public static func prefix(path: String, limit: Int) throws -> [UInt8] {
-        let file = try openRegular(path)
+    /// before a read. `followingLinks`: for the operator's own files outside the spool (the
+    /// configuration, a key file, a CA file), which deployments give as links (a Kubernetes
+    /// secret, NixOS's `/etc`); the spool's files never are.
+    public static func prefix(path: String, limit: Int, followingLinks: Bool) throws -> [UInt8] {
+        let file = try openRegular(path, followingLinks: followingLinks)
         return try prefix(fd: file.rawValue, path: path, limit: limit)
+    }
+
+    /// The same for the spool's files: a link is refused.
+    public static func prefix(path: String, limit: Int) throws -> [UInt8] {
+        try prefix(path: path, limit: limit, followingLinks: false)
     }
 
     /// Every read by name goes through here: a FIFO put where a file of the spool's (or a
     /// key file) is expected would block its reader, the daemon's start or `status`, for
     /// ever; opened with `O_NONBLOCK`, its open does not wait for a writer either.
-    private static func openRegular(_ path: String) throws -> FileDescriptor {
-        let file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+    private static func openRegular(_ path: String, followingLinks: Bool = false) throws -> FileDescriptor {
+        let file = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | (followingLinks ? 0 : O_NOFOLLOW))
         guard try file.fstat().st_mode & S_IFMT == S_IFREG else { throw NotARegularFile(path: path) }
         return file
     }
 
     /// Reads until `limit` bytes or the end, whichever comes first: a file larger than the
     /// limit (a sparse one of terabytes) is not read past it.
-    static func prefix(fd: Int32, path: String, limit: Int) throws -> [UInt8] {
+    public static func prefix(fd: Int32, path: String, limit: Int) throws -> [UInt8] {
         var bytes: [UInt8] = []
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
         defer { buffer.deallocate() }

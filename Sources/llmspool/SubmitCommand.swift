@@ -34,7 +34,8 @@ enum SubmitCommand {
         if source == "-" {
             bytes = Array(FileHandle.standardInput.readDataToEndOfFile().prefix(limit + 1))
         } else {
-            do { bytes = try FileReader.prefix(path: source, limit: limit + 1) } catch { throw ConfigError("cannot read \(source): \(error)") }
+            // The user's own file, outside the spool: a link to it is followed.
+            do { bytes = try FileReader.prefix(path: source, limit: limit + 1, followingLinks: true) } catch { throw ConfigError("cannot read \(source): \(error)") }
         }
         guard bytes.count <= limit else { throw ConfigError("\(source) is larger than \(limit) bytes") }
         // A prompt file keeps its ending, which is its format; anything else is a JSON request.

@@ -146,12 +146,13 @@ public struct Config: Sendable, Equatable {
     /// A file other users can write is refused: it decides where the API key is sent.
     public static func load(path: String, base: Config = Config()) throws -> Config {
         // Not refused here when it cannot be looked at: reading it below names the problem.
-        if let info = try? Syscall.lstat(path), info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o022 != 0 {
+        // A link is followed (NixOS's /etc is links into its store): the file it leads to is looked at.
+        if let info = try? Syscall.statFollowingLinks(path), info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o022 != 0 {
             throw ConfigError("config \(path) is writable by other users, and it decides where the API key is sent; run: chmod go-w \(path)")
         }
         let bytes: [UInt8]
         do {
-            bytes = try FileReader.prefix(path: path, limit: 1 << 20)
+            bytes = try FileReader.prefix(path: path, limit: 1 << 20, followingLinks: true)
         } catch {
             throw ConfigError("cannot read config \(path): \(error)")
         }
@@ -450,12 +451,13 @@ public struct EndpointSettings: Sendable, Equatable {
 
     static func readKeyFile(_ path: String) throws -> Secret {
         let info: stat
-        do { info = try Syscall.lstat(path) } catch { throw ConfigError("cannot read api_key_file: \(error)") }
+        // A Kubernetes secret is a link (`key -> ..data/key`): the file it leads to is looked at.
+        do { info = try Syscall.statFollowingLinks(path) } catch { throw ConfigError("cannot read api_key_file: \(error)") }
         if info.st_mode & 0o077 != 0 {
             throw ConfigError("api_key_file \(path) is readable by other users; run: chmod 600 \(path)")
         }
         let bytes: [UInt8]
-        do { bytes = try FileReader.prefix(path: path, limit: 64 * 1024) } catch { throw ConfigError("cannot read api_key_file: \(error)") }
+        do { bytes = try FileReader.prefix(path: path, limit: 64 * 1024, followingLinks: true) } catch { throw ConfigError("cannot read api_key_file: \(error)") }
         let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if text.isEmpty { throw ConfigError("api_key_file \(path) is empty") }
         return Secret(text)
@@ -575,7 +577,8 @@ struct SettingsReader {
         do {
             let file = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK)
             guard try file.fstat().st_mode & S_IFMT == S_IFREG else { return "is not a regular file" }
-            bytes = try FileReader.prefix(path: path, limit: 64 << 20)
+            // The file opened (a link followed, as libcurl follows it: /etc/ssl/certs is links).
+            bytes = try FileReader.prefix(fd: file.rawValue, path: path, limit: 64 << 20)
         } catch {
             return "cannot be read: \(error)"
         }
