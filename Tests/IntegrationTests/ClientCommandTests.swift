@@ -46,6 +46,22 @@ import Testing
         }
     }
 
+    /// The user's own file, outside the spool, named through a link (a prompt kept under
+    /// a stable name): submitted as the file the link leads to.
+    @Test func submitFollowsALinkToTheUsersFile() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let file = harness.root + "/request.json"
+        let text = try requestText("through a link")
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(symlink(file, harness.root + "/current.json") == 0)
+        let submitted = try harness.cli(["submit", harness.root + "/current.json", "--id", "linked", "--spool", harness.layout.root])
+        #expect(submitted.status == 0, "\(submitted.stderr)")
+        let dropped = try Syscall.lstat(harness.layout.request("linked"))
+        #expect(dropped.st_mode & S_IFMT == S_IFREG, "a file of its own in outgoing, not a link")
+        #expect(try String(contentsOfFile: harness.layout.request("linked"), encoding: .utf8) == text)
+    }
+
     @Test func cleanDatesAFailureByItsOwnTimeNotTheRequestFile() throws {
         let harness = try Harness()
         defer { harness.stop() }
