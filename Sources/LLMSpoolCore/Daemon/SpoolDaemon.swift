@@ -240,12 +240,41 @@ public final class SpoolDaemon: Sendable {
                                                                                                                    "reason": "\(error)"])
                     waiting = true
                 }
-                // Type=notify: the start is alive, only waiting (systemd would kill it at TimeoutStartSec).
-                notifier.send("EXTEND_TIMEOUT_USEC=5000000\nSTATUS=waiting for space on the spool's disk")
-                if stopping() { throw StartAbandoned() }
-                usleep(500_000)
+                try waitForSpace(stopping: stopping)
             }
         }
+    }
+
+    /// Waits until the spool's filesystem has more room than now, or `startRetrySeconds`
+    /// passed (a quota or the inodes may be what ran out, which free bytes do not show):
+    /// the power-loss pass reads every recent result again, too much to repeat each half
+    /// second on a large spool.
+    private func waitForSpace(stopping: @Sendable () -> Bool) throws {
+        let freeAtFailure = freeBytesOfSpool()
+        // A filesystem that cannot tell its room is tried again sooner.
+        let patience = freeAtFailure == nil ? 5 : SpoolDaemon.startRetrySeconds
+        let started = TransferEngine.monotonic()
+        while true {
+            // Type=notify: the start is alive, only waiting (systemd would kill it at TimeoutStartSec).
+            notifier.send("EXTEND_TIMEOUT_USEC=5000000\nSTATUS=waiting for space on the spool's disk")
+            if stopping() { throw StartAbandoned() }
+            usleep(500_000)
+            if TransferEngine.monotonic() - started >= patience {
+                logger.debug("the start tries again", ["reason": LogValue("\(Int(patience)) s passed")])
+                return
+            }
+            if let before = freeAtFailure, let now = freeBytesOfSpool(), now > before {
+                logger.debug("the start tries again", ["reason": "the spool's disk has more room", "free_bytes": "\(now)"])
+                return
+            }
+        }
+    }
+
+    /// How long a start waiting for space goes without trying again when free bytes stay the same.
+    static let startRetrySeconds = 30.0
+
+    private func freeBytesOfSpool() -> UInt64? {
+        logger.bestEffortValue("reading the spool's free space") { try Syscall.freeBytes(path: layout.root) }
     }
 
     /// A start that a stop request ended while it waited (`start(stopping:)`).
