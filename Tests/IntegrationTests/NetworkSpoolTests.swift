@@ -74,6 +74,14 @@ final class NetworkMounts: @unchecked Sendable {
         SpoolLayout(root: directory + (kind == .glusterfs ? "/gluster/brick" : "/sshfs/export") + "/spool")
     }
 
+    /// Mount `index` of `kind` unmounted lazily and mounted again, as an operator does with
+    /// a hung or dropped network mount: a new device number for the same folder.
+    func remount(_ kind: Kind, _ index: Int) throws {
+        let finished = try Harness.spawnAndWait(["/bin/bash", NetworkMounts.script, "remount", directory,
+                                                 kind == .glusterfs ? "gluster" : "sshfs", "\(index + 1)"])
+        guard finished.status == 0 else { throw HarnessError("netfs.sh remount failed (\(finished.status)): \(finished.stderr)") }
+    }
+
     func down() {
         _ = try? Harness.spawnAndWait(["/bin/bash", NetworkMounts.script, "down", directory])
         try? FileManager.default.removeItem(atPath: directory)
@@ -531,6 +539,40 @@ struct NetworkSpoolTests {
         print("\(kind): \(deleted.count) deleted: \(withdrawn) cancelled, \(answered) answered before their deletion took, "
               + "\(unseen.count) deleted before any daemon read them")
         #expect(withdrawn > 0, "some deletions found their request queued or in flight")
+    }
+
+    /// A share mounted again (a dropped mount, an autofs expiry) is the same folder under a
+    /// new device number. The daemon knows the spool by its id (`state/.spool-id`) and
+    /// carries on; before, it held the spool, answering nothing, until a restart.
+    @Test(arguments: NetworkMounts.Kind.allCases)
+    func aShareMountedAgainIsTheSameSpool(_ kind: NetworkMounts.Kind) throws {
+        let mounts = try NetworkMounts()
+        defer { mounts.down() }
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let layout = mounts.spool(kind, 0)
+        let daemon = try harness.startExtraDaemon("d1", config: Self.config("d1", spool: layout, harness: harness))
+        defer { Self.stopAll([daemon]) }
+        let answered = { (prefix: String) in (0..<3).allSatisfy { FileManager.default.fileExists(atPath: layout.result("\(prefix)-\($0)")) } }
+        for index in 0..<3 { try Self.drop(layout, "before-\(index)", Self.request(index, prefix: "before")) }
+        try waitUntil("the requests before the remount are answered", timeout: 60) { answered("before") }
+        let device = try Syscall.statFollowingLinks(layout.root).st_dev
+        try mounts.remount(kind, 0)
+        #expect(try Syscall.statFollowingLinks(layout.root).st_dev != device, "the share has a new device number")
+        for index in 0..<3 { try Self.drop(layout, "after-\(index)", Self.request(index, prefix: "after")) }
+        do {
+            try waitUntil("the requests after the remount are answered", timeout: 60) { answered("after") }
+        } catch {
+            throw HarnessError("\(error); daemon log:\n\(harness.extraLog("d1").split(separator: "\n").suffix(40).joined(separator: "\n"))")
+        }
+        // Said by the status thread, within a second of the move.
+        try waitUntil("the move is logged", timeout: 10) { harness.extraLog("d1").contains("the spool's filesystem was mounted again") }
+        let arrivals = try harness.stubArrivalPaths().map(\.prompt)
+        for index in 0..<3 {
+            #expect(arrivals.filter { $0 == "after \(index)" }.count == 1, "after \(index) sent once")
+        }
+        #expect(daemon.isRunning, "the daemon carried on")
     }
 
     /// The probes every start makes (extended attributes in `incoming`, locks in

@@ -13,7 +13,7 @@ import Testing
         try Syscall.mkdir(base, mode: 0o700)
         let layout = SpoolLayout(root: base + "/spool")
         try layout.create()
-        return try layout.pinnedNow()
+        return try layout.pinnedNow(spoolID: nil)
     }
 
     @Test func theFolderPinnedAtStartIsTrusted() throws {

@@ -3,6 +3,7 @@
 #
 #   netfs.sh up DIR [GLUSTER_MOUNTS] [SSHFS_MOUNTS]   # defaults: 4 and 4
 #   netfs.sh down DIR
+#   netfs.sh remount DIR gluster|sshfs INDEX
 #
 # `up` makes a private network namespace with only loopback, and inside it:
 # - glusterd (working directory and logs under DIR, bound to 127.0.0.2: the CLI refuses
@@ -24,6 +25,48 @@
 set -uo pipefail
 
 die() { echo "netfs.sh: $*" >&2; exit 1; }
+
+# Mounts the GlusterFS volume at $dir/gluster/m$index (the volume named in $dir/gluster/volume).
+mount_gluster() {
+    local dir=$1 index=$2 ns g
+    ns=$(cat "$dir/netns") g=$dir/gluster
+    mkdir -p "$g/m$index"
+    # The brick may take a moment to listen after `volume start`.
+    for _ in $(seq 50); do
+        if nsenter "--net=/run/netns/$ns" mount -t glusterfs -o "log-file=$g/log/m$index.log" "127.0.0.2:/$(cat "$g/volume")" "$g/m$index" 2>/dev/null \
+            && mountpoint -q "$g/m$index" && stat -f "$g/m$index" >/dev/null 2>&1; then return 0; fi
+        mountpoint -q "$g/m$index" && umount "$g/m$index" 2>/dev/null
+        sleep 0.2
+    done
+    die "cannot mount the GlusterFS volume at $g/m$index (see $g/log/m$index.log)"
+}
+
+# Mounts the sshfs export at $dir/sshfs/m$index.
+mount_sshfs() {
+    local dir=$1 index=$2 ns s
+    ns=$(cat "$dir/netns") s=$dir/sshfs
+    mkdir -p "$s/m$index"
+    for _ in $(seq 50); do
+        if nsenter "--net=/run/netns/$ns" sshfs "root@127.0.0.1:$s/export" "$s/m$index" \
+            -o "IdentityFile=$s/client_key,StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,LogLevel=ERROR,BatchMode=yes" \
+            -o dir_cache=no 2>>"$s/sshfs.log" && mountpoint -q "$s/m$index"; then return 0; fi
+        sleep 0.2
+    done
+    die "cannot mount sshfs at $s/m$index (see $s/sshfs.log, $s/sshd.log)"
+}
+
+# What an operator does with a hung or dropped network mount: unmounted lazily (whoever
+# holds files open there keeps them) and mounted again. The mount gets a new device number.
+remount() {
+    local dir=$1 kind=$2 index=$3
+    local mount=$dir/$kind/m$index
+    mountpoint -q "$mount" || die "$mount is not mounted"
+    umount -l "$mount" || die "cannot unmount $mount"
+    case "$kind" in
+        gluster) mount_gluster "$dir" "$index" ;;
+        sshfs) mount_sshfs "$dir" "$index" ;;
+    esac
+}
 
 down() {
     local dir=$1
@@ -74,6 +117,7 @@ up() {
     # GlusterFS: glusterd, a one-brick volume, its mounts.
     local g=$dir/gluster volume="llmspool$$"
     mkdir -p "$g/work" "$g/brick" "$g/log" || die "cannot create $g"
+    echo "$volume" >"$g/volume"
     cat >"$g/glusterd.vol" <<EOF
 volume management
     type mgmt/glusterd
@@ -104,16 +148,7 @@ EOF
     "${cli[@]}" volume start "$volume" >/dev/null || die "gluster volume start failed"
     local gluster_list="" index
     for index in $(seq "$gluster_mounts"); do
-        mkdir -p "$g/m$index"
-        local mounted=""
-        # The brick may take a moment to listen after `volume start`.
-        for _ in $(seq 50); do
-            if "${in_ns[@]}" mount -t glusterfs -o "log-file=$g/log/m$index.log" "127.0.0.2:/$volume" "$g/m$index" 2>/dev/null \
-                && mountpoint -q "$g/m$index" && stat -f "$g/m$index" >/dev/null 2>&1; then mounted=1; break; fi
-            mountpoint -q "$g/m$index" && umount "$g/m$index" 2>/dev/null
-            sleep 0.2
-        done
-        [ -n "$mounted" ] || die "cannot mount the GlusterFS volume at $g/m$index (see $g/log/m$index.log)"
+        mount_gluster "$dir" "$index"
         gluster_list+="${gluster_list:+ }$g/m$index"
     done
 
@@ -140,15 +175,7 @@ EOF
     "${in_ns[@]}" /usr/sbin/sshd -f "$s/sshd_config" -E "$s/sshd.log" || die "sshd did not start (see $s/sshd.log)"
     local sshfs_list=""
     for index in $(seq "$sshfs_mounts"); do
-        mkdir -p "$s/m$index"
-        local mounted=""
-        for _ in $(seq 50); do
-            if "${in_ns[@]}" sshfs "root@127.0.0.1:$s/export" "$s/m$index" \
-                -o "IdentityFile=$s/client_key,StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,LogLevel=ERROR,BatchMode=yes" \
-                -o dir_cache=no 2>>"$s/sshfs.log" && mountpoint -q "$s/m$index"; then mounted=1; break; fi
-            sleep 0.2
-        done
-        [ -n "$mounted" ] || die "cannot mount sshfs at $s/m$index (see $s/sshfs.log, $s/sshd.log)"
+        mount_sshfs "$dir" "$index"
         sshfs_list+="${sshfs_list:+ }$s/m$index"
     done
 
@@ -159,5 +186,6 @@ EOF
 case "${1:-}" in
     up) [ $# -ge 2 ] || die "usage: netfs.sh up DIR [GLUSTER_MOUNTS] [SSHFS_MOUNTS]"; up "$2" "${3:-4}" "${4:-4}" ;;
     down) [ $# -eq 2 ] || die "usage: netfs.sh down DIR"; down "$2" ;;
-    *) die "usage: netfs.sh up DIR [GLUSTER_MOUNTS] [SSHFS_MOUNTS] | down DIR" ;;
+    remount) [ $# -eq 4 ] || die "usage: netfs.sh remount DIR gluster|sshfs INDEX"; remount "$2" "$3" "$4" ;;
+    *) die "usage: netfs.sh up DIR [GLUSTER_MOUNTS] [SSHFS_MOUNTS] | down DIR | remount DIR gluster|sshfs INDEX" ;;
 esac

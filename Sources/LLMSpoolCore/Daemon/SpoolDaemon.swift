@@ -60,7 +60,15 @@ public final class SpoolDaemon: Sendable {
         // Before anything is made through a folder that is a link (or a file).
         if let problem = unpinned.integrityProblem() { throw ConfigError(problem) }
         try unpinned.create()
-        let layout = try unpinned.pinnedNow()
+        let spoolID: String?
+        do {
+            spoolID = try SpoolIDFile.readOrMake(unpinned, logger: logger)
+        } catch {
+            logger.warning("cannot read or make the spool's id: if its filesystem is mounted again, the daemon holds the spool until a restart",
+                           ["path": LogValue(unpinned.spoolIDFile), "reason": "\(error)"])
+            spoolID = nil
+        }
+        let layout = try unpinned.pinnedNow(spoolID: spoolID)
         // fsync waits on the disk, not the CPU: more threads than cores let the filesystem
         // merge their flushes into fewer journal commits.
         let pool = WorkerPool(name: "finisher", threads: SpoolDaemon.finisherThreads)
@@ -335,10 +343,15 @@ public final class SpoolDaemon: Sendable {
             if let leases { DaemonRoster.removeDeadIncarnations(layout, host: leases.hostID, myPID: getpid(), logger: logger) }
         }
         NamedThread.start("status") { [self] in
+            var movesSeen = 0
             while !statusStop.load(ordering: .relaxed) {
                 // Nothing of the daemon's is written through names that lead outside the
                 // spool (`SpoolLayout.integrityProblem`): no lock file, roster entry or live status there.
                 let elsewhere = layout.integrityProblem()
+                if let pin = layout.rootPin, pin.moves != movesSeen {
+                    movesSeen = pin.moves
+                    followedToANewMount(pin)
+                }
                 if let elsewhere {
                     if notifier.enabled {
                         notifier.send("STATUS=held: \(elsewhere)")
@@ -463,6 +476,21 @@ public final class SpoolDaemon: Sendable {
         // that number; an unmount that is not lazy is refused (EBUSY) while it is open.
         let lock = DescriptorOwner(folder)
         spoolRootLock.withLock { $0 = lock }
+    }
+
+    /// The spool's share was mounted again and the pin followed it (`SpoolRootPin`): said
+    /// once, and the new root locked as the old one was. Another daemon that locked it
+    /// meanwhile would send every request beside this one: this one stops.
+    private func followedToANewMount(_ pin: SpoolRootPin) {
+        logger.warning("the spool's filesystem was mounted again: the same spool (by its id) at a new place; carrying on",
+                       ["path": LogValue(layout.root), "now": LogValue(pin.place.description), "spool_id_file": LogValue(layout.spoolIDFile)])
+        do {
+            try lockRoot(shared: leases != nil)
+        } catch {
+            logger.error("another daemon locked this spool's folder on its new mount; this one stops, or both would send every request",
+                         ["path": LogValue(layout.root), "reason": "\(error)"])
+            kill(getpid(), SIGTERM)
+        }
     }
 
     private func lockRefusal(shared: Bool, locked path: String) -> ConfigError {

@@ -13,10 +13,12 @@ extension SpoolLayout {
     /// The layout pinned to its root as it is now (the daemon's start, after `create()`):
     /// links followed, so that a spool configured through a link (`/var/spool/llmspool`
     /// pointing at a data disk) is the folder it points at.
-    public func pinnedNow() throws -> SpoolLayout {
+    /// `spoolID`: the spool's id (`SpoolIDFile`), by which the pin follows the spool to a
+    /// new mount; nil: it never moves.
+    public func pinnedNow(spoolID: String?) throws -> SpoolLayout {
         let info = try Syscall.statFollowingLinks(root)
         guard info.st_mode & S_IFMT == S_IFDIR else { throw SystemError(errno: ENOTDIR, call: "stat", path: root) }
-        return pinned(to: SpoolRootPin(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
+        return pinned(to: SpoolRootPin(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), spoolID: spoolID))
     }
 
     /// Why nothing may be written through the spool's names now, or nil. The root must be
@@ -43,7 +45,25 @@ extension SpoolLayout {
                 inspection.problem = "the spool's root \(root) cannot be looked at (\(error)); nothing is written or sent until it can"
                 return inspection
             }
-            guard info.st_mode & S_IFMT == S_IFDIR, SpoolRootPin(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) == rootPin else {
+            let seen = SpoolRootPin.Place(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+            let judgement = info.st_mode & S_IFMT != S_IFDIR ? .elsewhere : rootPin.judge(seen) {
+                // Read only when the root moved. One that cannot be read is no id: the spool
+                // stays held, and the problem below says so.
+                do {
+                    guard case .id(let id)? = try SpoolIDFile.read(spoolIDFile) else { return nil }
+                    return id
+                } catch {
+                    return nil
+                }
+            }
+            switch judgement {
+            case .same:
+                break
+            case .mountedAgain:
+                // The same spool on a new mount (a share mounted again): the status thread
+                // logs it and locks the new root.
+                rootPin.move(to: seen)
+            case .elsewhere:
                 inspection.problem = "the spool's root \(root) is not the folder the daemon started with (replaced by a link or another folder, or another filesystem mounted there); nothing is written or sent until it is back (a new folder needs a restart)"
                 return inspection
             }

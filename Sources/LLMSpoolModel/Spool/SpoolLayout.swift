@@ -25,6 +25,7 @@
 /// | `state/daemons/<host>.<pid>.json` | the daemon | its entry in the roster of daemons on the spool |
 /// | `state/.daemon.json` | the daemon | the live status that `status` reads while it runs |
 /// | `state/.lock` | the daemon | held (flock) by the daemon that owns a local spool |
+/// | `state/.spool-id` | the daemon | its first start: the spool's id, by which a share mounted again is known as this spool (`SpoolRootPin`) |
 /// | `state/.run` | the daemon | a run in the one-fsync order began: its boot and start (`PowerLossRepair.RunMark`) |
 /// | `state/.starts`, `.starts.old` | the daemon | on a local spool, the starts of attempts, appended before each request is sent (`StartJournal`) |
 /// | `state/control/send-now.<id>`, `send-now-all` | `retry` | a person asked for a waiting request (or all) to go now |
@@ -94,6 +95,8 @@ public struct SpoolLayout: Sendable, Equatable {
     public var liveStatus: String { state + "/.daemon.json" }
     /// The lock of the daemon that owns a local spool.
     public var lock: String { state + "/.lock" }
+    /// The spool's id, made once: the same spool is known by it on a new mount (`SpoolRootPin`).
+    public var spoolIDFile: String { state + "/.spool-id" }
     /// The boot and start of the last run in the one-fsync order (`PowerLossRepair`).
     public var runMark: String { state + "/.run" }
     /// The start journal's current generation (`StartJournal`).
