@@ -40,7 +40,7 @@ public final class Watcher: @unchecked Sendable {
         public var settleSeconds = 2.0
         /// How long a file a producer still holds open for writing waits for its close,
         /// counted from its last write (`OpenWriters`).
-        public var openWriterGraceSeconds = 60.0
+        public var openWriterGraceSeconds = OpenWriters.defaultGraceSeconds
         public var minFreeBytes: UInt64 = 64 << 20
         public var maxRequestBytes = 32 << 20
         public var maxJSONDepth = RequestValidator.defaultMaxDepth
@@ -56,7 +56,7 @@ public final class Watcher: @unchecked Sendable {
             pollInterval = config.pollIntervalSeconds
             rescanInterval = config.rescanIntervalSeconds
             settleSeconds = config.settleSeconds
-            openWriterGraceSeconds = max(60, config.settleSeconds)
+            openWriterGraceSeconds = max(OpenWriters.defaultGraceSeconds, config.settleSeconds)
             minFreeBytes = config.minFreeBytes
             maxRequestBytes = config.maxRequestBytes
             maxJSONDepth = config.maxJSONDepth
@@ -98,6 +98,8 @@ public final class Watcher: @unchecked Sendable {
     private var settling: [String: Double] = [:]
     /// Files inotify saw made or written and not yet closed: read at their close.
     private var writers = OpenWriters()
+    /// Set while `handleQueuedEvents` runs.
+    private var handlingQueued = false
     /// Drafts already logged, by name, with the identity they had: logged once per save.
     private var drafts: [String: FileIdentity] = [:]
     /// What `lstat` said of each request file when it was last read, by name: a file of a
@@ -174,16 +176,6 @@ public final class Watcher: @unchecked Sendable {
             return
         }
         ready.signal()
-        if mode == .inotify {
-            // What happened since the watch was added, first: a file its producer is still
-            // writing is then known as such when the scan comes to it (`OpenWriters`).
-            // Bounded, as a producer writing on and on would keep the queue full.
-            var drained = 0
-            while drained < 4096, !stopping, let event = inotifytools_next_events(0, 1) {
-                handle(event)
-                drained += 1
-            }
-        }
         scan(reason: "start")
         while !stopping {
             metrics.watcherAlive()
@@ -216,7 +208,9 @@ public final class Watcher: @unchecked Sendable {
         if event.pointee.wd == -1 || mask & UInt32(IN_Q_OVERFLOW) != 0 {
             logger.warning("inotify queue overflowed; rescanning outgoing")
             metrics.overflow()
-            writers.forgetAll()
+            // What is known of writers stays: a close lost with the queue leaves its entry
+            // to the grace, and one that expired goes now.
+            writers.prune(now: Watcher.now(), grace: settings.openWriterGraceSeconds)
             scan(reason: "overflow")
             return
         }
@@ -241,8 +235,10 @@ public final class Watcher: @unchecked Sendable {
             return
         }
         if mask & UInt32(IN_MOVED_TO) != 0 {
-            // A folder dropped under a request's name is refused like any other non-file.
-            if RequestName.isUTF8(raw) { writers.forget(String(decoding: raw, as: UTF8.self)) }
+            // A file still open, renamed within the folder, keeps its writer (the rename's
+            // cookie pairs this with its IN_MOVED_FROM). A folder dropped under a request's
+            // name is refused like any other non-file.
+            if RequestName.isUTF8(raw) { writers.movedHere(String(decoding: raw, as: UTF8.self), cookie: event.pointee.cookie) }
             considerRaw(raw, force: true)
             return
         }
@@ -271,11 +267,16 @@ public final class Watcher: @unchecked Sendable {
         if mask & UInt32(IN_ISDIR) != 0 { return }
         let name = String(decoding: raw, as: UTF8.self)
         if mask & UInt32(IN_MODIFY) != 0 {
-            if raw.first != UInt8(ascii: ".") { writers.written(name, now: Watcher.now()) }
+            // Names that are not UTF-8 are renamed to a safe id, then tracked under it.
+            if raw.first != UInt8(ascii: "."), RequestName.isUTF8(raw) { writers.written(name, now: Watcher.now()) }
             return
         }
         if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
-            writers.forget(name)
+            if mask & UInt32(IN_MOVED_FROM) != 0 {
+                writers.movedAway(name, cookie: event.pointee.cookie)
+            } else {
+                writers.forget(name)
+            }
             settling[name] = nil
             drafts[name] = nil
             lastRead[name] = nil
@@ -324,8 +325,24 @@ public final class Watcher: @unchecked Sendable {
         return made
     }
 
+    /// Handles what inotify has queued, without waiting, so that a scan knows which files
+    /// are still being written (`OpenWriters`): a file made just before it would otherwise
+    /// be read half written, its IN_CREATE still in the queue. Bounded, as a producer
+    /// writing on and on keeps the queue full; not again from a scan an event started.
+    private func handleQueuedEvents() {
+        guard mode == .inotify, !handlingQueued else { return }
+        handlingQueued = true
+        defer { handlingQueued = false }
+        var handled = 0
+        while handled < 4096, !stopping, let event = inotifytools_next_events(0, 1) {
+            handle(event)
+            handled += 1
+        }
+    }
+
     /// Looks at every name in `outgoing`. Ids the scheduler already holds cost nothing.
     private func scan(reason: String) {
+        handleQueuedEvents()
         lastScan = Watcher.now()
         metrics.rescan(reason)
         let raws: [[UInt8]]
@@ -470,7 +487,15 @@ public final class Watcher: @unchecked Sendable {
     /// Whether a producer still holds `name` open for writing: then it is looked at again at
     /// its close, or once it has gone unwritten for the grace period.
     private func waitsForItsWriter(_ name: String) -> Bool {
-        guard let until = writers.waitUntil(name, now: Watcher.now(), grace: settings.openWriterGraceSeconds) else { return false }
+        guard let until = writers.waitUntil(name, now: Watcher.now(), grace: settings.openWriterGraceSeconds) else {
+            if writers.isTracked(name) {
+                // Said, as a request read so may be cut short by the writer's next write.
+                logger.info("read although its writer still holds it open: it was not written for \(Int(settings.openWriterGraceSeconds)) s",
+                            ["file": LogValue(name)])
+                writers.forget(name)
+            }
+            return false
+        }
         settling[name] = until
         return true
     }

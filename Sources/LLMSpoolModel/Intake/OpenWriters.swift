@@ -6,20 +6,29 @@
 /// it has not been written for `grace` seconds (a producer that never closes its file
 /// still gets its request sent).
 ///
-/// A file made with `O_TMPFILE` and linked into the folder is closed under the name
-/// `#<inode>` (the kernel's name for a file without one), so its inode is kept to match
-/// that close to the name it was given.
+/// A file made with `O_TMPFILE` and linked into the folder is written and closed under the
+/// name `#<inode>` (the kernel's name for a file without one), so its inode is kept to
+/// match those events to the name it was given.
 public struct OpenWriters: Sendable {
+    /// How long a file held open goes unread after its last write: long enough for a
+    /// producer that pauses (a slow pipe, a busy machine), short enough that one that never
+    /// closes its file (a script that forgets to) is not kept waiting much longer than the
+    /// periodic rescan did before.
+    public static let defaultGraceSeconds = 60.0
+
     private struct Writer: Sendable {
         var inode: UInt64?
         var lastWrite: Double
     }
 
     private var writers: [String: Writer] = [:]
+    /// A writer whose file was renamed away (IN_MOVED_FROM), kept for the IN_MOVED_TO of
+    /// the same rename (its cookie) that names it again.
+    private var departed: (cookie: UInt32, writer: Writer)?
 
     public init() {}
 
-    /// How many files are held open now (for tests and the status).
+    /// How many files are tracked now.
     public var count: Int { writers.count }
 
     /// A regular file was made under `name` (IN_CREATE); `inode` as `lstat` saw it.
@@ -27,9 +36,13 @@ public struct OpenWriters: Sendable {
         writers[name] = Writer(inode: inode, lastWrite: now)
     }
 
-    /// `name` was written (IN_MODIFY): a writer holds it open.
+    /// `name` was written (IN_MODIFY): a writer holds it open. `#<inode>` refreshes the
+    /// file linked in under another name, and is dropped when none is known.
     public mutating func written(_ name: String, now: Double) {
-        if writers[name] != nil {
+        if let inode = OpenWriters.anonymousInode(name) {
+            guard let linked = writers.first(where: { $0.value.inode == inode })?.key else { return }
+            writers[linked]?.lastWrite = now
+        } else if writers[name] != nil {
             writers[name]?.lastWrite = now
         } else {
             writers[name] = Writer(inode: nil, lastWrite: now)
@@ -49,15 +62,32 @@ public struct OpenWriters: Sendable {
         return name
     }
 
-    /// `name` left the folder or was replaced by a rename (IN_DELETE, IN_MOVED_FROM,
-    /// IN_MOVED_TO): what was known of its writer is void.
+    /// `name` was renamed away (IN_MOVED_FROM, with the rename's cookie): its writer, if any,
+    /// goes with it to the name of the IN_MOVED_TO with the same cookie.
+    public mutating func movedAway(_ name: String, cookie: UInt32) {
+        departed = writers.removeValue(forKey: name).map { (cookie, $0) }
+    }
+
+    /// A file was renamed to `name` (IN_MOVED_TO): whatever was known under that name is
+    /// void, and a file still open that was renamed within the folder keeps its writer.
+    public mutating func movedHere(_ name: String, cookie: UInt32) {
+        if let departed, departed.cookie == cookie {
+            writers[name] = departed.writer
+        } else {
+            writers[name] = nil
+        }
+        departed = nil
+    }
+
+    /// `name` left the folder (IN_DELETE): what was known of its writer is void.
     public mutating func forget(_ name: String) {
         writers[name] = nil
     }
 
-    /// Events were lost (a queue overflow, the folder made again): nothing is known.
+    /// The folder was lost (removed, moved, unmounted): its names are gone.
     public mutating func forgetAll() {
         writers.removeAll()
+        departed = nil
     }
 
     /// Until when a read of `name` waits for its writer; nil when it need not wait.
@@ -65,6 +95,17 @@ public struct OpenWriters: Sendable {
         guard let writer = writers[name] else { return nil }
         let until = writer.lastWrite + grace
         return until > now ? until : nil
+    }
+
+    /// Whether a writer of `name` was seen and never seen to close it.
+    public func isTracked(_ name: String) -> Bool {
+        writers[name] != nil
+    }
+
+    /// Drops the writers past their grace: a close lost with an overflowed queue would
+    /// otherwise keep its entry for ever.
+    public mutating func prune(now: Double, grace: Double) {
+        writers = writers.filter { $0.value.lastWrite + grace > now }
     }
 
     /// The inode in a name of the form `#<digits>`, the kernel's name for a file made with
