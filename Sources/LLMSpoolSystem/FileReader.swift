@@ -77,8 +77,10 @@ public struct FileReader {
     /// Every read by name goes through here: a FIFO put where a file of the spool's (or a
     /// key file) is expected would block its reader, the daemon's start or `status`, for
     /// ever; opened with `O_NONBLOCK`, its open does not wait for a writer either.
-    private static func openRegular(_ path: String, followingLinks: Bool = false) throws -> FileDescriptor {
-        let file = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | (followingLinks ? 0 : O_NOFOLLOW))
+    /// The file at `path`, open, when it is a regular file: a caller that checks the file
+    /// (its mode) and reads it through one descriptor checks what it reads.
+    public static func openRegular(_ path: String, followingLinks: Bool = false) throws -> FileDescriptor {
+        let file = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | (followingLinks ? 0 : O_NOFOLLOW))
         guard try file.fstat().st_mode & S_IFMT == S_IFREG else { throw NotARegularFile(path: path) }
         return file
     }

@@ -233,6 +233,13 @@ public enum Syscall {
         return info
     }
 
+    /// Where the link at `path` points (its text, up to 4 KiB).
+    public static func readLink(_ path: String) throws -> String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = try retrying("readlink", path) { Glibc.readlink(path, &buffer, buffer.count) }
+        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// `stat`: links followed.
     public static func statFollowingLinks(_ path: String) throws -> stat {
         var info = stat()

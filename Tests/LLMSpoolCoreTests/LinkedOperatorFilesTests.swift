@@ -44,10 +44,26 @@ import Testing
         let config = try Config.parse(Array(#"{"endpoints": [{"base_url": "http://127.0.0.1:1/v1", "api_key_file": "\#(key)"}]}"#.utf8), source: "c.json")
         var said = ""
         do { _ = try config.resolvedEndpoints(environment: [:]) } catch { said = "\(error)" }
-        #expect(said == "api_key_file \(key) is readable by other users; run: chmod 600 \(key)", "\(said)")
+        #expect(said == "api_key_file \(key) (a link to \(folder)/data/key) is readable by other users; run: chmod 600 \(key)"
+            + " (a Kubernetes secret: defaultMode 0400 in its volume)", "\(said)")
         let writable = try link(try write("{}", "open.json", mode: 0o666), as: "open.json")
         said = ""
         do { _ = try Config.load(path: writable) } catch { said = "\(error)" }
-        #expect(said.hasPrefix("config \(writable) is writable by other users"), "\(said)")
+        #expect(said.hasPrefix("config \(writable) (a link to \(folder)/data/open.json) is writable by other users"), "\(said)")
+    }
+
+    /// The key's own check, alone: a link (mode 0777 itself) to a key only its owner reads
+    /// is accepted; a link that leads nowhere says so.
+    @Test func aLinkToAPrivateKeyIsTakenAndADanglingOneIsNamed() throws {
+        try FileManager.default.createDirectory(atPath: folder + "/data", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let key = try link(try write("sk-private\n", "key", mode: 0o600), as: "key")
+        let config = try Config.parse(Array(#"{"endpoints": [{"base_url": "http://127.0.0.1:1/v1", "api_key_file": "\#(key)"}]}"#.utf8), source: "c.json")
+        #expect(try config.resolvedEndpoints(environment: [:]).first?.apiKey == Secret("sk-private"))
+        let dangling = try link(folder + "/data/missing", as: "dangling")
+        let broken = try Config.parse(Array(#"{"endpoints": [{"base_url": "http://127.0.0.1:1/v1", "api_key_file": "\#(dangling)"}]}"#.utf8), source: "c.json")
+        var said = ""
+        do { _ = try broken.resolvedEndpoints(environment: [:]) } catch { said = "\(error)" }
+        #expect(said.hasPrefix("cannot read api_key_file: open \(dangling): No such file"), "\(said)")
     }
 }

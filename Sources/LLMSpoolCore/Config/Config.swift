@@ -145,14 +145,17 @@ public struct Config: Sendable, Equatable {
     /// Reads a JSON config file; unknown keys and wrong types are errors that name the key.
     /// A file other users can write is refused: it decides where the API key is sent.
     public static func load(path: String, base: Config = Config()) throws -> Config {
-        // Not refused here when it cannot be looked at: reading it below names the problem.
-        // A link is followed (NixOS's /etc is links into its store): the file it leads to is looked at.
-        if let info = try? Syscall.statFollowingLinks(path), info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o022 != 0 {
-            throw ConfigError("config \(path) is writable by other users, and it decides where the API key is sent; run: chmod go-w \(path)")
-        }
+        // A link is followed (NixOS's /etc is links into its store); the file it leads to is
+        // checked and read through one descriptor, so that what is checked is what is read.
         let bytes: [UInt8]
         do {
-            bytes = try FileReader.prefix(path: path, limit: 1 << 20, followingLinks: true)
+            let file = try FileReader.openRegular(path, followingLinks: true)
+            if try file.fstat().st_mode & 0o022 != 0 {
+                throw ConfigError("config \(path)\(linkNote(path)) is writable by other users, and it decides where the API key is sent; run: chmod go-w \(path)")
+            }
+            bytes = try FileReader.prefix(fd: file.rawValue, path: path, limit: 1 << 20)
+        } catch let error as ConfigError {
+            throw error
         } catch {
             throw ConfigError("cannot read config \(path): \(error)")
         }
@@ -450,18 +453,35 @@ public struct EndpointSettings: Sendable, Equatable {
     }
 
     static func readKeyFile(_ path: String) throws -> Secret {
-        let info: stat
-        // A Kubernetes secret is a link (`key -> ..data/key`): the file it leads to is looked at.
-        do { info = try Syscall.statFollowingLinks(path) } catch { throw ConfigError("cannot read api_key_file: \(error)") }
-        if info.st_mode & 0o077 != 0 {
-            throw ConfigError("api_key_file \(path) is readable by other users; run: chmod 600 \(path)")
-        }
+        // A Kubernetes secret is a link (`key -> ..data/key`); the file it leads to is checked
+        // and read through one descriptor, so that what is checked is what is read.
         let bytes: [UInt8]
-        do { bytes = try FileReader.prefix(path: path, limit: 64 * 1024, followingLinks: true) } catch { throw ConfigError("cannot read api_key_file: \(error)") }
+        do {
+            let file = try FileReader.openRegular(path, followingLinks: true)
+            if try file.fstat().st_mode & 0o077 != 0 {
+                // A secret volume is read-only: its mode is set where it is mounted.
+                throw ConfigError("api_key_file \(path)\(linkNote(path)) is readable by other users; run: chmod 600 \(path)"
+                    + " (a Kubernetes secret: defaultMode 0400 in its volume)")
+            }
+            bytes = try FileReader.prefix(fd: file.rawValue, path: path, limit: 64 * 1024)
+        } catch let error as ConfigError {
+            throw error
+        } catch {
+            throw ConfigError("cannot read api_key_file: \(error)")
+        }
         let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if text.isEmpty { throw ConfigError("api_key_file \(path) is empty") }
         return Secret(text)
     }
+}
+
+/// " (a link to <target>)" when `path` is a symbolic link, for messages about the file it
+/// leads to: the link itself shows as readable by everyone.
+func linkNote(_ path: String) -> String {
+    guard let info = try? Syscall.lstat(path), info.st_mode & S_IFMT == S_IFLNK else { return "" }
+    // The note only explains; a link that cannot be read is named without it.
+    guard let target = try? Syscall.readLink(path) else { return "" }
+    return " (a link to \(target))"
 }
 
 /// Where requests go, with which key, under which limits.
