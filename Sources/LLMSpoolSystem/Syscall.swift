@@ -233,6 +233,11 @@ public enum Syscall {
         return info
     }
 
+    /// `statfs`'s `f_type` of the filesystem holding `path` (links followed).
+    public static func fileSystemType(_ path: String) throws -> Int64 {
+        Int64(try retrying("statfs", path) { llms_filesystem_type(path) })
+    }
+
     /// Where the link at `path` points (its text, up to 4 KiB).
     public static func readLink(_ path: String) throws -> String {
         var buffer = [CChar](repeating: 0, count: 4096)

@@ -566,7 +566,7 @@ struct NetworkSpoolTests {
         } catch {
             throw HarnessError("\(error); daemon log:\n\(harness.extraLog("d1").split(separator: "\n").suffix(40).joined(separator: "\n"))")
         }
-        // Said by the status thread, within a second of the move.
+        // Said by the status thread once it holds the new mount's locks.
         try waitUntil("the move is logged", timeout: 10) { harness.extraLog("d1").contains("the spool's filesystem was mounted again") }
         let arrivals = try harness.stubArrivalPaths().map(\.prompt)
         for index in 0..<3 {

@@ -102,10 +102,12 @@ import Testing
 
     /// A file renamed within `outgoing` while its writer still writes it (a producer that
     /// names its file early) keeps its writer: read at the close, not at the rename.
-    @Test func aFileRenamedWhileItsWriterHoldsItOpenIsReadAtTheClose() throws {
+    /// A producer's hidden temporary renamed into place before it is closed, alike.
+    @Test(arguments: ["early.md", ".early.md.tmp"])
+    func aFileRenamedWhileItsWriterHoldsItOpenIsReadAtTheClose(firstName: String) throws {
         let prompt = "renamed while written"
         try expectSentOnce("via-rename-open", prompt: prompt, suffix: ".md") { harness, path in
-            let first = "\(harness.layout.outgoing)/early.md"
+            let first = "\(harness.layout.outgoing)/\(firstName)"
             let fd = open(first, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
             guard fd >= 0 else { throw HarnessError("cannot open \(first): errno \(errno)") }
             defer { close(fd) }

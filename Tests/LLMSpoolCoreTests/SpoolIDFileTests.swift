@@ -11,41 +11,67 @@ import Testing
         return layout
     }
 
+    let logger = Logger(minimum: .error)
+
     @Test func theFirstStartMakesTheIDAndLaterStartsReadIt() throws {
         let layout = try spool()
         defer { try? FileManager.default.removeItem(atPath: layout.root) }
-        let logger = Logger(minimum: .error)
         let made = try SpoolIDFile.readOrMake(layout, logger: logger)
-        #expect(made.utf8.count == 32)
+        #expect(SpoolID.parse(Array(made.utf8)) == made)
         #expect(try SpoolIDFile.readOrMake(layout, logger: logger) == made)
-        #expect(try SpoolIDFile.read(layout.spoolIDFile) == .id(made))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: layout.state).filter { $0.hasPrefix(".spool-id.") }.isEmpty, "no temporary left")
+        #expect(SpoolIDFile.read(layout.spoolIDFile) == .id(made))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: layout.state).filter { $0.contains("spool-id.") }.isEmpty, "no temporary left")
         let other = try spool()
         defer { try? FileManager.default.removeItem(atPath: other.root) }
         #expect(try SpoolIDFile.readOrMake(other, logger: logger) != made, "each spool its own")
     }
 
-    @Test(arguments: ["", "not an id\n", "ABCDEF0123456789ABCDEF0123456789", String(repeating: "a", count: 65), "0123456789abcdef\n\n\n"])
-    func whatIsNoIDIsMadeAgain(content: String) throws {
+    /// Daemons starting together on one spool all end with the same id.
+    @Test func startsTogetherAgreeOnOneID() async throws {
         let layout = try spool()
         defer { try? FileManager.default.removeItem(atPath: layout.root) }
-        try DurableFile.write(Array(content.utf8), to: layout.spoolIDFile, syncDirectory: false)
-        #expect(try SpoolIDFile.read(layout.spoolIDFile) == .unusable)
-        let made = try SpoolIDFile.readOrMake(layout, logger: Logger(minimum: .error))
-        #expect(try SpoolIDFile.read(layout.spoolIDFile) == .id(made))
+        let logger = self.logger
+        let ids = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<8 { group.addTask { try SpoolIDFile.readOrMake(layout, logger: logger) } }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        #expect(ids.count == 1, "\(ids)")
     }
 
-    @Test func noFileIsNoID() throws {
+    @Test func whatHoldsNoIDIsSetAsideAndMadeAgain() throws {
         let layout = try spool()
         defer { try? FileManager.default.removeItem(atPath: layout.root) }
-        #expect(try SpoolIDFile.read(layout.spoolIDFile) == nil)
+        try DurableFile.write(Array("not an id\n".utf8), to: layout.spoolIDFile, syncDirectory: false)
+        #expect(SpoolIDFile.read(layout.spoolIDFile) == .unusable)
+        let made = try SpoolIDFile.readOrMake(layout, logger: logger)
+        #expect(SpoolIDFile.read(layout.spoolIDFile) == .id(made))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: layout.state).filter { $0.hasPrefix(".spool-id.unusable.") }.count == 1)
     }
 
     @Test func aLinkIsNotReadAsTheID() throws {
         let layout = try spool()
         defer { try? FileManager.default.removeItem(atPath: layout.root) }
-        try DurableFile.write(Array("0123456789abcdef0123456789abcdef".utf8), to: layout.root + "/elsewhere", syncDirectory: false)
+        try DurableFile.write(SpoolID.fileContent("0123456789abcdef0123456789abcdef"), to: layout.root + "/elsewhere", syncDirectory: false)
         #expect(symlink(layout.root + "/elsewhere", layout.spoolIDFile) == 0)
-        #expect(throws: SystemError.self) { try SpoolIDFile.read(layout.spoolIDFile) }
+        guard case .unreadable = SpoolIDFile.read(layout.spoolIDFile) else {
+            Issue.record("a link was read as the id")
+            return
+        }
+    }
+
+    /// `rm -rf state` while the daemon runs: the id comes back, so a later remount is
+    /// still followed; another daemon's new id is taken up.
+    @Test func theStatusThreadKeepsTheID() throws {
+        let layout = try spool()
+        defer { try? FileManager.default.removeItem(atPath: layout.root) }
+        let made = try SpoolIDFile.readOrMake(layout, logger: logger)
+        let pinned = try layout.pinnedNow(spoolID: made)
+        let pin = try #require(pinned.rootPin as? SharedRootPin)
+        try Syscall.unlink(layout.spoolIDFile)
+        SpoolIDFile.keep(pinned, pin: pin, logger: logger)
+        #expect(SpoolIDFile.read(layout.spoolIDFile) == .id(made))
+        try DurableFile.write(SpoolID.fileContent("fedcba9876543210fedcba9876543210"), to: layout.spoolIDFile, syncDirectory: false)
+        SpoolIDFile.keep(pinned, pin: pin, logger: logger)
+        #expect(pin.identity.spoolID == "fedcba9876543210fedcba9876543210")
     }
 }

@@ -1,37 +1,69 @@
 import LLMSpoolModel
 import Testing
 
-@Suite struct SpoolRootPinTests {
-    let start = SpoolRootPin.Place(device: 41, inode: 7)
-    let remounted = SpoolRootPin.Place(device: 57, inode: 7)
+@Suite struct SpoolRootIdentityTests {
+    static let fuse: Int64 = 0x6573_5546
+    let pinned = SpoolRootIdentity(place: .init(device: 41, inode: 7), fileSystemType: SpoolRootIdentityTests.fuse, isMountRoot: true, spoolID: "abc")
+    let remounted = SpoolRootIdentity.Place(device: 57, inode: 7)
 
-    @Test func theRootWhereItWasIsTheSameWithoutReadingTheID() {
-        let pin = SpoolRootPin(device: 41, inode: 7, spoolID: "abc")
-        var reads = 0
-        #expect(pin.judge(start) { reads += 1; return "abc" } == .same)
-        #expect(reads == 0, "the id is read only when the root moved")
+    @Test func theRootWhereItWasIsTheSameWithoutLookingFurther() {
+        var looks = 0
+        #expect(pinned.judge(.init(device: 41, inode: 7)) { looks += 1; return (Self.fuse, true, .id("abc")) } == .same)
+        #expect(looks == 0, "the id is read only when the root moved")
     }
 
-    @Test(arguments: [("abc", SpoolRootPin.Judgement.mountedAgain), ("xyz", .elsewhere), (nil, .elsewhere)] as [(String?, SpoolRootPin.Judgement)])
-    func aRootElsewhereIsThisSpoolOnlyByItsID(found: String?, judgement: SpoolRootPin.Judgement) {
-        let pin = SpoolRootPin(device: 41, inode: 7, spoolID: "abc")
-        #expect(pin.judge(remounted) { found } == judgement)
+    @Test func theSameSpoolOnTheSameKindOfMountIsMountedAgain() {
+        #expect(pinned.judge(remounted) { (Self.fuse, true, .id("abc")) } == .mountedAgain)
+    }
+
+    @Test(arguments: [
+        (SpoolRootIdentity.IDRead.id("xyz"), "another spool's"),
+        (.missing, "no state/.spool-id"),
+        (.unusable, "holds no id"),
+        (.unreadable("EIO"), "cannot be read (EIO)"),
+    ])
+    func anotherIDOrNoneIsElsewhereAndSaysWhy(read: SpoolRootIdentity.IDRead, words: String) {
+        guard case .elsewhere(let why) = pinned.judge(remounted, candidate: { (Self.fuse, true, read) }) else {
+            Issue.record("not held")
+            return
+        }
+        #expect(why.contains(words), "\(why)")
+    }
+
+    /// A copy of the spool left on the disk under the mount point has the same id: what
+    /// it is tells it from the share.
+    @Test func aCopyUnderTheMountPointIsNotTheSpool() {
+        let ext4: Int64 = 0xEF53
+        guard case .elsewhere(let why) = pinned.judge(remounted, candidate: { (ext4, false, .id("abc")) }) else {
+            Issue.record("a copy on another filesystem was followed")
+            return
+        }
+        #expect(why.contains("another kind of filesystem"))
+        guard case .elsewhere(let other) = pinned.judge(remounted, candidate: { (Self.fuse, false, .id("abc")) }) else {
+            Issue.record("a root that is no mount point was followed")
+            return
+        }
+        #expect(other.contains("not a mount point"))
     }
 
     @Test func aPinWithoutAnIDNeverFollows() {
-        let pin = SpoolRootPin(device: 41, inode: 7, spoolID: nil)
-        #expect(pin.judge(remounted) { "abc" } == .elsewhere)
+        var unknown = pinned
+        unknown.spoolID = nil
+        #expect(unknown.judge(remounted) { (Self.fuse, true, .id("abc")) } == .elsewhere("the spool's id was not known at start"))
+    }
+}
+
+@Suite struct SpoolIDTests {
+    @Test func anIDIsThirtyTwoLowercaseHexDigitsAndANewline() {
+        let id = SpoolID.format(0x0123_4567_89ab_cdef, 0xf)
+        #expect(id == "0123456789abcdef000000000000000f")
+        #expect(SpoolID.parse(SpoolID.fileContent(id)) == id)
+        #expect(SpoolID.parse(Array(id.utf8)) == id, "the newline may be missing")
     }
 
-    @Test func aMoveIsSeenByEveryCopyOfTheLayoutAndCountedOnce() {
-        let pin = SpoolRootPin(device: 41, inode: 7, spoolID: "abc")
-        let layout = SpoolLayout(root: "/spool").pinned(to: pin)
-        let copy = layout
-        pin.move(to: remounted)
-        pin.move(to: remounted)
-        #expect(copy.rootPin?.place == remounted)
-        #expect(pin.moves == 1, "moving to where it is already is no move")
-        #expect(pin.judge(remounted) { nil } == .same)
-        #expect(pin.judge(start) { nil } == .elsewhere, "the old mount is not the spool any more")
+    @Test(arguments: ["", "\n", "0123456789abcdef", "0123456789ABCDEF0123456789ABCDEF", "0123456789abcdef 0123456789abcdef",
+                      "0123456789abcdef0123456789abcdef0", "0123456789abcdef0123456789abcdef\n\n", "0123456789abcdef012345678\n9abcdef"])
+    func anythingElseIsNoID(text: String) {
+        #expect(SpoolID.parse(Array(text.utf8)) == nil)
     }
 }

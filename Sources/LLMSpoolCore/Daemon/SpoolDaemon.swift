@@ -343,14 +343,19 @@ public final class SpoolDaemon: Sendable {
             if let leases { DaemonRoster.removeDeadIncarnations(layout, host: leases.hostID, myPID: getpid(), logger: logger) }
         }
         NamedThread.start("status") { [self] in
-            var movesSeen = 0
+            var lastIDLook = TransferEngine.monotonic()
             while !statusStop.load(ordering: .relaxed) {
                 // Nothing of the daemon's is written through names that lead outside the
                 // spool (`SpoolLayout.integrityProblem`): no lock file, roster entry or live status there.
                 let elsewhere = layout.integrityProblem()
-                if let pin = layout.rootPin, pin.moves != movesSeen {
-                    movesSeen = pin.moves
-                    followedToANewMount(pin)
+                // This thread alone moves the pin, once it holds the new mount's locks.
+                if let pin = layout.rootPin as? SharedRootPin {
+                    if let proposed = pin.proposed {
+                        takeMountedAgain(pin, at: proposed)
+                    } else if elsewhere == nil, TransferEngine.monotonic() - lastIDLook >= SpoolDaemon.spoolIDLookSeconds {
+                        lastIDLook = TransferEngine.monotonic()
+                        SpoolIDFile.keep(layout, pin: pin, logger: logger)
+                    }
                 }
                 if let elsewhere {
                     if notifier.enabled {
@@ -478,18 +483,47 @@ public final class SpoolDaemon: Sendable {
         spoolRootLock.withLock { $0 = lock }
     }
 
-    /// The spool's share was mounted again and the pin followed it (`SpoolRootPin`): said
-    /// once, and the new root locked as the old one was. Another daemon that locked it
+    /// How often the status thread looks at `state/.spool-id` (`SpoolIDFile.keep`).
+    static let spoolIDLookSeconds = 10.0
+
+    /// The spool's share was found mounted again at `place` (`SpoolRootPin`): its root and
+    /// lock file there are locked as the old ones were, and only then does the pin move, so
+    /// that nothing is sent through the new mount while a second daemon could start there
+    /// (the old mount's locks mean nothing on the new one). Another daemon that locked it
     /// meanwhile would send every request beside this one: this one stops.
-    private func followedToANewMount(_ pin: SpoolRootPin) {
-        logger.warning("the spool's filesystem was mounted again: the same spool (by its id) at a new place; carrying on",
-                       ["path": LogValue(layout.root), "now": LogValue(pin.place.description), "spool_id_file": LogValue(layout.spoolIDFile)])
+    private func takeMountedAgain(_ pin: SharedRootPin, at place: SpoolRootIdentity.Place) {
+        let shared = leases != nil
         do {
-            try lockRoot(shared: leases != nil)
-        } catch {
-            logger.error("another daemon locked this spool's folder on its new mount; this one stops, or both would send every request",
-                         ["path": LogValue(layout.root), "reason": "\(error)"])
+            // Opened, then looked at: the folder locked must be the one proposed.
+            let folder = try FileDescriptor.open(layout.root, O_RDONLY | O_DIRECTORY)
+            let info = try folder.fstat()
+            guard SpoolRootIdentity.Place(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) == place else {
+                pin.dropProposal()
+                return
+            }
+            do {
+                try Syscall.flock(folder.rawValue, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB, path: layout.root)
+            } catch let error as SystemError where error.errno == EWOULDBLOCK {
+                throw lockRefusal(shared: shared, locked: layout.root)
+            } catch {
+                logger.info("the spool's folder cannot be locked here; its lock file alone keeps a second daemon off", ["path": LogValue(layout.root),
+                                                                                                                       "reason": "\(error)"])
+            }
+            try lockFile(shared: shared)
+            let lock = DescriptorOwner(folder)
+            spoolRootLock.withLock { $0 = lock }
+            pin.move(to: place)
+            logger.warning("the spool's filesystem was mounted again: the same spool (by its id) at a new place; carrying on",
+                           ["path": LogValue(layout.root), "now": LogValue(place.description)])
+            // Requests held while the move was pending wait the longest backoff otherwise.
+            engine.post(.sendNow(id: nil))
+        } catch let refusal as ConfigError {
+            logger.error("another daemon locked this spool on its new mount; this one stops, or both would send every request",
+                         ["path": LogValue(layout.root), "reason": LogValue(refusal.description)])
             kill(getpid(), SIGTERM)
+        } catch {
+            logger.warning("cannot lock the spool on its new mount yet; trying again in a second", ["path": LogValue(layout.root), "reason": "\(error)"])
+            pin.dropProposal()
         }
     }
 

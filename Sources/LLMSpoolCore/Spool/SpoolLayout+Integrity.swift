@@ -18,7 +18,14 @@ extension SpoolLayout {
     public func pinnedNow(spoolID: String?) throws -> SpoolLayout {
         let info = try Syscall.statFollowingLinks(root)
         guard info.st_mode & S_IFMT == S_IFDIR else { throw SystemError(errno: ENOTDIR, call: "stat", path: root) }
-        return pinned(to: SpoolRootPin(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), spoolID: spoolID))
+        let identity = SpoolRootIdentity(place: SpoolRootIdentity.Place(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)),
+                                         fileSystemType: try Syscall.fileSystemType(root), isMountRoot: try isMountRoot(info), spoolID: spoolID)
+        return pinned(to: SharedRootPin(identity))
+    }
+
+    /// Whether the root (as `info` says) is the root of a mount: its parent is on another device.
+    private func isMountRoot(_ info: stat) throws -> Bool {
+        try Syscall.statFollowingLinks(root + "/..").st_dev != info.st_dev
     }
 
     /// Why nothing may be written through the spool's names now, or nil. The root must be
@@ -33,8 +40,13 @@ extension SpoolLayout {
 
     /// `integrityProblem` and the missing ones of `folders`, with one look at each.
     public func inspectFolders(_ folders: [String]? = nil) -> FolderInspection {
+        inspectFolders(folders, rootChecked: false)
+    }
+
+    /// `rootChecked`: the folders alone, under a root already looked at.
+    private func inspectFolders(_ folders: [String]?, rootChecked: Bool) -> FolderInspection {
         var inspection = FolderInspection()
-        if let rootPin {
+        if !rootChecked, let rootPin {
             let info: stat
             do {
                 info = try Syscall.statFollowingLinks(root)
@@ -45,26 +57,9 @@ extension SpoolLayout {
                 inspection.problem = "the spool's root \(root) cannot be looked at (\(error)); nothing is written or sent until it can"
                 return inspection
             }
-            let seen = SpoolRootPin.Place(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
-            let judgement = info.st_mode & S_IFMT != S_IFDIR ? .elsewhere : rootPin.judge(seen) {
-                // Read only when the root moved. One that cannot be read is no id: the spool
-                // stays held, and the problem below says so.
-                do {
-                    guard case .id(let id)? = try SpoolIDFile.read(spoolIDFile) else { return nil }
-                    return id
-                } catch {
-                    return nil
-                }
-            }
-            switch judgement {
-            case .same:
-                break
-            case .mountedAgain:
-                // The same spool on a new mount (a share mounted again): the status thread
-                // logs it and locks the new root.
-                rootPin.move(to: seen)
-            case .elsewhere:
-                inspection.problem = "the spool's root \(root) is not the folder the daemon started with (replaced by a link or another folder, or another filesystem mounted there); nothing is written or sent until it is back (a new folder needs a restart)"
+            let seen = SpoolRootIdentity.Place(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+            if info.st_mode & S_IFMT != S_IFDIR || seen != rootPin.identity.place {
+                inspection.problem = rootElsewhere(info, seen, rootPin)
                 return inspection
             }
         }
@@ -90,6 +85,38 @@ extension SpoolLayout {
             return inspection
         }
         return inspection
+    }
+
+    /// Why the root found at another place than the pin's holds the spool: another folder,
+    /// or this spool mounted again, proposed to the pin's owner (which locks it there, then
+    /// moves the pin). Every top folder is looked at before the id is read through `state`:
+    /// a folder whose `state` is a link to the real spool's is not taken for it.
+    private func rootElsewhere(_ info: stat, _ seen: SpoolRootIdentity.Place, _ pin: any SpoolRootPin) -> String {
+        let held = "nothing is written or sent until it is back (a new folder needs a restart)"
+        guard info.st_mode & S_IFMT == S_IFDIR else { return "the spool's root \(root) is not a folder now; \(held)" }
+        var judgement: SpoolRootIdentity.Judgement = .elsewhere("its folders are not the spool's")
+        if inspectFolders(topFolders, rootChecked: true).problem == nil {
+            judgement = pin.identity.judge(seen) {
+                let type: Int64
+                let mountRoot: Bool
+                do {
+                    type = try Syscall.fileSystemType(root)
+                    mountRoot = try isMountRoot(info)
+                } catch {
+                    return (-1, false, .unreadable("\(error)"))
+                }
+                return (type, mountRoot, SpoolIDFile.read(spoolIDFile))
+            }
+        }
+        switch judgement {
+        case .same:
+            return "the spool's root \(root) moved while it was looked at; nothing is written or sent until the next look"
+        case .mountedAgain:
+            pin.propose(seen)
+            return "the spool's filesystem was mounted again (the same spool, by its id, at \(seen)); nothing is written or sent until this daemon has locked it there (within a second)"
+        case .elsewhere(let why):
+            return "the spool's root \(root) is not the folder the daemon started with (\(why)): replaced by a link or another folder, or another filesystem mounted there; \(held)"
+        }
     }
 
     /// Requests move from `outgoing` into `failed` (and `hold`) by rename, which cannot

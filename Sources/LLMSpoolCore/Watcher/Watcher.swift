@@ -228,8 +228,11 @@ public final class Watcher: @unchecked Sendable {
         let raw = Array(UnsafeRawBufferPointer(start: pointer, count: strlen(pointer)))
         if mask & UInt32(IN_CLOSE_WRITE) != 0 {
             guard RequestName.isUTF8(raw) else { return considerRaw(raw, force: true) }
-            // A file made with O_TMPFILE closes as `#<inode>`: read under the name it was linked in as.
-            guard let name = writers.closed(String(decoding: raw, as: UTF8.self)) else { return }
+            let closed = String(decoding: raw, as: UTF8.self)
+            // A file made with O_TMPFILE closes as `#<inode>`: read under the name it was
+            // linked in as. A file a producer named so is no such close (nor a request).
+            if OpenWriters.anonymousInode(closed) != nil, Syscall.isPresent("\(layout.outgoing)/\(closed)") { return }
+            guard let name = writers.closed(closed) else { return }
             settling[name] = nil
             considerRaw(Array(name.utf8), force: true)
             return
@@ -245,8 +248,14 @@ public final class Watcher: @unchecked Sendable {
         if mask & UInt32(IN_CREATE) != 0 {
             // Links, FIFOs, sockets, devices and folders are never closed after writing:
             // creation is all they say. A regular file is read when its writer closes it.
-            // A hidden name is ignored whatever it is: a producer's temporary is not looked at.
-            if raw.first == UInt8(ascii: ".") { return }
+            // A hidden name is not looked at whatever it is (a producer's temporary), but its
+            // writer is kept: renamed into place while still open, it waits for the close.
+            if raw.first == UInt8(ascii: ".") {
+                if mask & UInt32(IN_ISDIR) == 0, RequestName.isUTF8(raw) {
+                    writers.created(String(decoding: raw, as: UTF8.self), inode: nil, now: Watcher.now())
+                }
+                return
+            }
             let path = Array(layout.outgoing.utf8) + [0x2F] + raw
             do {
                 let info = try Syscall.lstat(raw: path)
@@ -268,7 +277,7 @@ public final class Watcher: @unchecked Sendable {
         let name = String(decoding: raw, as: UTF8.self)
         if mask & UInt32(IN_MODIFY) != 0 {
             // Names that are not UTF-8 are renamed to a safe id, then tracked under it.
-            if raw.first != UInt8(ascii: "."), RequestName.isUTF8(raw) { writers.written(name, now: Watcher.now()) }
+            if RequestName.isUTF8(raw) { writers.written(name, now: Watcher.now()) }
             return
         }
         if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {

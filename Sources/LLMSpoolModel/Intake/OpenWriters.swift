@@ -110,7 +110,7 @@ public struct OpenWriters: Sendable {
 
     /// The inode in a name of the form `#<digits>`, the kernel's name for a file made with
     /// `O_TMPFILE`; nil for any other name.
-    static func anonymousInode(_ name: String) -> UInt64? {
+    public static func anonymousInode(_ name: String) -> UInt64? {
         guard name.first == "#", name.count > 1 else { return nil }
         let digits = name.dropFirst()
         guard digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }

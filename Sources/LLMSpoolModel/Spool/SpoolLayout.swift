@@ -50,7 +50,7 @@ public struct SpoolLayout: Sendable, Equatable {
     public let directoryMode: UInt32
     /// The root the running daemon started with (`pinned(to:)`); nil for the commands,
     /// which look once and need no pin.
-    public private(set) var rootPin: SpoolRootPin?
+    public private(set) var rootPin: (any SpoolRootPin)?
 
     public init(root: String, groupReadable: Bool = false) {
         var trimmed = root
@@ -61,10 +61,15 @@ public struct SpoolLayout: Sendable, Equatable {
     }
 
     /// The same layout, its root pinned: nothing is written through a root that is not `pin`.
-    public func pinned(to pin: SpoolRootPin) -> SpoolLayout {
+    public func pinned(to pin: any SpoolRootPin) -> SpoolLayout {
         var layout = self
         layout.rootPin = pin
         return layout
+    }
+
+    /// The same folder with the same modes, pinned to the same pin (or neither pinned).
+    public static func == (lhs: SpoolLayout, rhs: SpoolLayout) -> Bool {
+        lhs.root == rhs.root && lhs.fileMode == rhs.fileMode && lhs.directoryMode == rhs.directoryMode && lhs.rootPin === rhs.rootPin
     }
 
     /// The folders directly under the root that the daemon reads or writes through: none
