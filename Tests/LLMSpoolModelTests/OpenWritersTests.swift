@@ -40,6 +40,17 @@ import Testing
         #expect(writers.waitUntil("x.json", now: 1, grace: 60) == 60, "the file of inode 12 still waits")
     }
 
+    /// A producer that names a file `#<inode of another request>` and closes it (even
+    /// removed before its close) does not get that request read before its writer is done.
+    @Test func aFileMadeUnderAnInodesNameClosesAsItself() {
+        var writers = OpenWriters()
+        writers.created("victim.md", inode: 77, now: 0)
+        writers.created("#77", inode: 78, now: 1)
+        writers.forget("#77")
+        #expect(writers.closed("#77") == "#77")
+        #expect(writers.waitUntil("victim.md", now: 2, grace: 60) == 60, "the victim still waits for its own writer")
+    }
+
     @Test func writesToAFileWithoutANameRefreshTheNameItWasLinkedInAs() {
         var writers = OpenWriters()
         writers.written("#5", now: 0)

@@ -230,8 +230,7 @@ public final class Watcher: @unchecked Sendable {
             guard RequestName.isUTF8(raw) else { return considerRaw(raw, force: true) }
             let closed = String(decoding: raw, as: UTF8.self)
             // A file made with O_TMPFILE closes as `#<inode>`: read under the name it was
-            // linked in as. A file a producer named so is no such close (nor a request).
-            if OpenWriters.anonymousInode(closed) != nil, Syscall.isPresent("\(layout.outgoing)/\(closed)") { return }
+            // linked in as (a file a producer named so is its own, and no request).
             guard let name = writers.closed(closed) else { return }
             settling[name] = nil
             considerRaw(Array(name.utf8), force: true)
@@ -352,6 +351,9 @@ public final class Watcher: @unchecked Sendable {
     /// Looks at every name in `outgoing`. Ids the scheduler already holds cost nothing.
     private func scan(reason: String) {
         handleQueuedEvents()
+        // After the names are looked at (each says when it is read past its writer's
+        // grace): a writer whose close was never seen (lost with an overflow) is forgotten.
+        defer { writers.prune(now: Watcher.now(), grace: settings.openWriterGraceSeconds) }
         lastScan = Watcher.now()
         metrics.rescan(reason)
         let raws: [[UInt8]]

@@ -22,6 +22,10 @@ public struct OpenWriters: Sendable {
     }
 
     private var writers: [String: Writer] = [:]
+    /// Files a producer made under a name of the form `#<digits>`, by when: their closes are
+    /// their own, not an `O_TMPFILE` file's (a producer could otherwise name a file after
+    /// another request's inode and have that one read before its writer is done).
+    private var madeUnderAnonymousNames: [String: Double] = [:]
     /// A writer whose file was renamed away (IN_MOVED_FROM), kept for the IN_MOVED_TO of
     /// the same rename (its cookie) that names it again.
     private var departed: (cookie: UInt32, writer: Writer)?
@@ -34,6 +38,7 @@ public struct OpenWriters: Sendable {
     /// A regular file was made under `name` (IN_CREATE); `inode` as `lstat` saw it.
     public mutating func created(_ name: String, inode: UInt64?, now: Double) {
         writers[name] = Writer(inode: inode, lastWrite: now)
+        if OpenWriters.anonymousInode(name) != nil { madeUnderAnonymousNames[name] = now }
     }
 
     /// `name` was written (IN_MODIFY): a writer holds it open. `#<inode>` refreshes the
@@ -53,7 +58,7 @@ public struct OpenWriters: Sendable {
     /// read: `name` itself, or for `#<inode>` the name the file was linked in under, if
     /// one is known; nil when `#<inode>` matches none.
     public mutating func closed(_ name: String) -> String? {
-        if let inode = OpenWriters.anonymousInode(name) {
+        if let inode = OpenWriters.anonymousInode(name), madeUnderAnonymousNames[name] == nil {
             guard let linked = writers.first(where: { $0.value.inode == inode })?.key else { return nil }
             writers[linked] = nil
             return linked
@@ -87,6 +92,7 @@ public struct OpenWriters: Sendable {
     /// The folder was lost (removed, moved, unmounted): its names are gone.
     public mutating func forgetAll() {
         writers.removeAll()
+        madeUnderAnonymousNames.removeAll()
         departed = nil
     }
 
@@ -106,6 +112,7 @@ public struct OpenWriters: Sendable {
     /// otherwise keep its entry for ever.
     public mutating func prune(now: Double, grace: Double) {
         writers = writers.filter { $0.value.lastWrite + grace > now }
+        madeUnderAnonymousNames = madeUnderAnonymousNames.filter { $0.value + grace > now }
     }
 
     /// The inode in a name of the form `#<digits>`, the kernel's name for a file made with
