@@ -18,8 +18,16 @@ extension SpoolLayout {
     public func pinnedNow(spoolID: String?) throws -> SpoolLayout {
         let info = try Syscall.statFollowingLinks(root)
         guard info.st_mode & S_IFMT == S_IFDIR else { throw SystemError(errno: ENOTDIR, call: "stat", path: root) }
-        let identity = SpoolRootIdentity(place: SpoolRootIdentity.Place(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)),
-                                         fileSystemType: try Syscall.fileSystemType(root), isMountRoot: try isMountRoot(info), spoolID: spoolID)
+        let place = SpoolRootIdentity.Place(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        let identity: SpoolRootIdentity
+        do {
+            identity = SpoolRootIdentity(place: place, fileSystemType: try Syscall.fileSystemType(root), isMountRoot: try isMountRoot(info),
+                                         spoolID: spoolID)
+        } catch {
+            // A filesystem that cannot say what it is still runs the spool: the pin then
+            // never follows it to a new mount (no id), as before ids were kept.
+            identity = SpoolRootIdentity(place: place, fileSystemType: -1, isMountRoot: false, spoolID: nil)
+        }
         return pinned(to: SharedRootPin(identity))
     }
 
