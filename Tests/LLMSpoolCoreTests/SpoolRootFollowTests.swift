@@ -28,6 +28,12 @@ import Testing
         return (layout, try #require(layout.rootPin as? SharedRootPin))
     }
 
+    /// The spool moved aside to `<root>.old`, and a new folder with the spool's folders made under its name.
+    private func putANewFolderInItsPlace(_ layout: SpoolLayout) throws {
+        #expect(rename(layout.root, layout.root + ".old") == 0)
+        try SpoolLayout(root: layout.root).create()
+    }
+
     /// The spool put back as a copy of itself (restored, or the same share mounted again):
     /// proposed, held until taken, then trusted at its new place.
     @Test func theSameSpoolAtANewPlaceIsProposedThenFollowed() throws {
@@ -52,8 +58,7 @@ import Testing
     @Test func aFolderWhoseStateIsALinkToTheSpoolsIsNotTheSpool() throws {
         let (layout, pin) = try made()
         defer { try? Syscall.removeTree(base) }
-        #expect(rename(layout.root, layout.root + ".old") == 0)
-        try SpoolLayout(root: layout.root).create()
+        try putANewFolderInItsPlace(layout)
         try Syscall.removeTree(layout.state)
         #expect(symlink(layout.root + ".old/state", layout.state) == 0)
         let problem = layout.integrityProblem(of: [layout.incoming])
@@ -64,8 +69,7 @@ import Testing
     @Test func anotherSpoolIsHeldAndSaysWhy() throws {
         let (layout, pin) = try made()
         defer { try? Syscall.removeTree(base) }
-        #expect(rename(layout.root, layout.root + ".old") == 0)
-        try SpoolLayout(root: layout.root).create()
+        try putANewFolderInItsPlace(layout)
         let problem = layout.integrityProblem()
         #expect(problem?.contains("it has no state/.spool-id") == true, "\(problem ?? "nil")")
         _ = try SpoolIDFile.readOrMake(SpoolLayout(root: layout.root), logger: logger)

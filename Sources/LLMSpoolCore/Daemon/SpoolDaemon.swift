@@ -468,14 +468,7 @@ public final class SpoolDaemon: Sendable {
                                                                                                                           "reason": "\(error)"])
             return
         }
-        do {
-            try Syscall.flock(folder.rawValue, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB, path: root)
-        } catch let error as SystemError where error.errno == EWOULDBLOCK {
-            throw lockRefusal(shared: shared, locked: root)
-        } catch {
-            logger.info("the spool's folder cannot be locked here; its lock file alone keeps a second daemon off", ["path": LogValue(root),
-                                                                                                                   "reason": "\(error)"])
-        }
+        try lockFolder(folder, shared: shared)
         // Held open for the daemon's life, locked or not: a FUSE filesystem (sshfs) keeps
         // the root's inode number only while the kernel holds the inode, and the pin is
         // that number; an unmount that is not lazy is refused (EBUSY) while it is open.
@@ -501,14 +494,7 @@ public final class SpoolDaemon: Sendable {
                 pin.dropProposal()
                 return
             }
-            do {
-                try Syscall.flock(folder.rawValue, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB, path: layout.root)
-            } catch let error as SystemError where error.errno == EWOULDBLOCK {
-                throw lockRefusal(shared: shared, locked: layout.root)
-            } catch {
-                logger.info("the spool's folder cannot be locked here; its lock file alone keeps a second daemon off", ["path": LogValue(layout.root),
-                                                                                                                       "reason": "\(error)"])
-            }
+            try lockFolder(folder, shared: shared)
             try lockFile(shared: shared)
             let lock = DescriptorOwner(folder)
             spoolRootLock.withLock { $0 = lock }
@@ -524,6 +510,19 @@ public final class SpoolDaemon: Sendable {
         } catch {
             logger.warning("cannot lock the spool on its new mount yet; trying again in a second", ["path": LogValue(layout.root), "reason": "\(error)"])
             pin.dropProposal()
+        }
+    }
+
+    /// Locks the spool's root folder, open as `folder`; another daemon holding it is a
+    /// refusal, a filesystem that cannot lock folders leaves the lock file to do it alone.
+    private func lockFolder(_ folder: borrowing FileDescriptor, shared: Bool) throws {
+        do {
+            try Syscall.flock(folder.rawValue, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB, path: layout.root)
+        } catch let error as SystemError where error.errno == EWOULDBLOCK {
+            throw lockRefusal(shared: shared, locked: layout.root)
+        } catch {
+            logger.info("the spool's folder cannot be locked here; its lock file alone keeps a second daemon off", ["path": LogValue(layout.root),
+                                                                                                                   "reason": "\(error)"])
         }
     }
 
