@@ -14,6 +14,27 @@ public enum Timestamp {
     /// formatter goes through ICU under a lock, and records and the live status are
     /// written often, from several threads.
     public static func string(_ date: Date) -> String {
+        switch text(date) {
+        case .fixed(let bytes): String(decoding: bytes, as: UTF8.self)
+        case .other(let text): text
+        }
+    }
+
+    /// `string` as a JSON string, quotes included, for records written as bytes.
+    public static func quoted(_ date: Date) -> [UInt8] {
+        switch text(date) {
+        case .fixed(let bytes): [0x22] + bytes + [0x22]
+        case .other(let text): JSONWriter.quoted(text)
+        }
+    }
+
+    private enum Text {
+        /// The 24 bytes of a year within 0 to 9999.
+        case fixed([UInt8])
+        case other(String)
+    }
+
+    private static func text(_ date: Date) -> Text {
         // A time read from a file may be any number: one past a hundred million years either
         // way (or not a number) is written as that bound, never trapped on.
         let bound = 3.2e18
@@ -25,10 +46,10 @@ public enum Timestamp {
         guard gmtime_r(&seconds, &parts) != nil else {
             lock.lock()
             defer { lock.unlock() }
-            return formatter.string(from: date)
+            return .other(formatter.string(from: date))
         }
-        // Digits into a fixed buffer, one String made at the end: the live status formats
-        // one of these per transfer in flight every second.
+        // Digits into a fixed buffer: the live status formats one of these per transfer in
+        // flight every second.
         var bytes = [UInt8](repeating: 0, count: 24)
         func put(_ value: Int, _ width: Int, at offset: Int) {
             var rest = value
@@ -39,7 +60,7 @@ public enum Timestamp {
         }
         let year = Int(parts.tm_year) + 1900
         // The fixed layout holds years 0 to 9999; the others are written field by field.
-        guard (0...9999).contains(year) else { return fields(parts, year: year, fraction: fraction) }
+        guard (0...9999).contains(year) else { return .other(fields(parts, year: year, fraction: fraction)) }
         put(year, 4, at: 0)
         bytes[4] = UInt8(ascii: "-")
         put(Int(parts.tm_mon) + 1, 2, at: 5)
@@ -54,7 +75,7 @@ public enum Timestamp {
         bytes[19] = UInt8(ascii: ".")
         put(fraction, 3, at: 20)
         bytes[23] = UInt8(ascii: "Z")
-        return String(decoding: bytes, as: UTF8.self)
+        return .fixed(bytes)
     }
 
     /// The same text for a year outside 0-9999, each field padded to its width.

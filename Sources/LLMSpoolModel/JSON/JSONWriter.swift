@@ -3,8 +3,22 @@
 public enum JSONWriter {
     /// `value` as a JSON string, quotes included.
     public static func quoted(_ value: String) -> [UInt8] {
-        var out: [UInt8] = [0x22]
+        var out: [UInt8] = []
         out.reserveCapacity(value.utf8.count + 2)
+        appendQuoted(value, to: &out)
+        return out
+    }
+
+    /// Appends `value` as a JSON string, quotes included: control characters, quotes and
+    /// backslashes escaped (`\u001f`, lower-case hex), everything else as its UTF-8.
+    public static func appendQuoted(_ value: String, to out: inout [UInt8]) {
+        out.append(0x22)
+        // Ids, names and times rarely need an escape: then the bytes go in with one copy.
+        if !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+            out.append(contentsOf: value.utf8)
+            out.append(0x22)
+            return
+        }
         for byte in value.utf8 {
             switch byte {
             case 0x22: out += [0x5C, 0x22]
@@ -19,7 +33,27 @@ public enum JSONWriter {
             }
         }
         out.append(0x22)
-        return out
+    }
+
+    /// Appends `value` in decimal, as `"\(value)"` writes it, without making a string.
+    public static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
+        if value < 0 { out.append(0x2D) }
+        appendDecimal(value.magnitude, to: &out)
+    }
+
+    /// The same for an unsigned number.
+    public static func appendDecimal(_ value: UInt64, to out: inout [UInt8]) {
+        // Twenty digits hold UInt64.max; they are made from the last one.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
+            var index = 20
+            var rest = value
+            repeat {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+                rest /= 10
+            } while rest > 0
+            out.append(contentsOf: buffer[index...])
+        }
     }
 
     /// Valid JSON without the blanks between its tokens: an answer a server pretty-printed
