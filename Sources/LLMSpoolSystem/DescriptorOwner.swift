@@ -30,6 +30,15 @@ public final class DescriptorOwner: Sendable {
         held.withLock { $0 != nil }
     }
 
+    /// At most `limit` bytes from the file's start, read through the descriptor while it is
+    /// still here (its offset left alone); nil once taken.
+    public func readFromStart(limit: Int) throws -> [UInt8]? {
+        try held.withLock { file in
+            guard let fd = file?.rawValue else { return nil }
+            return try FileReader.prefixFromStart(fd: fd, path: path ?? "a held file", limit: limit)
+        }
+    }
+
     /// Holds `descriptor` in place of the one taken (closed if still here): a file's
     /// copy that took over from it.
     public func put(_ descriptor: consuming FileDescriptor) {

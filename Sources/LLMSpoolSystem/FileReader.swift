@@ -85,6 +85,21 @@ public struct FileReader {
         return file
     }
 
+    /// `prefix(fd:path:limit:)` from the file's start, by `pread`: a writer's descriptor
+    /// (its offset at the end) reads back what it wrote without a second open.
+    public static func prefixFromStart(fd: Int32, path: String, limit: Int) throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        defer { buffer.deallocate() }
+        while bytes.count < limit {
+            let count = try Syscall.pread(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(chunkSize, limit - bytes.count)]),
+                                          at: bytes.count, path: path)
+            if count == 0 { break }
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+        }
+        return bytes
+    }
+
     /// Reads until `limit` bytes or the end, whichever comes first: a file larger than the
     /// limit (a sparse one of terabytes) is not read past it.
     public static func prefix(fd: Int32, path: String, limit: Int) throws -> [UInt8] {

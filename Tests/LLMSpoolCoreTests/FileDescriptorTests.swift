@@ -110,6 +110,21 @@ import Testing
         #expect(target(number) == nil)
     }
 
+    @Test func anOwnerReadsItsFileFromTheStartLeavingTheWritersOffset() throws {
+        defer { unlink(path) }
+        let file = try FileDescriptor.open(path, O_RDWR | O_APPEND)
+        // More than one read's worth, so that the chunks join in order.
+        let written = (0..<(FileReader.chunkSize + 100)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        try Syscall.writeAll(file.rawValue, written, path: path)
+        let number = file.rawValue
+        let owner = DescriptorOwner(file)
+        #expect(try owner.readFromStart(limit: 3) == [UInt8(ascii: "x"), 0, 7])
+        #expect(try owner.readFromStart(limit: .max) == [UInt8(ascii: "x")] + written)
+        #expect(lseek(number, 0, SEEK_CUR) == off_t(1 + written.count), "the writer's offset stays at the end")
+        owner.discard()
+        #expect(try owner.readFromStart(limit: 10) == nil, "nothing once the descriptor is gone")
+    }
+
     @Test func discardClosesAtOnce() throws {
         defer { unlink(path) }
         let number = try openHigh()

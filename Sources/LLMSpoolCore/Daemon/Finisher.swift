@@ -562,7 +562,14 @@ public final class Finisher: Sendable {
             var body: [UInt8] = outcome.heldBody ?? []
             if outcome.heldBody == nil {
                 do {
-                    body = try FileReader.prefix(path: partial, limit: Finisher.plainAnswerLimit)
+                    // Through the descriptor that wrote it when the engine held one (its name
+                    // was just given back if taken, `giveNamesAgain`): three calls fewer than
+                    // an open by name, and the bytes judged are the bytes published.
+                    if let held = outcome.partial, held.path == partial, let bytes = try held.readFromStart(limit: Finisher.plainAnswerLimit) {
+                        body = bytes
+                    } else {
+                        body = try FileReader.prefix(path: partial, limit: Finisher.plainAnswerLimit)
+                    }
                 } catch let error as SystemError where error.errno == ENOENT && outcome.bytesReceived == 0 {
                     // The `.partial` is created at the first byte: an empty answer has none. That
                     // is the endpoint's fault (malformed, counted by max_attempts), not the disk's.

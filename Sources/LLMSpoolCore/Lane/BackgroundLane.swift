@@ -1036,7 +1036,8 @@ public final class BackgroundLane: @unchecked Sendable {
         if case .response = ending {
             let partial = layout.partial(task.id)
             do {
-                let file = try FileDescriptor.open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: layout.fileMode)
+                // Readable too: the finisher judges the answer through this descriptor.
+                let file = try FileDescriptor.open(partial, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: layout.fileMode)
                 try file.writeAll(body)
                 written = DescriptorOwner(file)
             } catch {

@@ -16,8 +16,9 @@ public struct StreamResult: Sendable {
 
 /// Everything one HTTP attempt produced, handed from the event loop to the finisher.
 /// The `.partial`'s descriptor travels with it, when the engine held one open: the
-/// finisher takes it, fsyncs through it and closes it; if nobody does, it closes with
-/// the outcome's last copy.
+/// finisher reads the answer back through it (so it is open for reading and writing),
+/// takes it, fsyncs through it and closes it; if nobody does, it closes with the
+/// outcome's last copy.
 public struct AttemptOutcome: Sendable {
     public typealias Ending = AttemptEnding
 
