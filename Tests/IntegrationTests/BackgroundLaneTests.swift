@@ -103,9 +103,7 @@ import Testing
         let batchPrompt = usage.reduce(0) { $0 + ($1["prompt_tokens"] as? Int ?? 0) }
         let livePrompt = try #require(try harness.json(harness.layout.result("live"))["usage"] as? [String: Any])["prompt_tokens"] as? Int ?? 0
         #expect(batchPrompt > 0 && livePrompt > 0)
-        let portText = try #require(harness.log.range(of: #"serving metrics address=127\.0\.0\.1:0 port=\d+"#, options: .regularExpression)
-            .map { String(harness.log[$0].split(separator: "=").last!) })
-        let port = try #require(UInt16(portText))
+        let port = try harness.metricsPort()
         var metrics = ""
         try waitUntil("the lanes' tokens are counted", timeout: 10) {
             metrics = String(decoding: try LoopbackGet.body(port: port, path: "/metrics"), as: UTF8.self)

@@ -195,7 +195,10 @@ import Testing
         let harness = try Harness(tmpfsBytes: 4 << 20)
         defer { harness.stop() }
         try harness.startStub()
-        try harness.startDaemon(config: ["min_free_bytes": 0, "retry_initial_seconds": 0.2, "retry_max_seconds": 0.2, "max_attempts": 50])
+        try harness.startDaemon(config: ["min_free_bytes": 0, "retry_initial_seconds": 0.2, "retry_max_seconds": 0.2, "max_attempts": 50],
+                                arguments: ["--metrics", "127.0.0.1:0"])
+        let port = try harness.metricsPort()
+        let unwritable = #"llmspool_spool_held{reason="unwritable"}"#
         let prompt = "answered into a full disk"
         try harness.drop("full", Harness.request(prompt, stub: ["faults": [["header_delay_ms": 1_500]]]))
         try waitUntil("the request reached the stub", timeout: 20) { try harness.arrivals(of: prompt).count == 1 }
@@ -206,8 +209,10 @@ import Testing
         let held = Date()
         try waitUntil("three seconds of a full disk", timeout: 10) { Date().timeIntervalSince(held) > 3 }
         #expect(try harness.arrivals(of: prompt).count == 1, "nothing sent again while the disk has no room")
+        #expect(try harness.metric(unwritable, port: port) == 1, "the hold shows in the metrics")
         try Syscall.unlink(filler)
         try waitUntil("answered once there is room", timeout: 30) { exists(harness.layout.result("full")) }
+        try waitUntil("the hold leaves the metrics", timeout: 10) { try harness.metric(unwritable, port: port) == 0 }
         #expect(try harness.arrivals(of: prompt).count == 2)
         #expect(harness.log.components(separatedBy: "the spool can be written again").count - 1 == 1, "one trouble, one recovery")
     }

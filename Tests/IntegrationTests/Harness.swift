@@ -229,6 +229,22 @@ final class Harness: @unchecked Sendable {
 
     /// Sends SIGTERM and waits for the daemon to exit; returns its exit status.
     @discardableResult
+    /// The port the daemon's metrics listen on, as it logged it (`--metrics 127.0.0.1:0`).
+    func metricsPort() throws -> UInt16 {
+        let text = try #require(log.range(of: #"serving metrics address=127\.0\.0\.1:0 port=\d+"#, options: .regularExpression)
+            .map { String(log[$0].split(separator: "=").last!) })
+        return try #require(UInt16(text))
+    }
+
+    /// The value of the sample `series` (a name with its labels, as the text has it) in
+    /// the metrics now.
+    func metric(_ series: String, port: UInt16) throws -> Double {
+        let text = String(decoding: try LoopbackGet.body(port: port, path: "/metrics"), as: UTF8.self)
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(series + " ") }),
+              let value = Double(line.split(separator: " ").last!) else { throw HarnessError("no \(series) in the metrics") }
+        return value
+    }
+
     func stopDaemon() -> Int32 {
         guard let daemon else { return -1 }
         if daemon.isRunning { daemon.terminate() }

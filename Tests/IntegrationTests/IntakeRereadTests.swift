@@ -13,9 +13,7 @@ import Testing
         defer { harness.stop() }
         try harness.startStub()
         try harness.startDaemon(config: ["watch_mode": "inotify"], arguments: ["--metrics", "127.0.0.1:0"])
-        let portText = try #require(harness.log.range(of: #"serving metrics address=127\.0\.0\.1:0 port=\d+"#, options: .regularExpression)
-            .map { String(harness.log[$0].split(separator: "=").last!) })
-        let port = try #require(UInt16(portText))
+        let port = try harness.metricsPort()
         func reads() throws -> Int {
             let text = String(decoding: try LoopbackGet.body(port: port, path: "/metrics"), as: UTF8.self)
             guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("llmspool_watcher_reads_total ") }),

@@ -113,9 +113,7 @@ import Testing
             FileManager.default.fileExists(atPath: harness.layout.result("m1")) && FileManager.default.fileExists(atPath: harness.layout.result("m2"))
                 && FileManager.default.fileExists(atPath: harness.layout.errorRecord("m3"))
         }
-        let portText = try #require(harness.log.range(of: #"serving metrics address=127\.0\.0\.1:0 port=\d+"#, options: .regularExpression)
-            .map { String(harness.log[$0].split(separator: "=").last!) })
-        let port = try #require(UInt16(portText))
+        let port = try harness.metricsPort()
         var samples: [String: Double] = [:]
         try waitUntil("the counters settle", timeout: 10) {
             let text = String(decoding: try LoopbackGet.body(port: port, path: "/metrics"), as: UTF8.self)

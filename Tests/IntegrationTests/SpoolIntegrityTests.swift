@@ -57,6 +57,25 @@ import Testing
         try waitUntil("the request leaves outgoing", timeout: 10) { !FileManager.default.fileExists(atPath: harness.layout.request("swapped")) }
     }
 
+    @Test func aHeldSpoolShowsInTheMetricsUntilItIsBack() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(arguments: ["--metrics", "127.0.0.1:0"])
+        let port = try harness.metricsPort()
+        let elsewhere = #"llmspool_spool_held{reason="elsewhere"}"#
+        try waitUntil("the status thread reports", timeout: 10) { try harness.metric(elsewhere, port: port) == 0 }
+        #expect(try harness.metric(#"llmspool_spool_held{reason="unwritable"}"#, port: port) == 0)
+        let outside = harness.root + "/outside"
+        try Syscall.mkdir(outside, mode: 0o700)
+        try swapForLink(harness.layout.incoming, to: outside)
+        try waitUntil("the hold shows", timeout: 10) { try harness.metric(elsewhere, port: port) == 1 }
+        try putBack(harness.layout.incoming)
+        try waitUntil("the hold ends", timeout: 10) { try harness.metric(elsewhere, port: port) == 0 }
+        try harness.drop("after", Harness.request("after the hold"))
+        try waitUntil("a request is answered after the hold", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("after")) }
+    }
+
     /// Swapped after the request went out and before its first byte: the `.partial` is
     /// created by name at that byte, and one made outside the spool is taken back at once.
     @Test func anAnswerWhoseFirstByteComesAfterTheSwapLeavesNoFileOutside() throws {

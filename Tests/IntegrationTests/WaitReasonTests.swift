@@ -125,9 +125,7 @@ import Testing
         #expect(lines.first?.contains("until=") == true && lines.first?.contains("failures=3") == true, "\(lines)")
         #expect(!FileManager.default.fileExists(atPath: harness.layout.errorRecord("held")))
 
-        let portText = try #require(harness.log.range(of: #"serving metrics address=127\.0\.0\.1:0 port=\d+"#, options: .regularExpression)
-            .map { String(harness.log[$0].split(separator: "=").last!) })
-        let metrics = String(decoding: try LoopbackGet.body(port: try #require(UInt16(portText)), path: "/metrics"), as: UTF8.self)
+        let metrics = String(decoding: try LoopbackGet.body(port: try harness.metricsPort(), path: "/metrics"), as: UTF8.self)
         #expect(metrics.contains("llmspool_endpoint_cooldowns_total{endpoint=\"openai\"} 1\n"), "\(metrics)")
         #expect(metrics.contains("llmspool_endpoint_waiting{endpoint=\"openai\",cause=\"cooling-down\"} 1\n"), "\(metrics)")
         #expect(metrics.contains("llmspool_endpoint_attempts_total{endpoint=\"openai\",result=\"transport-error\"} 3\n"), "\(metrics)")

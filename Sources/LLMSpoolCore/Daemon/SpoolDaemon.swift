@@ -22,6 +22,8 @@ public final class SpoolDaemon: Sendable {
     /// How a success is committed here, decided once at start (`PublicationPlan.CommitOrder`).
     private let commitOrder: PublicationPlan.CommitOrder
     public let metrics: Metrics
+    /// Whether the last write of an outcome failed: shown by the metrics as a hold.
+    private let diskHealth: DiskHealth
     private let statusStop = Atomic<Bool>(false)
     /// The `flock` that keeps a second daemon without leases off this spool.
     private let spoolLock = Mutex<DescriptorOwner?>(nil)
@@ -162,6 +164,7 @@ public final class SpoolDaemon: Sendable {
         self.committer = committer
         self.hooks = hooks
         self.metrics = metrics
+        self.diskHealth = diskHealth
         self.notifier = notifier
         self.leases = leases
         self.control = ControlReader(layout: layout, shared: leases != nil, logger: logger) { [engine] event in engine.post(event) }
@@ -348,6 +351,7 @@ public final class SpoolDaemon: Sendable {
                 // Nothing of the daemon's is written through names that lead outside the
                 // spool (`SpoolLayout.integrityProblem`): no lock file, roster entry or live status there.
                 let elsewhere = layout.integrityProblem()
+                metrics.setHolds(elsewhere: elsewhere != nil, unwritable: diskHealth.isTroubled)
                 // This thread alone moves the pin, once it holds the new mount's locks.
                 if let pin = layout.rootPin as? SharedRootPin {
                     if let proposed = pin.proposed {

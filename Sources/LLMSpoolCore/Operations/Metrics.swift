@@ -56,6 +56,8 @@ public final class Metrics: Sendable {
     private let endpointGauges = Mutex<(inFlight: [String: Int], waits: [String: String], names: [String])>(([:], [:], []))
     /// The background lane's remote batches as the lane last showed them.
     private let remoteGauges = Mutex<[BackgroundLane.Progress]>([])
+    /// Why nothing is written or sent now, as the status thread last saw it.
+    private let holds = Mutex<(elsewhere: Bool, unwritable: Bool)>((false, false))
 
     public init() {}
 
@@ -132,6 +134,12 @@ public final class Metrics: Sendable {
 
     public func setGauges(queued: Int, inFlight: Int, deferred: Int) { gauges.withLock { $0 = (queued, inFlight, deferred) } }
 
+    /// `elsewhere`: the spool's names lead outside the spool the daemon started with
+    /// (`SpoolLayout.integrityProblem`); `unwritable`: a write of an outcome failed and no
+    /// probe write has succeeded since (`DiskHealth`). Either holds every request: an alert
+    /// on the gauge sees what the log says once.
+    public func setHolds(elsewhere: Bool, unwritable: Bool) { holds.withLock { $0 = (elsewhere, unwritable) } }
+
     /// Each endpoint's transfers in flight and, when it waits, the cause (all endpoints named,
     /// so that a gauge falls back to 0 rather than vanish).
     public func setEndpointGauges(names: [String], inFlight: [String: Int], waits: [String: String]) {
@@ -185,6 +193,11 @@ public final class Metrics: Sendable {
         out += "llmspool_queued \(gauge.queued)\n"
         family("llmspool_deferred", "gauge", "Requests waiting for a retry.")
         out += "llmspool_deferred \(gauge.deferred)\n"
+        let held = holds.withLock { $0 }
+        family("llmspool_spool_held", "gauge",
+               "1 while nothing is written or sent, by reason: elsewhere (the spool's folders are not the ones the daemon started with: unmounted, replaced, a folder swapped for a link), unwritable (a write of an outcome failed; no probe write has succeeded since).")
+        out += "llmspool_spool_held{reason=\"elsewhere\"} \(held.elsewhere ? 1 : 0)\n"
+        out += "llmspool_spool_held{reason=\"unwritable\"} \(held.unwritable ? 1 : 0)\n"
         family("llmspool_received_bytes_total", "counter", "Response bytes received.")
         out += "llmspool_received_bytes_total \(current.bytesIn)\n"
         family("llmspool_sent_bytes_total", "counter", "Request bytes sent.")

@@ -15,6 +15,11 @@ public final class DiskHealth: Sendable {
         troubled.store(true, ordering: .relaxed)
     }
 
+    /// Whether a write failed and no probe write has succeeded since: the next start probes first.
+    public var isTroubled: Bool {
+        troubled.load(ordering: .relaxed)
+    }
+
     /// Before a start: recreates missing folders, and after a failed write probes until a
     /// write succeeds. The reason to hold the start, or nil to go ahead.
     public func holdReason(_ layout: SpoolLayout, logger: Logger) -> String? {
