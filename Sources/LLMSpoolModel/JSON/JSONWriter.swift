@@ -11,7 +11,7 @@ public enum JSONWriter {
 
     /// Appends `value` as a JSON string, quotes included: control characters, quotes and
     /// backslashes escaped (`\u001f`, lower-case hex), everything else as its UTF-8.
-    public static func appendQuoted(_ value: String, to out: inout [UInt8]) {
+    @inlinable public static func appendQuoted(_ value: String, to out: inout [UInt8]) {
         out.append(0x22)
         // Ids, names and times rarely need an escape: then the bytes go in with one copy.
         if !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
@@ -36,13 +36,13 @@ public enum JSONWriter {
     }
 
     /// Appends `value` in decimal, as `"\(value)"` writes it, without making a string.
-    public static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
+    @inlinable public static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
         if value < 0 { out.append(0x2D) }
         appendDecimal(value.magnitude, to: &out)
     }
 
     /// The same for an unsigned number.
-    public static func appendDecimal(_ value: UInt64, to out: inout [UInt8]) {
+    @inlinable public static func appendDecimal(_ value: UInt64, to out: inout [UInt8]) {
         // Twenty digits hold UInt64.max; they are made from the last one.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
             var index = 20
