@@ -57,7 +57,7 @@ import Testing
         try waitUntil("the request leaves outgoing", timeout: 10) { !FileManager.default.fileExists(atPath: harness.layout.request("swapped")) }
     }
 
-    @Test func aHeldSpoolShowsInTheMetricsUntilItIsBack() throws {
+    @Test func aHeldSpoolShowsInTheMetricsAndStatusUntilItIsBack() throws {
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()
@@ -70,8 +70,14 @@ import Testing
         try Syscall.mkdir(outside, mode: 0o700)
         try swapForLink(harness.layout.incoming, to: outside)
         try waitUntil("the hold shows", timeout: 10) { try harness.metric(elsewhere, port: port) == 1 }
+        // `status` tells it too: the daemon writes no status file through such names.
+        let status = try harness.cli(["status", "--spool", harness.layout.root]).stdout
+        #expect(status.contains("spool held, nothing is sent: the spool's folder \(harness.layout.incoming) is a symbolic link"), "\(status)")
+        let json = try harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout
+        #expect(json.contains("\"spool_problem\""), "\(json)")
         try putBack(harness.layout.incoming)
         try waitUntil("the hold ends", timeout: 10) { try harness.metric(elsewhere, port: port) == 0 }
+        #expect(try !harness.cli(["status", "--spool", harness.layout.root]).stdout.contains("spool held"))
         try harness.drop("after", Harness.request("after the hold"))
         try waitUntil("a request is answered after the hold", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("after")) }
     }

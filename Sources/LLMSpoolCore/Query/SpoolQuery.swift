@@ -45,6 +45,10 @@ public struct StatusSummary: Sendable {
     public var batches: [BatchProgress] = []
     /// Why the running daemon reads no new file now (`LiveStatus.intakePaused`).
     public var intakePaused: String?
+    /// Why no daemon writes or sends anything through the spool's folders now: one of them is
+    /// a link or not a folder (`SpoolLayout.integrityProblem`). The daemon cannot say so in
+    /// its status file then (it writes nothing through such names), so `status` looks itself.
+    public var spoolProblem: String?
     public var tokens: [String: Int] = [:]
     /// The part of `tokens` answered through the background lane.
     public var batchTokens: [String: Int] = [:]
@@ -86,6 +90,7 @@ public struct StatusSummary: Sendable {
         object["remote_batches"] = remoteBatches.map(\.json)
         object["unusable"] = unusable.map { ["name": $0.name, "reason": $0.reason] }
         if let intakePaused { object["intake_paused"] = intakePaused }
+        if let spoolProblem { object["spool_problem"] = spoolProblem }
         object["deferred_requests"] = waiting.map { entry -> [String: Any] in
             var item: [String: Any] = ["id": entry.id, "attempts": entry.attempts]
             if let next = entry.nextAttemptAt { item["next_attempt_at"] = Timestamp.string(next) }
@@ -107,7 +112,7 @@ public struct StatusSummary: Sendable {
     public func text(now: Date = Date()) -> String {
         var lines = [daemonPID.map { "daemon: running (pid \($0))" }
             ?? silentDaemon.map { "daemon: running (pid \($0.pid)), but its status was last written \(Int(exactly: now.timeIntervalSince($0.updatedAt).rounded(.towardZero)).map(String.init) ?? "long") s ago: "
-                + "the spool's disk may be full, or the daemon stopped (SIGSTOP); counts below are read from the spool" }
+                + "the spool's disk may be full, its folders not the ones the daemon started with (unmounted, replaced), or the daemon stopped (SIGSTOP); counts below are read from the spool" }
             ?? (daemons.isEmpty ? "daemon: not running" : "daemons: \(daemons.count) running")]
         if !daemons.isEmpty && (daemons.count > 1 || daemonPID == nil) {
             for entry in daemons {
@@ -116,6 +121,7 @@ public struct StatusSummary: Sendable {
         }
         lines.append("queued \(queued)  in-flight \(inFlight)  waiting \(deferred)  done \(done)  failed \(failed)  held \(held)")
         if let intakePaused { lines.append("intake paused: \(Logger.escape(intakePaused))") }
+        if let spoolProblem { lines.append("spool held, nothing is sent: \(Logger.escape(spoolProblem))") }
         if !drafts.isEmpty {
             lines.append("drafts (not sent until saved without the draft mark): " + drafts.sorted().map(Logger.escape).joined(separator: "  "))
         }
@@ -309,6 +315,7 @@ public struct SpoolQuery: Sendable {
         summary.endpointWaits = live?.endpointWaits ?? []
         summary.batches = live?.batches ?? []
         summary.intakePaused = live?.intakePaused
+        summary.spoolProblem = layout.integrityProblem()
         summary.daemons = DaemonRoster.read(layout, now: now)
         let inFlightIDs = Set(live?.inFlight.map(\.id) ?? [])
         let outgoing = outgoing()
