@@ -26,6 +26,11 @@ enum RunCommand {
             }
         })
         let metricsServer = try config.metricsAddress.map { try MetricsServer(address: $0, metrics: daemon.metrics) }
+        // Told before the start, which may wait (for space on a full disk): the metrics
+        // show that wait.
+        if let metricsServer, let address = config.metricsAddress {
+            logger.info("serving metrics", ["address": LogValue(address), "port": "\(metricsServer.port)"])
+        }
         do {
             try daemon.start(stopping: { signals.stopRequested })
         } catch is SpoolDaemon.StartAbandoned {
@@ -35,9 +40,6 @@ enum RunCommand {
         for endpoint in endpoints {
             logger.info("endpoint", ["name": LogValue(endpoint.name), "url": LogValue(endpoint.baseURL), "api_key": endpoint.apiKey == nil ? "none" : "set",
                                      "concurrency": "\(min(endpoint.concurrency, config.concurrency))"])
-        }
-        if let metricsServer, let address = config.metricsAddress {
-            logger.info("serving metrics", ["address": LogValue(address), "port": "\(metricsServer.port)"])
         }
         for warning in ConfigWarnings.of(endpoints) { logger.warning(warning) }
         logger.info("llmspool running", ["spool": LogValue(config.spool), "concurrency": "\(config.concurrency)"])

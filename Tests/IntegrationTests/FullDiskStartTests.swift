@@ -19,9 +19,11 @@ extension CrashSafetyTests {
         try harness.drop("waits", Harness.request("sent once there is room"))
         let filler = harness.layout.root + "/filler"
         try fill(filler, leaving: 0, on: harness.layout.root)
-        try harness.startDaemon(config: ["min_free_bytes": 0], waitUntilWatching: false)
+        try harness.startDaemon(config: ["min_free_bytes": 0], arguments: ["--metrics", "127.0.0.1:0"], waitUntilWatching: false)
         try waitUntil("the start waits for space", timeout: 20) { harness.log.contains("the spool's disk is full; the daemon starts once") }
         #expect(harness.daemon?.isRunning == true)
+        let unwritable = #"llmspool_spool_held{reason="unwritable"}"#
+        #expect(try harness.metric(unwritable, port: try harness.metricsPort()) == 1, "the wait shows in the metrics")
         // The power-loss pass reads every recent result: it is not run again while nothing
         // changed (it was, every half second).
         usleep(3_000_000)
@@ -30,6 +32,7 @@ extension CrashSafetyTests {
         try waitUntil("the request is answered once there is room", timeout: 20) { exists(harness.layout.result("waits")) }
         #expect(harness.log.contains("the start tries again reason=\"the spool's disk has more room\""), "\(harness.log)")
         #expect(try harness.arrivals(of: "sent once there is room").count == 1)
+        #expect(try harness.metric(unwritable, port: try harness.metricsPort()) == 0)
     }
 
     @Test(.enabled(if: Harness.isRoot, "mounting a small tmpfs needs root"))

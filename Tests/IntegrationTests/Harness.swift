@@ -227,8 +227,6 @@ final class Harness: @unchecked Sendable {
         (try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? ""
     }
 
-    /// Sends SIGTERM and waits for the daemon to exit; returns its exit status.
-    @discardableResult
     /// The port the daemon's metrics listen on, as it logged it (`--metrics 127.0.0.1:0`).
     func metricsPort() throws -> UInt16 {
         let text = try #require(log.range(of: #"serving metrics address=127\.0\.0\.1:0 port=\d+"#, options: .regularExpression)
@@ -245,6 +243,8 @@ final class Harness: @unchecked Sendable {
         return value
     }
 
+    /// Sends SIGTERM and waits for the daemon to exit; returns its exit status.
+    @discardableResult
     func stopDaemon() -> Int32 {
         guard let daemon else { return -1 }
         if daemon.isRunning { daemon.terminate() }

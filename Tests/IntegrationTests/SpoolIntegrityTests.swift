@@ -61,15 +61,22 @@ import Testing
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()
-        try harness.startDaemon(arguments: ["--metrics", "127.0.0.1:0"])
+        try harness.startDaemon(config: ["retry_max_seconds": 1], arguments: ["--metrics", "127.0.0.1:0"])
         let port = try harness.metricsPort()
         let elsewhere = #"llmspool_spool_held{reason="elsewhere"}"#
-        try waitUntil("the status thread reports", timeout: 10) { try harness.metric(elsewhere, port: port) == 0 }
-        #expect(try harness.metric(#"llmspool_spool_held{reason="unwritable"}"#, port: port) == 0)
+        let unwritable = #"llmspool_spool_held{reason="unwritable"}"#
+        #expect(try harness.metric(elsewhere, port: port) == 0)
+        // In flight across the swap: its answer is dropped unwritten, which owes a probe
+        // write before the next start; that is not a disk that cannot be written.
+        try harness.drop("across", Harness.request("answered across the hold", stub: ["latency_ms": 1500]))
+        try waitUntil("the request reaches the endpoint", timeout: 20) { try harness.arrivals(of: "answered across the hold").count == 1 }
         let outside = harness.root + "/outside"
         try Syscall.mkdir(outside, mode: 0o700)
         try swapForLink(harness.layout.incoming, to: outside)
         try waitUntil("the hold shows", timeout: 10) { try harness.metric(elsewhere, port: port) == 1 }
+        try waitUntil("the answer is dropped unwritten", timeout: 20) { harness.log.contains("an answer is not written: the spool's folders lead outside it") }
+        usleep(1_500_000)  // a status turn after the drop
+        #expect(try harness.metric(unwritable, port: port) == 0, "held elsewhere, not unwritable")
         // `status` tells it too: the daemon writes no status file through such names.
         let status = try harness.cli(["status", "--spool", harness.layout.root]).stdout
         #expect(status.contains("spool held, nothing is sent: the spool's folder \(harness.layout.incoming) is a symbolic link"), "\(status)")
@@ -79,7 +86,10 @@ import Testing
         try waitUntil("the hold ends", timeout: 10) { try harness.metric(elsewhere, port: port) == 0 }
         #expect(try !harness.cli(["status", "--spool", harness.layout.root]).stdout.contains("spool held"))
         try harness.drop("after", Harness.request("after the hold"))
-        try waitUntil("a request is answered after the hold", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("after")) }
+        try waitUntil("requests are answered after the hold", timeout: 20) {
+            FileManager.default.fileExists(atPath: harness.layout.result("after")) && FileManager.default.fileExists(atPath: harness.layout.result("across"))
+        }
+        #expect(try harness.metric(unwritable, port: port) == 0)
     }
 
     /// Swapped after the request went out and before its first byte: the `.partial` is

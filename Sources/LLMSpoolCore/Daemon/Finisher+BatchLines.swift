@@ -10,7 +10,9 @@ extension Finisher {
         let id = outcome.task.id
         let partial = layout.partial(id)
         giveNamesAgain(outcome, partial: partial)
-        let verdict = judge(outcome, partial: partial)
+        // A line's answer goes into the batch's output, not out under its name: the bytes
+        // received are the ones to judge and keep, whatever the name leads to now.
+        let verdict = judge(outcome, partial: partial, throughHeld: true)
         let runner = batches.withLock { $0 }
         let customID = outcome.task.summary.customID
         var result: BatchLineResult
@@ -43,7 +45,7 @@ extension Finisher {
                 } else if let held = outcome.heldBody {
                     body = held
                 } else {
-                    body = try FileReader.prefix(path: partial, limit: Finisher.plainAnswerLimit)
+                    body = try answerBytes(outcome, partial: partial, throughHeld: true)
                 }
                 result = .succeeded(status: status, requestID: requestID, body: body)
             } catch {

@@ -195,8 +195,8 @@ public final class Finisher: Sendable {
             return .ended(holdWhileElsewhere(task, problem, dropped: outcome.bytesReceived > 0 ? "an answer" : nil))
         }
         let partial = outcome.rawPath ?? layout.partial(id)
-        giveNamesAgain(outcome, partial: partial)
-        let verdict = judge(outcome, partial: partial)
+        let nameLeadsToHeld = giveNamesAgain(outcome, partial: partial)
+        let verdict = judge(outcome, partial: partial, throughHeld: nameLeadsToHeld)
         // A prompt file's text view goes with the raw answer whenever the attempt leaves nothing.
         let removePartials = { [layout, logger] in
             logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(partial) }
@@ -497,30 +497,37 @@ public final class Finisher: Sendable {
     /// anything reads them by name. Otherwise the answer, paid for, would be taken for lost
     /// and the request sent again. Only an answer the engine held open can come back: one
     /// past its descriptor budget, written by name, lost its bytes with the name.
-    func giveNamesAgain(_ outcome: AttemptOutcome, partial: String) {
-        guard case .response = outcome.ending else { return }
-        giveNameAgain(outcome.partial, path: partial, id: outcome.task.id)
+    /// Returns whether the `.partial`'s name is known to lead to the file held open (false
+    /// when none is held, or the name could not be looked at or given back).
+    @discardableResult
+    func giveNamesAgain(_ outcome: AttemptOutcome, partial: String) -> Bool {
+        guard case .response = outcome.ending else { return false }
+        let held = giveNameAgain(outcome.partial, path: partial, id: outcome.task.id)
         if let stream = outcome.stream { giveNameAgain(stream.spill, path: stream.spillPath, id: outcome.task.id) }
+        return held
     }
 
-    private func giveNameAgain(_ owner: DescriptorOwner?, path: String, id: String) {
-        guard let owner, let file = owner.take() else { return }
+    @discardableResult
+    private func giveNameAgain(_ owner: DescriptorOwner?, path: String, id: String) -> Bool {
+        guard let owner, let file = owner.take() else { return false }
         let lost: Bool
         do {
             lost = try HeldFile.lostName(file.rawValue, path: path)
         } catch {
             logger.warning("cannot look at the answer's file; it is published as it is", id: id, ["path": LogValue(path), "reason": "\(error)"])
-            lost = false
+            owner.put(file)
+            return false
         }
         guard lost else {
             owner.put(file)
-            return
+            return true
         }
         do {
             owner.put(try HeldFile.giveNameAgain(from: file.rawValue, to: path, flags: O_RDWR, replacing: leases == nil, layout: layout,
                                                  logger: logger))
             logger.warning("the answer's file was removed while the answer arrived; written again from the file still open", id: id,
                            ["path": LogValue(path)])
+            return true
         } catch {
             // The original is kept: a name seen missing on a stale view of a shared folder
             // may be there after all (the copy then meets it, EEXIST). If it is not,
@@ -528,16 +535,29 @@ public final class Finisher: Sendable {
             logger.error("the answer's file was removed while the answer arrived, and cannot be written again", id: id,
                          ["path": LogValue(path), "reason": "\(error)"])
             owner.put(file)
+            return false
         }
     }
 
-    func judge(_ outcome: AttemptOutcome, partial: String) -> AttemptJudge.Verdict {
-        let verdict = judgeAsSent(outcome, partial: partial)
+    /// A plain answer's bytes (at most `plainAnswerLimit`): through the descriptor that
+    /// wrote them when `throughHeld` (three calls fewer than an open by name), else by name.
+    /// A request's answer is read through the descriptor only when its name leads there
+    /// (`giveNamesAgain`), so that what is judged is the file its name publishes.
+    func answerBytes(_ outcome: AttemptOutcome, partial: String, throughHeld: Bool) throws -> [UInt8] {
+        if throughHeld, let held = outcome.partial, held.path == partial, let bytes = try held.readFromStart(limit: Finisher.plainAnswerLimit) {
+            return bytes
+        }
+        return try FileReader.prefix(path: partial, limit: Finisher.plainAnswerLimit)
+    }
+
+    /// `throughHeld`: the answer may be read through the descriptor held (`answerBytes`).
+    func judge(_ outcome: AttemptOutcome, partial: String, throughHeld: Bool) -> AttemptJudge.Verdict {
+        let verdict = judgeAsSent(outcome, partial: partial, throughHeld: throughHeld)
         guard case .failure(let failure) = verdict else { return verdict }
         return .failure(redaction.withLock { $0 }.redact(failure))
     }
 
-    private func judgeAsSent(_ outcome: AttemptOutcome, partial: String) -> AttemptJudge.Verdict {
+    private func judgeAsSent(_ outcome: AttemptOutcome, partial: String, throughHeld: Bool) -> AttemptJudge.Verdict {
         if let verdict = AttemptJudge.judgeEnding(outcome.ending, location: outcome.headers["location"], bodyPrefix: {
             if let held = outcome.heldBody { return Array(held.prefix(Finisher.providerBodyLimit)) }
             do {
@@ -562,14 +582,7 @@ public final class Finisher: Sendable {
             var body: [UInt8] = outcome.heldBody ?? []
             if outcome.heldBody == nil {
                 do {
-                    // Through the descriptor that wrote it when the engine held one (its name
-                    // was just given back if taken, `giveNamesAgain`): three calls fewer than
-                    // an open by name, and the bytes judged are the bytes published.
-                    if let held = outcome.partial, held.path == partial, let bytes = try held.readFromStart(limit: Finisher.plainAnswerLimit) {
-                        body = bytes
-                    } else {
-                        body = try FileReader.prefix(path: partial, limit: Finisher.plainAnswerLimit)
-                    }
+                    body = try answerBytes(outcome, partial: partial, throughHeld: throughHeld)
                 } catch let error as SystemError where error.errno == ENOENT && outcome.bytesReceived == 0 {
                     // The `.partial` is created at the first byte: an empty answer has none. That
                     // is the endpoint's fault (malformed, counted by max_attempts), not the disk's.

@@ -22,7 +22,7 @@ public final class SpoolDaemon: Sendable {
     /// How a success is committed here, decided once at start (`PublicationPlan.CommitOrder`).
     private let commitOrder: PublicationPlan.CommitOrder
     public let metrics: Metrics
-    /// Whether the last write of an outcome failed: shown by the metrics as a hold.
+    /// Whether the last probe write failed: shown by the metrics as a hold.
     private let diskHealth: DiskHealth
     private let statusStop = Atomic<Bool>(false)
     /// The `flock` that keeps a second daemon without leases off this spool.
@@ -243,13 +243,18 @@ public final class SpoolDaemon: Sendable {
         while true {
             do {
                 try PowerLossScan.run(layout: layout, logger: logger)
-                if waiting { logger.info("the spool can be written again; starting") }
+                if waiting {
+                    logger.info("the spool can be written again; starting")
+                    metrics.setUnwritable(false)
+                }
                 return
             } catch let error as SystemError where error.errno == ENOSPC || error.errno == EDQUOT {
                 if !waiting {
                     logger.error("the spool's disk is full; the daemon starts once this run's mark can be written", ["path": LogValue(layout.runMark),
                                                                                                                    "reason": "\(error)"])
                     waiting = true
+                    // The metrics listen already: a start waiting for space is a hold.
+                    metrics.setUnwritable(true)
                 }
                 try waitForSpace(stopping: stopping)
             }
@@ -351,7 +356,8 @@ public final class SpoolDaemon: Sendable {
                 // Nothing of the daemon's is written through names that lead outside the
                 // spool (`SpoolLayout.integrityProblem`): no lock file, roster entry or live status there.
                 let elsewhere = layout.integrityProblem()
-                metrics.setHolds(elsewhere: elsewhere != nil, unwritable: diskHealth.isTroubled)
+                metrics.setHeldElsewhere(elsewhere != nil)
+                metrics.setUnwritable(diskHealth.probeFailed)
                 // This thread alone moves the pin, once it holds the new mount's locks.
                 if let pin = layout.rootPin as? SharedRootPin {
                     if let proposed = pin.proposed {

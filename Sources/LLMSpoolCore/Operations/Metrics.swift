@@ -135,10 +135,11 @@ public final class Metrics: Sendable {
     public func setGauges(queued: Int, inFlight: Int, deferred: Int) { gauges.withLock { $0 = (queued, inFlight, deferred) } }
 
     /// `elsewhere`: the spool's names lead outside the spool the daemon started with
-    /// (`SpoolLayout.integrityProblem`); `unwritable`: a write of an outcome failed and no
-    /// probe write has succeeded since (`DiskHealth`). Either holds every request: an alert
-    /// on the gauge sees what the log says once.
-    public func setHolds(elsewhere: Bool, unwritable: Bool) { holds.withLock { $0 = (elsewhere, unwritable) } }
+    /// (`SpoolLayout.integrityProblem`); `unwritable`: the spool cannot be written (a start
+    /// waiting for space, or the last probe write failed, `DiskHealth.probeFailed`). Either
+    /// holds every request: an alert on the gauge sees what the log says once.
+    public func setHeldElsewhere(_ held: Bool) { holds.withLock { $0.elsewhere = held } }
+    public func setUnwritable(_ held: Bool) { holds.withLock { $0.unwritable = held } }
 
     /// Each endpoint's transfers in flight and, when it waits, the cause (all endpoints named,
     /// so that a gauge falls back to 0 rather than vanish).
@@ -195,7 +196,7 @@ public final class Metrics: Sendable {
         out += "llmspool_deferred \(gauge.deferred)\n"
         let held = holds.withLock { $0 }
         family("llmspool_spool_held", "gauge",
-               "1 while nothing is written or sent, by reason: elsewhere (the spool's folders are not the ones the daemon started with: unmounted, replaced, a folder swapped for a link), unwritable (a write of an outcome failed; no probe write has succeeded since).")
+               "1 while nothing is written or sent, by reason: elsewhere (the spool's folders are not the ones the daemon started with: unmounted, replaced, a folder swapped for a link), unwritable (the spool cannot be written: a start waiting for space, or the last probe write before a start failed).")
         out += "llmspool_spool_held{reason=\"elsewhere\"} \(held.elsewhere ? 1 : 0)\n"
         out += "llmspool_spool_held{reason=\"unwritable\"} \(held.unwritable ? 1 : 0)\n"
         family("llmspool_received_bytes_total", "counter", "Response bytes received.")

@@ -7,6 +7,7 @@ import Synchronization
 public final class DiskHealth: Sendable {
     private let troubled = Atomic<Bool>(false)
     private let integrityReported = Atomic<Bool>(false)
+    private let lastProbeFailed = Atomic<Bool>(false)
 
     public init() {}
 
@@ -15,9 +16,11 @@ public final class DiskHealth: Sendable {
         troubled.store(true, ordering: .relaxed)
     }
 
-    /// Whether a write failed and no probe write has succeeded since: the next start probes first.
-    public var isTroubled: Bool {
-        troubled.load(ordering: .relaxed)
+    /// Whether the last probe write failed (none has succeeded since): the spool cannot be
+    /// written. A write owed a probe alone (a failure, or a hold while the folders were
+    /// elsewhere) is not this: the disk may be fine, and no probe may come soon.
+    public var probeFailed: Bool {
+        lastProbeFailed.load(ordering: .relaxed)
     }
 
     /// Before a start: recreates missing folders, and after a failed write probes until a
@@ -34,7 +37,11 @@ public final class DiskHealth: Sendable {
         let missing = layout.publicationFolders.filter(inspection.missing.contains)
         if !missing.isEmpty && !layout.recreate(missing, logger: logger).isEmpty { troubled.store(true, ordering: .relaxed) }
         guard troubled.load(ordering: .relaxed) else { return nil }
-        if let error = layout.probeWritable() { return "the spool cannot be written (\(error)); nothing is sent until it can" }
+        if let error = layout.probeWritable() {
+            lastProbeFailed.store(true, ordering: .relaxed)
+            return "the spool cannot be written (\(error)); nothing is sent until it can"
+        }
+        lastProbeFailed.store(false, ordering: .relaxed)
         troubled.store(false, ordering: .relaxed)
         logger.info("the spool can be written again")
         return nil
