@@ -82,6 +82,14 @@ import Testing
         #expect(status.contains("spool held, nothing is sent: the spool's folder \(harness.layout.incoming) is a symbolic link"), "\(status)")
         let json = try harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout
         #expect(json.contains("\"spool_problem\""), "\(json)")
+        // So do `queue` and `show` for the request held meanwhile (before: "no daemon running"
+        // once the status file was 5 s old).
+        try waitUntil("the request held across is waiting", timeout: 20) {
+            try harness.cli(["queue", "--spool", harness.layout.root]).stdout.contains("spool held, nothing is sent: the spool's folder")
+        }
+        let shown = try harness.cli(["show", "across", "--spool", harness.layout.root]).stdout
+        let details = try #require(JSONSerialization.jsonObject(with: Data(shown.utf8)) as? [String: Any], "\(shown)")
+        #expect((details["waiting_for"] as? String)?.hasPrefix("spool held, nothing is sent: the spool's folder") == true, "\(details)")
         try putBack(harness.layout.incoming)
         try waitUntil("the hold ends", timeout: 10) { try harness.metric(elsewhere, port: port) == 0 }
         #expect(try !harness.cli(["status", "--spool", harness.layout.root]).stdout.contains("spool held"))

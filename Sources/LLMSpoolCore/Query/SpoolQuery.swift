@@ -394,9 +394,16 @@ public struct SpoolQuery: Sendable {
         return (usage, batch)
     }
 
+    /// What a request waits for while a folder of the spool is a link or not a folder
+    /// (`SpoolLayout.integrityProblem`), or nil: no daemon sends anything then.
+    private func spoolHeldReason() -> String? {
+        layout.integrityProblem().map { "spool held, nothing is sent: \($0)" }
+    }
+
     /// The requests not finished yet, oldest first: what `llmspool queue` lists.
     public func queue(now: Date = Date()) -> [QueueEntry] {
         let live = LiveStatus.read(layout, now: now)
+        let held = spoolHeldReason()
         let lane = LaneQuery(layout: layout).byMember
         var entries: [QueueEntry] = []
         let outgoing = outgoing()
@@ -427,6 +434,9 @@ public struct SpoolQuery: Sendable {
                 // A file read before the pause goes all the same; a newer one waits for room.
                 entry.reason = "intake paused (a file not read yet waits): \(paused)"
             }
+            // Nothing starts while the spool is held, whatever else would: its status file
+            // is not written meanwhile, so without this the daemon would read as not running.
+            if state == .queued || state == .deferred, let held { entry.reason = held }
             entries.append(entry)
         }
         let actions = SpoolActions(layout: layout)
@@ -533,6 +543,7 @@ public struct SpoolQuery: Sendable {
             if let reason = verdict.reason { object["waiting_for"] = reason }
             if object["next_attempt_at"] == nil, let next = verdict.nextAttempt { object["next_attempt_at"] = Timestamp.string(Date(timeIntervalSince1970: next)) }
         }
+        if ["queued", "waiting"].contains(object["state"] as? String), let held = spoolHeldReason() { object["waiting_for"] = held }
         if object["state"] as? String != RequestState.failed.rawValue, Syscall.isPresent(layout.errorRecord(id)) {
             // A later outcome replaced this failure: it is history, not the request's error.
             object["superseded_failure"] = layout.errorRecord(id)
