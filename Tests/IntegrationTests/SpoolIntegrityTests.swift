@@ -100,6 +100,32 @@ import Testing
         #expect(try harness.metric(unwritable, port: port) == 0)
     }
 
+    /// A start held by the look before it (`failed` made a file) sent nothing: it is not an
+    /// attempt. Before, each held start was logged and kept as a failed attempt of kind
+    /// `disk` ("writing the answer failed"), and the record listed them all once written.
+    @Test func aStartHeldByAFolderThatIsAFileIsNoAttempt() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["retry_initial_seconds": 0.2, "retry_max_seconds": 0.5])
+        let failed = harness.layout.failed
+        try #require(rename(failed, failed + ".real") == 0)
+        try DurableFile.write(Array("not a folder".utf8), to: failed, syncDirectory: false)
+        try harness.drop("held", Harness.request("held by a file in failed's place"))
+        try waitUntil("the start is held", timeout: 20) { harness.log.contains("spool/failed is not a folder") }
+        // Several retry periods: each would have been a start, and an attempt.
+        let held = Date()
+        try waitUntil("two seconds of the hold", timeout: 10) { Date().timeIntervalSince(held) > 2 }
+        #expect(try harness.arrivals(of: "held by a file in failed's place").isEmpty)
+        #expect(!harness.log.contains("attempt failed; will retry id=held"), "\(harness.log)")
+        try Syscall.unlink(failed)
+        try #require(rename(failed + ".real", failed) == 0)
+        try waitUntil("answered once the folder is back", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("held")) }
+        let attempts = try #require(try harness.record("held")["attempts"] as? [[String: Any]])
+        #expect(attempts.count == 1, "\(attempts)")
+        #expect(try harness.arrivals(of: "held by a file in failed's place").count == 1)
+    }
+
     /// Swapped after the request went out and before its first byte: the `.partial` is
     /// created by name at that byte, and one made outside the spool is taken back at once.
     @Test func anAnswerWhoseFirstByteComesAfterTheSwapLeavesNoFileOutside() throws {

@@ -194,6 +194,14 @@ public final class Finisher: Sendable {
             task.history = CrashGuard.ended(task.history)
             return .ended(holdWhileElsewhere(task, problem, dropped: outcome.bytesReceived > 0 ? "an answer" : nil))
         }
+        if case .diskError = outcome.ending, outcome.bytesSent == 0, outcome.bytesReceived == 0, let problem = layout.integrityProblem() {
+            // Held before its start by the look at every folder (`DiskHealth.holdReason`; the
+            // look above covers only the two this path writes to): nothing was sent, so it is
+            // no attempt, and no record could be written anyway.
+            var task = outcome.task
+            task.history = CrashGuard.ended(task.history)
+            return .ended(holdWhileElsewhere(task, problem, dropped: nil))
+        }
         let partial = outcome.rawPath ?? layout.partial(id)
         let nameLeadsToHeld = giveNamesAgain(outcome, partial: partial)
         let verdict = judge(outcome, partial: partial, throughHeld: nameLeadsToHeld)
