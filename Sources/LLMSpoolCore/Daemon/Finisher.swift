@@ -203,8 +203,9 @@ public final class Finisher: Sendable {
             return .ended(holdWhileElsewhere(task, problem, dropped: nil))
         }
         let partial = outcome.rawPath ?? layout.partial(id)
-        let nameLeadsToHeld = giveNamesAgain(outcome, partial: partial)
-        let verdict = judge(outcome, partial: partial, throughHeld: nameLeadsToHeld)
+        let partialName = giveNamesAgain(outcome, partial: partial)
+        // An answer whose name was lost is judged by its own bytes: the name's are another file's.
+        let verdict = judge(outcome, partial: partial, throughHeld: partialName != .unknown)
         // A prompt file's text view goes with the raw answer whenever the attempt leaves nothing.
         let removePartials = { [layout, logger] in
             logger.bestEffort("removing a leftover") { try Syscall.unlinkIfPresent(partial) }
@@ -217,6 +218,16 @@ public final class Finisher: Sendable {
         if case .response(let status) = outcome.ending { entry.httpStatus = status }
         entry.remoteBatch = outcome.remoteBatch
         entry.providerRequestID = ProviderRequestID.from(headers: outcome.headers, redaction: secretRedaction)
+        if partialName == .lost, case .success = verdict {
+            // Whatever is under the name now is another file (the answer's own could not be
+            // put back): published, it would be someone else's bytes as this request's answer.
+            outcome.partial?.discard()
+            discardSpill(outcome)
+            entry.outcome = AttemptFailure.Kind.disk.rawValue
+            entry.message = "the answer's file was replaced while the answer arrived and could not be written again"
+            task.history.attempts.append(entry)
+            return .ended(postpone(task, because: "the answer's file \(partial) was replaced while the answer arrived, and the answer could not be written again under its name"))
+        }
         switch verdict {
         case .cancelled:
             // Removed before their descriptors close (`FileDescriptor.unlinkThenClose`).
@@ -505,37 +516,48 @@ public final class Finisher: Sendable {
     /// anything reads them by name. Otherwise the answer, paid for, would be taken for lost
     /// and the request sent again. Only an answer the engine held open can come back: one
     /// past its descriptor budget, written by name, lost its bytes with the name.
-    /// Returns whether the `.partial`'s name is known to lead to the file held open (false
-    /// when none is held, or the name could not be looked at or given back).
+    /// What the `.partial`'s name leads to after `giveNamesAgain`.
+    enum PartialName {
+        /// The file held open: read through the descriptor, it is what the name publishes.
+        case held
+        /// Unknown: none is held (an answer written by name), or the name could not be
+        /// looked at; it is read and published by name, as it is.
+        case unknown
+        /// Another file, and the answer could not be written back under the name (no room
+        /// for the copy): nothing under that name is this answer.
+        case lost
+    }
+
+    /// Also says what the `.partial`'s name leads to now.
     @discardableResult
-    func giveNamesAgain(_ outcome: AttemptOutcome, partial: String) -> Bool {
-        guard case .response = outcome.ending else { return false }
-        let held = giveNameAgain(outcome.partial, path: partial, id: outcome.task.id)
+    func giveNamesAgain(_ outcome: AttemptOutcome, partial: String) -> PartialName {
+        guard case .response = outcome.ending else { return .unknown }
+        let name = giveNameAgain(outcome.partial, path: partial, id: outcome.task.id)
         if let stream = outcome.stream { giveNameAgain(stream.spill, path: stream.spillPath, id: outcome.task.id) }
-        return held
+        return name
     }
 
     @discardableResult
-    private func giveNameAgain(_ owner: DescriptorOwner?, path: String, id: String) -> Bool {
-        guard let owner, let file = owner.take() else { return false }
+    private func giveNameAgain(_ owner: DescriptorOwner?, path: String, id: String) -> PartialName {
+        guard let owner, let file = owner.take() else { return .unknown }
         let lost: Bool
         do {
             lost = try HeldFile.lostName(file.rawValue, path: path)
         } catch {
             logger.warning("cannot look at the answer's file; it is published as it is", id: id, ["path": LogValue(path), "reason": "\(error)"])
             owner.put(file)
-            return false
+            return .unknown
         }
         guard lost else {
             owner.put(file)
-            return true
+            return .held
         }
         do {
             owner.put(try HeldFile.giveNameAgain(from: file.rawValue, to: path, flags: O_RDWR, replacing: leases == nil, layout: layout,
                                                  logger: logger))
             logger.warning("the answer's file was removed while the answer arrived; written again from the file still open", id: id,
                            ["path": LogValue(path)])
-            return true
+            return .held
         } catch {
             // The original is kept: a name seen missing on a stale view of a shared folder
             // may be there after all (the copy then meets it, EEXIST). If it is not,
@@ -543,19 +565,19 @@ public final class Finisher: Sendable {
             logger.error("the answer's file was removed while the answer arrived, and cannot be written again", id: id,
                          ["path": LogValue(path), "reason": "\(error)"])
             owner.put(file)
-            return false
+            return .lost
         }
     }
 
     /// A plain answer's bytes (at most `plainAnswerLimit`): through the descriptor that
     /// wrote them when `throughHeld` (three calls fewer than an open by name), else by name.
-    /// A request's answer is read through the descriptor only when its name leads there
-    /// (`giveNamesAgain`), so that what is judged is the file its name publishes.
-    func answerBytes(_ outcome: AttemptOutcome, partial: String, throughHeld: Bool) throws -> [UInt8] {
-        if throughHeld, let held = outcome.partial, held.path == partial, let bytes = try held.readFromStart(limit: Finisher.plainAnswerLimit) {
+    /// A request's answer is read through the descriptor when its name leads there, or when
+    /// the name is another file's for good (`giveNamesAgain`); by name when that is unknown.
+    func answerBytes(_ outcome: AttemptOutcome, partial: String, throughHeld: Bool, limit: Int = Finisher.plainAnswerLimit) throws -> [UInt8] {
+        if throughHeld, let held = outcome.partial, held.path == partial, let bytes = try held.readFromStart(limit: limit) {
             return bytes
         }
-        return try FileReader.prefix(path: partial, limit: Finisher.plainAnswerLimit)
+        return try FileReader.prefix(path: partial, limit: limit)
     }
 
     /// `throughHeld`: the answer may be read through the descriptor held (`answerBytes`).
@@ -569,7 +591,7 @@ public final class Finisher: Sendable {
         if let verdict = AttemptJudge.judgeEnding(outcome.ending, location: outcome.headers["location"], bodyPrefix: {
             if let held = outcome.heldBody { return Array(held.prefix(Finisher.providerBodyLimit)) }
             do {
-                return try FileReader.prefix(path: partial, limit: Finisher.providerBodyLimit)
+                return try answerBytes(outcome, partial: partial, throughHeld: throughHeld, limit: Finisher.providerBodyLimit)
             } catch {
                 logger.warning("cannot read the answer's body; the record goes without it", id: outcome.task.id, ["reason": "\(error)"])
                 return []
