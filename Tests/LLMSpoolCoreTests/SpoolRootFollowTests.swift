@@ -53,6 +53,37 @@ import Testing
         #expect(pin.proposed == nil)
     }
 
+    /// The root swapped for a link to a copy of the spool (same filesystem, same id): not a
+    /// share mounted again, which is never a link; it was followed, and answers written there.
+    @Test func aRootSwappedForALinkToACopyIsNotFollowed() throws {
+        let (layout, pin) = try made()
+        defer { try? Syscall.removeTree(base) }
+        try run("/bin/cp", ["-a", layout.root, base + "/copy"])
+        #expect(rename(layout.root, layout.root + ".old") == 0)
+        #expect(symlink(base + "/copy", layout.root) == 0)
+        let problem = layout.integrityProblem(of: [layout.incoming])
+        #expect(problem?.contains("the root is a symbolic link now, which it was not at start") == true, "\(problem ?? "nil")")
+        #expect(pin.proposed == nil)
+    }
+
+    /// A spool configured through a link keeps following it: the link is the configuration.
+    @Test func aRootConfiguredThroughALinkIsMovedLikeAFolder() throws {
+        try Syscall.mkdir(base, mode: 0o700)
+        defer { try? Syscall.removeTree(base) }
+        let real = SpoolLayout(root: base + "/real")
+        try real.create()
+        #expect(symlink(base + "/real", base + "/spool") == 0)
+        let unpinned = SpoolLayout(root: base + "/spool")
+        let layout = try unpinned.pinnedNow(spoolID: try SpoolIDFile.readOrMake(unpinned, logger: logger))
+        let pin = try #require(layout.rootPin as? SharedRootPin)
+        #expect(pin.identity.reachedThroughLink)
+        #expect(layout.integrityProblem() == nil)
+        // The link pointed at a copy (a restore): the same spool, proposed as before.
+        #expect(rename(base + "/real", base + "/real.old") == 0)
+        try run("/bin/cp", ["-a", base + "/real.old", base + "/real"])
+        #expect(layout.integrityProblem(of: [layout.incoming])?.contains("mounted again") == true)
+    }
+
     /// A new folder whose `state` leads to the real spool's: its id is the spool's, read
     /// through the link, but the folders are looked at first.
     @Test func aFolderWhoseStateIsALinkToTheSpoolsIsNotTheSpool() throws {

@@ -30,6 +30,18 @@ import Testing
         #expect(why.contains(words), "\(why)")
     }
 
+    @Test func aRootThatBecameALinkIsElsewhereUnlessItWasOneAtStart() {
+        #expect(pinned.judgeLink(rootIsLink: false) == nil)
+        guard case .elsewhere(let why)? = pinned.judgeLink(rootIsLink: true) else {
+            Issue.record("a root made a link is not held")
+            return
+        }
+        #expect(why.contains("symbolic link now"))
+        var configuredThroughALink = pinned
+        configuredThroughALink.reachedThroughLink = true
+        #expect(configuredThroughALink.judgeLink(rootIsLink: true) == nil)
+    }
+
     /// A copy of the spool left on the disk under the mount point has the same id: what
     /// it is tells it from the share.
     @Test func aCopyUnderTheMountPointIsNotTheSpool() {

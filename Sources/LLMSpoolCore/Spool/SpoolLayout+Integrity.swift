@@ -28,7 +28,9 @@ extension SpoolLayout {
             // never follows it to a new mount (no id), as before ids were kept.
             identity = SpoolRootIdentity(place: place, fileSystemType: -1, isMountRoot: false, spoolID: nil)
         }
-        return pinned(to: SharedRootPin(identity))
+        var pinnedIdentity = identity
+        pinnedIdentity.reachedThroughLink = try Syscall.lstat(root).st_mode & S_IFMT == S_IFLNK
+        return pinned(to: SharedRootPin(pinnedIdentity))
     }
 
     /// Whether the root (as `info` says) is the root of a mount: its parent is on another device.
@@ -103,7 +105,15 @@ extension SpoolLayout {
         let held = "nothing is written or sent until it is back (a new folder needs a restart)"
         guard info.st_mode & S_IFMT == S_IFDIR else { return "the spool's root \(root) is not a folder now; \(held)" }
         var judgement: SpoolRootIdentity.Judgement = .elsewhere("its folders are not the spool's")
-        if inspectFolders(topFolders, rootChecked: true).problem == nil {
+        let rootIsLink: Bool
+        do {
+            rootIsLink = try Syscall.lstat(root).st_mode & S_IFMT == S_IFLNK
+        } catch {
+            return "the spool's root \(root) cannot be looked at (\(error)); \(held)"
+        }
+        if let byLink = pin.identity.judgeLink(rootIsLink: rootIsLink) {
+            judgement = byLink
+        } else if inspectFolders(topFolders, rootChecked: true).problem == nil {
             judgement = pin.identity.judge(seen) {
                 let type: Int64
                 let mountRoot: Bool

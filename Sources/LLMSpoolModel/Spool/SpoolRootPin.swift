@@ -30,6 +30,9 @@ public struct SpoolRootIdentity: Sendable, Equatable {
     public var isMountRoot: Bool
     /// The spool's id; nil when it could not be read or made (the pin then never follows).
     public var spoolID: String?
+    /// Whether the configured root was a symbolic link at start (a spool configured
+    /// through a link): then a link there is the configuration, not a swap.
+    public var reachedThroughLink = false
 
     public init(place: Place, fileSystemType: Int64, isMountRoot: Bool, spoolID: String?) {
         self.place = place
@@ -54,6 +57,13 @@ public struct SpoolRootIdentity: Sendable, Equatable {
         case mountedAgain
         /// Another folder, or none; why, for the operator.
         case elsewhere(String)
+    }
+
+    /// A root that is a symbolic link now, when it was not at start, is another folder
+    /// whatever it holds: a share mounted again is never a link (a link to a copy of the
+    /// spool was followed as one). nil: the link test says nothing.
+    public func judgeLink(rootIsLink: Bool) -> Judgement? {
+        rootIsLink && !reachedThroughLink ? .elsewhere("the root is a symbolic link now, which it was not at start") : nil
     }
 
     /// Whether a root seen at `seen` is the pinned one, and if not, whether it is this spool
