@@ -23,4 +23,15 @@ import Testing
         #expect(!text.contains("\u{1B}") && !text.contains("\r") && !text.contains("\u{202E}"))
         #expect(text.contains("boom\\x1b[2J"))
     }
+
+    /// A held spool's folders cannot say whether a daemon runs: "not running" would send the
+    /// operator to start a second one.
+    @Test func aHeldSpoolWithoutAReadableStatusSaysTheDaemonIsUnknown() {
+        var summary = StatusSummary()
+        #expect(summary.text().hasPrefix("daemon: not running"))
+        summary.spoolProblem = "the spool's folder /s/state is a symbolic link; ..."
+        let text = summary.text()
+        #expect(text.hasPrefix("daemon: unknown (the spool is held"), "\(text)")
+        #expect(text.contains("spool held, nothing is sent: the spool's folder /s/state is a symbolic link"))
+    }
 }

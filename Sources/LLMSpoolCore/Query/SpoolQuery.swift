@@ -113,7 +113,10 @@ public struct StatusSummary: Sendable {
         var lines = [daemonPID.map { "daemon: running (pid \($0))" }
             ?? silentDaemon.map { "daemon: running (pid \($0.pid)), but its status was last written \(Int(exactly: now.timeIntervalSince($0.updatedAt).rounded(.towardZero)).map(String.init) ?? "long") s ago: "
                 + "the spool's disk may be full, its folders not the ones the daemon started with (unmounted, replaced), or the daemon stopped (SIGSTOP); counts below are read from the spool" }
-            ?? (daemons.isEmpty ? "daemon: not running" : "daemons: \(daemons.count) running")]
+            ?? (!daemons.isEmpty ? "daemons: \(daemons.count) running"
+                // Its status file is read through the folders that hold the spool: a daemon
+                // may run while they cannot say so.
+                : spoolProblem != nil ? "daemon: unknown (the spool is held; a daemon's status cannot be read through its folders)" : "daemon: not running")]
         if !daemons.isEmpty && (daemons.count > 1 || daemonPID == nil) {
             for entry in daemons {
                 lines.append("  \(Logger.escape(entry.host)) pid \(entry.pid): queued \(entry.queued)  in-flight \(entry.inFlight)  waiting \(entry.deferred)")
