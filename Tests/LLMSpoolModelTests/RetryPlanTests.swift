@@ -105,7 +105,7 @@ import Testing
         var mixed = entries([9_000_000, 9_000_000])
         mixed.attempts.insert(AttemptEntry(startedAt: now, endedAt: now, endpoint: "e", outcome: "transport", bytesSent: 10, bytesReceived: 0), at: 1)
         #expect(plan(mixed).isRetry, "only failures in a row count")
-        #expect(RetryPolicy.GiveUp.answerDidNotFit(attempts: 3).description.contains("did not fit the spool's free space 3 times"))
+        #expect(RetryPolicy.GiveUp.answerDidNotFit(attempts: 3).description.contains("could not be written to the spool 3 times in a row"))
     }
 
     @Test func aFullDiskPastTheLifetimeGivesUp() {

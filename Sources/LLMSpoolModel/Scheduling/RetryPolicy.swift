@@ -38,8 +38,10 @@ public enum RetryPolicy {
         case lifetimeExceeded(ageSeconds: Double, limitSeconds: Double)
         /// The spool's disk stayed unwritable past `max_lifetime_seconds`.
         case diskStayedFull
-        /// The answer came and did not fit the spool's free space, `attempts` times in a row:
-        /// each was paid for, and the room a probe write finds is not room for the answer.
+        /// The answer came and could not be written, `attempts` times in a row: each was paid
+        /// for, and the room a probe write finds is not room for the answer (or something in
+        /// the way of its name, a folder at `<id>.partial`, is still there). The message says
+        /// no more than that: the failure's errno is not kept.
         case answerDidNotFit(attempts: Int)
         /// A remote batch expired before the request ran, and `deferred_expired` is `fail`.
         case expiredNotLive
@@ -57,7 +59,7 @@ public enum RetryPolicy {
             case .diskStayedFull:
                 "the disk stayed full past max_lifetime_seconds"
             case .answerDidNotFit(let attempts):
-                "the answer did not fit the spool's free space \(attempts) times in a row; each was paid for, so it is not sent again"
+                "the answer could not be written to the spool \(attempts) times in a row, each after part of it had arrived (a full disk, or a file or folder in the way of its name); each was paid for, so it is not sent again"
             case .expiredNotLive:
                 "deferred_expired is fail"
             }
