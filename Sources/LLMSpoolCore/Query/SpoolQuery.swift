@@ -109,6 +109,11 @@ public struct StatusSummary: Sendable {
         return Array(data) + [0x0A]
     }
 
+    /// How `status`, `queue` and `show` say that the spool is held, and why.
+    static func held(_ problem: String) -> String {
+        "spool held, nothing is sent: \(problem)"
+    }
+
     public func text(now: Date = Date()) -> String {
         var lines = [daemonPID.map { "daemon: running (pid \($0))" }
             ?? silentDaemon.map { "daemon: running (pid \($0.pid)), but its status was last written \(Int(exactly: now.timeIntervalSince($0.updatedAt).rounded(.towardZero)).map(String.init) ?? "long") s ago: "
@@ -124,7 +129,7 @@ public struct StatusSummary: Sendable {
         }
         lines.append("queued \(queued)  in-flight \(inFlight)  waiting \(deferred)  done \(done)  failed \(failed)  held \(held)")
         if let intakePaused { lines.append("intake paused: \(Logger.escape(intakePaused))") }
-        if let spoolProblem { lines.append("spool held, nothing is sent: \(Logger.escape(spoolProblem))") }
+        if let spoolProblem { lines.append(Logger.escape(StatusSummary.held(spoolProblem))) }
         if !drafts.isEmpty {
             lines.append("drafts (not sent until saved without the draft mark): " + drafts.sorted().map(Logger.escape).joined(separator: "  "))
         }
@@ -400,7 +405,7 @@ public struct SpoolQuery: Sendable {
     /// What a request waits for while a folder of the spool is a link or not a folder
     /// (`SpoolLayout.integrityProblem`), or nil: no daemon sends anything then.
     private func spoolHeldReason() -> String? {
-        layout.integrityProblem().map { "spool held, nothing is sent: \($0)" }
+        layout.integrityProblem().map(StatusSummary.held)
     }
 
     /// The requests not finished yet, oldest first: what `llmspool queue` lists.

@@ -21,9 +21,13 @@ extension TaskRecord {
         if let endpoint { object.string("endpoint", endpoint) }
         if let errorRecord { object.raw("error_record", TaskRecord.embedded(errorRecord).utf8) }
         if errorRecordOwed { object.raw("error_record_owed", "true".utf8) }
-        object.raw("first_seen", Timestamp.quoted(history.firstSeen))
+        object.key("first_seen")
+        Timestamp.appendQuoted(history.firstSeen, to: &object.bytes)
         object.string("id", id)
-        if let notBefore = history.notBefore { object.raw("next_attempt_at", Timestamp.quoted(notBefore)) }
+        if let notBefore = history.notBefore {
+            object.key("next_attempt_at")
+            Timestamp.appendQuoted(notBefore, to: &object.bytes)
+        }
         object.integer("preferred_endpoint", history.preferredEndpoint)
         if let request {
             var fields = JSONObjectBytes(open: "{", separator: ", ", colon: ": ", capacity: 128)
@@ -39,7 +43,8 @@ extension TaskRecord {
         if let resultInode { object.integer("result_inode", resultInode) }
         object.string("status", status.rawValue)
         if history.unfinishedStarts > 0 { object.integer("unfinished_starts", history.unfinishedStarts) }
-        object.raw("updated_at", Timestamp.quoted(Date()))
+        object.key("updated_at")
+        Timestamp.appendQuoted(Date(), to: &object.bytes)
         if let usage {
             var counts = JSONObjectBytes(open: "{", separator: ", ", colon: ": ", capacity: 96)
             for key in usage.keys.sorted() { counts.integer(key, usage[key]!) }
@@ -62,7 +67,8 @@ extension TaskRecord {
         var object = JSONObjectBytes(open: "{", separator: ", ", colon: ": ", capacity: 256)
         object.integer("bytes_received", attempt.bytesReceived)
         object.integer("bytes_sent", attempt.bytesSent)
-        object.raw("ended_at", Timestamp.quoted(attempt.endedAt))
+        object.key("ended_at")
+        Timestamp.appendQuoted(attempt.endedAt, to: &object.bytes)
         object.string("endpoint", attempt.endpoint)
         if let status = attempt.httpStatus { object.integer("http_status", status) }
         if attempt.remoteBatch != nil { object.string("lane", "batch") }
@@ -70,7 +76,8 @@ extension TaskRecord {
         object.string("outcome", attempt.outcome)
         if let batch = attempt.remoteBatch { object.string("remote_batch", batch) }
         if let requestID = attempt.providerRequestID { object.string("request_id", requestID) }
-        object.raw("started_at", Timestamp.quoted(attempt.startedAt))
+        object.key("started_at")
+        Timestamp.appendQuoted(attempt.startedAt, to: &object.bytes)
         if let timer = attempt.timer { object.string("timer", timer) }
         return object.closed("}")
     }

@@ -20,11 +20,15 @@ public enum Timestamp {
         }
     }
 
-    /// `string` as a JSON string, quotes included, for records written as bytes.
-    public static func quoted(_ date: Date) -> [UInt8] {
+    /// Appends `string` as a JSON string, quotes included, to a record written as bytes.
+    public static func appendQuoted(_ date: Date, to out: inout [UInt8]) {
         switch text(date) {
-        case .fixed(let bytes): [0x22] + bytes + [0x22]
-        case .other(let text): JSONWriter.quoted(text)
+        case .fixed(let bytes):
+            out.append(0x22)
+            out.append(contentsOf: bytes)
+            out.append(0x22)
+        case .other(let text):
+            JSONWriter.appendQuoted(text, to: &out)
         }
     }
 
