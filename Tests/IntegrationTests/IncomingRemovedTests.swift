@@ -139,4 +139,49 @@ import Testing
         #expect(try harness.stubArrivals().count == count, "each line sent once")
         #expect(!harness.log.contains("cannot commit the batch's lines"))
     }
+
+    /// A folder made under the output's name while the batch runs (its file renamed away):
+    /// no rename replaces a folder, so its lines cannot be committed. They wait in memory,
+    /// tried after a growing pause (before: every 200 ms, each try copying the whole output
+    /// beside the name and logging an error, for good), `status` says why, and once the
+    /// folder is gone the batch ends with every line once, each sent once.
+    @Test func aBatchWhoseOutputNameIsTakenByAFolderWaitsForItAndSaysWhy() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["concurrency": 2])
+        let count = 30
+        try BatchTests.dropBatch(harness, "blocked", (0..<count).map { BatchTests.line("b-\($0)", stub: ["latency_ms": 150]) })
+        let partial = harness.layout.batchPartial("blocked")
+        try waitUntil("some lines are committed", timeout: 60) {
+            ((try? String(contentsOfFile: partial, encoding: .utf8)) ?? "").split(separator: "\n").count >= 4
+        }
+        try Syscall.rename(partial, harness.layout.root + "/moved-away")
+        try Syscall.mkdir(partial, mode: 0o700)
+        var shown: [String: Any] = [:]
+        try waitUntil("status says why the lines wait, after a few tries", timeout: 60) {
+            let json = try harness.cli(["status", "--json", "--spool", harness.layout.root])
+            let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+            shown = (object?["batches"] as? [[String: Any]])?.first ?? [:]
+            return (shown["commit_failures"] as? Int ?? 0) >= 5
+        }
+        // Read before the count it is compared with, which only grows.
+        let logged = harness.log.components(separatedBy: "error: cannot commit the batch's lines").count - 1
+        let failures = try #require(((try JSONSerialization.jsonObject(with: Data(harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout.utf8))
+            as? [String: Any])?["batches"] as? [[String: Any]])?.first?["commit_failures"] as? Int)
+        #expect(logged >= 1 && logged < failures, "the 1st, 2nd, 4th... failure logged, not each: \(logged) lines for \(failures) failures")
+        #expect((shown["commit_problem"] as? String)?.contains("\(partial) is a folder") == true, "\(shown)")
+        let text = try harness.cli(["status", "--spool", harness.layout.root]).stdout
+        #expect(text.contains("its lines cannot be written ("), "\(text)")
+        #expect(!harness.log.contains("the batch's output was removed while it ran"), "no copy written while the folder is there")
+        #expect(harness.files(in: harness.layout.incoming).filter { $0.hasPrefix(".") }.isEmpty, "no temporary left beside the name")
+        #expect(!FileManager.default.fileExists(atPath: harness.layout.batchSummary("blocked")))
+        try FileManager.default.removeItem(atPath: partial)
+        let summary = try BatchTests.waitForSummary(harness, "blocked", timeout: 90)
+        #expect(summary["status"] as? String == "completed")
+        let output = try BatchTests.outputLines(harness.layout.batchOutput("blocked"))
+        #expect(output.count == count && BatchTests.byID(output).count == count, "every line once, those committed before the folder included")
+        #expect(try harness.stubArrivals().count == count, "each line sent once")
+        #expect(harness.log.contains("the batch's lines are committed again"))
+    }
 }

@@ -45,6 +45,18 @@ import Testing
         #expect(BatchProgress(json: object) == progress)
         let fresh = BatchProgress(name: "b", total: 5, succeeded: 0, failed: 0, inFlight: 0, startedAt: 100, updatedAt: 100, cancelled: true)
         #expect(fresh.line() == "b: 0/5 done (0 failed), 0 in flight, 0.0 lines/s, cancelling")
+        #expect(!String(decoding: progress.json(), as: UTF8.self).contains("commit_"), "nothing said while its lines can be written")
+    }
+
+    /// Lines that cannot be written wait in memory; `status` says why, escaped, and `--json`
+    /// carries it back.
+    @Test func progressSaysWhyItsLinesCannotBeWritten() throws {
+        let progress = BatchProgress(name: "b", total: 10, succeeded: 2, failed: 0, inFlight: 2, startedAt: 100, updatedAt: 110, cancelled: false,
+                                     commitProblem: "/s/incoming/b.partial is a folder\n\u{1b}[2J", commitFailures: 7)
+        #expect(progress.line().hasSuffix(", its lines cannot be written (7 tries): /s/incoming/b.partial is a folder\\x0a\\x1b[2J"), "\(progress.line())")
+        let object = try #require(JSONObject.parse(progress.json()))
+        #expect(object["commit_problem"] as? String == "/s/incoming/b.partial is a folder\n\u{1b}[2J")
+        #expect(BatchProgress(json: object) == progress)
     }
 
     @Test func metricsCountLinesAndBatches() {

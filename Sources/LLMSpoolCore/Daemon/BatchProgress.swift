@@ -12,6 +12,19 @@ public struct BatchProgress: Sendable, Equatable {
     public var startedAt: Double
     public var updatedAt: Double
     public var cancelled: Bool
+    /// Why its ended lines cannot be written now (a folder in the way of the output's name,
+    /// a full disk); nil while they can. They wait in memory and are tried again.
+    public var commitProblem: String?
+    /// Tries in a row that failed for `commitProblem`.
+    public var commitFailures = 0
+
+    public init(name: String, total: Int, succeeded: Int, failed: Int, inFlight: Int, startedAt: Double, updatedAt: Double, cancelled: Bool,
+                commitProblem: String?, commitFailures: Int) {
+        self.init(name: name, total: total, succeeded: succeeded, failed: failed, inFlight: inFlight, startedAt: startedAt,
+                  updatedAt: updatedAt, cancelled: cancelled)
+        self.commitProblem = commitProblem
+        self.commitFailures = commitFailures
+    }
 
     public init(name: String, total: Int, succeeded: Int, failed: Int, inFlight: Int, startedAt: Double, updatedAt: Double, cancelled: Bool) {
         self.name = name
@@ -45,6 +58,9 @@ public struct BatchProgress: Sendable, Equatable {
         // A start read from a journal may be any time: an ETA past any Int is not shown.
         if let eta, let seconds = Self.whole(eta) { text += ", ETA \(seconds) s" }
         if cancelled { text += ", cancelling" }
+        if let commitProblem {
+            text += ", its lines cannot be written (\(commitFailures) tries): \(Logger.escape(commitProblem))"
+        }
         return text
     }
 
@@ -59,7 +75,13 @@ public struct BatchProgress: Sendable, Equatable {
         JSONText.appendQuoted(name, to: &text)
         text += ",\"total\":\(total),\"succeeded\":\(succeeded),\"failed\":\(failed),\"done\":\(done),\"in_flight\":\(inFlight)"
         text += ",\"started_at\":\(Self.whole(startedAt) ?? 0),\"updated_at\":\(Self.whole(updatedAt) ?? 0),\"rate\":" + String(format: "%.2f", rate)
-        text += ",\"eta_seconds\":" + (eta.flatMap(Self.whole).map(String.init) ?? "null") + ",\"cancelled\":\(cancelled)}"
+        text += ",\"eta_seconds\":" + (eta.flatMap(Self.whole).map(String.init) ?? "null") + ",\"cancelled\":\(cancelled)"
+        if let commitProblem {
+            text += ",\"commit_problem\":"
+            JSONText.appendQuoted(commitProblem, to: &text)
+            text += ",\"commit_failures\":\(commitFailures)"
+        }
+        text += "}"
         return Array(text.utf8)
     }
 
@@ -70,5 +92,7 @@ public struct BatchProgress: Sendable, Equatable {
         self.init(name: name, total: total, succeeded: succeeded, failed: failed, inFlight: object["in_flight"] as? Int ?? 0,
                   startedAt: (object["started_at"] as? NSNumber)?.doubleValue ?? 0, updatedAt: (object["updated_at"] as? NSNumber)?.doubleValue ?? 0,
                   cancelled: object["cancelled"] as? Bool ?? false)
+        commitProblem = object["commit_problem"] as? String
+        commitFailures = object["commit_failures"] as? Int ?? 0
     }
 }

@@ -129,6 +129,8 @@ public final class BatchRunner: @unchecked Sendable {
         var expiring = false
         /// Its claim was lost to another daemon: nothing more of it is written or sent here.
         var abandoned = false
+        /// When a commit that failed is tried again.
+        var commitRetry = BatchCommitRetry()
 
         init(name: String, inputPath: String, fd: consuming FileDescriptor, identity: FileIdentity, index: BatchIndex, journal: BatchJournal,
              journalFD: consuming FileDescriptor, outputFD: consuming FileDescriptor) {
@@ -1119,7 +1121,8 @@ public final class BatchRunner: @unchecked Sendable {
     /// their journal entries, and the attempts of the lines retried, and fsyncs the
     /// journal: the lines are committed together.
     private func commit(_ batch: Batch) {
-        guard !batch.abandoned, !batch.ended.isEmpty || !batch.attempted.isEmpty else { return }
+        guard !batch.abandoned, !batch.ended.isEmpty || !batch.attempted.isEmpty,
+              batch.commitRetry.mayTry(now: Date().timeIntervalSince1970) else { return }
         let size = Int(batch.identity.size)
         var output: [UInt8] = []
         var entries: [BatchJournal.Entry] = []
@@ -1182,13 +1185,20 @@ public final class BatchRunner: @unchecked Sendable {
             return
         } catch {
             // Nothing of this group counts: the output is cut back, and the group is written
-            // again on the next round.
-            logger.error("cannot commit the batch's lines; trying again", id: batch.name, ["reason": "\(error)", "lines": "\(entries.count)"])
+            // again after a pause (`BatchCommitRetry`), the batch thread free meanwhile.
+            let now = Date().timeIntervalSince1970
+            let loud = batch.commitRetry.failed("\(error)", now: now)
+            logger.log(loud ? .error : .debug, "cannot commit the batch's lines; they wait in memory and are tried again", id: batch.name,
+                       [("reason", "\(error)"), ("lines", "\(entries.count)"), ("failures", "\(batch.commitRetry.failures)"),
+                        ("retry_in_seconds", "\(BatchCommitRetry.delay(afterFailures: batch.commitRetry.failures))")])
             logger.bestEffort("cutting the output back") {
                 try Syscall.ftruncate(batch.outputFD, length: batch.journal.outputLength, path: layout.batchPartial(batch.name))
             }
-            usleep(200_000)
             return
+        }
+        let failures = batch.commitRetry.succeeded()
+        if failures > 0 {
+            logger.info("the batch's lines are committed again", id: batch.name, ["failures": "\(failures)", "lines": "\(entries.count)"])
         }
         for attempted in batch.attempted {
             batch.journal.apply(entry: attempted.entry, attempted.attempts)
@@ -1426,7 +1436,8 @@ public final class BatchRunner: @unchecked Sendable {
             snapshot[batch.name] = BatchProgress(name: batch.name, total: batch.index.count, succeeded: counts.succeeded,
                                                  failed: counts.notSucceeded, inFlight: batch.inWindow.count,
                                                  startedAt: Double(batch.journal.header.createdAt), updatedAt: now,
-                                                 cancelled: batch.cancelled)
+                                                 cancelled: batch.cancelled, commitProblem: batch.commitRetry.problem,
+                                                 commitFailures: batch.commitRetry.failures)
         }
         live.withLock { $0 = snapshot }
     }

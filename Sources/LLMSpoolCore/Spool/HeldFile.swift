@@ -27,6 +27,22 @@ enum HeldFile {
         return named.st_dev == held.st_dev && named.st_ino == held.st_ino ? .held : .another
     }
 
+    /// A folder someone made under the name of a file the daemon holds open.
+    struct FolderInTheWay: Error, CustomStringConvertible {
+        var path: String
+        var description: String {
+            "\(path) is a folder: the file held open for that name is written there once the folder is moved away"
+        }
+    }
+
+    private static func isFolder(_ path: String) throws -> Bool {
+        do {
+            return try Syscall.lstat(path).st_mode & S_IFMT == S_IFDIR
+        } catch let error as SystemError where error.errno == ENOENT || error.errno == ENOTDIR {
+            return false
+        }
+    }
+
     /// Whether `path` no longer names the file open as `fd`: no file there, or another.
     static func lostName(_ fd: Int32, path: String) throws -> Bool {
         try name(fd, path: path) != .held
@@ -47,6 +63,9 @@ enum HeldFile {
         // would put the output outside the spool, and the next appends with it.
         if let problem = layout.integrityProblem() { throw SpoolElsewhereError(description: problem) }
         layout.recreateMissingFolders(logger: logger)
+        // No rename replaces a folder and no link is made over one: the copy (for a batch,
+        // its whole output) is not written only to be thrown away, try after try.
+        if try isFolder(path) { throw FolderInTheWay(path: path) }
         let temporary = uniqueTemporary(beside: path)
         let copy = try FileDescriptor.open(temporary, flags | O_CREAT | O_EXCL | O_NOFOLLOW, mode: layout.fileMode)
         do {

@@ -1,0 +1,47 @@
+/// When a batch whose ended lines could not be written tries again, and which failures are
+/// logged. The lines wait in memory meanwhile (they stay in the batch's window, so no more
+/// of its lines are sent); a write that keeps failing (a folder in the way of the output's
+/// name, a full disk) is tried after a growing pause, not every round: each try may copy
+/// the whole output beside its name first.
+public struct BatchCommitRetry: Sendable, Equatable {
+    /// Failures in a row since the last commit that went through.
+    public private(set) var failures = 0
+    /// The latest failure's reason; nil once a commit goes through.
+    public private(set) var problem: String?
+    /// Seconds since 1970 before which no commit is tried.
+    public private(set) var notBefore: Double = 0
+
+    public static let firstDelaySeconds = 0.2
+    public static let longestDelaySeconds = 30.0
+
+    public init() {}
+
+    /// Whether a commit may be tried at `now`.
+    public func mayTry(now: Double) -> Bool {
+        now >= notBefore
+    }
+
+    /// Records a failure at `now`. True when it is to be logged as an error: the 1st, 2nd,
+    /// 4th, 8th... of a run, so that a failure lasting hours logs a few dozen lines, not
+    /// one a round (a reason may name a temporary file, so a change of text says nothing).
+    public mutating func failed(_ reason: String, now: Double) -> Bool {
+        failures += 1
+        problem = reason
+        notBefore = now + Self.delay(afterFailures: failures)
+        return failures & (failures - 1) == 0
+    }
+
+    /// Records a commit that went through; the failures in a row it ends.
+    public mutating func succeeded() -> Int {
+        defer { self = BatchCommitRetry() }
+        return failures
+    }
+
+    /// The pause after `failures` failures in a row: 0.2 s doubled each time, 30 s at most.
+    public static func delay(afterFailures failures: Int) -> Double {
+        guard failures > 0 else { return 0 }
+        var delay = firstDelaySeconds
+        for _ in 1..<min(failures, 64) where delay < longestDelaySeconds { delay *= 2 }
+        return min(delay, longestDelaySeconds)
+    }
+}
