@@ -218,15 +218,15 @@ public final class Finisher: Sendable {
         if case .response(let status) = outcome.ending { entry.httpStatus = status }
         entry.remoteBatch = outcome.remoteBatch
         entry.providerRequestID = ProviderRequestID.from(headers: outcome.headers, redaction: secretRedaction)
-        if partialName == .lost, case .success = verdict {
+        if case .lost(let reason) = partialName, case .success = verdict {
             // Whatever is under the name now is another file (the answer's own could not be
             // put back): published, it would be someone else's bytes as this request's answer.
             outcome.partial?.discard()
             discardSpill(outcome)
             entry.outcome = AttemptFailure.Kind.disk.rawValue
-            entry.message = "the answer's file was replaced while the answer arrived and could not be written again"
+            entry.message = "the answer's file was replaced while the answer arrived and could not be written again: \(reason)"
             task.history.attempts.append(entry)
-            return .ended(postpone(task, because: "the answer's file \(partial) was replaced while the answer arrived, and the answer could not be written again under its name"))
+            return .ended(postpone(task, because: "the answer's file \(partial) was replaced while the answer arrived, and the answer could not be written again under its name: \(reason)"))
         }
         switch verdict {
         case .cancelled:
@@ -517,15 +517,16 @@ public final class Finisher: Sendable {
     /// and the request sent again. Only an answer the engine held open can come back: one
     /// past its descriptor budget, written by name, lost its bytes with the name.
     /// What the `.partial`'s name leads to after `giveNamesAgain`.
-    enum PartialName {
+    enum PartialName: Equatable {
         /// The file held open: read through the descriptor, it is what the name publishes.
         case held
         /// Unknown: none is held (an answer written by name), or the name could not be
         /// looked at; it is read and published by name, as it is.
         case unknown
         /// Another file, and the answer could not be written back under the name (no room
-        /// for the copy): nothing under that name is this answer.
-        case lost
+        /// for the copy, a folder in the way; `reason` says which): nothing under that name
+        /// is this answer.
+        case lost(reason: String)
     }
 
     /// Also says what the `.partial`'s name leads to now.
@@ -565,7 +566,7 @@ public final class Finisher: Sendable {
             logger.error("the answer's file was removed while the answer arrived, and cannot be written again", id: id,
                          ["path": LogValue(path), "reason": "\(error)"])
             owner.put(file)
-            return .lost
+            return .lost(reason: "\(error)")
         }
     }
 
