@@ -28,13 +28,65 @@ enum ClientSpool {
         }
     }
 
-    /// A spool whose outgoing folder exists, or an error saying how to fix it.
+    /// A spool whose outgoing folder exists and this user may open, or an error saying how
+    /// to fix it.
     static func existing(_ args: Arguments) throws -> SpoolLayout {
         let layout = try layout(args)
-        guard Syscall.isPresent(layout.outgoing) else {
+        guard try mayOpen(layout.outgoing, layout: layout) else {
             throw ConfigError("\(layout.outgoing) does not exist; give --spool DIR or --config FILE (llmspool init creates a spool)")
         }
         return layout
+    }
+
+    /// The same, for commands that read the whole spool (`status`, `queue`, `show`): a folder
+    /// this user may not read was counted as empty, and `status` said "daemon: not running,
+    /// queued 0" of a spool whose daemon ran with work queued. A folder missing is no error
+    /// (a running daemon makes it again).
+    static func readable(_ args: Arguments) throws -> SpoolLayout {
+        let layout = try existing(args)
+        try checkReadable(layout)
+        return layout
+    }
+
+    /// Throws when a folder of the spool is there but this user may not open it.
+    static func checkReadable(_ layout: SpoolLayout) throws {
+        for folder in [layout.outgoing, layout.hold, layout.state, layout.incoming, layout.failed] { _ = try mayOpen(folder, layout: layout) }
+    }
+
+    /// Whether the folder is there; a folder there that this user may not open is an error
+    /// that says who may.
+    private static func mayOpen(_ folder: String, layout: SpoolLayout) throws -> Bool {
+        do {
+            _ = try FileDescriptor.open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            return true
+        } catch let error as SystemError where error.errno == ENOENT || error.errno == ENOTDIR {
+            return false
+        } catch let error as SystemError where error.errno == EACCES || error.errno == EPERM {
+            throw ConfigError("cannot read \(folder) as \(userName(getuid())): \(String(cString: strerror(error.errno))); "
+                              + "run this as the user the daemon runs as\(owner(of: layout.root)), or as root")
+        }
+    }
+
+    /// ` (the spool's owner, uid 0 (root))`, or nothing when the root cannot be looked at.
+    private static func owner(of root: String) -> String {
+        do {
+            return " (the spool's owner, \(userName(try Syscall.lstat(root).st_uid)))"
+        } catch {
+            return ""
+        }
+    }
+
+    /// `uid 1000 (alice)`, or `uid 1000` for a user without an entry.
+    static func userName(_ uid: uid_t) -> String {
+        var entry = passwd()
+        var found: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        // The entry's strings point into the buffer: read within its closure.
+        return buffer.withUnsafeMutableBufferPointer { strings in
+            guard let base = strings.baseAddress, getpwuid_r(uid, &entry, base, strings.count, &found) == 0, found != nil,
+                  let name = entry.pw_name else { return "uid \(uid)" }
+            return "uid \(uid) (\(Logger.escape(String(cString: name))))"
+        }
     }
 
     /// When a daemon last said it was alive on this spool (its live status file), if ever.

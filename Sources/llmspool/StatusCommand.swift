@@ -24,7 +24,7 @@ enum StatusCommand {
             guard args.has("--watch") else { throw Arguments.UsageError(description: "--interval applies to --watch only") }
             interval = seconds
         }
-        let layout = try ClientSpool.existing(args)
+        let layout = try ClientSpool.readable(args)
         let query = SpoolQuery(layout: layout)
         let clear = args.has("--watch") && !args.has("--json") && isatty(1) == 1
         repeat {
@@ -84,7 +84,7 @@ enum StatusCommand {
             return 0
         }
         guard args.positionals.isEmpty else { throw Arguments.UsageError(description: "unexpected argument \(Logger.escape(args.positionals[0]))") }
-        let entries = SpoolQuery(layout: try ClientSpool.existing(args)).queue()
+        let entries = SpoolQuery(layout: try ClientSpool.readable(args)).queue()
         if args.has("--json") {
             FileHandle.standardOutput.write(Data(QueueEntry.json(entries)))
         } else {
@@ -101,6 +101,7 @@ enum StatusCommand {
         }
         guard args.positionals.count == 1 else { throw Arguments.UsageError(description: "give one request ID") }
         let layout = try ClientSpool.layout(args)
+        try ClientSpool.checkReadable(layout)
         let name = try ClientSpool.name(args.positionals[0])
         // A file `queue` lists by its name, left in outgoing because that name cannot be used.
         if let details = SpoolQuery(layout: layout).showUnusable(fileName: name) {

@@ -330,6 +330,43 @@ import Testing
         #expect(denied.status != 0, "a user outside the group cannot submit")
     }
 
+    /// `status`, `queue` and `show` run by a user who may not read the spool's folders: an
+    /// error that names the folder and who may read it. Before, an unreachable `outgoing` was
+    /// said not to exist, and with only `state` unreadable `status` said "daemon: not running,
+    /// queued 0" of a spool with work queued.
+    @Test func aUserWhoMayNotReadTheSpoolIsToldSoNotShownAnEmptySpool() throws {
+        guard Harness.isRoot, exists("/usr/bin/setpriv") else {
+            print("skipped: needs root and setpriv to act as another user")
+            return
+        }
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.drop("waiting", Harness.request("waiting"))
+        #expect(chmod(harness.root, 0o711) == 0 && chmod(harness.layout.root, 0o711) == 0)
+        func asNobody(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+            let finished = try Harness.spawnAndWait(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", Harness.binary]
+                                                    + arguments + ["--spool", harness.layout.root])
+            return (finished.status, finished.stdout, finished.stderr)
+        }
+        let nobody = getpwuid(65534).map { "uid 65534 (\(String(cString: $0.pointee.pw_name)))" } ?? "uid 65534"
+        for command in [["status"], ["status", "--json"], ["queue"], ["show", "waiting"]] {
+            let denied = try asNobody(command)
+            #expect(denied.status != 0, "\(command): \(denied.stdout)")
+            #expect(denied.stderr.contains("cannot read \(harness.layout.outgoing) as \(nobody): Permission denied"), "\(command): \(denied.stderr)")
+            #expect(denied.stderr.contains("the spool's owner, uid 0 (root)"), "\(command): \(denied.stderr)")
+            #expect(!denied.stderr.contains("does not exist"), "\(command): \(denied.stderr)")
+        }
+        // outgoing open to all, state not: the daemon's status and the records are in state.
+        #expect(chmod(harness.layout.outgoing, 0o755) == 0)
+        let stateDenied = try asNobody(["status"])
+        #expect(stateDenied.status != 0 && !stateDenied.stdout.contains("not running"), "\(stateDenied.stdout)")
+        #expect(stateDenied.stderr.contains("cannot read \(harness.layout.state) as \(nobody)"), "\(stateDenied.stderr)")
+        // Every folder open to all: the same user reads the spool.
+        for folder in [harness.layout.state, harness.layout.incoming, harness.layout.failed] { #expect(chmod(folder, 0o755) == 0) }
+        let allowed = try asNobody(["queue"])
+        #expect(allowed.status == 0 && allowed.stdout.contains("waiting"), "\(allowed.stdout) \(allowed.stderr)")
+    }
+
     @Test func versionStreamsAndConfirmations() throws {
         let harness = try Harness()
         defer { harness.stop() }
