@@ -126,6 +126,29 @@ import Testing
         #expect(try harness.arrivals(of: "held by a file in failed's place").count == 1)
     }
 
+    /// A request held while the spool was not its own is sent once the spool is back, not a
+    /// `retry_max_seconds` later: the status thread, which looks at the folders each second,
+    /// sees the hold end and asks for the held requests at once. (Before, the start held
+    /// waited the longest back-off, a minute here.)
+    @Test func aRequestHeldWhileTheSpoolWasNotItsOwnGoesOnceItIsBack() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["retry_initial_seconds": 0.2, "retry_max_seconds": 60])
+        let failed = harness.layout.failed
+        try #require(rename(failed, failed + ".real") == 0)
+        try DurableFile.write(Array("not a folder".utf8), to: failed, syncDirectory: false)
+        try harness.drop("back", Harness.request("held until the spool is back"))
+        try waitUntil("the start is held", timeout: 20) { harness.log.contains("spool/failed is not a folder") }
+        try Syscall.unlink(failed)
+        try #require(rename(failed + ".real", failed) == 0)
+        try waitUntil("answered within seconds of the spool's return, not a minute", timeout: 20) {
+            FileManager.default.fileExists(atPath: harness.layout.result("back"))
+        }
+        #expect(harness.log.contains("requests held while the spool's folders were not its own are sent now"), "\(harness.log)")
+        #expect(try harness.arrivals(of: "held until the spool is back").count == 1)
+    }
+
     /// Swapped after the request went out and before its first byte: the `.partial` is
     /// created by name at that byte, and one made outside the spool is taken back at once.
     @Test func anAnswerWhoseFirstByteComesAfterTheSwapLeavesNoFileOutside() throws {

@@ -835,6 +835,8 @@ public final class Finisher: Sendable {
     /// held every 4 s took half a core).
     private func holdWhileElsewhere(_ task: TaskDescriptor, _ problem: String, dropped: String?) -> Scheduler.Event {
         diskHealth.writeFailed()
+        // Seen by the status thread, which sends what was held once the spool is back.
+        metrics.setHeldElsewhere(true)
         let settings = policy.withLock { $0.retry }
         let delay = RetryPolicy.backoff(afterAttempts: dropped == nil ? 64 : max(4, task.history.attempts.count), settings: settings, random: random())
         let seconds = LogValue("\((delay * 100).rounded() / 100)")

@@ -356,7 +356,11 @@ public final class SpoolDaemon: Sendable {
                 // Nothing of the daemon's is written through names that lead outside the
                 // spool (`SpoolLayout.integrityProblem`): no lock file, roster entry or live status there.
                 let elsewhere = layout.integrityProblem()
-                metrics.setHeldElsewhere(elsewhere != nil)
+                if metrics.setHeldElsewhere(elsewhere != nil) && elsewhere == nil {
+                    // A start held meanwhile waits the longest back-off (a minute by default) otherwise.
+                    logger.debug("requests held while the spool's folders were not its own are sent now")
+                    engine.post(.sendNow(id: nil))
+                }
                 metrics.setUnwritable(diskHealth.probeFailed)
                 // This thread alone moves the pin, once it holds the new mount's locks.
                 if let pin = layout.rootPin as? SharedRootPin {
