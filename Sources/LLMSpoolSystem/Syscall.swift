@@ -245,6 +245,18 @@ public enum Syscall {
         return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// The path with every link, `.` and `..` resolved (`realpath`).
+    public static func realPath(_ path: String) throws -> String {
+        while true {
+            if let resolved = Glibc.realpath(path, nil) {
+                defer { free(resolved) }
+                return String(cString: resolved)
+            }
+            let error = errno
+            if error != EINTR { throw SystemError(errno: error, call: "realpath", path: path) }
+        }
+    }
+
     /// `stat`: links followed.
     public static func statFollowingLinks(_ path: String) throws -> stat {
         var info = stat()

@@ -62,7 +62,7 @@ enum ClientSpool {
         } catch let error as SystemError where error.errno == ENOENT || error.errno == ENOTDIR {
             return false
         } catch let error as SystemError where error.errno == EACCES || error.errno == EPERM {
-            throw ConfigError("cannot read \(folder) as \(userName(getuid())): \(String(cString: strerror(error.errno))); "
+            throw ConfigError("cannot read \(folder) as \(UserDescription.of(getuid())): \(String(cString: strerror(error.errno))); "
                               + "run this as the user the daemon runs as\(owner(of: layout.root)), or as root")
         }
     }
@@ -70,22 +70,9 @@ enum ClientSpool {
     /// ` (the spool's owner, uid 0 (root))`, or nothing when the root cannot be looked at.
     private static func owner(of root: String) -> String {
         do {
-            return " (the spool's owner, \(userName(try Syscall.lstat(root).st_uid)))"
+            return " (the spool's owner, \(UserDescription.of(try Syscall.lstat(root).st_uid)))"
         } catch {
             return ""
-        }
-    }
-
-    /// `uid 1000 (alice)`, or `uid 1000` for a user without an entry.
-    static func userName(_ uid: uid_t) -> String {
-        var entry = passwd()
-        var found: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 4096)
-        // The entry's strings point into the buffer: read within its closure.
-        return buffer.withUnsafeMutableBufferPointer { strings in
-            guard let base = strings.baseAddress, getpwuid_r(uid, &entry, base, strings.count, &found) == 0, found != nil,
-                  let name = entry.pw_name else { return "uid \(uid)" }
-            return "uid \(uid) (\(Logger.escape(String(cString: name))))"
         }
     }
 

@@ -19,7 +19,9 @@ enum ConfigSource {
     /// Defaults, then the config file, then the environment, then the command line.
     static func load(_ args: Arguments, environment: [String: String]) throws -> Config {
         var config = Config()
-        if let path = path(args, environment: environment) { config = try Config.load(path: path) }
+        // Read by the daemon (and check-config, which says what it would do): the file's
+        // owners are checked too.
+        if let path = path(args, environment: environment) { config = try Config.loadTrusted(path: path, base: config) }
         config = config.applyingEnvironment(environment)
         if let spool = args["--spool"] { config.spool = spool }
         if let url = args["--base-url"] {

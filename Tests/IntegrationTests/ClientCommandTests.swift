@@ -367,6 +367,27 @@ import Testing
         #expect(allowed.status == 0 && allowed.stdout.contains("waiting"), "\(allowed.stdout) \(allowed.stderr)")
     }
 
+    /// `run` and `check-config` refuse a config another user owns (it decides where the key
+    /// is sent); `status` still finds the spool through it.
+    @Test func theDaemonRefusesAConfigAnotherUserOwns() throws {
+        guard Harness.isRoot else {
+            print("skipped: needs root to give the config to another user")
+            return
+        }
+        let harness = try Harness()
+        defer { harness.stop() }
+        let config = harness.root + "/theirs.json"
+        try "{\"spool\": \"\(harness.layout.root)\"}".write(toFile: config, atomically: false, encoding: .utf8)
+        #expect(chmod(config, 0o644) == 0 && chown(config, 65534, 65534) == 0)
+        // Bounded: a `run` that took the file would otherwise run until killed.
+        for command in [["check-config", "--config", config], ["run", "--config", config]] {
+            let refused = try harness.cli(["/usr/bin/timeout", "-s", "KILL", "20", Harness.binary] + command, viaProgram: true)
+            #expect(refused.status != 0 && refused.stderr.contains("config \(config) is owned by uid 65534"), "\(command): \(refused.stderr)")
+        }
+        let status = try harness.cli(["status", "--config", config])
+        #expect(status.status == 0 && status.stdout.contains("queued 0"), "\(status.stdout) \(status.stderr)")
+    }
+
     @Test func versionStreamsAndConfirmations() throws {
         let harness = try Harness()
         defer { harness.stop() }

@@ -145,14 +145,28 @@ public struct Config: Sendable, Equatable {
     /// Reads a JSON config file; unknown keys and wrong types are errors that name the key.
     /// A file other users can write is refused: it decides where the API key is sent.
     public static func load(path: String, base: Config = Config()) throws -> Config {
+        try load(path: path, base: base, trustedOwners: false)
+    }
+
+    /// The same, for the daemon, which sends the API key where the file says: the file must
+    /// also be the user's it runs as, or root's, and its folder must be writable by no other
+    /// user (unless sticky, as /tmp is), as ssh asks of its own files. A config of another
+    /// user's (mode 0644, owned by alice) is one alice can point at her own server.
+    public static func loadTrusted(path: String, base: Config) throws -> Config {
+        try load(path: path, base: base, trustedOwners: true)
+    }
+
+    private static func load(path: String, base: Config, trustedOwners: Bool) throws -> Config {
         // A link is followed (NixOS's /etc is links into its store); the file it leads to is
         // checked and read through one descriptor, so that what is checked is what is read.
         let bytes: [UInt8]
         do {
             let file = try FileReader.openRegular(path, followingLinks: true)
-            if try file.fstat().st_mode & 0o022 != 0 {
+            let info = try file.fstat()
+            if info.st_mode & 0o022 != 0 {
                 throw ConfigError("config \(path)\(linkNote(path)) is writable by other users, and it decides where the API key is sent; run: chmod go-w \(path)")
             }
+            if trustedOwners { try checkOwners(path: path, file: info) }
             bytes = try FileReader.prefix(fd: file.rawValue, path: path, limit: 1 << 20)
         } catch let error as ConfigError {
             throw error
@@ -472,6 +486,30 @@ public struct EndpointSettings: Sendable, Equatable {
         let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if text.isEmpty { throw ConfigError("api_key_file \(path) is empty") }
         return Secret(text)
+    }
+}
+
+extension Config {
+    /// `Config.loadTrusted`'s rules for the file (`file`: its `fstat`) and its folder.
+    static func checkOwners(path: String, file: stat) throws {
+        let me = geteuid()
+        guard file.st_uid == 0 || file.st_uid == me else {
+            throw ConfigError("config \(path)\(linkNote(path)) is owned by \(UserDescription.of(file.st_uid)), neither root nor the user the daemon runs as "
+                              + "(\(UserDescription.of(me))), and it decides where the API key is sent; run: chown \(me) \(path)")
+        }
+        // The folder of the file itself, a link's target's: whoever may write there may
+        // replace the file.
+        let real = try Syscall.realPath(path)
+        let folder = DurableFile.directory(of: real)
+        let info = try Syscall.statFollowingLinks(folder)
+        guard info.st_mode & 0o022 == 0 || info.st_mode & S_ISVTX != 0 else {
+            throw ConfigError("config \(path) is in \(folder), which other users can write (they could put another file in its place), "
+                              + "and it decides where the API key is sent; run: chmod go-w \(folder)")
+        }
+        guard info.st_uid == 0 || info.st_uid == me else {
+            throw ConfigError("config \(path) is in \(folder), owned by \(UserDescription.of(info.st_uid)), neither root nor the user the daemon runs as "
+                              + "(\(UserDescription.of(me))): its owner could put another file in its place, and the file decides where the API key is sent")
+        }
     }
 }
 
