@@ -40,9 +40,9 @@ public enum RetryPolicy {
         case diskStayedFull
         /// The answer came and could not be written, `attempts` times in a row: each was paid
         /// for, and the room a probe write finds is not room for the answer (or something in
-        /// the way of its name, a folder at `<id>.partial`, is still there). `lastReason`:
-        /// the latest failure's own words, which tell the two apart.
-        case answerDidNotFit(attempts: Int, lastReason: String?)
+        /// the way of its name, a folder at `<id>.partial`, is still there). The record gives
+        /// the last failure's own words before it, which tell the two apart.
+        case answerDidNotFit(attempts: Int)
         /// A remote batch expired before the request ran, and `deferred_expired` is `fail`.
         case expiredNotLive
 
@@ -58,9 +58,8 @@ public enum RetryPolicy {
                 "the next attempt would start \(RetryPolicy.wholeSeconds(age)) s after the request was first seen, past max_lifetime_seconds (\(RetryPolicy.wholeSeconds(limit)))"
             case .diskStayedFull:
                 "the disk stayed full past max_lifetime_seconds"
-            case .answerDidNotFit(let attempts, let lastReason):
-                "the answer could not be written to the spool \(attempts) times in a row, each after part of it had arrived; each was paid for, so it is not sent again"
-                    + (lastReason.map { " (the last time: \($0))" } ?? " (a full disk, or a file or folder in the way of its name)")
+            case .answerDidNotFit(let attempts):
+                "the answer could not be written to the spool \(attempts) times in a row, each after part of it had arrived (a full disk, or a file or folder in the way of its name); each was paid for, so it is not sent again"
             case .expiredNotLive:
                 "deferred_expired is fail"
             }
@@ -92,8 +91,8 @@ public enum RetryPolicy {
     public static func plan(_ failure: AttemptFailure, headers: [String: String], history: TaskHistory, endpointIndex: Int,
                             endpointCount: Int, carriers: Int, now: Date, settings: RetrySettings, random: Double) -> Plan {
         if failure.kind == .disk {
-            let paid = history.attempts.reversed().prefix { $0.outcome == AttemptFailure.Kind.disk.rawValue }.filter { $0.bytesReceived > 0 }
-            if paid.count >= maximumPaidDiskFailures { return .giveUp(.answerDidNotFit(attempts: paid.count, lastReason: paid.first?.message)) }
+            let paid = history.attempts.reversed().prefix { $0.outcome == AttemptFailure.Kind.disk.rawValue }.filter { $0.bytesReceived > 0 }.count
+            if paid >= maximumPaidDiskFailures { return .giveUp(.answerDidNotFit(attempts: paid)) }
             let delay = backoff(afterAttempts: history.attempts.count, settings: settings, random: random)
             guard now.timeIntervalSince(history.firstSeen) + delay <= settings.maxLifetimeSeconds else { return .giveUp(.diskStayedFull) }
             return .retry(afterSeconds: delay, endpoint: endpointIndex, reason: .disk)
