@@ -12,6 +12,22 @@ import Testing
         (try? Syscall.lstat(path)).map { Int($0.st_size) } ?? 0
     }
 
+    /// CPU seconds (user and system) the threads of `pid` named `name` have used.
+    static func threadCPUSeconds(pid: pid_t, named name: String) throws -> Double {
+        var total = 0.0
+        for tid in try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") {
+            let comm = try String(contentsOfFile: "/proc/\(pid)/task/\(tid)/comm", encoding: .utf8)
+            guard comm.trimmingCharacters(in: .whitespacesAndNewlines) == name else { continue }
+            let stat = try String(contentsOfFile: "/proc/\(pid)/task/\(tid)/stat", encoding: .utf8)
+            // After the command's closing parenthesis: the state (field 3), ..., utime (14), stime (15).
+            guard let close = stat.range(of: ")", options: .backwards) else { throw HarnessError("no command in \(stat)") }
+            let fields = stat[close.upperBound...].split(separator: " ")
+            guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { throw HarnessError("cannot read \(stat)") }
+            total += (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        }
+        return total
+    }
+
     /// Drops a stream, removes `incoming` once its `.partial` has bytes (and makes it again
     /// if asked), and checks that the request ended once, published, with one call and no
     /// failure. The result's text.
@@ -156,8 +172,19 @@ import Testing
         try waitUntil("some lines are committed", timeout: 60) {
             ((try? String(contentsOfFile: partial, encoding: .utf8)) ?? "").split(separator: "\n").count >= 4
         }
-        try Syscall.rename(partial, harness.layout.root + "/moved-away")
-        try Syscall.mkdir(partial, mode: 0o700)
+        // A commit between the two steps gives the name back from the open file: moved away again.
+        var attempt = 0
+        while true {
+            try Syscall.rename(partial, harness.layout.root + "/moved-away-\(attempt)")
+            do {
+                try Syscall.mkdir(partial, mode: 0o700)
+                break
+            } catch let error as SystemError where error.errno == EEXIST && attempt < 10 {
+                attempt += 1
+            }
+        }
+        let pid = try #require(harness.daemon?.processIdentifier)
+        let (cpuBefore, blockedAt) = (try Self.threadCPUSeconds(pid: pid, named: "batch"), Date())
         var shown: [String: Any] = [:]
         try waitUntil("status says why the lines wait, after a few tries", timeout: 60) {
             let json = try harness.cli(["status", "--json", "--spool", harness.layout.root])
@@ -165,6 +192,10 @@ import Testing
             shown = (object?["batches"] as? [[String: Any]])?.first ?? [:]
             return (shown["commit_failures"] as? Int ?? 0) >= 5
         }
+        // Five failures take 3 s of pauses at least. Before, the batch thread was woken every
+        // round while lines waited, and spun at a full core.
+        let (cpu, blocked) = (try Self.threadCPUSeconds(pid: pid, named: "batch") - cpuBefore, Date().timeIntervalSince(blockedAt))
+        #expect(cpu < blocked / 2, "the batch thread used \(cpu) s of CPU in \(blocked) s blocked")
         // Read before the count it is compared with, which only grows.
         let logged = harness.log.components(separatedBy: "error: cannot commit the batch's lines").count - 1
         let failures = try #require(((try JSONSerialization.jsonObject(with: Data(harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout.utf8))

@@ -340,6 +340,10 @@ public final class BatchRunner: @unchecked Sendable {
             publishProgress()
             if stop {
                 for batch in batches.values {
+                    if !batch.ended.isEmpty {
+                        logger.error("stopping with answered lines of the batch that could not be written; they are sent (and paid) again at the next start",
+                                     id: batch.name, ["lines": "\(batch.ended.count)", "reason": LogValue(batch.commitRetry.problem ?? "unknown")])
+                    }
                     for attempted in batch.attempted { answer(attempted, durable: false) }
                     // The next start resumes from the output by name; not one another daemon
                     // took over since (its copy has the name).
@@ -1054,7 +1058,9 @@ public final class BatchRunner: @unchecked Sendable {
             if toGroup == .toItsGroup { post(.laneResumed(ids: [task.id])) }
             post(.arrived(.valid(task)))
         }
-        if !batch.ended.isEmpty { wake.signal() }
+        // Not while its commit waits out a failure: the round's own timeout comes back for
+        // it, and a wake each round spun the thread at a full core for as long as it lasted.
+        if !batch.ended.isEmpty && batch.commitRetry.mayTry(now: TransferEngine.monotonic()) { wake.signal() }
     }
 
     /// The input held open changed in place since it was validated (cut short, appended to,
@@ -1121,8 +1127,10 @@ public final class BatchRunner: @unchecked Sendable {
     /// their journal entries, and the attempts of the lines retried, and fsyncs the
     /// journal: the lines are committed together.
     private func commit(_ batch: Batch) {
+        // A stopping daemon tries once more whatever the pause: lines not committed now are
+        // sent again (and paid again) after the restart.
         guard !batch.abandoned, !batch.ended.isEmpty || !batch.attempted.isEmpty,
-              batch.commitRetry.mayTry(now: Date().timeIntervalSince1970) else { return }
+              draining || batch.commitRetry.mayTry(now: TransferEngine.monotonic()) else { return }
         let size = Int(batch.identity.size)
         var output: [UInt8] = []
         var entries: [BatchJournal.Entry] = []
@@ -1169,6 +1177,10 @@ public final class BatchRunner: @unchecked Sendable {
             abandon(batch)
             return
         }
+        // Where the journal ended before this group: a write cut short (a full disk) is cut
+        // back to it, or the records appended after the torn one once there is room again
+        // are never read (recovery stops at the tear), and their lines are sent again.
+        var journalEnd: Int?
         do {
             if !output.isEmpty {
                 try keepOutputNamed(batch)
@@ -1177,6 +1189,7 @@ public final class BatchRunner: @unchecked Sendable {
             }
             if !records.isEmpty {
                 try keepJournalNamed(batch)
+                journalEnd = Int(try Syscall.fstat(batch.journalFD, path: layout.batchJournal(batch.name)).st_size)
                 try Syscall.writeAll(batch.journalFD, records, path: layout.batchJournal(batch.name))
                 try Syscall.fdatasync(batch.journalFD, path: layout.batchJournal(batch.name))
             }
@@ -1186,13 +1199,17 @@ public final class BatchRunner: @unchecked Sendable {
         } catch {
             // Nothing of this group counts: the output is cut back, and the group is written
             // again after a pause (`BatchCommitRetry`), the batch thread free meanwhile.
-            let now = Date().timeIntervalSince1970
-            let loud = batch.commitRetry.failed("\(error)", now: now)
+            let loud = batch.commitRetry.failed("\(error)", now: TransferEngine.monotonic())
             logger.log(loud ? .error : .debug, "cannot commit the batch's lines; they wait in memory and are tried again", id: batch.name,
                        [("reason", "\(error)"), ("lines", "\(entries.count)"), ("failures", "\(batch.commitRetry.failures)"),
                         ("retry_in_seconds", "\(BatchCommitRetry.delay(afterFailures: batch.commitRetry.failures))")])
             logger.bestEffort("cutting the output back") {
                 try Syscall.ftruncate(batch.outputFD, length: batch.journal.outputLength, path: layout.batchPartial(batch.name))
+            }
+            if let journalEnd {
+                logger.bestEffort("cutting the journal back") {
+                    try Syscall.ftruncate(batch.journalFD, length: journalEnd, path: layout.batchJournal(batch.name))
+                }
             }
             return
         }
@@ -1244,7 +1261,10 @@ public final class BatchRunner: @unchecked Sendable {
     /// sent are written as cancelled, then the batch is published.
     private func finishIfDone(_ batch: Batch) {
         guard !batch.abandoned else { return }
-        if batch.cancelled && batch.inWindow.isEmpty && batch.journal.committed.count + batch.unnamed.count < batch.index.count {
+        // Lines written as cancelled that could not be committed yet wait in `ended` for the
+        // next try: added again each round, they would pile up for as long as the disk stays full.
+        if batch.cancelled && batch.inWindow.isEmpty && batch.ended.isEmpty
+            && batch.journal.committed.count + batch.unnamed.count < batch.index.count {
             var entry = 0
             while entry < batch.index.count {
                 let upper = min(batch.index.count, entry + 4096)
@@ -1264,13 +1284,20 @@ public final class BatchRunner: @unchecked Sendable {
             abandon(batch)
             return
         }
+        guard draining || batch.commitRetry.mayTry(now: TransferEngine.monotonic()) else { return }
         do {
             try keepOutputNamed(batch)
         } catch is OutputTakenOver {
             abandon(batch)
             return
         } catch {
-            logger.warning("cannot write the batch's output again", id: batch.name, ["reason": "\(error)"])
+            // Published now, whatever stands under the name would become the batch's output
+            // (a folder put there was renamed to it, every line lost): tried again, as a commit.
+            let loud = batch.commitRetry.failed("\(error)", now: TransferEngine.monotonic())
+            logger.log(loud ? .error : .debug, "cannot publish the batch's output; it is tried again", id: batch.name,
+                       [("reason", "\(error)"), ("failures", "\(batch.commitRetry.failures)"),
+                        ("retry_in_seconds", "\(BatchCommitRetry.delay(afterFailures: batch.commitRetry.failures))")])
+            return
         }
         // The output is renamed, not removed: closed now. The journal is removed by the plan,
         // its descriptor goes there with the input's (see `publish`).

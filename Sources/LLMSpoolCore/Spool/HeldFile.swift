@@ -31,7 +31,7 @@ enum HeldFile {
     struct FolderInTheWay: Error, CustomStringConvertible {
         var path: String
         var description: String {
-            "\(path) is a folder: the file held open for that name is written there once the folder is moved away"
+            "\(path) is a folder, and no file can be given its name while it is there"
         }
     }
 

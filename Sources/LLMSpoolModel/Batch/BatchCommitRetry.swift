@@ -8,7 +8,8 @@ public struct BatchCommitRetry: Sendable, Equatable {
     public private(set) var failures = 0
     /// The latest failure's reason; nil once a commit goes through.
     public private(set) var problem: String?
-    /// Seconds since 1970 before which no commit is tried.
+    /// The time before which no commit is tried, on the clock `now` is given in (the daemon's
+    /// monotonic one: a wall clock set back would hold commits back as long).
     public private(set) var notBefore: Double = 0
 
     public static let firstDelaySeconds = 0.2
