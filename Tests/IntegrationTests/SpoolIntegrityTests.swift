@@ -145,7 +145,7 @@ import Testing
         try waitUntil("answered within seconds of the spool's return, not a minute", timeout: 20) {
             FileManager.default.fileExists(atPath: harness.layout.result("back"))
         }
-        #expect(harness.log.contains("requests held while the spool's folders were not its own are sent now"), "\(harness.log)")
+        #expect(harness.log.contains("requests held while the spool's folders were not its own are released now"), "\(harness.log)")
         #expect(try harness.arrivals(of: "held until the spool is back").count == 1)
     }
 

@@ -34,6 +34,8 @@ public final class Finisher: Sendable {
     let batches = Mutex<BatchRunner?>(nil)
     private let report: @Sendable (TaskReport) -> Void
     private let metrics: Metrics
+    /// The starts held by the spool's look, released by the status thread (`HeldStarts`).
+    let heldStarts = HeldStarts()
     /// Set when daemons share the spool: nothing is published without the lease.
     private let leases: LeaseManager?
     private let diskHealth: DiskHealth
@@ -835,8 +837,10 @@ public final class Finisher: Sendable {
     /// held every 4 s took half a core).
     private func holdWhileElsewhere(_ task: TaskDescriptor, _ problem: String, dropped: String?) -> Scheduler.Event {
         diskHealth.writeFailed()
-        // Seen by the status thread, which sends what was held once the spool is back.
+        // A hold shorter than the status thread's second is shown too; that thread releases
+        // what was held once the spool is back.
         metrics.setHeldElsewhere(true)
+        heldStarts.insert(task.id)
         let settings = policy.withLock { $0.retry }
         let delay = RetryPolicy.backoff(afterAttempts: dropped == nil ? 64 : max(4, task.history.attempts.count), settings: settings, random: random())
         let seconds = LogValue("\((delay * 100).rounded() / 100)")

@@ -356,10 +356,14 @@ public final class SpoolDaemon: Sendable {
                 // Nothing of the daemon's is written through names that lead outside the
                 // spool (`SpoolLayout.integrityProblem`): no lock file, roster entry or live status there.
                 let elsewhere = layout.integrityProblem()
-                if metrics.setHeldElsewhere(elsewhere != nil) && elsewhere == nil {
-                    // A start held meanwhile waits the longest back-off (a minute by default) otherwise.
-                    logger.debug("requests held while the spool's folders were not its own are sent now")
-                    engine.post(.sendNow(id: nil))
+                metrics.setHeldElsewhere(elsewhere != nil)
+                if elsewhere == nil {
+                    let held = finisher.heldStarts.takeAll()
+                    if !held.isEmpty {
+                        logger.debug("requests held while the spool's folders were not its own are released now", ["requests": "\(held.count)"])
+                    }
+                    // One whose retry is not posted yet is due when it comes (`Scheduler.Event.releaseHeld`).
+                    if !held.isEmpty { engine.post(.releaseHeld(ids: held)) }
                 }
                 metrics.setUnwritable(diskHealth.probeFailed)
                 // This thread alone moves the pin, once it holds the new mount's locks.

@@ -138,15 +138,7 @@ public final class Metrics: Sendable {
     /// (`SpoolLayout.integrityProblem`); `unwritable`: the spool cannot be written (a start
     /// waiting for space, or the last probe write failed, `DiskHealth.probeFailed`). Either
     /// holds every request: an alert on the gauge sees what the log says once.
-    /// Also set by a start the spool's look held (`Finisher`), so that a hold shorter than
-    /// the status thread's second is seen; returns what it was.
-    @discardableResult
-    public func setHeldElsewhere(_ held: Bool) -> Bool {
-        holds.withLock { holds in
-            defer { holds.elsewhere = held }
-            return holds.elsewhere
-        }
-    }
+    public func setHeldElsewhere(_ held: Bool) { holds.withLock { $0.elsewhere = held } }
     public func setUnwritable(_ held: Bool) { holds.withLock { $0.unwritable = held } }
 
     /// Each endpoint's transfers in flight and, when it waits, the cause (all endpoints named,

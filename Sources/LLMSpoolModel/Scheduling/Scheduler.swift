@@ -36,6 +36,12 @@ public struct Scheduler: Sendable {
         /// an endpoint's cool-down (the daemon's own judgement, as Postfix's per-destination
         /// back-off) no longer hold it; a provider's pause or rate limit still does.
         case sendNow(id: String?)
+        /// The spool's folders are its own again: these tasks, whose start was held while
+        /// they were not (`Finisher`), are due now. Each one still waiting goes to the back
+        /// of its line as when its wait ends; unlike `sendNow`, an endpoint's cool-down still
+        /// holds it. One still finishing (its finisher held it, and its retry is not posted
+        /// yet) is due as soon as that retry comes. Any other id is left alone.
+        case releaseHeld(ids: [String])
         /// The transfer of `id` was placed on a connection of a multiplexing endpoint
         /// (`connection`: the engine's key for it). See `ConnectionPacing`.
         case connected(id: String, connection: Int)
@@ -140,6 +146,8 @@ public struct Scheduler: Sendable {
     private var connectionOf: [String: Int] = [:]
     /// Tasks a person asked to send now: their next start ignores endpoints' cool-downs.
     private var sendingNow: Set<String> = []
+    /// Tasks released by `releaseHeld` while their finisher had them: due when their retry comes.
+    private var releasedWhileFinishing: Set<String> = []
     /// Tasks whose file left `outgoing` while their outcome was being written: the
     /// finisher may still note that it awaits the file's clean-up (`.requestLeft` follows
     /// `.finalized`, after the note). A retry's start finds the file gone by itself.
@@ -239,12 +247,14 @@ public struct Scheduler: Sendable {
             return fill(now)
         case .retry(let task, let at):
             guard entries[task.id]?.state == .finishing else { return [] }
+            let due = releasedWhileFinishing.remove(task.id) != nil ? min(at, now) : at
             // Leaving `finishing` frees room for the next start too (see `finishingLimit`).
-            set(task.id, Entry(state: .deferred(until: at), task: task))
-            timers.push(Timer(due: at, id: task.id))
+            set(task.id, Entry(state: .deferred(until: due), task: task))
+            timers.push(Timer(due: due, id: task.id))
             return releaseDue(now) + fill(now)
         case .finalized(let id):
             resumedLaneMembers.remove(id)
+            releasedWhileFinishing.remove(id)
             let wasFinishing = entries[id]?.state == .finishing
             let left: [Action] = removedWhileFinishing.contains(id) ? [.requestLeft(id: id)] : []
             set(id, nil)
@@ -291,6 +301,16 @@ public struct Scheduler: Sendable {
                 task.history.notBefore = nil
                 set(id, Entry(state: .queued, task: task))
                 enqueue(task, inFront: true)
+            }
+            return releaseDue(now) + fill(now)
+        case .releaseHeld(let ids):
+            for id in ids {
+                if entries[id]?.state == .finishing { releasedWhileFinishing.insert(id) }
+                guard let entry = entries[id], case .deferred = entry.state, var task = entry.task else { continue }
+                // Its timer stays in the heap and is skipped when reached, as for `sendNow`.
+                task.history.notBefore = nil
+                set(id, Entry(state: .queued, task: task))
+                enqueue(task, inFront: false)
             }
             return releaseDue(now) + fill(now)
         case .connected(let id, let connection):
