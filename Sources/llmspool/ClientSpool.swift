@@ -28,11 +28,15 @@ enum ClientSpool {
         }
     }
 
-    /// A spool whose outgoing folder exists and this user may open, or an error saying how
-    /// to fix it.
+    /// A spool whose outgoing folder exists, or an error saying how to fix it (or, when this
+    /// user may not look into the spool, who may).
     static func existing(_ args: Arguments) throws -> SpoolLayout {
         let layout = try layout(args)
-        guard try mayOpen(layout.outgoing, layout: layout) else {
+        do {
+            _ = try Syscall.lstat(layout.outgoing)
+        } catch let error as SystemError where error.errno == EACCES || error.errno == EPERM {
+            throw denied(layout.outgoing, error, layout: layout)
+        } catch {
             throw ConfigError("\(layout.outgoing) does not exist; give --spool DIR or --config FILE (llmspool init creates a spool)")
         }
         return layout
@@ -40,37 +44,44 @@ enum ClientSpool {
 
     /// The same, for commands that read the whole spool (`status`, `queue`, `show`): a folder
     /// this user may not read was counted as empty, and `status` said "daemon: not running,
-    /// queued 0" of a spool whose daemon ran with work queued. A folder missing is no error
-    /// (a running daemon makes it again).
+    /// queued 0" of a spool whose daemon ran with work queued.
     static func readable(_ args: Arguments) throws -> SpoolLayout {
         let layout = try existing(args)
         try checkReadable(layout)
         return layout
     }
 
-    /// Throws when a folder of the spool is there but this user may not open it.
+    /// Throws when a folder of the spool, or the daemon's status file, is there but this user
+    /// may not read it: the folders the commands list, and the files whose absence reads as
+    /// "no daemon" or "batch not begun". Anything else is left to the command: a folder
+    /// missing (a running daemon makes it again), or made a link or a file (`status` says
+    /// the spool is held). Links are not followed.
     static func checkReadable(_ layout: SpoolLayout) throws {
-        for folder in [layout.outgoing, layout.hold, layout.state, layout.incoming, layout.failed] { _ = try mayOpen(folder, layout: layout) }
-    }
-
-    /// Whether the folder is there; a folder there that this user may not open is an error
-    /// that says who may.
-    private static func mayOpen(_ folder: String, layout: SpoolLayout) throws -> Bool {
-        do {
-            _ = try FileDescriptor.open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            return true
-        } catch let error as SystemError where error.errno == ENOENT || error.errno == ENOTDIR {
-            return false
-        } catch let error as SystemError where error.errno == EACCES || error.errno == EPERM {
-            throw ConfigError("cannot read \(folder) as \(UserDescription.of(getuid())): \(String(cString: strerror(error.errno))); "
-                              + "run this as the user the daemon runs as\(owner(of: layout.root)), or as root")
+        let folders = [layout.outgoing, layout.hold, layout.state, layout.incoming, layout.failed, layout.batches]
+        for (path, flags) in folders.map({ ($0, O_DIRECTORY) }) + [(LiveStatus.path(layout), Int32(0))] {
+            do {
+                _ = try FileDescriptor.open(path, O_RDONLY | flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            } catch let error as SystemError where error.errno == EACCES || error.errno == EPERM {
+                throw denied(path, error, layout: layout)
+            } catch {
+                continue
+            }
         }
     }
 
-    /// ` (the spool's owner, uid 0 (root))`, or nothing when the root cannot be looked at.
+    private static func denied(_ path: String, _ error: SystemError, layout: SpoolLayout) -> ConfigError {
+        ConfigError("cannot read \(Logger.escape(path)) as \(UserDescription.of(getuid())): \(String(cString: strerror(error.errno))); "
+                    + "run this as the user the daemon runs as\(owner(of: layout.root)), or as root")
+    }
+
+    /// ` (the spool's owner, uid 0 (root))`, with `, or as a member of its group, gid 50
+    /// (staff)` when the group may read it (`init --group`); nothing when the root cannot be
+    /// looked at.
     private static func owner(of root: String) -> String {
         do {
-            return " (the spool's owner, \(UserDescription.of(try Syscall.lstat(root).st_uid)))"
+            let info = try Syscall.lstat(root)
+            let group = info.st_mode & 0o050 == 0o050 ? " or as a member of its group, \(UserDescription.ofGroup(info.st_gid))" : ""
+            return " (the spool's owner, \(UserDescription.of(info.st_uid)))\(group)"
         } catch {
             return ""
         }

@@ -24,7 +24,7 @@ enum StatusCommand {
             guard args.has("--watch") else { throw Arguments.UsageError(description: "--interval applies to --watch only") }
             interval = seconds
         }
-        let layout = try ClientSpool.readable(args)
+        let layout = try ClientSpool.existing(args)
         let query = SpoolQuery(layout: layout)
         let clear = args.has("--watch") && !args.has("--json") && isatty(1) == 1
         repeat {
@@ -32,6 +32,14 @@ enum StatusCommand {
             // A running daemon makes its folders again, and the next report is the spool's.
             guard Syscall.isPresent(layout.outgoing) else {
                 FileHandle.standardError.write(Data("llmspool: status: \(layout.outgoing) does not exist now\n".utf8))
+                Thread.sleep(forTimeInterval: interval)
+                continue
+            }
+            // Each report: a folder made unreadable while watching would read as an empty spool.
+            do {
+                try ClientSpool.checkReadable(layout)
+            } catch let error where args.has("--watch") {
+                FileHandle.standardError.write(Data("llmspool: status: \(error)\n".utf8))
                 Thread.sleep(forTimeInterval: interval)
                 continue
             }

@@ -363,8 +363,34 @@ import Testing
         #expect(stateDenied.stderr.contains("cannot read \(harness.layout.state) as \(nobody)"), "\(stateDenied.stderr)")
         // Every folder open to all: the same user reads the spool.
         for folder in [harness.layout.state, harness.layout.incoming, harness.layout.failed] { #expect(chmod(folder, 0o755) == 0) }
+        // Read for batches' counts: unreadable, a running batch read as "not begun".
+        if Syscall.isPresent(harness.layout.batches) {
+            let batches = try asNobody(["status"])
+            #expect(batches.status != 0 && batches.stderr.contains("cannot read \(harness.layout.batches)"), "\(batches.stderr)")
+            #expect(chmod(harness.layout.batches, 0o755) == 0)
+        }
         let allowed = try asNobody(["queue"])
         #expect(allowed.status == 0 && allowed.stdout.contains("waiting"), "\(allowed.stdout) \(allowed.stderr)")
+    }
+
+    /// A drop box other users may write but not read (1733): `submit` cannot open it to
+    /// fsync it, but its request is in place. Before, it said it had failed with the file
+    /// already renamed in, and a second submit sent the request twice.
+    @Test func submitIntoAWriteOnlyDropBoxSucceeds() throws {
+        guard Harness.isRoot, exists("/usr/bin/setpriv") else {
+            print("skipped: needs root and setpriv to act as another user")
+            return
+        }
+        let harness = try Harness()
+        defer { harness.stop() }
+        #expect(chmod(harness.root, 0o711) == 0 && chmod(harness.layout.root, 0o711) == 0 && chmod(harness.layout.outgoing, 0o1733) == 0)
+        let file = harness.root + "/request.json"
+        try requestText("into the drop box").write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(chmod(file, 0o644) == 0)
+        let submitted = try Harness.spawnAndWait(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", Harness.binary,
+                                                  "submit", file, "--id", "dropped", "--spool", harness.layout.root])
+        #expect(submitted.status == 0, "\(submitted.stderr)")
+        #expect(harness.files(in: harness.layout.outgoing) == ["dropped.json"])
     }
 
     /// `run` and `check-config` refuse a config another user owns (it decides where the key

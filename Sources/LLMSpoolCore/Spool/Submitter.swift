@@ -16,7 +16,14 @@ public enum Submitter {
         }
         if case .invalid(let problem) = format.prepare(bytes, context: FormatContext(defaultModel: "-", yaml: LibYAML.reader)) { throw problem }
         let path = "\(layout.outgoing)/\(id)\(suffix)"
-        try DurableFile.write(bytes, to: path, mode: mode)
+        try DurableFile.write(bytes, to: path, mode: mode, syncDirectory: false)
+        do {
+            try Syscall.fsyncDirectory(layout.outgoing)
+        } catch let error as SystemError where error.errno == EACCES || error.errno == EPERM {
+            // A drop box this user may write but not read (mode 1733) cannot be opened to be
+            // fsynced. The request is in place: said to have failed, it would be dropped
+            // again and sent twice. Only its rename may not outlive a power loss.
+        }
         return path
     }
 }
