@@ -352,6 +352,19 @@ public final class SpoolDaemon: Sendable {
         }
         NamedThread.start("status") { [self] in
             var lastIDLook = TransferEngine.monotonic()
+            // Rewritten each second: a full disk would log a line a second for as long as it lasts.
+            var statusFailures = FailureRun()
+            func informational(_ path: String, _ write: () throws -> Void) {
+                do {
+                    try write()
+                    let ended = statusFailures.succeeded()
+                    if ended > 0 { self.logger.info("the daemon's status is written again", ["path": LogValue(path), "failures": "\(ended)"]) }
+                } catch {
+                    if statusFailures.failed() {
+                        self.logger.warning("an informational write failed; carrying on", ["reason": "\(error)", "failures_in_a_row": "\(statusFailures.count)"])
+                    }
+                }
+            }
             while !statusStop.load(ordering: .relaxed) {
                 // Nothing of the daemon's is written through names that lead outside the
                 // spool (`SpoolLayout.integrityProblem`): no lock file, roster entry or live status there.
@@ -390,7 +403,7 @@ public final class SpoolDaemon: Sendable {
                 if let roster, let leases {
                     let entry = DaemonRoster.Entry(host: leases.hostID, pid: getpid(), updatedAt: Date(), queued: snapshot.queued,
                                                    deferred: snapshot.deferred, inFlight: snapshot.transferring)
-                    logger.bestEffort("an informational write") { try DurableFile.replace(entry.encoded(), at: roster, mode: layout.fileMode) }
+                    informational(roster) { try DurableFile.replace(entry.encoded(), at: roster, mode: layout.fileMode) }
                 }
                 // A batch's lines are shown as its counts, not one by one.
                 var status = LiveStatus(pid: getpid(), updatedAt: Date(), queued: snapshot.queued, deferred: snapshot.deferred,
@@ -411,7 +424,7 @@ public final class SpoolDaemon: Sendable {
                 status.remoteBatches = lane.progress
                 status.intakePaused = watcher.intakePause.withLock { $0 }
                 metrics.remoteBatches(status.remoteBatches)
-                logger.bestEffort("an informational write") { try DurableFile.replace(status.encoded(), at: LiveStatus.path(layout), mode: layout.fileMode) }
+                informational(LiveStatus.path(layout)) { try DurableFile.replace(status.encoded(), at: LiveStatus.path(layout), mode: layout.fileMode) }
                 if notifier.enabled {
                     notifier.send("STATUS=\(snapshot.queued) queued, \(snapshot.transferring) in flight, \(snapshot.deferred) waiting to retry")
                     // The watchdog is fed only while both loops show life.

@@ -4,8 +4,9 @@
 /// name, a full disk) is tried after a growing pause, not every round: each try may copy
 /// the whole output beside its name first.
 public struct BatchCommitRetry: Sendable, Equatable {
+    private var run = FailureRun()
     /// Failures in a row since the last commit that went through.
-    public private(set) var failures = 0
+    public var failures: Int { run.count }
     /// The latest failure's reason; nil once a commit goes through.
     public private(set) var problem: String?
     /// The time before which no commit is tried, on the clock `now` is given in (the daemon's
@@ -22,14 +23,13 @@ public struct BatchCommitRetry: Sendable, Equatable {
         now >= notBefore
     }
 
-    /// Records a failure at `now`. True when it is to be logged as an error: the 1st, 2nd,
-    /// 4th, 8th... of a run, so that a failure lasting hours logs a few dozen lines, not
-    /// one a round (a reason may name a temporary file, so a change of text says nothing).
+    /// Records a failure at `now`. True when it is to be logged as an error (`FailureRun`:
+    /// a reason may name a temporary file, so a change of text says nothing).
     public mutating func failed(_ reason: String, now: Double) -> Bool {
-        failures += 1
+        let loud = run.failed()
         problem = reason
         notBefore = now + Self.delay(afterFailures: failures)
-        return failures & (failures - 1) == 0
+        return loud
     }
 
     /// Records a commit that went through; the failures in a row it ends.
