@@ -21,7 +21,9 @@ enum SetupCommand {
         let absolute = directory.hasPrefix("/") ? directory : FileManager.default.currentDirectoryPath + "/" + directory
         let layout = SpoolLayout(root: absolute, groupReadable: group != nil)
         try layout.create()
-        for folder in [layout.root, layout.outgoing, layout.incoming, layout.failed, layout.state] {
+        // Every folder, those in state too: made before state had the group, state/batches
+        // stayed the creator's, and a member's `status` could not read a batch's counts.
+        for folder in layout.folders {
             var mode = layout.directoryMode
             if let group {
                 // As mail spools do: the group drops requests (setgid keeps each file in the

@@ -314,6 +314,11 @@ import Testing
         #expect(outgoing.st_mode & 0o7777 == 0o3770, "setgid and sticky, writable by the group")
         let gid = try #require(getgrnam(group)).pointee.gr_gid
         #expect(outgoing.st_gid == gid)
+        let batches = try Syscall.lstat(spool + "/state/batches")
+        #expect(batches.st_gid == gid && batches.st_mode & 0o7777 == 0o2750, "state's own folders are the group's too")
+        let memberStatus = try Harness.spawnAndWait(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--groups=\(gid)", Harness.binary,
+                                                     "status", "--spool", spool])
+        #expect(memberStatus.status == 0 && memberStatus.stdout.contains("queued 0"), "a member reads the spool: \(memberStatus.stderr)")
         let file = harness.root + "/request.json"
         try requestText("from another user").write(toFile: file, atomically: true, encoding: .utf8)
         #expect(chmod(file, 0o644) == 0)
