@@ -2,21 +2,10 @@ import Foundation
 import Testing
 @testable import LLMSpoolModel
 
-/// Starts held while the spool's folders were not its own, released once they are back
-/// (`Scheduler.Event.releaseHeld`): due at once, but in their place, and never past an
-/// endpoint's cool-down (unlike `retry`, a person's ask).
-@Suite struct SchedulerReleaseHeldTests {
-    func task(_ id: String, notBefore: Double? = nil) -> TaskDescriptor {
-        TaskDescriptor(id: id, requestPath: "/s/outgoing/\(id).json",
-                       summary: RequestSummary(model: "m", stream: false, size: 10, estimatedTokens: 1),
-                       history: TaskHistory(firstSeen: Date(timeIntervalSince1970: 0),
-                                            notBefore: notBefore.map { Date(timeIntervalSince1970: $0) }))
-    }
-
-    func started(_ actions: [Scheduler.Action]) -> [String] {
-        actions.compactMap { if case .start(let task, _) = $0 { return task.id } else { return nil } }
-    }
-
+// Starts held while the spool's folders were not its own, released once they are back
+// (`Scheduler.Event.releaseHeld`): due at once, but in their place, and never past an
+// endpoint's cool-down (unlike `retry`, a person's ask). The helpers are the suite's.
+extension SchedulerSendNowTests {
     /// `id` started, ended, and deferred by its finisher until `until`.
     func held(_ s: inout Scheduler, _ id: String, until: Double, now: Double) {
         _ = s.handle(.arrived(.valid(task(id))), now: now)
