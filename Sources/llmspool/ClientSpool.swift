@@ -57,15 +57,19 @@ enum ClientSpool {
     /// missing (a running daemon makes it again), or made a link or a file (`status` says
     /// the spool is held). Links are not followed.
     static func checkReadable(_ layout: SpoolLayout) throws {
-        let folders = [layout.outgoing, layout.hold, layout.state, layout.incoming, layout.failed, layout.batches]
-        for (path, flags) in folders.map({ ($0, O_DIRECTORY) }) + [(LiveStatus.path(layout), Int32(0))] {
-            do {
-                _ = try FileDescriptor.open(path, O_RDONLY | flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-            } catch let error as SystemError where error.errno == EACCES || error.errno == EPERM {
-                throw denied(path, error, layout: layout)
-            } catch {
-                continue
-            }
+        for folder in [layout.outgoing, layout.hold, layout.state, layout.incoming, layout.failed, layout.batches] {
+            try refuseIfDenied(folder, O_DIRECTORY, layout: layout)
+        }
+        try refuseIfDenied(LiveStatus.path(layout), 0, layout: layout)
+    }
+
+    private static func refuseIfDenied(_ path: String, _ flags: Int32, layout: SpoolLayout) throws {
+        do {
+            _ = try FileDescriptor.open(path, O_RDONLY | flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        } catch let error as SystemError where error.errno == EACCES || error.errno == EPERM {
+            throw denied(path, error, layout: layout)
+        } catch {
+            // Missing, a link, not a folder: the command's own to say.
         }
     }
 

@@ -1199,10 +1199,7 @@ public final class BatchRunner: @unchecked Sendable {
         } catch {
             // Nothing of this group counts: the output is cut back, and the group is written
             // again after a pause (`BatchCommitRetry`), the batch thread free meanwhile.
-            let loud = batch.commitRetry.failed("\(error)", now: TransferEngine.monotonic())
-            logger.log(loud ? .error : .debug, "cannot commit the batch's lines; they wait in memory and are tried again", id: batch.name,
-                       [("reason", "\(error)"), ("lines", "\(entries.count)"), ("failures", "\(batch.commitRetry.failures)"),
-                        ("retry_in_seconds", "\(BatchCommitRetry.delay(afterFailures: batch.commitRetry.failures))")])
+            commitFailed(batch, error, "cannot commit the batch's lines; they wait in memory and are tried again", [("lines", "\(entries.count)")])
             logger.bestEffort("cutting the output back") {
                 try Syscall.ftruncate(batch.outputFD, length: batch.journal.outputLength, path: layout.batchPartial(batch.name))
             }
@@ -1238,6 +1235,15 @@ public final class BatchRunner: @unchecked Sendable {
             batch.laned.remove(ended.entry)
         }
         batch.ended.removeAll(keepingCapacity: true)
+    }
+
+    /// Records a failed commit or publication for its pause (`BatchCommitRetry`), logged as
+    /// an error only on the tries that one says to.
+    private func commitFailed(_ batch: Batch, _ error: any Error, _ message: String, _ fields: [(String, LogValue)]) {
+        let loud = batch.commitRetry.failed("\(error)", now: TransferEngine.monotonic())
+        logger.log(loud ? .error : .debug, message, id: batch.name,
+                   [("reason", "\(error)")] + fields + [("failures", "\(batch.commitRetry.failures)"),
+                                                        ("retry_in_seconds", "\(BatchCommitRetry.delay(afterFailures: batch.commitRetry.failures))")])
     }
 
     /// Lines handed to the scheduler in one round at most: the lines that may wait are fed
@@ -1293,10 +1299,7 @@ public final class BatchRunner: @unchecked Sendable {
         } catch {
             // Published now, whatever stands under the name would become the batch's output
             // (a folder put there was renamed to it, every line lost): tried again, as a commit.
-            let loud = batch.commitRetry.failed("\(error)", now: TransferEngine.monotonic())
-            logger.log(loud ? .error : .debug, "cannot publish the batch's output; it is tried again", id: batch.name,
-                       [("reason", "\(error)"), ("failures", "\(batch.commitRetry.failures)"),
-                        ("retry_in_seconds", "\(BatchCommitRetry.delay(afterFailures: batch.commitRetry.failures))")])
+            commitFailed(batch, error, "cannot publish the batch's output; it is tried again", [])
             return
         }
         // The output is renamed, not removed: closed now. The journal is removed by the plan,

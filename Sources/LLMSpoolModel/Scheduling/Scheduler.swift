@@ -247,14 +247,15 @@ public struct Scheduler: Sendable {
             return fill(now)
         case .retry(let task, let at):
             guard entries[task.id]?.state == .finishing else { return [] }
-            let due = releasedWhileFinishing.remove(task.id) != nil ? min(at, now) : at
+            // Per retry: the set is empty but while the spool was just held.
+            let due = !releasedWhileFinishing.isEmpty && releasedWhileFinishing.remove(task.id) != nil ? min(at, now) : at
             // Leaving `finishing` frees room for the next start too (see `finishingLimit`).
             set(task.id, Entry(state: .deferred(until: due), task: task))
             timers.push(Timer(due: due, id: task.id))
             return releaseDue(now) + fill(now)
         case .finalized(let id):
             resumedLaneMembers.remove(id)
-            releasedWhileFinishing.remove(id)
+            if !releasedWhileFinishing.isEmpty { releasedWhileFinishing.remove(id) }
             let wasFinishing = entries[id]?.state == .finishing
             let left: [Action] = removedWhileFinishing.contains(id) ? [.requestLeft(id: id)] : []
             set(id, nil)
