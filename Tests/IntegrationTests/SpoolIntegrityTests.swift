@@ -100,6 +100,18 @@ import Testing
         #expect(try harness.metric(unwritable, port: port) == 0)
     }
 
+    /// `failed` moved aside and a file put in its place: every start is held.
+    static func makeFailedAFile(_ harness: Harness) throws {
+        let failed = harness.layout.failed
+        try #require(rename(failed, failed + ".real") == 0)
+        try DurableFile.write(Array("not a folder".utf8), to: failed, syncDirectory: false)
+    }
+
+    static func putFailedBack(_ harness: Harness) throws {
+        try Syscall.unlink(harness.layout.failed)
+        try #require(rename(harness.layout.failed + ".real", harness.layout.failed) == 0)
+    }
+
     /// A start held by the look before it (`failed` made a file) sent nothing: it is not an
     /// attempt. Before, each held start was logged and kept as a failed attempt of kind
     /// `disk` ("writing the answer failed"), and the record listed them all once written.
@@ -108,9 +120,7 @@ import Testing
         defer { harness.stop() }
         try harness.startStub()
         try harness.startDaemon(config: ["retry_initial_seconds": 0.2, "retry_max_seconds": 0.5])
-        let failed = harness.layout.failed
-        try #require(rename(failed, failed + ".real") == 0)
-        try DurableFile.write(Array("not a folder".utf8), to: failed, syncDirectory: false)
+        try Self.makeFailedAFile(harness)
         try harness.drop("held", Harness.request("held by a file in failed's place"))
         try waitUntil("the start is held", timeout: 20) { harness.log.contains("spool/failed is not a folder") }
         // Several retry periods: each would have been a start, and an attempt.
@@ -118,8 +128,7 @@ import Testing
         try waitUntil("two seconds of the hold", timeout: 10) { Date().timeIntervalSince(held) > 2 }
         #expect(try harness.arrivals(of: "held by a file in failed's place").isEmpty)
         #expect(!harness.log.contains("attempt failed; will retry id=held"), "\(harness.log)")
-        try Syscall.unlink(failed)
-        try #require(rename(failed + ".real", failed) == 0)
+        try Self.putFailedBack(harness)
         try waitUntil("answered once the folder is back", timeout: 20) { FileManager.default.fileExists(atPath: harness.layout.result("held")) }
         let attempts = try #require(try harness.record("held")["attempts"] as? [[String: Any]])
         #expect(attempts.count == 1, "\(attempts)")
@@ -135,13 +144,10 @@ import Testing
         defer { harness.stop() }
         try harness.startStub()
         try harness.startDaemon(config: ["retry_initial_seconds": 0.2, "retry_max_seconds": 60])
-        let failed = harness.layout.failed
-        try #require(rename(failed, failed + ".real") == 0)
-        try DurableFile.write(Array("not a folder".utf8), to: failed, syncDirectory: false)
+        try Self.makeFailedAFile(harness)
         try harness.drop("back", Harness.request("held until the spool is back"))
         try waitUntil("the start is held", timeout: 20) { harness.log.contains("spool/failed is not a folder") }
-        try Syscall.unlink(failed)
-        try #require(rename(failed + ".real", failed) == 0)
+        try Self.putFailedBack(harness)
         try waitUntil("answered within seconds of the spool's return, not a minute", timeout: 20) {
             FileManager.default.fileExists(atPath: harness.layout.result("back"))
         }
