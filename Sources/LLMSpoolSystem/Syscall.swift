@@ -292,6 +292,12 @@ public enum Syscall {
         return Glibc.lstat(path, &info) == 0
     }
 
+    /// Whether a regular file (not a link, folder or FIFO) is at `path` now, as `isPresent`.
+    public static func isRegularFile(_ path: String) -> Bool {
+        var info = stat()
+        return Glibc.lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+    }
+
     /// Makes a completed rename or unlink in `directory` durable.
     public static func fsyncDirectory(_ directory: String) throws {
         let folder = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY)

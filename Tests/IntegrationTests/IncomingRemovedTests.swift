@@ -215,4 +215,48 @@ import Testing
         #expect(try harness.stubArrivals().count == count, "each line sent once")
         #expect(harness.log.contains("the batch's lines are committed again"))
     }
+
+    /// A folder at a name the batch's end is published under (its summary's here; its output's
+    /// and errors file's take the same path): every line ended, the end is tried again after a
+    /// growing pause and `status` lists the batch with the reason. Before, the end waited for
+    /// the next start or the sweep of a minute, the batch was listed nowhere, and the summary's
+    /// temporary was left beside the folder.
+    @Test(arguments: ["summary", "errors"])
+    func aBatchWhoseEndIsHeldByAFolderIsPublishedOnceItGoes(_ which: String) throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["concurrency": 2])
+        let name = "held-\(which)"
+        let blocked = which == "summary" ? harness.layout.batchSummary(name) : harness.layout.batchErrors(name)
+        try Syscall.mkdir(blocked, mode: 0o700)
+        let count = 6
+        // One line fails, so that an errors file is written.
+        try BatchTests.dropBatch(harness, name, (0..<count).map { BatchTests.line("h-\($0)", stub: $0 == 2 ? ["status": 400] : nil) })
+        var shown: [String: Any] = [:]
+        try waitUntil("status says why the end waits, after a few tries", timeout: 60) {
+            let json = try harness.cli(["status", "--json", "--spool", harness.layout.root])
+            let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+            shown = (object?["batches"] as? [[String: Any]])?.first { $0["name"] as? String == name } ?? [:]
+            return (shown["publish_failures"] as? Int ?? 0) >= 3
+        }
+        #expect((shown["publish_problem"] as? String)?.contains("\(blocked): Is a directory") == true, "\(shown)")
+        #expect(shown["done"] as? Int == count)
+        let text = try harness.cli(["status", "--spool", harness.layout.root]).stdout
+        #expect(text.contains("\(name): \(count)/\(count) done (1 failed), ended; its end cannot be published ("), "\(text)")
+        let logged = harness.log.components(separatedBy: "error: cannot publish the batch's end; it is tried again").count - 1
+        #expect(logged >= 1 && logged <= 3, "the 1st, 2nd, 4th... failure logged: \(logged)")
+        #expect(harness.files(in: harness.layout.incoming).filter { $0.hasPrefix(".") }.isEmpty, "no temporary left beside the name")
+        try FileManager.default.removeItem(atPath: blocked)
+        // The pause after a handful of failures is a few seconds; the next start or the
+        // minute's sweep would be far later.
+        let summary = try BatchTests.waitForSummary(harness, name, timeout: 30)
+        #expect(summary["status"] as? String == "completed")
+        let output = try BatchTests.outputLines(harness.layout.batchOutput(name))
+        #expect(output.count == count && BatchTests.byID(output).count == count, "every line once")
+        #expect(try harness.stubArrivals().count == count, "each line sent once")
+        #expect(FileManager.default.fileExists(atPath: harness.layout.batchErrors(name)))
+        #expect(!Syscall.isPresent(harness.layout.batchRequest(name)), "the input leaves with the end")
+        #expect(harness.log.contains("the batch's end is published after failed tries"))
+    }
 }

@@ -59,6 +59,21 @@ import Testing
         #expect(BatchProgress(json: object) == progress)
     }
 
+    /// An end that cannot be published: no rate or ETA, the reason escaped, read back.
+    @Test func progressSaysWhyItsEndCannotBePublished() throws {
+        var progress = BatchProgress(name: "b", total: 10, succeeded: 9, failed: 1, inFlight: 0, startedAt: 100, updatedAt: 110, cancelled: false)
+        progress.publishProblem = "rename /s/incoming/.b.batch.json.tmp -> /s/incoming/b.batch.json: Is a directory (errno 21)\u{1b}"
+        progress.publishFailures = 4
+        #expect(progress.line() == "b: 10/10 done (1 failed), ended; its end cannot be published (4 tries): "
+            + "rename /s/incoming/.b.batch.json.tmp -> /s/incoming/b.batch.json: Is a directory (errno 21)\\x1b")
+        let object = try #require(JSONObject.parse(progress.json()))
+        #expect(object["publish_failures"] as? Int == 4)
+        #expect(BatchProgress(json: object) == progress)
+        let blocked = BatchProgress(name: "b", total: 10, succeeded: 2, failed: 0, inFlight: 2, startedAt: 100, updatedAt: 110, cancelled: false,
+                                    commitProblem: "full", commitFailures: 1)
+        #expect(!blocked.line().contains("ETA"), "no line ends while its lines cannot be written: \(blocked.line())")
+    }
+
     @Test func metricsCountLinesAndBatches() {
         let metrics = Metrics()
         metrics.batchLines("succeeded")

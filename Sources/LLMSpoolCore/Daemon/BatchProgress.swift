@@ -17,6 +17,12 @@ public struct BatchProgress: Sendable, Equatable {
     public var commitProblem: String?
     /// Tries in a row that failed for `commitProblem`.
     public var commitFailures = 0
+    /// Why the batch, every line of it ended, cannot be published (a folder at the name of
+    /// its output, summary or errors file, a full disk); nil while it is not waiting for
+    /// that. Its end is tried again after a growing pause.
+    public var publishProblem: String?
+    /// Tries in a row that failed for `publishProblem`.
+    public var publishFailures = 0
 
     public init(name: String, total: Int, succeeded: Int, failed: Int, inFlight: Int, startedAt: Double, updatedAt: Double, cancelled: Bool,
                 commitProblem: String?, commitFailures: Int) {
@@ -53,10 +59,15 @@ public struct BatchProgress: Sendable, Equatable {
 
     /// `name: 120/1000 done (3 failed), 64 in flight, 41.2 lines/s, ETA 21 s`
     public func line() -> String {
-        var text = "\(Logger.escape(name)): \(done)/\(total) done (\(failed) failed), \(inFlight) in flight, "
-        text += String(format: "%.1f lines/s", rate)
-        // A start read from a journal may be any time: an ETA past any Int is not shown.
-        if let eta, let seconds = Self.whole(eta) { text += ", ETA \(seconds) s" }
+        var text = "\(Logger.escape(name)): \(done)/\(total) done (\(failed) failed), "
+        if let publishProblem {
+            // Every line ended: no rate or time left to show, only what holds the end.
+            return text + "ended; its end cannot be published (\(publishFailures) tries): \(Logger.escape(publishProblem))"
+        }
+        text += "\(inFlight) in flight, " + String(format: "%.1f lines/s", rate)
+        // A start read from a journal may be any time: an ETA past any Int is not shown. No
+        // ETA either while its lines cannot be written: none of them ends meanwhile.
+        if commitProblem == nil, let eta, let seconds = Self.whole(eta) { text += ", ETA \(seconds) s" }
         if cancelled { text += ", cancelling" }
         if let commitProblem {
             text += ", its lines cannot be written (\(commitFailures) tries): \(Logger.escape(commitProblem))"
@@ -81,6 +92,11 @@ public struct BatchProgress: Sendable, Equatable {
             JSONText.appendQuoted(commitProblem, to: &text)
             text += ",\"commit_failures\":\(commitFailures)"
         }
+        if let publishProblem {
+            text += ",\"publish_problem\":"
+            JSONText.appendQuoted(publishProblem, to: &text)
+            text += ",\"publish_failures\":\(publishFailures)"
+        }
         text += "}"
         return Array(text.utf8)
     }
@@ -94,5 +110,7 @@ public struct BatchProgress: Sendable, Equatable {
                   cancelled: object["cancelled"] as? Bool ?? false)
         commitProblem = object["commit_problem"] as? String
         commitFailures = object["commit_failures"] as? Int ?? 0
+        publishProblem = object["publish_problem"] as? String
+        publishFailures = object["publish_failures"] as? Int ?? 0
     }
 }

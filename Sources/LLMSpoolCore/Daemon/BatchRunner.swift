@@ -9,8 +9,9 @@ import Synchronization
 /// journal for all the lines that ended together), and publishes the end. One thread,
 /// `batch`, owns every batch's state; other threads only post to its inbox.
 public final class BatchRunner: @unchecked Sendable {
-    // @unchecked Sendable holds because `batches`, `settling`, `draining` and `orphanSweepDue` are touched
-    // only on the batch thread; the inbox is a Mutex and the rest is immutable.
+    // @unchecked Sendable holds because every `var` (`batches`, `settling`, `unpublished`, `draining`,
+    // `orphanSweepDue`...) is touched only on the batch thread; the inbox and the other shared
+    // state are Mutexes or atomics, and the rest is immutable.
 
     /// What the configuration decides.
     public struct Settings: Sendable {
@@ -165,6 +166,11 @@ public final class BatchRunner: @unchecked Sendable {
     }
     private let running = Mutex<Set<String>>([])
     private var settling: [String: Double] = [:]
+    /// Batches ended whose publication failed, with the counts `status` shows for them
+    /// meanwhile; each is tried again after its pause (`retryUnpublished`).
+    private var unpublished = UnpublishedBatchEnds<BatchProgress>()
+    /// Journal names at which the last sweep found no file (warned about once).
+    private var strayJournals = Set<String>()
     /// Batches whose claim was lost here: the lines the lost run had in flight and not yet
     /// reported ended, when the claim was lost and when that was last logged
     /// (`BatchClaimRules.mayRunAgain`).
@@ -336,6 +342,7 @@ public final class BatchRunner: @unchecked Sendable {
                 finishIfDone(batch)
             }
             recheckSettling()
+            if !stop { retryUnpublished() }
             if !stop && Date().timeIntervalSince1970 >= orphanSweepDue { recoverOrphans() }
             publishProgress()
             if stop {
@@ -502,7 +509,8 @@ public final class BatchRunner: @unchecked Sendable {
             }
         }
         if case .publish(let journal, let published) = decision {
-            logger.info("batch ended before a restart or takeover; publishing it", id: name)
+            // Said once: an end whose publication failed comes here again at every try.
+            logger.log(unpublished.failures(of: name) == 0 ? .info : .debug, "batch ended before a restart or takeover; publishing it", id: name)
             publish(name: name, fd: opened.file, identity: identity, journal: journal, outputPublished: published,
                     status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed)
             return
@@ -836,20 +844,53 @@ public final class BatchRunner: @unchecked Sendable {
             let removed = HeldCopyLeftovers(layout: layout, logger: logger).remove()
             if removed > 0 { logger.info("removed copies left by a crash", ["files": "\(removed)"]) }
         }
+        var strays = Set<String>()
         for file in names where file.hasSuffix(SpoolLayout.batchJournalSuffix) && !file.hasPrefix(SpoolLayout.hiddenPrefix) {
             let name = String(file.dropLast(SpoolLayout.batchJournalSuffix.count))
-            let inputPresent = Syscall.isPresent(layout.batchRequest(name))
-            let runningHere = batches[name] != nil
-            // Another daemon may be ending this batch right now: its claim says.
-            let claim = BatchOrphanRules.needsClaim(inputPresent: inputPresent, runningHere: runningHere, shared: leases != nil)
-                ? leases.map { BatchRunner.claim(BatchClaimRules.claimID(batch: name), leases: $0) } : nil
-            guard BatchOrphanRules.action(inputPresent: inputPresent, runningHere: runningHere, claim: claim) == .end else {
-                if case .claimed? = claim { leases?.release(BatchClaimRules.claimID(batch: name), ended: false) }
+            guard Syscall.isRegularFile(layout.batchJournal(name)) || batches[name] != nil else {
+                // A folder (or a link, a FIFO) at a journal's name holds no batch: said once
+                // while it stays, not at every sweep as a batch that "starts from zero".
+                strays.insert(name)
+                if !strayJournals.contains(name) {
+                    logger.warning("something other than a file is at a batch journal's name; it is left as it is", id: name,
+                                   ["path": LogValue(layout.batchJournal(name))])
+                }
                 continue
             }
-            recoverOrphan(name)
-            // Published (a tombstone) or left for the next start: either way no longer held for running.
-            leases?.release(BatchClaimRules.claimID(batch: name), ended: BatchClaimRules.releaseEnds(batchEnded: false))
+            endIfOrphan(name)
+        }
+        strayJournals = strays
+    }
+
+    /// Ends the batch of the journal `name` if its input has left and no daemon runs it.
+    private func endIfOrphan(_ name: String) {
+        let inputPresent = Syscall.isPresent(layout.batchRequest(name))
+        let runningHere = batches[name] != nil
+        // Another daemon may be ending this batch right now: its claim says.
+        let claim = BatchOrphanRules.needsClaim(inputPresent: inputPresent, runningHere: runningHere, shared: leases != nil)
+            ? leases.map { BatchRunner.claim(BatchClaimRules.claimID(batch: name), leases: $0) } : nil
+        guard BatchOrphanRules.action(inputPresent: inputPresent, runningHere: runningHere, claim: claim) == .end else {
+            if case .claimed? = claim { leases?.release(BatchClaimRules.claimID(batch: name), ended: false) }
+            return
+        }
+        recoverOrphan(name)
+        // Published (a tombstone) or left for the next start: either way no longer held for running.
+        leases?.release(BatchClaimRules.claimID(batch: name), ended: BatchClaimRules.releaseEnds(batchEnded: false))
+    }
+
+    /// Batches whose end could not be published, looked at again once their pause is over:
+    /// through the input, as a restart does, or as an orphan when the input has left. Before,
+    /// only the next start or the sweep of a minute did, and `status` did not list them.
+    private func retryUnpublished() {
+        guard !unpublished.isEmpty else { return }
+        for name in unpublished.due(now: TransferEngine.monotonic()) where batches[name] == nil {
+            guard Syscall.isRegularFile(layout.batchJournal(name)) else {
+                // Ended by another daemon, or its journal removed or replaced by hand: nothing
+                // left to publish here.
+                unpublished.forget(name)
+                continue
+            }
+            if Syscall.isPresent(layout.batchRequest(name)) { consider(name) } else { endIfOrphan(name) }
         }
     }
 
@@ -1311,8 +1352,9 @@ public final class BatchRunner: @unchecked Sendable {
         stopping.withLock { _ = $0.remove(batch.name) }
         publish(name: batch.name, fd: batch.input.take(), journalFile: journalFile, identity: batch.identity, journal: batch.journal,
                 outputPublished: false, status: batch.expiring ? .expired : batch.cancelled ? .cancelled : .completed)
-        // A newer file under the name waits for this one's end.
-        if Syscall.isPresent(layout.batchRequest(batch.name)) { consider(batch.name) }
+        // A newer file under the name waits for this one's end (an end not published is
+        // tried again after its pause, not at once).
+        if unpublished.failures(of: batch.name) == 0 && Syscall.isPresent(layout.batchRequest(batch.name)) { consider(batch.name) }
     }
 
     /// The output's name taken while the batch runs (`rm -rf incoming`): its committed
@@ -1395,8 +1437,18 @@ public final class BatchRunner: @unchecked Sendable {
                                              hasFailedLines: journal.counts.notSucceeded > 0, layout: layout, hookNote: hookNote(name))
         switch executor.run(steps) {
         case .failed(_, let step, let error):
-            // The journal stays: the next start (or scan) finishes the end.
-            logger.error("cannot publish the batch's end; it is finished on the next start", id: name, ["step": LogValue(step.kind), "reason": "\(error)"])
+            // The journal stays: the end is tried again after a pause (and by the next start).
+            let counts = journal.counts
+            var shown = BatchProgress(name: name, total: journal.header.lines, succeeded: counts.succeeded, failed: counts.notSucceeded,
+                                      inFlight: 0, startedAt: Double(journal.header.createdAt), updatedAt: Date().timeIntervalSince1970,
+                                      cancelled: cancelled)
+            let failures = unpublished.failures(of: name) + 1
+            shown.publishProblem = "\(error)"
+            shown.publishFailures = failures
+            let loud = unpublished.failed(name, reason: "\(error)", detail: shown, now: TransferEngine.monotonic())
+            logger.log(loud ? .error : .debug, "cannot publish the batch's end; it is tried again", id: name,
+                       ["step": LogValue(step.kind), "reason": "\(error)", "failures": "\(failures)",
+                        "retry_in_seconds": "\(BatchCommitRetry.delay(afterFailures: failures))"])
             return false
         case .completed(let notes):
             for case .hookNotNoted(let path, let reason) in notes {
@@ -1407,6 +1459,8 @@ public final class BatchRunner: @unchecked Sendable {
             break
         }
         if releaseClaim { leases?.release(BatchClaimRules.claimID(batch: name), ended: BatchClaimRules.releaseEnds(batchEnded: true)) }
+        let failures = unpublished.published(name)
+        if failures > 0 { logger.info("the batch's end is published after failed tries", id: name, ["failures": "\(failures)"]) }
         let counts = journal.counts
         metrics.batch(status.rawValue)
         let message = cancelled ? "batch \(status.rawValue)" : "batch done"
@@ -1469,6 +1523,7 @@ public final class BatchRunner: @unchecked Sendable {
                                                  cancelled: batch.cancelled, commitProblem: batch.commitRetry.problem,
                                                  commitFailures: batch.commitRetry.failures)
         }
+        for (name, entry) in unpublished.entries where snapshot[name] == nil { snapshot[name] = entry.detail }
         live.withLock { $0 = snapshot }
     }
 }

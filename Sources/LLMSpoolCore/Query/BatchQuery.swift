@@ -40,6 +40,9 @@ public struct BatchQuery: Sendable {
         if Syscall.isPresent(layout.failedBatch(name)), let record = object(layout.batchErrorRecord(name)) {
             return .refused(record: record, path: layout.batchErrorRecord(name))
         }
+        // Its input left and its end is not published yet (a folder in the way of its
+        // summary): the daemon still lists it.
+        if let progress = LiveStatus.read(layout, now: now)?.batches.first(where: { $0.name == name }) { return .running(progress) }
         return .unknown
     }
 

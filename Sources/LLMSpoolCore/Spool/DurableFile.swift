@@ -18,6 +18,8 @@ public enum DurableFile {
             try produce { piece in try file.writeAll(piece) }
             try file.fsync()
             try file.close()
+            // Inside: a rename refused (a folder at the name) leaves no temporary either.
+            try Syscall.rename(temporary, path)
         } catch {
             do {
                 try Syscall.unlinkIfPresent(temporary)
@@ -27,7 +29,6 @@ public enum DurableFile {
             }
             throw error
         }
-        try Syscall.rename(temporary, path)
         if syncDirectory { try Syscall.fsyncDirectory(directory(of: path)) }
     }
 

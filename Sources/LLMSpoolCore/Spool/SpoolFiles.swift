@@ -179,7 +179,14 @@ public struct SpoolFiles: PublicationFiles, Sendable {
 
     @discardableResult
     public func unlinkIfPresent(_ path: String) throws -> Bool {
-        try Syscall.unlinkIfPresent(path)
+        do {
+            return try Syscall.unlinkIfPresent(path)
+        } catch let error as SystemError where error.errno == EISDIR {
+            // A folder someone made at the name: the file this step removes is not there, and
+            // a folder is never the daemon's to remove. Failing would hold the end up for good
+            // over a file already gone (a batch's journal moved away and a folder put there).
+            return false
+        }
     }
 
     public func exists(_ path: String) throws -> Bool {

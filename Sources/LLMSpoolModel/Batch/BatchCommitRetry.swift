@@ -32,6 +32,13 @@ public struct BatchCommitRetry: Sendable, Equatable {
         return loud
     }
 
+    /// Holds the next try back by the pause of the failures so far (at least the first
+    /// pause), without counting a failure: a look that tried nothing (another daemon held
+    /// the batch, its input could not be read this time) is not repeated every round.
+    public mutating func postpone(now: Double) {
+        notBefore = now + Self.delay(afterFailures: max(1, failures))
+    }
+
     /// Records a commit that went through; the failures in a row it ends.
     public mutating func succeeded() -> Int {
         defer { self = BatchCommitRetry() }

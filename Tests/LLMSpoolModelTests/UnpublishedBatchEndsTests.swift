@@ -1,0 +1,89 @@
+import LLMSpoolModel
+import Testing
+
+@Suite struct UnpublishedBatchEndsTests {
+    @Test func aFailedEndIsDueAfterItsPauseAndOnlyThen() {
+        var ends = UnpublishedBatchEnds<Int>()
+        #expect(ends.isEmpty)
+        let got1 = ends.due(now: 0)
+        #expect(got1.isEmpty)
+        let loud = ends.failed("b", reason: "b.jsonl is a folder", detail: 40, now: 100)
+        #expect(loud)
+        let got2 = ends.due(now: 100.1)
+        #expect(got2.isEmpty, "the first pause is 0.2 s")
+        let got3 = ends.due(now: 100.2)
+        #expect(got3 == ["b"])
+        #expect(ends.entries["b"]?.detail == 40)
+        #expect(ends.entries["b"]?.retry.problem == "b.jsonl is a folder")
+    }
+
+    @Test func aLookThatTriesNothingIsNotRepeatedEachRound() {
+        var ends = UnpublishedBatchEnds<Int>()
+        _ = ends.failed("b", reason: "full", detail: 0, now: 0)
+        _ = ends.failed("b", reason: "full", detail: 0, now: 0.2)
+        _ = ends.failed("b", reason: "full", detail: 0, now: 0.6)
+        let got4 = ends.due(now: 1.4)
+        #expect(got4 == ["b"])
+        // Another daemon held the batch: no failure is recorded, and the next look waits
+        // the same pause (0.8 s after three failures) rather than coming at the next round.
+        let got5 = ends.due(now: 1.5)
+        #expect(got5.isEmpty)
+        let got6 = ends.due(now: 2.1)
+        #expect(got6.isEmpty)
+        let got7 = ends.due(now: 2.2)
+        #expect(got7 == ["b"])
+        #expect(ends.failures(of: "b") == 3)
+    }
+
+    @Test func aFailureAfterALookSetsThePauseFromTheRunSoFar() {
+        var ends = UnpublishedBatchEnds<String>()
+        for second in 0..<8 { _ = ends.failed("b", reason: "full", detail: "x", now: Double(second) * 100) }
+        let got8 = ends.due(now: 725.5)
+        #expect(got8.isEmpty)
+        let got9 = ends.due(now: 725.7)
+        #expect(got9 == ["b"], "25.6 s after the 8th failure")
+        _ = ends.failed("b", reason: "full", detail: "y", now: 726)
+        let got10 = ends.due(now: 755.9)
+        #expect(got10.isEmpty)
+        let got11 = ends.due(now: 756.1)
+        #expect(got11 == ["b"], "30 s at most")
+        #expect(ends.entries["b"]?.detail == "y", "the latest detail is shown")
+    }
+
+    @Test func onlyThePowersOfTwoOfARunAreLoud() {
+        var ends = UnpublishedBatchEnds<Int>()
+        var loud: [Int] = []
+        for failure in 1...20 where ends.failed("b", reason: "r", detail: failure, now: Double(failure) * 60) { loud.append(failure) }
+        #expect(loud == [1, 2, 4, 8, 16])
+    }
+
+    @Test func publishingEndsTheRunAndANewRunIsLoudAgain() {
+        var ends = UnpublishedBatchEnds<Int>()
+        let got12 = ends.published("b")
+        #expect(got12 == 0)
+        _ = ends.failed("b", reason: "r", detail: 1, now: 0)
+        _ = ends.failed("b", reason: "r", detail: 1, now: 1)
+        let got13 = ends.published("b")
+        #expect(got13 == 2)
+        #expect(ends.isEmpty)
+        #expect(ends.failures(of: "b") == 0)
+        let got14 = ends.failed("b", reason: "r", detail: 1, now: 2)
+        #expect(got14)
+    }
+
+    @Test func batchesAreDueEachOnItsOwnPauseInNameOrder() {
+        var ends = UnpublishedBatchEnds<Int>()
+        _ = ends.failed("z", reason: "r", detail: 0, now: 0)
+        _ = ends.failed("a", reason: "r", detail: 0, now: 0)
+        _ = ends.failed("m", reason: "r", detail: 0, now: 0)
+        _ = ends.failed("m", reason: "r", detail: 0, now: 0.2)
+        let got15 = ends.due(now: 0.3)
+        #expect(got15 == ["a", "z"])
+        let got16 = ends.due(now: 0.45)
+        #expect(got16.isEmpty, "a and z were held back by their pause at 0.3, m's is 0.6")
+        let got17 = ends.due(now: 0.61)
+        #expect(got17 == ["a", "m", "z"])
+        ends.forget("a")
+        #expect(ends.entries.keys.sorted() == ["m", "z"])
+    }
+}
