@@ -75,16 +75,55 @@ enum ClientSpool {
 
     private static func denied(_ path: String, _ error: SystemError, layout: SpoolLayout) -> ConfigError {
         ConfigError("cannot read \(Logger.escape(path)) as \(UserDescription.of(getuid())): \(String(cString: strerror(error.errno))); "
-                    + "run this as the user the daemon runs as\(owner(of: layout.root)), or as root")
+                    + "run this as the user the daemon runs as\(owner(of: layout.root, groupMayRead: true)), or as root")
+    }
+
+    /// Runs `body`, a change to the spool (`cancel`, `hold`, `release`, `retry`); a change the
+    /// spool's permissions refuse is thrown again saying why and who may make it. A member of
+    /// the spool's group (`init --group`) may drop requests and read, not manage: the bare
+    /// `unlink …: Operation not permitted` said neither.
+    static func changing<T>(_ layout: SpoolLayout, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as SystemError where (error.errno == EACCES || error.errno == EPERM) && error.path != nil {
+            throw ConfigError(deniedChange(error, layout: layout))
+        }
+    }
+
+    static func deniedChange(_ error: SystemError, layout: SpoolLayout) -> String {
+        // A rename's error names both paths: the file moved is the first.
+        let paths = (error.path ?? "").components(separatedBy: " -> ")
+        let file = paths[0]
+        let me = UserDescription.of(getuid())
+        let reason = "cannot \(error.call) \(paths.map(Logger.escape).joined(separator: " -> ")): \(String(cString: strerror(error.errno)))"
+        let folder = DurableFile.directory(of: file)
+        if error.errno == EPERM, let (folderInfo, fileInfo) = ownership(folder: folder, file: file),
+           folderInfo.st_mode & S_ISVTX != 0, fileInfo.st_uid != geteuid() {
+            return "\(reason); \(Logger.escape(folder)) has the sticky bit and the file belongs to \(UserDescription.of(fileInfo.st_uid)): "
+                + "only its owner, the folder's owner (\(UserDescription.of(folderInfo.st_uid))) or root may move or remove it, not \(me)"
+        }
+        let folders = paths.map(DurableFile.directory(of:)).reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
+        return "\(reason); \(me) may not change \(folders.map(Logger.escape).joined(separator: " or ")): run this as the user the daemon runs as"
+            + "\(owner(of: layout.root, groupMayRead: false)), or as root"
+    }
+
+    /// The folder's and the file's `lstat`, or nil when either cannot be looked at (the
+    /// refusal is then said without them).
+    private static func ownership(folder: String, file: String) -> (stat, stat)? {
+        do {
+            return (try Syscall.lstat(folder), try Syscall.lstat(file))
+        } catch {
+            return nil
+        }
     }
 
     /// ` (the spool's owner, uid 0 (root))`, with `, or as a member of its group, gid 50
-    /// (staff)` when the group may read it (`init --group`); nothing when the root cannot be
-    /// looked at.
-    private static func owner(of root: String) -> String {
+    /// (staff)` when `groupMayRead` and the group may read it (`init --group`); nothing when
+    /// the root cannot be looked at.
+    private static func owner(of root: String, groupMayRead: Bool) -> String {
         do {
             let info = try Syscall.lstat(root)
-            let group = info.st_mode & 0o050 == 0o050 ? " or as a member of its group, \(UserDescription.ofGroup(info.st_gid))" : ""
+            let group = groupMayRead && info.st_mode & 0o050 == 0o050 ? " or as a member of its group, \(UserDescription.ofGroup(info.st_gid))" : ""
             return " (the spool's owner, \(UserDescription.of(info.st_uid)))\(group)"
         } catch {
             return ""

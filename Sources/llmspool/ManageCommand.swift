@@ -21,14 +21,14 @@ enum ManageCommand {
         let layout = try ClientSpool.existing(args)
         let actions = SpoolActions(layout: layout)
         if args.has("--all") {
-            try actions.sendNow(nil)
+            try ClientSpool.changing(layout) { try actions.sendNow(nil) }
             print("asked the daemon to send every waiting request now")
             warnIfNoDaemon(layout)
             return 0
         }
         guard args.has("--all-failed") else {
             var asked = false
-            let status = each(args.positionals, nil) { id in
+            let status = each(args.positionals, nil, in: layout) { id in
                 // A prompt file waits in outgoing under its own ending, not only .json.
                 if Syscall.isPresent(layout.failedRequest(id)) || SpoolQuery(layout: layout).requestPath(of: id) == nil {
                     try actions.retry(id)
@@ -44,8 +44,8 @@ enum ManageCommand {
         }
         // A failure that a later result of the same id replaced is history: archived, not sent again.
         let superseded = Set(actions.supersededIDs())
-        let archived = each(superseded.sorted(), "archived superseded failure of") { try actions.archive($0) }
-        let retried = each(actions.failedIDs().filter { !superseded.contains($0) }, "requeued") { try actions.retry($0) }
+        let archived = each(superseded.sorted(), "archived superseded failure of", in: layout) { try actions.archive($0) }
+        let retried = each(actions.failedIDs().filter { !superseded.contains($0) }, "requeued", in: layout) { try actions.retry($0) }
         return max(archived, retried)
     }
 
@@ -66,7 +66,7 @@ enum ManageCommand {
         if args.has("--yes") && !args.has("--all") { throw Arguments.UsageError(description: "--yes applies to --all only") }
         let layout = try ClientSpool.existing(args)
         let actions = SpoolActions(layout: layout)
-        guard args.has("--all") else { return each(args.positionals, nil) { report(try actions.cancel($0), layout) } }
+        guard args.has("--all") else { return each(args.positionals, nil, in: layout) { report(try actions.cancel($0), layout) } }
         let ids = SpoolQuery(layout: layout).outgoingIDs().sorted()
         guard !ids.isEmpty else {
             print("nothing to cancel in \(layout.outgoing)")
@@ -78,7 +78,7 @@ enum ManageCommand {
                 return 1
             }
         }
-        return each(ids, nil) { report(try actions.cancel($0), layout) }
+        return each(ids, nil, in: layout) { report(try actions.cancel($0), layout) }
     }
 
     /// What `cancel` did, on stdout; a batch of the same name as a cancelled request is named
@@ -114,8 +114,10 @@ enum ManageCommand {
             return 0
         }
         guard !args.positionals.isEmpty else { throw Arguments.UsageError(description: "give request IDs") }
-        let actions = SpoolActions(layout: try ClientSpool.existing(args))
-        return release ? each(args.positionals, "released") { try actions.release($0) } : each(args.positionals, "held") { try actions.hold($0) }
+        let layout = try ClientSpool.existing(args)
+        let actions = SpoolActions(layout: layout)
+        return release ? each(args.positionals, "released", in: layout) { try actions.release($0) }
+            : each(args.positionals, "held", in: layout) { try actions.hold($0) }
     }
 
     static func clean(_ argv: [String]) throws -> Int32 {
@@ -137,11 +139,11 @@ enum ManageCommand {
     /// Runs `body` for each id; reports each failure and keeps going. Exit 1 if any failed.
     /// Runs `body` for each id, printing "`verb` ID" after each success (nothing when
     /// `verb` is nil: the body says what it did); an error is printed and the rest go on.
-    static func each(_ ids: [String], _ verb: String?, _ body: (String) throws -> Void) -> Int32 {
+    static func each(_ ids: [String], _ verb: String?, in layout: SpoolLayout, _ body: (String) throws -> Void) -> Int32 {
         var status: Int32 = 0
         for id in ids {
             do {
-                try body(id)
+                try ClientSpool.changing(layout) { try body(id) }
                 if let verb { print("\(verb) \(id)") }
             } catch {
                 FileHandle.standardError.write(Data("llmspool: \(error)\n".utf8))

@@ -333,6 +333,28 @@ import Testing
         let denied = try Harness.spawnAndWait(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", Harness.binary,
                                                "submit", file, "--id", "outsider", "--spool", spool])
         #expect(denied.status != 0, "a user outside the group cannot submit")
+        // Members manage nothing but their own files: a refusal says why and who may. Before,
+        // `unlink …: Operation not permitted (errno 1)` and `mkdir …/hold: Permission denied`.
+        let submitted = try harness.cli(["submit", file, "--id", "owners", "--spool", spool])
+        #expect(submitted.status == 0, "\(submitted.stderr)")
+        func asMember(_ arguments: [String]) throws -> (status: Int32, stderr: String) {
+            let finished = try Harness.spawnAndWait(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--groups=\(gid)", Harness.binary]
+                                                    + arguments + ["--spool", spool])
+            return (finished.status, finished.stderr)
+        }
+        let nobody = getpwuid(65534).map { "uid 65534 (\(String(cString: $0.pointee.pw_name)))" } ?? "uid 65534"
+        let cancel = try asMember(["cancel", "owners"])
+        #expect(cancel.status == 1)
+        #expect(cancel.stderr.contains("cannot unlink \(spool)/outgoing/owners.json: Operation not permitted; \(spool)/outgoing has the sticky bit "
+            + "and the file belongs to uid 0 (root): only its owner, the folder's owner (uid 0 (root)) or root may move or remove it, not \(nobody)"),
+            "\(cancel.stderr)")
+        #expect(Syscall.isPresent(spool + "/outgoing/owners.json"))
+        let hold = try asMember(["hold", "owners"])
+        #expect(hold.status == 1)
+        #expect(hold.stderr.contains("Permission denied; \(nobody) may not change \(spool): run this as the user the daemon runs as "
+            + "(the spool's owner, uid 0 (root)), or as root"), "\(hold.stderr)")
+        let own = try asMember(["cancel", "theirs"])
+        #expect(own.status == 0 && !Syscall.isPresent(spool + "/outgoing/theirs.json"), "a member cancels their own request: \(own.stderr)")
     }
 
     /// `status`, `queue` and `show` run by a user who may not read the spool's folders: an
