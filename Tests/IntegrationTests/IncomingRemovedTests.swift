@@ -160,12 +160,15 @@ import Testing
     /// no rename replaces a folder, so its lines cannot be committed. They wait in memory,
     /// tried after a growing pause (before: every 200 ms, each try copying the whole output
     /// beside the name and logging an error, for good), `status` says why, and once the
-    /// folder is gone the batch ends with every line once, each sent once.
-    @Test func aBatchWhoseOutputNameIsTakenByAFolderWaitsForItAndSaysWhy() throws {
+    /// folder is gone the batch ends with every line once, each sent once. On a spool shared
+    /// by several daemons (`leases`) as well: the folder was taken for another daemon's
+    /// output, and the batch given up here.
+    @Test(arguments: [false, true])
+    func aBatchWhoseOutputNameIsTakenByAFolderWaitsForItAndSaysWhy(shared: Bool) throws {
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()
-        try harness.startDaemon(config: ["concurrency": 2])
+        try harness.startDaemon(config: shared ? ["concurrency": 2, "leases": true, "lease_seconds": 60] : ["concurrency": 2])
         let count = 30
         try BatchTests.dropBatch(harness, "blocked", (0..<count).map { BatchTests.line("b-\($0)", stub: ["latency_ms": 150]) })
         let partial = harness.layout.batchPartial("blocked")

@@ -1386,6 +1386,9 @@ public final class BatchRunner: @unchecked Sendable {
         guard fd >= 0 else { return nil }
         switch try HeldFile.name(fd, path: path) {
         case .held: return nil
+        // On a shared spool too: a folder is no daemon's output, and the batch waits for it
+        // to go rather than be given up as taken over.
+        case .folder: throw HeldFile.FolderInTheWay(path: path)
         case .another where leases != nil: throw OutputTakenOver()
         case .another, .missing: break
         }

@@ -14,6 +14,9 @@ enum HeldFile {
         case missing
         /// Another file: on a shared spool, another daemon's (a batch's output it took over).
         case another
+        /// A folder someone made: never another daemon's file, and no file can have the name
+        /// while it is there.
+        case folder
     }
 
     static func name(_ fd: Int32, path: String) throws -> Name {
@@ -24,6 +27,7 @@ enum HeldFile {
         } catch let error as SystemError where error.errno == ENOENT || error.errno == ENOTDIR {
             return .missing
         }
+        if named.st_mode & S_IFMT == S_IFDIR { return .folder }
         return named.st_dev == held.st_dev && named.st_ino == held.st_ino ? .held : .another
     }
 
