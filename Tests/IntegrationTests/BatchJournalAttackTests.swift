@@ -32,6 +32,40 @@ import Testing
         }
     }
 
+    /// A folder at the name of a batch's journal before it starts: no start can be made. It is
+    /// tried again after a growing pause, its failures logged 1st, 2nd, 4th..., and `status`
+    /// lists the batch with the reason; once the folder goes the batch runs, each line once.
+    /// Before, two lines were logged every 2 s for good and the batch was listed nowhere.
+    @Test func aBatchWhoseJournalNameIsAFolderWaitsAndSaysWhy() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        let journal = harness.layout.batchJournal("blocked")
+        try FileManager.default.createDirectory(atPath: journal, withIntermediateDirectories: true)
+        try BatchTests.dropBatch(harness, "blocked", Self.lines("j", 3))
+        var shown: [String: Any] = [:]
+        try waitUntil("status says why the batch waits, after a few tries", timeout: 60) {
+            let json = try harness.cli(["status", "--json", "--spool", harness.layout.root])
+            let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+            shown = (object?["batches"] as? [[String: Any]])?.first { $0["name"] as? String == "blocked" } ?? [:]
+            return (shown["start_failures"] as? Int ?? 0) >= 4
+        }
+        #expect((shown["start_problem"] as? String)?.contains("\(journal): Is a directory") == true, "\(shown)")
+        #expect(shown["total"] as? Int == 3)
+        let text = try harness.cli(["status", "--spool", harness.layout.root]).stdout
+        #expect(text.contains("blocked: 0/3 done (0 failed), not started; it cannot be started ("), "\(text)")
+        let logged = harness.log.components(separatedBy: "error: cannot start the batch").count - 1
+        let failures = shown["start_failures"] as? Int ?? 0
+        #expect(logged >= 1 && logged < failures, "the 1st, 2nd, 4th... failure logged, not each: \(logged) lines for \(failures) failures")
+        #expect(harness.log.components(separatedBy: "warning: cannot read the batch's journal").count - 1 == 1, "said once")
+        try FileManager.default.removeItem(atPath: journal)
+        _ = try BatchTests.waitForSummary(harness, "blocked", timeout: 30)
+        try Self.expectAnswers(harness, "blocked", prefix: "j", count: 3)
+        #expect(try harness.stubArrivals().count == 3, "each line sent once")
+        #expect(harness.log.contains("the batch is started after failed tries"))
+    }
+
     @Test func aJournalCopiedFromAnotherBatchOrForReplacedLinesIsNotResumed() throws {
         let harness = try Harness()
         defer { harness.stop() }

@@ -60,7 +60,7 @@ import Testing
     }
 
     /// An end that cannot be published: no rate or ETA, the reason escaped, read back.
-    @Test func progressSaysWhyItsEndCannotBePublished() throws {
+    @Test func progressSaysWhyItsEndCannotBePublishedOrItCannotStart() throws {
         var progress = BatchProgress(name: "b", total: 10, succeeded: 9, failed: 1, inFlight: 0, startedAt: 100, updatedAt: 110, cancelled: false)
         progress.publishProblem = "rename /s/incoming/.b.batch.json.tmp -> /s/incoming/b.batch.json: Is a directory (errno 21)\u{1b}"
         progress.publishFailures = 4
@@ -69,6 +69,12 @@ import Testing
         let object = try #require(JSONObject.parse(progress.json()))
         #expect(object["publish_failures"] as? Int == 4)
         #expect(BatchProgress(json: object) == progress)
+        var unstarted = BatchProgress(name: "b", total: 10, succeeded: 0, failed: 0, inFlight: 0, startedAt: 100, updatedAt: 100, cancelled: false)
+        unstarted.startProblem = "rename /s/state/batches/.b.journal.tmp -> /s/state/batches/b.journal: Is a directory (errno 21)"
+        unstarted.startFailures = 2
+        #expect(unstarted.line() == "b: 0/10 done (0 failed), not started; it cannot be started (2 tries): "
+            + "rename /s/state/batches/.b.journal.tmp -> /s/state/batches/b.journal: Is a directory (errno 21)")
+        #expect(try BatchProgress(json: #require(JSONObject.parse(unstarted.json()))) == unstarted)
         let blocked = BatchProgress(name: "b", total: 10, succeeded: 2, failed: 0, inFlight: 2, startedAt: 100, updatedAt: 110, cancelled: false,
                                     commitProblem: "full", commitFailures: 1)
         #expect(!blocked.line().contains("ETA"), "no line ends while its lines cannot be written: \(blocked.line())")

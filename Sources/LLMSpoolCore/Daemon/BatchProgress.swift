@@ -23,6 +23,11 @@ public struct BatchProgress: Sendable, Equatable {
     public var publishProblem: String?
     /// Tries in a row that failed for `publishProblem`.
     public var publishFailures = 0
+    /// Why the batch, validated, cannot be started (a folder at its journal's name, a full
+    /// disk); nil once it runs. It is tried again after a growing pause.
+    public var startProblem: String?
+    /// Tries in a row that failed for `startProblem`.
+    public var startFailures = 0
 
     public init(name: String, total: Int, succeeded: Int, failed: Int, inFlight: Int, startedAt: Double, updatedAt: Double, cancelled: Bool,
                 commitProblem: String?, commitFailures: Int) {
@@ -64,6 +69,9 @@ public struct BatchProgress: Sendable, Equatable {
             // Every line ended: no rate or time left to show, only what holds the end.
             return text + "ended; its end cannot be published (\(publishFailures) tries): \(Logger.escape(publishProblem))"
         }
+        if let startProblem {
+            return text + "not started; it cannot be started (\(startFailures) tries): \(Logger.escape(startProblem))"
+        }
         text += "\(inFlight) in flight, " + String(format: "%.1f lines/s", rate)
         // A start read from a journal may be any time: an ETA past any Int is not shown. No
         // ETA either while its lines cannot be written: none of them ends meanwhile.
@@ -97,6 +105,11 @@ public struct BatchProgress: Sendable, Equatable {
             JSONText.appendQuoted(publishProblem, to: &text)
             text += ",\"publish_failures\":\(publishFailures)"
         }
+        if let startProblem {
+            text += ",\"start_problem\":"
+            JSONText.appendQuoted(startProblem, to: &text)
+            text += ",\"start_failures\":\(startFailures)"
+        }
         text += "}"
         return Array(text.utf8)
     }
@@ -112,5 +125,7 @@ public struct BatchProgress: Sendable, Equatable {
         commitFailures = object["commit_failures"] as? Int ?? 0
         publishProblem = object["publish_problem"] as? String
         publishFailures = object["publish_failures"] as? Int ?? 0
+        startProblem = object["start_problem"] as? String
+        startFailures = object["start_failures"] as? Int ?? 0
     }
 }

@@ -168,7 +168,9 @@ public final class BatchRunner: @unchecked Sendable {
     private var settling: [String: Double] = [:]
     /// Batches ended whose publication failed, with the counts `status` shows for them
     /// meanwhile; each is tried again after its pause (`retryUnpublished`).
-    private var unpublished = UnpublishedBatchEnds<BatchProgress>()
+    private var unpublished = BatchRetries<BatchProgress>()
+    /// Batches validated whose start failed, with what `status` shows for them meanwhile.
+    private var unstarted = BatchRetries<BatchProgress>()
     /// Journal names at which the last sweep found no file (warned about once).
     private var strayJournals = Set<String>()
     /// Batches whose claim was lost here: the lines the lost run had in flight and not yet
@@ -342,7 +344,7 @@ public final class BatchRunner: @unchecked Sendable {
                 finishIfDone(batch)
             }
             recheckSettling()
-            if !stop { retryUnpublished() }
+            if !stop { retryHeldBatches() }
             if !stop && Date().timeIntervalSince1970 >= orphanSweepDue { recoverOrphans() }
             publishProgress()
             if stop {
@@ -541,6 +543,8 @@ public final class BatchRunner: @unchecked Sendable {
             // After the journal: a list is never newer than the journal it goes with.
             ids.keep(for: batch.journal.header)
             batches[name] = batch
+            let failures = unstarted.succeeded(name)
+            if failures > 0 { logger.info("the batch is started after failed tries", id: name, ["failures": "\(failures)"]) }
             // The batch's earlier runner (a dead daemon, or one stopped cleanly) may have sent
             // lines of it in remote batches of its own: the lane adopts them now that the
             // batch runs here, before its first line is fed (in the next round), so that each
@@ -557,8 +561,15 @@ public final class BatchRunner: @unchecked Sendable {
                            ["reason": LogValue(error.description), "retry_in_seconds": "\(Int(BatchRunner.noRoomRetrySeconds))"])
             settling[name] = Date().timeIntervalSince1970 + BatchRunner.noRoomRetrySeconds
         } catch {
-            logger.error("cannot start the batch; it stays in outgoing and is tried again", id: name, ["reason": "\(error)"])
-            settle(name, "starting failed")
+            let now = Date().timeIntervalSince1970
+            var shown = BatchProgress(name: name, total: validator.index.count, succeeded: 0, failed: 0, inFlight: 0, startedAt: now,
+                                      updatedAt: now, cancelled: false)
+            let failures = unstarted.failures(of: name) + 1
+            shown.startProblem = "\(error)"
+            shown.startFailures = failures
+            let loud = unstarted.failed(name, reason: "\(error)", detail: shown, now: TransferEngine.monotonic())
+            logger.log(loud ? .error : .debug, "cannot start the batch; it stays in outgoing and is tried again", id: name,
+                       ["reason": "\(error)", "failures": "\(failures)", "retry_in_seconds": "\(BatchCommitRetry.delay(afterFailures: failures))"])
         }
     }
 
@@ -738,7 +749,9 @@ public final class BatchRunner: @unchecked Sendable {
             guard try Syscall.exists(path) else { return nil }
             return BatchJournal.replay(try FileReader.prefix(path: path, limit: 1 << 30))
         } catch {
-            logger.warning("cannot read the batch's journal; the batch starts from zero", id: name, ["reason": "\(error)"])
+            // Said with the start's first failure, not at each try after it.
+            logger.log(unstarted.failures(of: name) == 0 ? .warning : .debug, "cannot read the batch's journal; the batch starts from zero", id: name,
+                       ["reason": "\(error)"])
             return nil
         }
     }
@@ -881,7 +894,13 @@ public final class BatchRunner: @unchecked Sendable {
     /// Batches whose end could not be published, looked at again once their pause is over:
     /// through the input, as a restart does, or as an orphan when the input has left. Before,
     /// only the next start or the sweep of a minute did, and `status` did not list them.
-    private func retryUnpublished() {
+    /// Batches whose start failed likewise (before: tried, and logged twice, every 2 s).
+    private func retryHeldBatches() {
+        if !unstarted.isEmpty {
+            for name in unstarted.due(now: TransferEngine.monotonic()) where batches[name] == nil {
+                if Syscall.isPresent(layout.batchRequest(name)) { consider(name) } else { unstarted.forget(name) }
+            }
+        }
         guard !unpublished.isEmpty else { return }
         for name in unpublished.due(now: TransferEngine.monotonic()) where batches[name] == nil {
             guard Syscall.isRegularFile(layout.batchJournal(name)) else {
@@ -1462,7 +1481,7 @@ public final class BatchRunner: @unchecked Sendable {
             break
         }
         if releaseClaim { leases?.release(BatchClaimRules.claimID(batch: name), ended: BatchClaimRules.releaseEnds(batchEnded: true)) }
-        let failures = unpublished.published(name)
+        let failures = unpublished.succeeded(name)
         if failures > 0 { logger.info("the batch's end is published after failed tries", id: name, ["failures": "\(failures)"]) }
         let counts = journal.counts
         metrics.batch(status.rawValue)
@@ -1527,6 +1546,7 @@ public final class BatchRunner: @unchecked Sendable {
                                                  commitFailures: batch.commitRetry.failures)
         }
         for (name, entry) in unpublished.entries where snapshot[name] == nil { snapshot[name] = entry.detail }
+        for (name, entry) in unstarted.entries where snapshot[name] == nil { snapshot[name] = entry.detail }
         live.withLock { $0 = snapshot }
     }
 }

@@ -1,9 +1,10 @@
-/// Batches whose lines have all ended and whose end could not be published (a folder at the
-/// name of the output, the summary or the errors file; a full disk). Each is looked at
-/// again after a pause that doubles as a commit's does (`BatchCommitRetry`), not only at
-/// the next start or sweep, and `status` lists it meanwhile with the reason. `Detail` is
-/// what the daemon shows for it.
-public struct UnpublishedBatchEnds<Detail: Sendable>: Sendable {
+/// Batches held by a step that failed and is tried again: an end that could not be published
+/// (a folder at the name of the output, the summary or the errors file; a full disk), a start
+/// that could not be made (a folder at the journal's name). Each is looked at again after a
+/// pause that doubles as a commit's does (`BatchCommitRetry`), neither every round nor only
+/// at the next start or sweep, its failures are logged 1st, 2nd, 4th..., and `status` lists
+/// it meanwhile with the reason. `Detail` is what the daemon shows for it.
+public struct BatchRetries<Detail: Sendable>: Sendable {
     /// One batch's failures in a row and what is shown for it.
     public struct Entry: Sendable {
         public var retry: BatchCommitRetry
@@ -16,8 +17,8 @@ public struct UnpublishedBatchEnds<Detail: Sendable>: Sendable {
 
     public var isEmpty: Bool { entries.isEmpty }
 
-    /// A publication of `name`'s end failed at `now` for `reason`. True when the failure is
-    /// one to log as an error (the 1st, 2nd, 4th... of a run).
+    /// The step of `name` failed at `now` for `reason`. True when the failure is one to log
+    /// as an error (the 1st, 2nd, 4th... of a run).
     public mutating func failed(_ name: String, reason: String, detail: Detail, now: Double) -> Bool {
         var entry = entries[name] ?? Entry(retry: BatchCommitRetry(), detail: detail)
         entry.detail = detail
@@ -26,13 +27,13 @@ public struct UnpublishedBatchEnds<Detail: Sendable>: Sendable {
         return loud
     }
 
-    /// `name`'s end was published: the failures in a row it ends (0 when none).
-    public mutating func published(_ name: String) -> Int {
+    /// `name`'s step went through: the failures in a row it ends (0 when none).
+    public mutating func succeeded(_ name: String) -> Int {
         entries.removeValue(forKey: name)?.retry.failures ?? 0
     }
 
-    /// No longer this daemon's to publish (its journal is gone: published elsewhere, or
-    /// removed by hand).
+    /// No longer this daemon's to try (an end's journal gone: published elsewhere, or removed
+    /// by hand; a start's input gone).
     public mutating func forget(_ name: String) {
         entries[name] = nil
     }

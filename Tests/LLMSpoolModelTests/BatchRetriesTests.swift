@@ -1,9 +1,9 @@
 import LLMSpoolModel
 import Testing
 
-@Suite struct UnpublishedBatchEndsTests {
+@Suite struct BatchRetriesTests {
     @Test func aFailedEndIsDueAfterItsPauseAndOnlyThen() {
-        var ends = UnpublishedBatchEnds<Int>()
+        var ends = BatchRetries<Int>()
         #expect(ends.isEmpty)
         let got1 = ends.due(now: 0)
         #expect(got1.isEmpty)
@@ -18,7 +18,7 @@ import Testing
     }
 
     @Test func aLookThatTriesNothingIsNotRepeatedEachRound() {
-        var ends = UnpublishedBatchEnds<Int>()
+        var ends = BatchRetries<Int>()
         _ = ends.failed("b", reason: "full", detail: 0, now: 0)
         _ = ends.failed("b", reason: "full", detail: 0, now: 0.2)
         _ = ends.failed("b", reason: "full", detail: 0, now: 0.6)
@@ -36,7 +36,7 @@ import Testing
     }
 
     @Test func aFailureAfterALookSetsThePauseFromTheRunSoFar() {
-        var ends = UnpublishedBatchEnds<String>()
+        var ends = BatchRetries<String>()
         for second in 0..<8 { _ = ends.failed("b", reason: "full", detail: "x", now: Double(second) * 100) }
         let got8 = ends.due(now: 725.5)
         #expect(got8.isEmpty)
@@ -51,19 +51,19 @@ import Testing
     }
 
     @Test func onlyThePowersOfTwoOfARunAreLoud() {
-        var ends = UnpublishedBatchEnds<Int>()
+        var ends = BatchRetries<Int>()
         var loud: [Int] = []
         for failure in 1...20 where ends.failed("b", reason: "r", detail: failure, now: Double(failure) * 60) { loud.append(failure) }
         #expect(loud == [1, 2, 4, 8, 16])
     }
 
-    @Test func publishingEndsTheRunAndANewRunIsLoudAgain() {
-        var ends = UnpublishedBatchEnds<Int>()
-        let got12 = ends.published("b")
+    @Test func aStepThatGoesThroughEndsTheRunAndANewRunIsLoudAgain() {
+        var ends = BatchRetries<Int>()
+        let got12 = ends.succeeded("b")
         #expect(got12 == 0)
         _ = ends.failed("b", reason: "r", detail: 1, now: 0)
         _ = ends.failed("b", reason: "r", detail: 1, now: 1)
-        let got13 = ends.published("b")
+        let got13 = ends.succeeded("b")
         #expect(got13 == 2)
         #expect(ends.isEmpty)
         #expect(ends.failures(of: "b") == 0)
@@ -72,7 +72,7 @@ import Testing
     }
 
     @Test func batchesAreDueEachOnItsOwnPauseInNameOrder() {
-        var ends = UnpublishedBatchEnds<Int>()
+        var ends = BatchRetries<Int>()
         _ = ends.failed("z", reason: "r", detail: 0, now: 0)
         _ = ends.failed("a", reason: "r", detail: 0, now: 0)
         _ = ends.failed("m", reason: "r", detail: 0, now: 0)
