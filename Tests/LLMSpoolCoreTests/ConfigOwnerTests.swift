@@ -84,4 +84,26 @@ import Testing
         #expect(chmod(open, 0o755) == 0)
         #expect(refusal(link) == nil)
     }
+
+    /// Every folder above counts, as sshd's StrictModes: another user's folder, or one others
+    /// may write, anywhere up the path can have the config's folder replaced by one holding
+    /// a file of theirs. Before, only the config's own folder was looked at.
+    @Test(.enabled(if: getuid() == 0, "needs root to give a folder to another user"))
+    func aConfigUnderAFolderOthersCanWriteOrOwnIsRefused() throws {
+        defer { cleanUp() }
+        let open = folder + "/open"
+        try Syscall.mkdir(open, mode: 0o755)
+        #expect(chmod(open, 0o777) == 0)
+        let inner = open + "/etc"
+        try Syscall.mkdir(inner, mode: 0o755)
+        let config = try write("config.json", in: inner)
+        let said = try #require(refusal(config))
+        #expect(said.contains("config \(config) is under \(open), which other users can write") && said.contains("run: chmod go-w \(open)"),
+                "\(said)")
+        #expect(chmod(open, 0o755) == 0)
+        #expect(refusal(config) == nil)
+        #expect(chown(open, 65534, 65534) == 0)
+        let owned = try #require(refusal(config))
+        #expect(owned.contains("is under \(open), owned by uid 65534"), "\(owned)")
+    }
 }

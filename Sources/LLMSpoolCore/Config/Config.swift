@@ -497,18 +497,24 @@ extension Config {
             throw ConfigError("config \(path)\(linkNote(path)) is owned by \(UserDescription.of(file.st_uid)), neither root nor the user the daemon runs as "
                               + "(\(UserDescription.of(me))), and it decides where the API key is sent; run: chown \(me) \(path)")
         }
-        // The folder of the file itself, a link's target's: whoever may write there may
-        // replace the file.
+        // The folders of the file itself, a link's target's, up to the root, as sshd's
+        // StrictModes: whoever may write in any of them may put another file, or another
+        // folder holding one, in its place.
         let real = try Syscall.realPath(path)
-        let folder = DurableFile.directory(of: real)
-        let info = try Syscall.statFollowingLinks(folder)
-        guard info.st_mode & 0o022 == 0 || info.st_mode & S_ISVTX != 0 else {
-            throw ConfigError("config \(path) is in \(folder), which other users can write (they could put another file in its place), "
-                              + "and it decides where the API key is sent; run: chmod go-w \(folder)")
-        }
-        guard info.st_uid == 0 || info.st_uid == me else {
-            throw ConfigError("config \(path) is in \(folder), owned by \(UserDescription.of(info.st_uid)), neither root nor the user the daemon runs as "
-                              + "(\(UserDescription.of(me))): its owner could put another file in its place, and the file decides where the API key is sent")
+        var folder = DurableFile.directory(of: real)
+        while true {
+            let info = try Syscall.statFollowingLinks(folder)
+            let which = folder == DurableFile.directory(of: real) ? "is in \(folder)" : "is under \(folder)"
+            guard info.st_mode & 0o022 == 0 || info.st_mode & S_ISVTX != 0 else {
+                throw ConfigError("config \(path) \(which), which other users can write (they could put another file in its place), "
+                                  + "and it decides where the API key is sent; run: chmod go-w \(folder)")
+            }
+            guard info.st_uid == 0 || info.st_uid == me else {
+                throw ConfigError("config \(path) \(which), owned by \(UserDescription.of(info.st_uid)), neither root nor the user the daemon runs as "
+                                  + "(\(UserDescription.of(me))): its owner could put another file in its place, and the file decides where the API key is sent")
+            }
+            guard folder != "/" else { return }
+            folder = DurableFile.directory(of: folder)
         }
     }
 }
