@@ -27,6 +27,38 @@ import Testing
         #expect(error?.path == path)
     }
 
+    /// A folder put at an answer's or a batch output's name just before its publication's
+    /// rename is moved there instead of the file: the step moves it back and fails. Before,
+    /// the folder stood as the published output and the summary said `completed`.
+    @Test func aFolderMovedByThePublicationsRenameIsMovedBack() throws {
+        let files = SpoolFiles(layout: SpoolLayout(root: "/tmp"))
+        let published = path + ".published"
+        try Syscall.mkdir(path, mode: 0o755)
+        defer {
+            _ = try? Syscall.removeTree(path)
+            _ = try? Syscall.removeTree(published)
+        }
+        let error = #expect(throws: HeldFile.FolderInTheWay.self) { try files.rename(path, published) }
+        #expect(error?.path == path)
+        #expect(try Syscall.lstat(path).st_mode & S_IFMT == S_IFDIR, "the folder is back where it was put")
+        #expect(!Syscall.isPresent(published), "nothing is published")
+        // A file goes through as before.
+        try Syscall.removeTree(path)
+        try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL).writeAll(Array("answer".utf8))
+        try files.rename(path, published)
+        #expect(Syscall.isRegularFile(published) && !Syscall.isPresent(path))
+    }
+
+    /// A durable write whose rename is refused (a folder at the name) leaves no temporary
+    /// beside it: before, `.<name>.tmp` stayed next to the folder after every try.
+    @Test func aWriteRefusedByAFolderAtItsNameLeavesNoTemporary() throws {
+        try Syscall.mkdir(path, mode: 0o755)
+        defer { _ = try? Syscall.removeTree(path) }
+        let error = #expect(throws: SystemError.self) { try DurableFile.write(Array("summary".utf8), to: path) }
+        #expect(error?.errno == EISDIR)
+        #expect(!Syscall.isPresent(SpoolLayout.temporary(for: path)))
+    }
+
     /// The errors file is read from the output a piece at a time: lines that cross a read's
     /// end, a failed line longer than a read, and a last line without its newline are each
     /// taken whole, and only the failed ones, in order.

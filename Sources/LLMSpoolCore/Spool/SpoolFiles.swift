@@ -93,8 +93,25 @@ public struct SpoolFiles: PublicationFiles, Sendable {
         try write(record.encoded(), to: layout.taskRecord(record.id), durable: durable)
     }
 
+    /// The `rename` step moves only the daemon's own files (an answer, a batch's output). A
+    /// folder someone put at `from` after the last look (the file renamed away, a folder made
+    /// in its place, within microseconds) has been moved to `to` instead: published, it would
+    /// stand as the outcome, a batch's summary saying `completed` over an output with no
+    /// line. It is moved back and the step fails, tried again as any failed publication.
     public func rename(_ from: String, _ to: String) throws {
         try Syscall.rename(from, to)
+        let moved: stat
+        do {
+            moved = try Syscall.lstat(to)
+        } catch let error as SystemError where error.errno == ENOENT {
+            // Taken by its consumer already: it was a file, or they took a folder.
+            return
+        }
+        guard moved.st_mode & S_IFMT == S_IFDIR else { return }
+        // Plain rename back: a file or a non-empty folder put at `from` meanwhile makes it fail
+        // (ENOTDIR, ENOTEMPTY) rather than be replaced.
+        try Syscall.rename(to, from)
+        throw HeldFile.FolderInTheWay(path: from)
     }
 
     /// `ENOENT` names either side of a rename: the source is taken as gone only while the
