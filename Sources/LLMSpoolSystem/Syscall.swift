@@ -203,6 +203,14 @@ public enum Syscall {
         return freeBytes(info)
     }
 
+    /// Whether the filesystem holding `path` is mounted read-only: no one can write a folder
+    /// there, whatever its mode says.
+    public static func isReadOnlyMount(_ path: String) throws -> Bool {
+        var info = statvfs()
+        _ = try retrying("statvfs", path) { statvfs(path, &info) }
+        return info.f_flag & UInt(ST_RDONLY) != 0
+    }
+
     /// `freeBytes` of the filesystem holding `path`, for a caller with no descriptor open there.
     public static func freeBytes(path: String) throws -> UInt64 {
         var info = statvfs()

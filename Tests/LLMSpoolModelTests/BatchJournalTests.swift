@@ -169,6 +169,30 @@ import Testing
         #expect(restarted >= 2, "stops after the summary and before the journal went: \(restarted)")
     }
 
+    /// An end that failed after its summary was written (the input could not be removed)
+    /// and is tried again: only the input, the list and the journal go; the output, errors
+    /// file and summary the consumer may already have read are left as they are.
+    @Test func anEndTriedAgainAfterItsSummaryWasWrittenOnlyRemovesWhatIsLeft() throws {
+        let layout = SpoolLayout(root: "spool")
+        let output = #"{"custom_id":"b","error":{"code":"x","message":"y"}}"# + "\n"
+        let (files, steps, identity) = Self.endOfBatch(layout, output: output, hasFailedLines: true)
+        let summaryStep = try #require(steps.firstIndex(of: .writeFile(layout.batchSummary("b"), Array("summary".utf8))))
+        _ = PublicationExecutor(files: files, beforeStep: { index, _ in index <= summaryStep }).run(steps)
+        #expect(files.files[layout.batchSummary("b")] != nil && files.files[layout.batchRequest("b")] != nil)
+        let again = PublicationPlan.batchEnd(name: "b", input: layout.batchRequest("b"), identity: identity, summary: Array("later".utf8),
+                                             outputPublished: true, summaryPublished: true, hasFailedLines: true, layout: layout)
+        #expect(!again.contains { if case .writeFile = $0 { true } else if case .writeFailedLines = $0 { true } else { false } },
+                "nothing is written again: \(again)")
+        guard case .completed = PublicationExecutor(files: files).run(again) else {
+            Issue.record("the rest of the end failed")
+            return
+        }
+        #expect(files.files[layout.batchSummary("b")]?.bytes == Array("summary".utf8), "the first summary stays")
+        #expect(files.files[layout.batchOutput("b")] != nil && files.files[layout.batchErrors("b")] != nil)
+        #expect(files.files[layout.batchJournal("b")] == nil && files.files[layout.batchRequest("b")] == nil
+                && files.files[layout.batchIDList("b")] == nil)
+    }
+
     @Test func anOutputLineFailedIsOneWithAnErrorOrAResultNotSucceeded() {
         func failed(_ text: String) -> Bool { Array(text.utf8).withUnsafeBytes { BatchOutputLine.isFailed($0) } }
         #expect(!failed(#"{"id":"batch_req_1","custom_id":"a","response":{"status_code":200},"error":null}"#))

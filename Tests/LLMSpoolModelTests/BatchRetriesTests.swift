@@ -24,15 +24,26 @@ import Testing
         _ = ends.failed("b", reason: "full", detail: 0, now: 0.6)
         let got4 = ends.due(now: 1.4)
         #expect(got4 == ["b"])
-        // Another daemon held the batch: no failure is recorded, and the next look waits
-        // the same pause (0.8 s after three failures) rather than coming at the next round.
+        // Another daemon held the batch: no failure is recorded, and the next look waits the
+        // pause of one try more (1.6 s after three failures and a look) rather than coming
+        // at the next round, and longer after each such look.
         let got5 = ends.due(now: 1.5)
         #expect(got5.isEmpty)
-        let got6 = ends.due(now: 2.1)
+        let got6 = ends.due(now: 2.9)
         #expect(got6.isEmpty)
-        let got7 = ends.due(now: 2.2)
+        let got7 = ends.due(now: 3.01)
         #expect(got7 == ["b"])
-        #expect(ends.failures(of: "b") == 3)
+        let got7a = ends.due(now: 6.1)
+        #expect(got7a.isEmpty, "3.2 s after the second idle look")
+        let got7b = ends.due(now: 6.3)
+        #expect(got7b == ["b"])
+        // A try that fails sets the pause from the failures alone again.
+        _ = ends.failed("b", reason: "full", detail: 0, now: 7)
+        let got7c = ends.due(now: 8.5)
+        #expect(got7c.isEmpty)
+        let got7d = ends.due(now: 8.7)
+        #expect(got7d == ["b"], "1.6 s after the 4th failure")
+        #expect(ends.failures(of: "b") == 4)
     }
 
     @Test func aFailureAfterALookSetsThePauseFromTheRunSoFar() {
@@ -80,9 +91,11 @@ import Testing
         let got15 = ends.due(now: 0.3)
         #expect(got15 == ["a", "z"])
         let got16 = ends.due(now: 0.45)
-        #expect(got16.isEmpty, "a and z were held back by their pause at 0.3, m's is 0.6")
+        #expect(got16.isEmpty, "a and z were held back at 0.3, m's pause ends at 0.6")
         let got17 = ends.due(now: 0.61)
-        #expect(got17 == ["a", "m", "z"])
+        #expect(got17 == ["m"], "a and z looked at once, without a try since: 0.4 s more")
+        let got18 = ends.due(now: 0.71)
+        #expect(got18 == ["a", "z"])
         ends.forget("a")
         #expect(ends.entries.keys.sorted() == ["m", "z"])
     }

@@ -149,8 +149,9 @@ public struct Config: Sendable, Equatable {
     }
 
     /// The same, for the daemon, which sends the API key where the file says: the file must
-    /// also be the user's it runs as, or root's, and its folder must be writable by no other
-    /// user (unless sticky, as /tmp is), as ssh asks of its own files. A config of another
+    /// also be the user's it runs as, or root's, and its folder and every folder above it
+    /// must be writable by no other user (unless sticky, as /tmp is, or on a read-only
+    /// mount), as ssh asks of its own files. A config of another
     /// user's (mode 0644, owned by alice) is one alice can point at her own server.
     public static func loadTrusted(path: String, base: Config) throws -> Config {
         try load(path: path, base: base, trustedOwners: true)
@@ -505,7 +506,10 @@ extension Config {
         while true {
             let info = try Syscall.statFollowingLinks(folder)
             let which = folder == DurableFile.directory(of: real) ? "is in \(folder)" : "is under \(folder)"
-            guard info.st_mode & 0o022 == 0 || info.st_mode & S_ISVTX != 0 else {
+            // A read-only mount's folders are written by no one: a Kubernetes ConfigMap's volume
+            // is mode 0777 and read-only.
+            let writableByOthers = info.st_mode & 0o022 != 0 && info.st_mode & S_ISVTX == 0
+            guard try !writableByOthers || Syscall.isReadOnlyMount(folder) else {
                 throw ConfigError("config \(path) \(which), which other users can write (they could put another file in its place), "
                                   + "and it decides where the API key is sent; run: chmod go-w \(folder)")
             }
@@ -513,8 +517,9 @@ extension Config {
                 throw ConfigError("config \(path) \(which), owned by \(UserDescription.of(info.st_uid)), neither root nor the user the daemon runs as "
                                   + "(\(UserDescription.of(me))): its owner could put another file in its place, and the file decides where the API key is sent")
             }
-            guard folder != "/" else { return }
-            folder = DurableFile.directory(of: folder)
+            let parent = DurableFile.directory(of: folder)
+            guard folder != "/", parent != folder else { return }
+            folder = parent
         }
     }
 }

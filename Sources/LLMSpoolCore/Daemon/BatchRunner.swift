@@ -90,6 +90,14 @@ public final class BatchRunner: @unchecked Sendable {
         case stop
     }
 
+    /// A batch held by a failed start or end, as `status` shows it.
+    struct HeldBatch {
+        var progress: BatchProgress
+        /// Its end failed after the summary was written: the next try only removes the
+        /// input and the journal, not publishing the summary again with a new end time.
+        var summaryWritten = false
+    }
+
     /// The messages for the batch thread; `closed` once it has ended and takes no more.
     struct Inbox {
         var messages: [Message] = []
@@ -167,10 +175,10 @@ public final class BatchRunner: @unchecked Sendable {
     private let running = Mutex<Set<String>>([])
     private var settling: [String: Double] = [:]
     /// Batches ended whose publication failed, with the counts `status` shows for them
-    /// meanwhile; each is tried again after its pause (`retryUnpublished`).
-    private var unpublished = BatchRetries<BatchProgress>()
+    /// meanwhile; each is tried again after its pause (`retryHeldBatches`).
+    private var unpublished = BatchRetries<HeldBatch>()
     /// Batches validated whose start failed, with what `status` shows for them meanwhile.
-    private var unstarted = BatchRetries<BatchProgress>()
+    private var unstarted = BatchRetries<HeldBatch>()
     /// Journal names at which the last sweep found no file (warned about once).
     private var strayJournals = Set<String>()
     /// Batches whose claim was lost here: the lines the lost run had in flight and not yet
@@ -405,6 +413,9 @@ public final class BatchRunner: @unchecked Sendable {
         case .leave(let wait):
             settling[name] = Date().timeIntervalSince1970 + wait
             logger.debug("batch run by another daemon; looked at again later", id: name)
+            // Its start or end is that daemon's now: not listed here as held.
+            unstarted.forget(name)
+            unpublished.forget(name)
             return
         case .retry(let wait, let reason):
             settling[name] = Date().timeIntervalSince1970 + wait
@@ -502,10 +513,12 @@ public final class BatchRunner: @unchecked Sendable {
                 logger.warning("a batch journal not vouched for by its list of custom_ids is not ended as the old batch; the new file starts afresh",
                                id: name, ["reason": LogValue(doubt)])
             } else {
-                logger.warning("the batch's input was replaced while no daemon ran it; the old batch ends first, then the new file starts",
-                               id: name, ["committed": "\(journal.committed.count)", "lines": "\(journal.header.lines)"])
+                let retrying = unpublished.failures(of: name) > 0
+                logger.log(retrying ? .debug : .warning, "the batch's input was replaced while no daemon ran it; the old batch ends first, then the new file starts",
+                           id: name, ["committed": "\(journal.committed.count)", "lines": "\(journal.header.lines)"])
                 guard endWithoutInput(name, journal: journal, partialLength: partialLength, keepClaim: true) else {
-                    settle(name, "the replaced batch has not ended yet")
+                    // An end whose publication failed is tried after its own pause (`retryHeldBatches`).
+                    if unpublished.failures(of: name) == 0 { settle(name, "the replaced batch has not ended yet") }
                     return
                 }
             }
@@ -517,6 +530,10 @@ public final class BatchRunner: @unchecked Sendable {
                     status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed)
             return
         }
+        // Started (or refused) from here, not published: an end that failed before and is no
+        // longer one to publish (its output taken away, a folder left in its place) is not
+        // listed or tried as one.
+        unpublished.forget(name)
         guard validator.isValid, let kind = validator.kind else {
             let modified = Double(opened.identity.modifiedNanoseconds) / 1e9
             if modified + settings.withLock({ $0.settleSeconds }) > Date().timeIntervalSince1970 {
@@ -562,15 +579,25 @@ public final class BatchRunner: @unchecked Sendable {
             settling[name] = Date().timeIntervalSince1970 + BatchRunner.noRoomRetrySeconds
         } catch {
             let now = Date().timeIntervalSince1970
-            var shown = BatchProgress(name: name, total: validator.index.count, succeeded: 0, failed: 0, inFlight: 0, startedAt: now,
-                                      updatedAt: now, cancelled: false)
-            let failures = unstarted.failures(of: name) + 1
-            shown.startProblem = "\(error)"
-            shown.startFailures = failures
-            let loud = unstarted.failed(name, reason: "\(error)", detail: shown, now: TransferEngine.monotonic())
-            logger.log(loud ? .error : .debug, "cannot start the batch; it stays in outgoing and is tried again", id: name,
-                       ["reason": "\(error)", "failures": "\(failures)", "retry_in_seconds": "\(BatchCommitRetry.delay(afterFailures: failures))"])
+            held(&unstarted, name, error, "cannot start the batch; it stays in outgoing and is tried again") { failures in
+                var shown = BatchProgress(name: name, total: validator.index.count, succeeded: 0, failed: 0, inFlight: 0, startedAt: now,
+                                          updatedAt: now, cancelled: false)
+                shown.startProblem = "\(error)"
+                shown.startFailures = failures
+                return HeldBatch(progress: shown)
+            }
         }
+    }
+
+    /// Records a held batch's failure in `retries` (what `status` shows made by `shown` from
+    /// the failures in a row) and logs it, the 1st, 2nd, 4th... as an error.
+    private func held(_ retries: inout BatchRetries<HeldBatch>, _ name: String, _ error: any Error, _ message: String,
+                      _ fields: [(String, LogValue)] = [], shown: (Int) -> HeldBatch) {
+        let failures = retries.failures(of: name) + 1
+        let loud = retries.failed(name, reason: "\(error)", detail: shown(failures), now: TransferEngine.monotonic())
+        logger.log(loud ? .error : .debug, message, id: name,
+                   fields + [("reason", "\(error)"), ("failures", "\(failures)"),
+                             ("retry_in_seconds", "\(BatchCommitRetry.delay(afterFailures: failures))")])
     }
 
     private func settle(_ name: String, _ reason: String) {
@@ -884,6 +911,7 @@ public final class BatchRunner: @unchecked Sendable {
             ? leases.map { BatchRunner.claim(BatchClaimRules.claimID(batch: name), leases: $0) } : nil
         guard BatchOrphanRules.action(inputPresent: inputPresent, runningHere: runningHere, claim: claim) == .end else {
             if case .claimed? = claim { leases?.release(BatchClaimRules.claimID(batch: name), ended: false) }
+            if case .heldElsewhere? = claim { unpublished.forget(name) }
             return
         }
         recoverOrphan(name)
@@ -896,9 +924,20 @@ public final class BatchRunner: @unchecked Sendable {
     /// only the next start or the sweep of a minute did, and `status` did not list them.
     /// Batches whose start failed likewise (before: tried, and logged twice, every 2 s).
     private func retryHeldBatches() {
+        // A look reads and validates the whole input again: the next waits at least four
+        // times as long as this one took, so that a large batch held for long does not keep
+        // the batch thread (and every other batch's commits) busy most of the time.
+        let lookFactor = 4.0
         if !unstarted.isEmpty {
             for name in unstarted.due(now: TransferEngine.monotonic()) where batches[name] == nil {
-                if Syscall.isPresent(layout.batchRequest(name)) { consider(name) } else { unstarted.forget(name) }
+                guard Syscall.isPresent(layout.batchRequest(name)) else {
+                    unstarted.forget(name)
+                    continue
+                }
+                let began = TransferEngine.monotonic()
+                consider(name)
+                let now = TransferEngine.monotonic()
+                unstarted.holdBack(name, until: now + lookFactor * (now - began))
             }
         }
         guard !unpublished.isEmpty else { return }
@@ -909,7 +948,10 @@ public final class BatchRunner: @unchecked Sendable {
                 unpublished.forget(name)
                 continue
             }
+            let began = TransferEngine.monotonic()
             if Syscall.isPresent(layout.batchRequest(name)) { consider(name) } else { endIfOrphan(name) }
+            let now = TransferEngine.monotonic()
+            unpublished.holdBack(name, until: now + lookFactor * (now - began))
         }
     }
 
@@ -1454,23 +1496,23 @@ public final class BatchRunner: @unchecked Sendable {
             }
             if outputTaken { logger.info("the batch's output was taken by its consumer; its end is not published again", id: name) }
         }
+        let summaryWritten = unpublished.entries[name]?.detail.summaryWritten ?? false
         let steps = PublicationPlan.batchEnd(name: name, input: layout.batchRequest(name), identity: identity, summary: summary.encoded(),
-                                             outputPublished: outputPublished, outputTaken: outputTaken,
+                                             outputPublished: outputPublished, outputTaken: outputTaken, summaryPublished: summaryWritten,
                                              hasFailedLines: journal.counts.notSucceeded > 0, layout: layout, hookNote: hookNote(name))
         switch executor.run(steps) {
-        case .failed(_, let step, let error):
+        case .failed(let index, let step, let error):
             // The journal stays: the end is tried again after a pause (and by the next start).
-            let counts = journal.counts
-            var shown = BatchProgress(name: name, total: journal.header.lines, succeeded: counts.succeeded, failed: counts.notSucceeded,
-                                      inFlight: 0, startedAt: Double(journal.header.createdAt), updatedAt: Date().timeIntervalSince1970,
-                                      cancelled: cancelled)
-            let failures = unpublished.failures(of: name) + 1
-            shown.publishProblem = "\(error)"
-            shown.publishFailures = failures
-            let loud = unpublished.failed(name, reason: "\(error)", detail: shown, now: TransferEngine.monotonic())
-            logger.log(loud ? .error : .debug, "cannot publish the batch's end; it is tried again", id: name,
-                       ["step": LogValue(step.kind), "reason": "\(error)", "failures": "\(failures)",
-                        "retry_in_seconds": "\(BatchCommitRetry.delay(afterFailures: failures))"])
+            let written = summaryWritten || steps[..<index].contains(PublicationStep.writeFile(layout.batchSummary(name), summary.encoded()))
+            held(&unpublished, name, error, "cannot publish the batch's end; it is tried again", [("step", LogValue(step.kind))]) { failures in
+                let counts = journal.counts
+                var shown = BatchProgress(name: name, total: journal.header.lines, succeeded: counts.succeeded, failed: counts.notSucceeded,
+                                          inFlight: 0, startedAt: Double(journal.header.createdAt), updatedAt: Date().timeIntervalSince1970,
+                                          cancelled: cancelled)
+                shown.publishProblem = "\(error)"
+                shown.publishFailures = failures
+                return HeldBatch(progress: shown, summaryWritten: written)
+            }
             return false
         case .completed(let notes):
             for case .hookNotNoted(let path, let reason) in notes {
@@ -1545,8 +1587,8 @@ public final class BatchRunner: @unchecked Sendable {
                                                  cancelled: batch.cancelled, commitProblem: batch.commitRetry.problem,
                                                  commitFailures: batch.commitRetry.failures)
         }
-        for (name, entry) in unpublished.entries where snapshot[name] == nil { snapshot[name] = entry.detail }
-        for (name, entry) in unstarted.entries where snapshot[name] == nil { snapshot[name] = entry.detail }
+        for (name, entry) in unpublished.entries where snapshot[name] == nil { snapshot[name] = entry.detail.progress }
+        for (name, entry) in unstarted.entries where snapshot[name] == nil { snapshot[name] = entry.detail.progress }
         live.withLock { $0 = snapshot }
     }
 }

@@ -32,11 +32,16 @@ public struct BatchCommitRetry: Sendable, Equatable {
         return loud
     }
 
-    /// Holds the next try back by the pause of the failures so far (at least the first
-    /// pause), without counting a failure: a look that tried nothing (another daemon held
-    /// the batch, its input could not be read this time) is not repeated every round.
-    public mutating func postpone(now: Double) {
-        notBefore = now + Self.delay(afterFailures: max(1, failures))
+    /// Holds the next try back by the pause after `tries` (at least the first pause), without
+    /// counting a failure: a look that tried nothing (another daemon held the batch, its input
+    /// could not be read this time) is not repeated every round.
+    public mutating func postpone(now: Double, tries: Int) {
+        notBefore = now + Self.delay(afterFailures: max(1, tries))
+    }
+
+    /// No try before `time`, whatever the pause says (one that cost long to make).
+    public mutating func holdBack(until time: Double) {
+        notBefore = max(notBefore, time)
     }
 
     /// Records a commit that went through; the failures in a row it ends.

@@ -9,6 +9,8 @@ public struct BatchRetries<Detail: Sendable>: Sendable {
     public struct Entry: Sendable {
         public var retry: BatchCommitRetry
         public var detail: Detail
+        /// Looks since the last failure that tried nothing (another daemon held the batch).
+        public var idleLooks = 0
     }
 
     public private(set) var entries: [String: Entry] = [:]
@@ -22,6 +24,7 @@ public struct BatchRetries<Detail: Sendable>: Sendable {
     public mutating func failed(_ name: String, reason: String, detail: Detail, now: Double) -> Bool {
         var entry = entries[name] ?? Entry(retry: BatchCommitRetry(), detail: detail)
         entry.detail = detail
+        entry.idleLooks = 0
         let loud = entry.retry.failed(reason, now: now)
         entries[name] = entry
         return loud
@@ -38,13 +41,24 @@ public struct BatchRetries<Detail: Sendable>: Sendable {
         entries[name] = nil
     }
 
-    /// The names whose pause is over at `now`, in name order. Each is held back by its pause
-    /// again at once, so that a look that ends in no try at all is not repeated every round;
-    /// a try that fails sets the pause from its own failure.
+    /// The names whose pause is over at `now`, in name order. Each is held back again at
+    /// once, by a pause that grows with the looks that tried nothing, so that such looks (the
+    /// batch held by another daemon) are not repeated every round; a try that fails sets the
+    /// pause from its own failure.
     public mutating func due(now: Double) -> [String] {
         let names = entries.filter { $0.value.retry.mayTry(now: now) }.keys.sorted()
-        for name in names { entries[name]?.retry.postpone(now: now) }
+        for name in names {
+            guard var entry = entries[name] else { continue }
+            entry.idleLooks += 1
+            entry.retry.postpone(now: now, tries: entry.retry.failures + entry.idleLooks)
+            entries[name] = entry
+        }
         return names
+    }
+
+    /// Holds `name`'s next look back until `time` at least (a look that took long).
+    public mutating func holdBack(_ name: String, until time: Double) {
+        entries[name]?.retry.holdBack(until: time)
     }
 
     /// The failures in a row of `name`, 0 when it is not waiting.

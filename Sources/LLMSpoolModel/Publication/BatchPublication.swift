@@ -12,7 +12,7 @@ extension PublicationPlan {
     /// consumer (who waits for the summary, so the summary was out too): neither the errors
     /// file nor the summary is written again, only the input and the journal go.
     public static func batchEnd(name: String, input: String, identity: FileIdentity?, summary: [UInt8], outputPublished: Bool,
-                                outputTaken: Bool = false, hasFailedLines: Bool = false, layout: SpoolLayout,
+                                outputTaken: Bool = false, summaryPublished: Bool = false, hasFailedLines: Bool = false, layout: SpoolLayout,
                                 hookNote: String? = nil) -> [PublicationStep] {
         var steps = hookNoteSteps(hookNote, id: name, request: identity)
         let removal: [PublicationStep] = [.unlinkIfSame(input, identity: identity),
@@ -21,7 +21,9 @@ extension PublicationPlan {
                                           .unlinkIfPresent(layout.batchIDList(name)),
                                           .unlinkIfPresent(layout.batchJournal(name)),
                                           .syncFolder(layout.batches)]
-        if outputPublished && outputTaken { return steps + removal }
+        // `summaryPublished`: an end run again after a failure past the summary's write (the
+        // input could not be removed): the summary is not written again with a new end time.
+        if outputPublished && outputTaken || summaryPublished { return steps + removal }
         if !outputPublished {
             steps += [.syncFile(layout.batchPartial(name)),
                       .rename(from: layout.batchPartial(name), to: layout.batchOutput(name))]
