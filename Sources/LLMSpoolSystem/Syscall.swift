@@ -300,6 +300,12 @@ public enum Syscall {
         return Glibc.lstat(path, &info) == 0
     }
 
+    /// Whether a folder (not a link to one) is at `path` now, as `isPresent`.
+    public static func isFolder(_ path: String) -> Bool {
+        var info = stat()
+        return Glibc.lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+    }
+
     /// Whether a regular file (not a link, folder or FIFO) is at `path` now, as `isPresent`.
     public static func isRegularFile(_ path: String) -> Bool {
         var info = stat()

@@ -262,4 +262,37 @@ import Testing
         #expect(!Syscall.isPresent(harness.layout.batchRequest(name)), "the input leaves with the end")
         #expect(harness.log.contains("the batch's end is published after failed tries"))
     }
+
+    /// While an end is held (a folder at its summary's name) its journal is removed and its
+    /// consumer takes the output without waiting for the summary: the end is still published
+    /// from what the daemon knew, the summary written once the folder goes, and no line sent
+    /// again. Before, the end was dropped with the journal and the next sweep ran every line
+    /// again; and an output taken was read as a consumer that had had its summary already.
+    @Test func aHeldEndIsFinishedFromWhatTheDaemonKnewWhateverIsTakenMeanwhile() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["concurrency": 2])
+        let summary = harness.layout.batchSummary("taken")
+        try Syscall.mkdir(summary, mode: 0o700)
+        let count = 5
+        try BatchTests.dropBatch(harness, "taken", (0..<count).map { BatchTests.line("t-\($0)") })
+        try waitUntil("the end is held", timeout: 60) {
+            let json = try harness.cli(["status", "--json", "--spool", harness.layout.root])
+            let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+            return ((object?["batches"] as? [[String: Any]])?.first?["publish_failures"] as? Int ?? 0) >= 2
+        }
+        let taken = harness.root + "/taken-by-consumer.jsonl"
+        try Syscall.rename(harness.layout.batchOutput("taken"), taken)
+        try Syscall.rename(harness.layout.batchJournal("taken"), harness.root + "/journal-moved-away")
+        try FileManager.default.removeItem(atPath: summary)
+        let published = try BatchTests.waitForSummary(harness, "taken", timeout: 40)
+        #expect(published["status"] as? String == "completed")
+        let output = try BatchTests.outputLines(taken)
+        #expect(output.count == count && BatchTests.byID(output).count == count, "every line in the output the consumer took")
+        #expect(!Syscall.isPresent(harness.layout.batchRequest("taken")), "the input leaves with the end")
+        // A sweep (every minute) that found the input without its journal would send them all again.
+        #expect(try harness.stubArrivals().count == count, "each line sent once")
+        #expect(harness.log.components(separatedBy: "batch accepted id=taken").count - 1 == 1, "the batch is not started again")
+    }
 }

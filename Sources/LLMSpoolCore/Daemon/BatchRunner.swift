@@ -96,6 +96,9 @@ public final class BatchRunner: @unchecked Sendable {
         /// Its end failed after the summary was written: the next try only removes the
         /// input and the journal, not publishing the summary again with a new end time.
         var summaryWritten = false
+        /// An end's journal as it was published from: tried again from memory, neither read
+        /// nor validated again, and still once its file is removed meanwhile.
+        var journal: BatchJournal?
     }
 
     /// The messages for the batch thread; `closed` once it has ended and takes no more.
@@ -527,7 +530,7 @@ public final class BatchRunner: @unchecked Sendable {
             // Said once: an end whose publication failed comes here again at every try.
             logger.log(unpublished.failures(of: name) == 0 ? .info : .debug, "batch ended before a restart or takeover; publishing it", id: name)
             publish(name: name, fd: opened.file, identity: identity, journal: journal, outputPublished: published,
-                    status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed)
+                    status: Self.endStatus(journal))
             return
         }
         // Started (or refused) from here, not published: an end that failed before and is no
@@ -942,6 +945,12 @@ public final class BatchRunner: @unchecked Sendable {
         }
         guard !unpublished.isEmpty else { return }
         for name in unpublished.due(now: TransferEngine.monotonic()) where batches[name] == nil {
+            // One daemon's spool: nothing but this daemon ends the batch, and it is ended
+            // from the journal it had. A shared one goes through the claim, as a start does.
+            if leases == nil, let journal = unpublished.entries[name]?.detail.journal {
+                endAgain(name, journal)
+                continue
+            }
             guard Syscall.isRegularFile(layout.batchJournal(name)) else {
                 // Ended by another daemon, or its journal removed or replaced by hand: nothing
                 // left to publish here.
@@ -953,6 +962,36 @@ public final class BatchRunner: @unchecked Sendable {
             let now = TransferEngine.monotonic()
             unpublished.holdBack(name, until: now + lookFactor * (now - began))
         }
+    }
+
+    /// A held end tried again from its journal in memory: the input is neither read nor
+    /// validated again (a large one cost the batch thread its time at every try), and the end
+    /// is still published if the journal's file was removed meanwhile (before, the end was
+    /// dropped and the next sweep sent every line again). The input replaced or the output
+    /// cut back since: the whole path, as at a start, decides.
+    private func endAgain(_ name: String, _ journal: BatchJournal) {
+        let input: FileIdentity?
+        let partialLength: Int?
+        do {
+            input = try SpoolFiles(layout: layout).identity(of: layout.batchRequest(name))
+            partialLength = try length(of: layout.batchPartial(name))
+        } catch {
+            logger.debug("cannot look at the batch's files; its end is tried again later", id: name, ["reason": "\(error)"])
+            return
+        }
+        guard case .publish(let journal, let published) = BatchRecovery.decide(journal: journal, input: input, partialLength: partialLength) else {
+            // The entry stays: a replaced input's old end is published there and its failures
+            // counted on; a start afresh forgets it (`consider`).
+            if input != nil { consider(name) } else { endIfOrphan(name) }
+            return
+        }
+        publish(name: name, fd: nil, identity: journal.header.input, journal: journal, outputPublished: published, status: Self.endStatus(journal))
+    }
+
+    /// How a batch whose journal says every line ended ended: cancelled or expired when a
+    /// line did, else completed.
+    static func endStatus(_ journal: BatchJournal) -> BatchSummary.Status {
+        journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed
     }
 
     /// Lists of custom_ids (and their unfinished temporaries) of no batch: neither a journal
@@ -1009,7 +1048,7 @@ public final class BatchRunner: @unchecked Sendable {
         switch BatchRecovery.decide(journal: journal, input: nil, partialLength: partialLength) {
         case .publish(let journal, let published):
             return publish(name: name, fd: nil, identity: journal.header.input, journal: journal, outputPublished: published,
-                           status: journal.counts.cancelled > 0 ? .cancelled : journal.counts.expired > 0 ? .expired : .completed,
+                           status: Self.endStatus(journal),
                            releaseClaim: !keepClaim)
         case .cancelled(let journal):
             if leases != nil {
@@ -1485,10 +1524,13 @@ public final class BatchRunner: @unchecked Sendable {
         let summary = BatchSummary(name: name, status: status, endpoint: journal.header.endpoint, total: journal.header.lines,
                                    counts: journal.counts, createdAt: journal.header.createdAt, endedAt: Int(Date().timeIntervalSince1970),
                                    inputFile: layout.batchRequest(name), outputFile: layout.batchOutput(name))
+        let held = unpublished.entries[name]?.detail
         // An end run again whose output is gone: its consumer took it, with the summary it
-        // waited for. (Unsure, the end is published again: a summary twice, never none.)
+        // waited for. (Unsure, the end is published again: a summary twice, never none.) Not
+        // so for an end of this run tried again, whose summary is known never to have been
+        // written: a consumer that took the output without waiting for it still gets it.
         var outputTaken = false
-        if outputPublished {
+        if outputPublished && held == nil {
             do {
                 outputTaken = try !Syscall.exists(layout.batchOutput(name))
             } catch {
@@ -1496,22 +1538,28 @@ public final class BatchRunner: @unchecked Sendable {
             }
             if outputTaken { logger.info("the batch's output was taken by its consumer; its end is not published again", id: name) }
         }
-        let summaryWritten = unpublished.entries[name]?.detail.summaryWritten ?? false
+        let summaryWritten = held?.summaryWritten ?? false
         let steps = PublicationPlan.batchEnd(name: name, input: layout.batchRequest(name), identity: identity, summary: summary.encoded(),
                                              outputPublished: outputPublished, outputTaken: outputTaken, summaryPublished: summaryWritten,
                                              hasFailedLines: journal.counts.notSucceeded > 0, layout: layout, hookNote: hookNote(name))
-        switch executor.run(steps) {
+        // A folder at the output's name when the output counts as published (its `.partial`
+        // gone): a summary now would point at the folder as the batch's output.
+        let outcome: PublicationExecutor<SpoolFiles>.Result = outputPublished && !outputTaken && Syscall.isFolder(layout.batchOutput(name))
+            ? .failed(at: 0, step: .rename(from: layout.batchPartial(name), to: layout.batchOutput(name)),
+                      error: HeldFile.FolderInTheWay(path: layout.batchOutput(name)))
+            : executor.run(steps)
+        switch outcome {
         case .failed(let index, let step, let error):
             // The journal stays: the end is tried again after a pause (and by the next start).
             let written = summaryWritten || steps[..<index].contains(PublicationStep.writeFile(layout.batchSummary(name), summary.encoded()))
-            held(&unpublished, name, error, "cannot publish the batch's end; it is tried again", [("step", LogValue(step.kind))]) { failures in
+            self.held(&unpublished, name, error, "cannot publish the batch's end; it is tried again", [("step", LogValue(step.kind))]) { failures in
                 let counts = journal.counts
                 var shown = BatchProgress(name: name, total: journal.header.lines, succeeded: counts.succeeded, failed: counts.notSucceeded,
                                           inFlight: 0, startedAt: Double(journal.header.createdAt), updatedAt: Date().timeIntervalSince1970,
                                           cancelled: cancelled)
                 shown.publishProblem = "\(error)"
                 shown.publishFailures = failures
-                return HeldBatch(progress: shown, summaryWritten: written)
+                return HeldBatch(progress: shown, summaryWritten: written, journal: journal)
             }
             return false
         case .completed(let notes):
