@@ -296,20 +296,23 @@ public enum Syscall {
     /// For read-only views (`status`, `show`, the command line): any failure to look counts
     /// as absent. The daemon's decisions use `exists`, which reports failures.
     public static func isPresent(_ path: String) -> Bool {
-        var info = stat()
-        return Glibc.lstat(path, &info) == 0
+        kind(path) != nil
     }
 
     /// Whether a folder (not a link to one) is at `path` now, as `isPresent`.
     public static func isFolder(_ path: String) -> Bool {
-        var info = stat()
-        return Glibc.lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+        kind(path) == S_IFDIR
     }
 
     /// Whether a regular file (not a link, folder or FIFO) is at `path` now, as `isPresent`.
     public static func isRegularFile(_ path: String) -> Bool {
+        kind(path) == S_IFREG
+    }
+
+    /// The `S_IFMT` bits of what is at `path` (a link not followed), nil when nothing can be seen.
+    private static func kind(_ path: String) -> mode_t? {
         var info = stat()
-        return Glibc.lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+        return Glibc.lstat(path, &info) == 0 ? info.st_mode & S_IFMT : nil
     }
 
     /// Makes a completed rename or unlink in `directory` durable.

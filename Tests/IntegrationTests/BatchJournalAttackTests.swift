@@ -46,9 +46,7 @@ import Testing
         try BatchTests.dropBatch(harness, "blocked", Self.lines("j", 3))
         var shown: [String: Any] = [:]
         try waitUntil("status says why the batch waits, after a few tries", timeout: 60) {
-            let json = try harness.cli(["status", "--json", "--spool", harness.layout.root])
-            let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
-            shown = (object?["batches"] as? [[String: Any]])?.first { $0["name"] as? String == "blocked" } ?? [:]
+            shown = try BatchTests.reported(harness, "blocked")
             return (shown["start_failures"] as? Int ?? 0) >= 4
         }
         #expect((shown["start_problem"] as? String)?.contains("\(journal): Is a directory") == true, "\(shown)")

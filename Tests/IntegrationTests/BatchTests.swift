@@ -55,6 +55,13 @@ import Testing
         return (files + ["\(name).errors.jsonl"]).sorted()
     }
 
+    /// The batch `name` as `status --json` reports it; empty when it is not listed.
+    static func reported(_ harness: Harness, _ name: String) throws -> [String: Any] {
+        let json = try harness.cli(["status", "--json", "--spool", harness.layout.root])
+        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        return (object?["batches"] as? [[String: Any]])?.first { $0["name"] as? String == name } ?? [:]
+    }
+
     static func waitForSummary(_ harness: Harness, _ name: String, timeout: TimeInterval) throws -> [String: Any] {
         try waitUntil("\(name).batch.json appears", timeout: timeout) {
             FileManager.default.fileExists(atPath: harness.layout.batchSummary(name))

@@ -190,9 +190,7 @@ import Testing
         let (cpuBefore, blockedAt) = (try Self.threadCPUSeconds(pid: pid, named: "batch"), Date())
         var shown: [String: Any] = [:]
         try waitUntil("status says why the lines wait, after a few tries", timeout: 60) {
-            let json = try harness.cli(["status", "--json", "--spool", harness.layout.root])
-            let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
-            shown = (object?["batches"] as? [[String: Any]])?.first ?? [:]
+            shown = try BatchTests.reported(harness, "blocked")
             return (shown["commit_failures"] as? Int ?? 0) >= 5
         }
         // Five failures take 3 s of pauses at least. Before, the batch thread was woken every
@@ -201,8 +199,7 @@ import Testing
         #expect(cpu < blocked / 2, "the batch thread used \(cpu) s of CPU in \(blocked) s blocked")
         // Read before the count it is compared with, which only grows.
         let logged = harness.log.components(separatedBy: "error: cannot commit the batch's lines").count - 1
-        let failures = try #require(((try JSONSerialization.jsonObject(with: Data(harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout.utf8))
-            as? [String: Any])?["batches"] as? [[String: Any]])?.first?["commit_failures"] as? Int)
+        let failures = try #require(try BatchTests.reported(harness, "blocked")["commit_failures"] as? Int)
         #expect(logged >= 1 && logged < failures, "the 1st, 2nd, 4th... failure logged, not each: \(logged) lines for \(failures) failures")
         #expect((shown["commit_problem"] as? String)?.contains("\(partial) is a folder") == true, "\(shown)")
         let text = try harness.cli(["status", "--spool", harness.layout.root]).stdout
@@ -238,9 +235,7 @@ import Testing
         try BatchTests.dropBatch(harness, name, (0..<count).map { BatchTests.line("h-\($0)", stub: $0 == 2 ? ["status": 400] : nil) })
         var shown: [String: Any] = [:]
         try waitUntil("status says why the end waits, after a few tries", timeout: 60) {
-            let json = try harness.cli(["status", "--json", "--spool", harness.layout.root])
-            let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
-            shown = (object?["batches"] as? [[String: Any]])?.first { $0["name"] as? String == name } ?? [:]
+            shown = try BatchTests.reported(harness, name)
             return (shown["publish_failures"] as? Int ?? 0) >= 5
         }
         #expect((shown["publish_problem"] as? String)?.contains("\(blocked): Is a directory") == true, "\(shown)")
@@ -278,9 +273,7 @@ import Testing
         let count = 5
         try BatchTests.dropBatch(harness, "taken", (0..<count).map { BatchTests.line("t-\($0)") })
         try waitUntil("the end is held", timeout: 60) {
-            let json = try harness.cli(["status", "--json", "--spool", harness.layout.root])
-            let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
-            return ((object?["batches"] as? [[String: Any]])?.first?["publish_failures"] as? Int ?? 0) >= 2
+            (try BatchTests.reported(harness, "taken")["publish_failures"] as? Int ?? 0) >= 2
         }
         let taken = harness.root + "/taken-by-consumer.jsonl"
         try Syscall.rename(harness.layout.batchOutput("taken"), taken)

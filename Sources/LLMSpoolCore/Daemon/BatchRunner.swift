@@ -927,20 +927,15 @@ public final class BatchRunner: @unchecked Sendable {
     /// only the next start or the sweep of a minute did, and `status` did not list them.
     /// Batches whose start failed likewise (before: tried, and logged twice, every 2 s).
     private func retryHeldBatches() {
-        // A look reads and validates the whole input again: the next waits at least four
-        // times as long as this one took, so that a large batch held for long does not keep
-        // the batch thread (and every other batch's commits) busy most of the time.
-        let lookFactor = 4.0
         if !unstarted.isEmpty {
             for name in unstarted.due(now: TransferEngine.monotonic()) where batches[name] == nil {
                 guard Syscall.isPresent(layout.batchRequest(name)) else {
                     unstarted.forget(name)
                     continue
                 }
-                let began = TransferEngine.monotonic()
-                consider(name)
-                let now = TransferEngine.monotonic()
-                unstarted.holdBack(name, until: now + lookFactor * (now - began))
+                // Apart: `consider` changes the held batches, which must not be under access meanwhile.
+                let next = nextLook { consider(name) }
+                unstarted.holdBack(name, until: next)
             }
         }
         guard !unpublished.isEmpty else { return }
@@ -957,11 +952,22 @@ public final class BatchRunner: @unchecked Sendable {
                 unpublished.forget(name)
                 continue
             }
-            let began = TransferEngine.monotonic()
-            if Syscall.isPresent(layout.batchRequest(name)) { consider(name) } else { endIfOrphan(name) }
-            let now = TransferEngine.monotonic()
-            unpublished.holdBack(name, until: now + lookFactor * (now - began))
+            let next = nextLook {
+                if Syscall.isPresent(layout.batchRequest(name)) { consider(name) } else { endIfOrphan(name) }
+            }
+            unpublished.holdBack(name, until: next)
         }
+    }
+
+    /// Runs `look` (which may change the held batches) and says when the next may come at
+    /// the earliest: four times as long as this one took after it. A look reads and validates
+    /// the whole input again, and a large batch held for long must not keep the batch thread
+    /// (and every other batch's commits) busy most of the time.
+    private func nextLook(_ look: () -> Void) -> Double {
+        let began = TransferEngine.monotonic()
+        look()
+        let now = TransferEngine.monotonic()
+        return now + 4 * (now - began)
     }
 
     /// A held end tried again from its journal in memory: the input is neither read nor

@@ -100,14 +100,8 @@ public struct SpoolFiles: PublicationFiles, Sendable {
     /// line. It is moved back and the step fails, tried again as any failed publication.
     public func rename(_ from: String, _ to: String) throws {
         try Syscall.rename(from, to)
-        let moved: stat
-        do {
-            moved = try Syscall.lstat(to)
-        } catch let error as SystemError where error.errno == ENOENT {
-            // Taken by its consumer already: it was a file, or they took a folder.
-            return
-        }
-        guard moved.st_mode & S_IFMT == S_IFDIR else { return }
+        // Nothing there: taken by its consumer already.
+        guard Syscall.isFolder(to) else { return }
         // Plain rename back: a file or a non-empty folder put at `from` meanwhile makes it fail
         // (ENOTDIR, ENOTEMPTY) rather than be replaced.
         try Syscall.rename(to, from)
