@@ -61,6 +61,16 @@ import Testing
         #expect(ends.entries["b"]?.detail == "y", "the latest detail is shown")
     }
 
+    @Test func aBatchIsWaitingOnlyWhileHeldAndWithinItsPause() {
+        var ends = BatchRetries<Int>()
+        #expect(!ends.isWaiting("b", now: 0), "not held")
+        _ = ends.failed("b", reason: "r", detail: 0, now: 10)
+        #expect(ends.isWaiting("b", now: 10.1))
+        #expect(!ends.isWaiting("b", now: 10.2), "its pause is over")
+        _ = ends.succeeded("b")
+        #expect(!ends.isWaiting("b", now: 10.1))
+    }
+
     @Test func onlyThePowersOfTwoOfARunAreLoud() {
         var ends = BatchRetries<Int>()
         var loud: [Int] = []

@@ -321,7 +321,12 @@ public final class BatchRunner: @unchecked Sendable {
             var stop = false
             for message in messages {
                 switch message {
-                case .found(let name): consider(name)
+                case .found(let name):
+                    // A held batch is looked at when its pause is over (`retryHeldBatches`): a
+                    // polling watcher reports every file in outgoing each round, and each look
+                    // reads and validates the whole input (2 tries a second on a polled spool).
+                    let now = TransferEngine.monotonic()
+                    if !unpublished.isWaiting(name, now: now) && !unstarted.isWaiting(name, now: now) { consider(name) }
                 case .removed(let name):
                     cancel(name, because: "the input was removed from outgoing")
                     // Run by no one here: its journal, if it has one, may be an orphan now.

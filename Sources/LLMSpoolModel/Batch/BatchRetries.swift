@@ -61,6 +61,11 @@ public struct BatchRetries<Detail: Sendable>: Sendable {
         entries[name]?.retry.holdBack(until: time)
     }
 
+    /// Whether `name` is held and its pause is not over at `now`.
+    public func isWaiting(_ name: String, now: Double) -> Bool {
+        entries[name].map { !$0.retry.mayTry(now: now) } ?? false
+    }
+
     /// The failures in a row of `name`, 0 when it is not waiting.
     public func failures(of name: String) -> Int {
         entries[name]?.retry.failures ?? 0
