@@ -110,3 +110,19 @@ import Testing
         #expect(ends.entries.keys.sorted() == ["m", "z"])
     }
 }
+
+@Suite struct BatchRetriesCauseTests {
+    @Test func aFailureOfAnotherCauseIsLoudWhateverItsCount() {
+        var ends = BatchRetries<Int>()
+        let louds = [("rename b.jsonl", 0.0), ("rename b.jsonl", 1), ("rename b.jsonl", 2), ("write b.batch.json", 3),
+                     ("write b.batch.json", 4), ("write b.batch.json", 5), ("write b.batch.json", 6), ("write b.batch.json", 7)]
+            .map { ends.failed("b", reason: "at \($0.1)", cause: $0.0, detail: 0, now: $0.1) }
+        // 1st, 2nd: the run's; 4th: the changed cause and a power of two; 5th, 6th, 7th: the
+        // same cause, not powers of two; 8th: a power of two.
+        #expect(louds == [true, true, false, true, false, false, false, true])
+        let changedAtThird = ["a", "a", "b"].enumerated().map { ends.failed("c", reason: "", cause: $0.element, detail: 0, now: Double($0.offset)) }
+        #expect(changedAtThird == [true, true, true], "the 3rd failure is loud only because its cause changed")
+        let noCause = (0..<3).map { ends.failed("d", reason: "text \($0)", detail: 0, now: Double($0)) }
+        #expect(noCause == [true, true, false], "without a cause a changed reason is not taken for one")
+    }
+}

@@ -598,11 +598,15 @@ public final class BatchRunner: @unchecked Sendable {
     }
 
     /// Records a held batch's failure in `retries` (what `status` shows made by `shown` from
-    /// the failures in a row) and logs it, the 1st, 2nd, 4th... as an error.
+    /// the failures in a row) and logs it, the 1st, 2nd, 4th... as an error, and any whose
+    /// step or error differs from the last. The batch's own files have fixed names (their
+    /// temporaries too), so an error's text is the same from try to try unless its cause
+    /// changed.
     private func held(_ retries: inout BatchRetries<HeldBatch>, _ name: String, _ error: any Error, _ message: String,
                       _ fields: [(String, LogValue)] = [], shown: (Int) -> HeldBatch) {
         let failures = retries.failures(of: name) + 1
-        let loud = retries.failed(name, reason: "\(error)", detail: shown(failures), now: TransferEngine.monotonic())
+        let cause = (fields.map { "\($0.0)=\($0.1.text)" } + ["\(error)"]).joined(separator: " ")
+        let loud = retries.failed(name, reason: "\(error)", cause: cause, detail: shown(failures), now: TransferEngine.monotonic())
         logger.log(loud ? .error : .debug, message, id: name,
                    fields + [("reason", "\(error)"), ("failures", "\(failures)"),
                              ("retry_in_seconds", "\(BatchCommitRetry.delay(afterFailures: failures))")])

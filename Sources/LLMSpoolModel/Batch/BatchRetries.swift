@@ -11,6 +11,9 @@ public struct BatchRetries<Detail: Sendable>: Sendable {
         public var detail: Detail
         /// Looks since the last failure that tried nothing (another daemon held the batch).
         public var idleLooks = 0
+        /// What failed last, in words that stay the same from try to try (the step, the call,
+        /// the path, the errno), unlike a reason that may carry an end time.
+        public var cause: String?
     }
 
     public private(set) var entries: [String: Entry] = [:]
@@ -20,14 +23,18 @@ public struct BatchRetries<Detail: Sendable>: Sendable {
     public var isEmpty: Bool { entries.isEmpty }
 
     /// The step of `name` failed at `now` for `reason`. True when the failure is one to log
-    /// as an error (the 1st, 2nd, 4th... of a run).
-    public mutating func failed(_ name: String, reason: String, detail: Detail, now: Double) -> Bool {
+    /// as an error: the 1st, 2nd, 4th... of a run, and one whose `cause` differs from the
+    /// last one's (a folder at the summary's name once the output's is clear), which an
+    /// operator would otherwise learn of only at the next power of two, minutes later.
+    public mutating func failed(_ name: String, reason: String, cause: String? = nil, detail: Detail, now: Double) -> Bool {
         var entry = entries[name] ?? Entry(retry: BatchCommitRetry(), detail: detail)
         entry.detail = detail
         entry.idleLooks = 0
+        let changed = cause != nil && entry.cause != nil && cause != entry.cause
+        entry.cause = cause
         let loud = entry.retry.failed(reason, now: now)
         entries[name] = entry
-        return loud
+        return loud || changed
     }
 
     /// `name`'s step went through: the failures in a row it ends (0 when none).
