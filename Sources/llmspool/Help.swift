@@ -190,7 +190,9 @@ enum Help {
 
     Everything known about one request, as JSON: its state, dialect, files, attempts with timings
     and errors, endpoint and usage. For a batch's name (or NAME.jsonl): its summary once it
-    ended, the record of its refusal, or its running counts. For a file queue lists as
+    ended, the record of its refusal, or its counts with "state": running, waiting (it
+    cannot be started yet; why as "problem"), or ending (every line ended and its end
+    cannot be published yet, or its input left). For a file queue lists as
     unusable (by its file name or its id): why it is never sent, as "problem". Exit status
     1 when the spool knows no such request or batch.
     """
@@ -214,7 +216,9 @@ enum Help {
     transfer stops and its partial answer is removed. A batch file's name BATCH (or
     BATCH.jsonl) cancels that batch, as deleting outgoing/BATCH.jsonl does: its lines in
     flight stop, the finished ones stay, the others end with error code batch_cancelled,
-    and the summary says cancelled. A request of the ID comes before a batch of the same
+    and the summary says cancelled. A batch whose every line has ended, its end waiting
+    to be published, has nothing left to cancel: that is an error (exit 1), and the batch
+    is left as it is. A request of the ID comes before a batch of the same
     name. A name of no request and no batch is an error (exit 1). --all cancels every
     request in outgoing (not batch files) after asking on the terminal; --yes skips the
     question (a script without it cancels nothing).

@@ -48,6 +48,7 @@ enum StatusCommand {
             // No daemon reports (none runs, or it is stopped): the batches are counted from
             // their journals, without what is in flight.
             let counted = summary.daemonPID == nil ? BatchQuery(layout: layout).fromJournals() : []
+            let owed = summary.daemonPID == nil ? BatchQuery(layout: layout).endsOwed() : []
             var text: String
             if args.has("--json") {
                 // Watching prints one compact object per line (NDJSON) for scripts to read as it comes.
@@ -58,7 +59,7 @@ enum StatusCommand {
                         var item = batch.progress.flatMap { JSONObject.parse($0.json()) } ?? ["name": batch.name, "begun": false]
                         item["from_journal"] = true
                         return item
-                    }
+                    } + owed.map { ["name": $0, "from_journal": true, "input_gone": true] }
                     let options: JSONSerialization.WritingOptions = args.has("--watch") ? [.sortedKeys] : [.prettyPrinted, .sortedKeys]
                     text = String(decoding: try JSONSerialization.data(withJSONObject: object, options: options), as: UTF8.self) + "\n"
                 } else {
@@ -75,6 +76,10 @@ enum StatusCommand {
                         "  " + (batch.progress.map { "\(Logger.escape($0.name)): \($0.done)/\($0.total) done (\($0.failed) failed)" }
                                 ?? "\(Logger.escape(batch.name)): not begun") + "\n"
                     }.joined()
+                }
+                if !owed.isEmpty {
+                    text += "batches whose input left, their end not published (the next daemon to start ends them):\n"
+                    text += owed.map { "  \(Logger.escape($0))\n" }.joined()
                 }
             }
             if clear { FileHandle.standardOutput.write(Data("\u{1B}[H\u{1B}[2J".utf8)) }

@@ -73,4 +73,34 @@ import Testing
         let show = try harness.cli(["show", "slow", "--spool", harness.layout.root])
         #expect(show.stdout.contains("\"state\" : \"running\""), "\(show.stdout)")
     }
+
+    /// A batch whose input was removed while no daemon ran: its journal is all that is left
+    /// until the next daemon ends it. `show` said `unknown` and `status` listed it nowhere;
+    /// now both name it, and the next start ends it cancelled.
+    @Test func aBatchWhoseInputLeftWhileNoDaemonRanIsShownUntilItsEnd() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["concurrency": 1])
+        try BatchTests.dropBatch(harness, "left", (0..<50).map { BatchTests.line("l-\($0)", stub: ["latency_ms": 100]) })
+        try waitUntil("some lines are committed", timeout: 30) {
+            ((try? BatchTests.reported(harness, "left"))?["done"] as? Int ?? 0) >= 2
+        }
+        harness.killDaemon()
+        try Syscall.unlink(harness.layout.batchRequest("left"))
+        let show = try harness.cli(["show", "left", "--spool", harness.layout.root])
+        let shown = JSONObject.parse(Array(show.stdout.utf8)) ?? [:]
+        #expect(shown["state"] as? String == "ending", "\(show.stdout)")
+        #expect(shown["input"] == nil, "\(show.stdout)")
+        let status = try harness.cli(["status", "--spool", harness.layout.root]).stdout
+        #expect(status.contains("batches whose input left, their end not published (the next daemon to start ends them):\n  left\n"), "\(status)")
+        let json = try harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout
+        let listed = (JSONObject.parse(Array(json.utf8))?["batches"] as? [[String: Any]]) ?? []
+        #expect(listed.contains { $0["name"] as? String == "left" && $0["input_gone"] as? Bool == true }, "\(json)")
+        try harness.startDaemon(config: ["concurrency": 1])
+        let summary = try BatchTests.waitForSummary(harness, "left", timeout: 30)
+        #expect(summary["status"] as? String == "cancelled")
+        let after = try harness.cli(["status", "--spool", harness.layout.root]).stdout
+        #expect(!after.contains("input left"), "\(after)")
+    }
 }

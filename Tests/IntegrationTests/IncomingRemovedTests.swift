@@ -245,6 +245,20 @@ import Testing
         let logged = harness.log.components(separatedBy: "error: cannot publish the batch's end; it is tried again").count - 1
         let failures = shown["publish_failures"] as? Int ?? 0
         #expect(logged >= 1 && logged < failures, "the 1st, 2nd, 4th... failure logged, not each: \(logged) lines for \(failures) failures")
+        // `show` says the batch is ending and why, naming no `.partial` (the output has its
+        // name); before, it said `running` with the `.partial` that was gone.
+        let show = try harness.cli(["show", "--spool", harness.layout.root, name])
+        let shownBatch = JSONObject.parse(Array(show.stdout.utf8)) ?? [:]
+        #expect(shownBatch["state"] as? String == "ending", "\(show.stdout)")
+        #expect((shownBatch["problem"] as? String)?.contains("Is a directory") == true, "\(show.stdout)")
+        #expect(shownBatch["partial_output"] == nil, "\(show.stdout)")
+        // Nothing is left to cancel: `cancel` says so and leaves the input (before, it removed
+        // it and printed "cancelled" for a batch whose summary then said completed).
+        let cancel = try harness.cli(["cancel", "--spool", harness.layout.root, name])
+        #expect(cancel.status != 0, "\(cancel.stdout)")
+        #expect(cancel.stderr.contains("every line of batch \(harness.layout.batchRequest(name)) has ended; nothing is left to cancel"),
+                "\(cancel.stderr)")
+        #expect(Syscall.isPresent(harness.layout.batchRequest(name)))
         try FileManager.default.removeItem(atPath: blocked)
         // The pause after a handful of failures is a few seconds; the next start or the
         // minute's sweep would be far later.

@@ -43,6 +43,9 @@ public struct BatchQuery: Sendable {
         // Its input left and its end is not published yet (a folder in the way of its
         // summary): the daemon still lists it.
         if let progress = LiveStatus.read(layout, now: now)?.batches.first(where: { $0.name == name }) { return .running(progress) }
+        // Its input left while no daemon reports, its end not published: the journal says
+        // the batch is there, and the next daemon to look ends it.
+        if Syscall.isPresent(layout.batchJournal(name)) { return .running(nil) }
         return .unknown
     }
 
@@ -60,13 +63,33 @@ public struct BatchQuery: Sendable {
         case .refused(let record, let path):
             return ["batch": name, "state": "refused", "record_file": path, "record": record]
         case .running(let progress):
-            var details: [String: Any] = ["batch": name, "state": "running", "input": layout.batchRequest(name),
-                                          "partial_output": layout.batchPartial(name)]
+            let inputThere = Syscall.isPresent(layout.batchRequest(name))
+            var details: [String: Any] = ["batch": name, "state": Self.phase(progress, inputThere: inputThere).rawValue]
+            if let problem = progress?.publishProblem ?? progress?.startProblem { details["problem"] = problem }
+            // Only the files there: a held end's output may have its name already, and an
+            // input removed leaves the batch to end as it is.
+            if inputThere { details["input"] = layout.batchRequest(name) }
+            if Syscall.isPresent(layout.batchPartial(name)) { details["partial_output"] = layout.batchPartial(name) }
             if let progress, let object = JSONObject.parse(progress.json()) { details["progress"] = object }
             return details
         case .unknown:
             return ["batch": name, "state": "unknown"]
         }
+    }
+
+    /// What a batch not ended yet is doing, for `show`.
+    public enum Phase: String {
+        /// Its lines are being sent (or, with no daemon reporting, wait for one).
+        case running
+        /// Every line ended, its end not published yet (`publishProblem`), or its input left
+        /// (cancelled) and its end waits for the daemon.
+        case ending
+        /// Validated, it cannot be started yet (`startProblem`).
+        case waiting
+    }
+
+    public static func phase(_ progress: BatchProgress?, inputThere: Bool) -> Phase {
+        progress?.publishProblem != nil || !inputThere ? .ending : progress?.startProblem != nil ? .waiting : .running
     }
 
     /// The batches in `outgoing` as their journals count them, for `status` when no daemon
@@ -87,6 +110,19 @@ public struct BatchQuery: Sendable {
                 return (name, nil)
             }
         }
+    }
+
+    /// The batches whose input left while no daemon ran them, their end not published yet:
+    /// a journal without its input. The next daemon to start ends each (published when
+    /// every line was committed, else cancelled), and until then `status` names them.
+    public func endsOwed() -> [String] {
+        // A view: a folder that is not there holds no batch.
+        ((try? Syscall.listDirectory(layout.batches)) ?? []).compactMap { file -> String? in
+            guard file.hasSuffix(SpoolLayout.batchJournalSuffix), !file.hasPrefix(SpoolLayout.hiddenPrefix) else { return nil }
+            let name = String(file.dropLast(SpoolLayout.batchJournalSuffix.count))
+            guard case .batch = RequestName.classify(name + SpoolLayout.batchSuffix), !Syscall.isPresent(layout.batchRequest(name)) else { return nil }
+            return name
+        }.sorted()
     }
 
     /// Streams the journal: a million lines' journal is tens of megabytes, and `status

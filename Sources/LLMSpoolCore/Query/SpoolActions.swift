@@ -152,6 +152,12 @@ public struct SpoolActions: Sendable {
                 if let request = Self.existing(layout.outgoing, id), try unlinkUnlessGone(request) { return .request(id: id) }
                 if let held = Self.existing(holdFolder, id), try unlinkUnlessGone(held) { return .held(id: id) }
             case .batch(let batch):
+                // Every line ended, its end waiting to be published: removing the input would
+                // cancel nothing, and "cancelled" would be a lie once the summary says completed.
+                if let ended = LiveStatus.read(layout)?.batches.first(where: { $0.name == batch && $0.publishProblem != nil }) {
+                    throw ConfigError("\(Logger.escape(name)): every line of batch \(layout.batchRequest(batch)) has ended; nothing is left to "
+                        + "cancel (its end is published once it can be: \(Logger.escape(ended.publishProblem ?? "")))")
+                }
                 if try unlinkUnlessGone(layout.batchRequest(batch)) { return .batch(name: batch) }
             }
         }
