@@ -30,6 +30,13 @@ enum BatchCommand {
                 let counts = summary["request_counts"] as? [String: Any] ?? [:]
                 let failed = counts["failed"] as? Int ?? 0
                 FileHandle.standardError.write(Data("llmspool: batch \(name) \(summary["status"] as? String ?? "ended"): \(counts["completed"] as? Int ?? 0) of \(counts["total"] as? Int ?? 0) succeeded, \(failed) failed\n".utf8))
+                // An output lost (removed before it was published): no path to print.
+                guard summary["output_file_id"] is String else {
+                    let errors = (summary["errors"] as? [String: Any])?["data"] as? [[String: Any]]
+                    let message = errors?.first?["message"] as? String ?? "the batch has no output"
+                    FileHandle.standardError.write(Data("llmspool: batch \(name): \(Logger.escape(message)) (\(layout.batchSummary(name)))\n".utf8))
+                    return 1
+                }
                 print(layout.batchOutput(name))
                 return failed == 0 && summary["status"] as? String == "completed" ? 0 : 2
             case .refused(let record, let path):

@@ -302,4 +302,35 @@ import Testing
         #expect(try harness.stubArrivals().count == count, "each line sent once")
         #expect(harness.log.components(separatedBy: "batch accepted id=taken").count - 1 == 1, "the batch is not started again")
     }
+
+    /// While an end is held by a folder at the output's name, the operator removes the
+    /// `.partial`: the answers are gone. Before, the end was then published `completed`,
+    /// its summary naming an output that was never there; now the summary says the output
+    /// was lost (`errors`, no `output_file_id`), and no line is sent again.
+    @Test func aHeldEndWhosePartialOutputIsRemovedSaysItsOutputIsLost() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["concurrency": 2])
+        let output = harness.layout.batchOutput("lost")
+        try Syscall.mkdir(output, mode: 0o700)
+        let count = 4
+        try BatchTests.dropBatch(harness, "lost", (0..<count).map { BatchTests.line("x-\($0)", stub: $0 == 1 ? ["status": 400] : nil) })
+        try waitUntil("the end is held", timeout: 60) {
+            (try BatchTests.reported(harness, "lost")["publish_failures"] as? Int ?? 0) >= 2
+        }
+        try Syscall.unlink(harness.layout.batchPartial("lost"))
+        try FileManager.default.removeItem(atPath: output)
+        let summary = try BatchTests.waitForSummary(harness, "lost", timeout: 40)
+        #expect(summary["output_file_id"] is NSNull, "\(summary)")
+        #expect(summary["error_file_id"] is NSNull, "no errors file could be read from a lost output: \(summary)")
+        let errors = (summary["errors"] as? [String: Any])?["data"] as? [[String: Any]]
+        #expect(errors?.first?["code"] as? String == "output_removed", "\(summary)")
+        let counts = summary["request_counts"] as? [String: Any]
+        #expect(counts?["completed"] as? Int == count - 1 && counts?["failed"] as? Int == 1, "the lines as they ended: \(summary)")
+        #expect(!Syscall.isPresent(output) && !Syscall.isPresent(harness.layout.batchErrors("lost")))
+        #expect(!Syscall.isPresent(harness.layout.batchRequest("lost")), "the input leaves with the end")
+        #expect(harness.log.contains("error: the batch's output was removed before it was published; its answers are lost"), "\(harness.log)")
+        #expect(try harness.stubArrivals().count == count, "each line sent once")
+    }
 }

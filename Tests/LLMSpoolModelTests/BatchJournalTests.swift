@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import LLMSpoolModel
 
@@ -191,6 +192,52 @@ import Testing
         #expect(files.files[layout.batchOutput("b")] != nil && files.files[layout.batchErrors("b")] != nil)
         #expect(files.files[layout.batchJournal("b")] == nil && files.files[layout.batchRequest("b")] == nil
                 && files.files[layout.batchIDList("b")] == nil)
+    }
+
+    /// The end of a batch whose `.partial` was removed before it got its name, stopped after
+    /// any step and run again: the summary is written (once), an earlier batch's errors file
+    /// of the name goes, nothing is read from or written to the output's name, and the input,
+    /// list and journal go.
+    @Test func anEndWhoseOutputWasLostWritesItsSummaryAndNothingAtTheOutputsName() throws {
+        let layout = SpoolLayout(root: "spool")
+        func build() -> (MemoryFiles, [PublicationStep]) {
+            let (files, _, identity) = Self.endOfBatch(layout, output: "", hasFailedLines: true, staleErrors: true)
+            _ = try? files.unlinkIfPresent(layout.batchPartial("b"))
+            return (files, PublicationPlan.batchEnd(name: "b", input: layout.batchRequest("b"), identity: identity, summary: Array("summary".utf8),
+                                                    outputPublished: true, outputLost: true, hasFailedLines: true, layout: layout))
+        }
+        let (_, steps) = build()
+        #expect(!steps.contains { if case .writeFailedLines = $0 { true } else if case .rename = $0 { true } else { false } }, "\(steps)")
+        for stop in 0...steps.count {
+            let (files, steps) = build()
+            _ = PublicationExecutor(files: files, beforeStep: { index, _ in index < stop }).run(steps)
+            guard case .completed = PublicationExecutor(files: files).run(steps) else {
+                Issue.record("the rest of the end failed after stop \(stop)")
+                continue
+            }
+            #expect(files.text(layout.batchSummary("b")) == "summary", "stop \(stop)")
+            #expect(files.files[layout.batchErrors("b")] == nil && files.files[layout.batchOutput("b")] == nil, "stop \(stop)")
+            #expect(files.files[layout.batchRequest("b")] == nil && files.files[layout.batchJournal("b")] == nil
+                    && files.files[layout.batchIDList("b")] == nil, "stop \(stop)")
+        }
+    }
+
+    /// A summary of a lost output names neither an output nor an errors file and says why in
+    /// OpenAI's `errors` list; any other names both and has no errors.
+    @Test(arguments: [false, true]) func aSummaryOfALostOutputSaysSo(lost: Bool) throws {
+        var counts = BatchCounts()
+        counts.succeeded = 1
+        counts.failed = 1
+        var summary = BatchSummary(name: "b", status: .completed, endpoint: "/v1/chat/completions", total: 2,
+                                   counts: counts, createdAt: 1, endedAt: 2, inputFile: "in", outputFile: "out.jsonl")
+        summary.outputLost = lost
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(summary.encoded())) as? [String: Any])
+        #expect((object["output_file_id"] as? String) == (lost ? nil : "out.jsonl"))
+        #expect((object["error_file_id"] as? String) == (lost ? nil : "out.errors.jsonl"))
+        let errors = (object["errors"] as? [String: Any])?["data"] as? [[String: Any]]
+        #expect(errors?.count == (lost ? 1 : nil))
+        #expect(errors?.first?["code"] as? String == (lost ? "output_removed" : nil))
+        #expect(BatchSummary.end(of: summary.encoded()) == BatchSummary.End(status: "completed", total: 2, completed: 1, failed: 1))
     }
 
     @Test func anOutputLineFailedIsOneWithAnErrorOrAResultNotSucceeded() {

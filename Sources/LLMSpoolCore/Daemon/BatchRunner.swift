@@ -99,6 +99,9 @@ public final class BatchRunner: @unchecked Sendable {
         /// An end's journal as it was published from: tried again from memory, neither read
         /// nor validated again, and still once its file is removed meanwhile.
         var journal: BatchJournal?
+        /// Its end failed before the output got its name: a `.partial` gone since was
+        /// removed (its answers lost), not published, whatever recovery makes of its absence.
+        var outputUnnamed = false
     }
 
     /// The messages for the batch thread; `closed` once it has ended and takes no more.
@@ -1536,10 +1539,15 @@ public final class BatchRunner: @unchecked Sendable {
             journalFile = nil
         }
         let cancelled = status != .completed
-        let summary = BatchSummary(name: name, status: status, endpoint: journal.header.endpoint, total: journal.header.lines,
+        var summary = BatchSummary(name: name, status: status, endpoint: journal.header.endpoint, total: journal.header.lines,
                                    counts: journal.counts, createdAt: journal.header.createdAt, endedAt: Int(Date().timeIntervalSince1970),
                                    inputFile: layout.batchRequest(name), outputFile: layout.batchOutput(name))
         let held = unpublished.entries[name]?.detail
+        // Its `.partial` gone though this run never renamed it, and nothing at the output's
+        // name: removed by hand while the end was held. The summary says the answers are lost
+        // rather than name an output that is not there.
+        let outputLost = outputPublished && held?.outputUnnamed == true && !Syscall.isPresent(layout.batchOutput(name))
+        summary.outputLost = outputLost
         // An end run again whose output is gone: its consumer took it, with the summary it
         // waited for. (Unsure, the end is published again: a summary twice, never none.) Not
         // so for an end of this run tried again, whose summary is known never to have been
@@ -1555,7 +1563,8 @@ public final class BatchRunner: @unchecked Sendable {
         }
         let summaryWritten = held?.summaryWritten ?? false
         let steps = PublicationPlan.batchEnd(name: name, input: layout.batchRequest(name), identity: identity, summary: summary.encoded(),
-                                             outputPublished: outputPublished, outputTaken: outputTaken, summaryPublished: summaryWritten,
+                                             outputPublished: outputPublished, outputTaken: outputTaken, outputLost: outputLost,
+                                             summaryPublished: summaryWritten,
                                              hasFailedLines: journal.counts.notSucceeded > 0, layout: layout, hookNote: hookNote(name))
         // A folder at the output's name when the output counts as published (its `.partial`
         // gone): a summary now would point at the folder as the batch's output.
@@ -1567,6 +1576,8 @@ public final class BatchRunner: @unchecked Sendable {
         case .failed(let index, let step, let error):
             // The journal stays: the end is tried again after a pause (and by the next start).
             let written = summaryWritten || steps[..<index].contains(PublicationStep.writeFile(layout.batchSummary(name), summary.encoded()))
+            let renamed = steps[..<index].contains(PublicationStep.rename(from: layout.batchPartial(name), to: layout.batchOutput(name)))
+            let unnamed = !renamed && (!outputPublished || held?.outputUnnamed == true)
             self.held(&unpublished, name, error, "cannot publish the batch's end; it is tried again", [("step", LogValue(step.kind))]) { failures in
                 let counts = journal.counts
                 var shown = BatchProgress(name: name, total: journal.header.lines, succeeded: counts.succeeded, failed: counts.notSucceeded,
@@ -1574,7 +1585,7 @@ public final class BatchRunner: @unchecked Sendable {
                                           cancelled: cancelled)
                 shown.publishProblem = "\(error)"
                 shown.publishFailures = failures
-                return HeldBatch(progress: shown, summaryWritten: written, journal: journal)
+                return HeldBatch(progress: shown, summaryWritten: written, journal: journal, outputUnnamed: unnamed)
             }
             return false
         case .completed(let notes):
@@ -1591,9 +1602,13 @@ public final class BatchRunner: @unchecked Sendable {
         let counts = journal.counts
         metrics.batch(status.rawValue)
         let message = cancelled ? "batch \(status.rawValue)" : "batch done"
-        if outputTaken {
+        if outputLost {
+            logger.error("the batch's output was removed before it was published; its answers are lost, and its summary says so", id: name,
+                         ["summary": LogValue(layout.batchSummary(name)), "lines": "\(journal.header.lines)"])
+        }
+        if outputTaken || outputLost {
             // No output left to point at.
-            logger.info(message, id: name, ["output_taken": "true", "lines": "\(journal.header.lines)", "succeeded": "\(counts.succeeded)",
+            logger.info(message, id: name, [outputLost ? "output_lost" : "output_taken": "true", "lines": "\(journal.header.lines)", "succeeded": "\(counts.succeeded)",
                                             "failed": "\(counts.notSucceeded)"])
         } else {
             logger.info(message, id: name, ["output": LogValue(layout.batchOutput(name)), "lines": "\(journal.header.lines)",

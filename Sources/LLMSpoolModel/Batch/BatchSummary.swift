@@ -23,6 +23,10 @@ public struct BatchSummary: Sendable, Equatable {
             : outputFile + SpoolLayout.batchErrorsSuffix
     }
     public var completionWindow: String
+    /// The output's `.partial` was removed before it got its name (by hand, while the end was
+    /// held): the lines were sent and counted, but their answers are gone. The summary says so
+    /// in `errors` and names no output nor errors file, rather than point at nothing.
+    public var outputLost = false
 
     public init(name: String, status: Status, endpoint: String, total: Int, counts: BatchCounts, createdAt: Int, endedAt: Int,
                 inputFile: String, outputFile: String, completionWindow: String = "24h") {
@@ -64,6 +68,17 @@ public struct BatchSummary: Sendable, Equatable {
         "batch_" + TextEscaping.leftPadded(String(Fingerprint.hash(name.utf8), radix: 16), to: 16)
     }
 
+    /// OpenAI's `errors` list, with the one error of an output lost.
+    static let outputLostErrors = JSONWriter.object([
+        ("object", JSONWriter.quoted("list")),
+        ("data", JSONWriter.array([JSONWriter.object([
+            ("code", JSONWriter.quoted("output_removed")),
+            ("message", JSONWriter.quoted("the batch's output was removed before it was published; its answers are lost")),
+            ("param", JSONWriter.null),
+            ("line", JSONWriter.null),
+        ])])),
+    ])
+
     public func encoded() -> [UInt8] {
         let cancelled = status == .cancelled
         let expired = status == .expired
@@ -79,13 +94,13 @@ public struct BatchSummary: Sendable, Equatable {
             ("id", JSONWriter.quoted(id)),
             ("object", JSONWriter.quoted("batch")),
             ("endpoint", JSONWriter.quoted(endpoint)),
-            ("errors", JSONWriter.null),
+            ("errors", outputLost ? Self.outputLostErrors : JSONWriter.null),
             ("input_file_id", JSONWriter.quoted(inputFile)),
             ("completion_window", JSONWriter.quoted(completionWindow)),
             ("status", JSONWriter.quoted(status.rawValue)),
-            ("output_file_id", JSONWriter.quoted(outputFile)),
+            ("output_file_id", outputLost ? JSONWriter.null : JSONWriter.quoted(outputFile)),
             // The errors file holds the lines that did not succeed, when there are any.
-            ("error_file_id", counts.notSucceeded > 0 ? JSONWriter.quoted(errorFile) : JSONWriter.null),
+            ("error_file_id", counts.notSucceeded > 0 && !outputLost ? JSONWriter.quoted(errorFile) : JSONWriter.null),
             ("created_at", JSONWriter.number(createdAt)),
             ("in_progress_at", JSONWriter.number(createdAt)),
             ("expires_at", JSONWriter.null),

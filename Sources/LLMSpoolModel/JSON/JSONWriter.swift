@@ -110,6 +110,17 @@ public enum JSONWriter {
         return out
     }
 
+    /// An array of elements already encoded, in the order given.
+    public static func array(_ elements: [[UInt8]]) -> [UInt8] {
+        var out: [UInt8] = [0x5B]
+        for (index, element) in elements.enumerated() {
+            if index > 0 { out.append(0x2C) }
+            out += element
+        }
+        out.append(0x5D)
+        return out
+    }
+
     /// A number or null.
     public static func number(_ value: Int?) -> [UInt8] {
         guard let value else { return Array("null".utf8) }

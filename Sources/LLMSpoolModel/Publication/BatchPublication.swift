@@ -11,9 +11,12 @@ extension PublicationPlan {
     /// `outputTaken`: an end run again finds its published output gone, taken by its
     /// consumer (who waits for the summary, so the summary was out too): neither the errors
     /// file nor the summary is written again, only the input and the journal go.
+    /// `outputLost`: the output's `.partial` was removed before it got its name: there is no
+    /// output to name nor to read failed lines from; the summary (which says so) is written,
+    /// and an earlier batch's errors file of the name removed.
     public static func batchEnd(name: String, input: String, identity: FileIdentity?, summary: [UInt8], outputPublished: Bool,
-                                outputTaken: Bool = false, summaryPublished: Bool = false, hasFailedLines: Bool = false, layout: SpoolLayout,
-                                hookNote: String? = nil) -> [PublicationStep] {
+                                outputTaken: Bool = false, outputLost: Bool = false, summaryPublished: Bool = false,
+                                hasFailedLines: Bool = false, layout: SpoolLayout, hookNote: String? = nil) -> [PublicationStep] {
         var steps = hookNoteSteps(hookNote, id: name, request: identity)
         let removal: [PublicationStep] = [.unlinkIfSame(input, identity: identity),
                                           .syncFolder(folder(of: input)),
@@ -24,6 +27,12 @@ extension PublicationPlan {
         // `summaryPublished`: an end run again after a failure past the summary's write (the
         // input could not be removed): the summary is not written again with a new end time.
         if outputPublished && outputTaken || summaryPublished { return steps + removal }
+        if outputLost {
+            return steps + [.unlinkIfPresent(layout.batchErrors(name)),
+                            .syncFolder(layout.incoming),
+                            .writeFile(layout.batchSummary(name), summary),
+                            .syncFolder(layout.incoming)] + removal
+        }
         if !outputPublished {
             steps += [.syncFile(layout.batchPartial(name)),
                       .rename(from: layout.batchPartial(name), to: layout.batchOutput(name))]
