@@ -51,4 +51,20 @@ import Testing
         #expect(refused.hasPrefix("config c.json is not valid JSON: line 3, column 3: "), "\(refused)")
         #expect(message("{\"concurrency\": 4}") == "accepted")
     }
+
+    @Test func aYAMLConfigIsToldItIsNotRead() {
+        let yaml = Array("spool: /var/spool/llmspool\nconcurrency: 4\n".utf8)
+        for name in ["c.yaml", "c.yml", "c.json"] {
+            let refused: String
+            do {
+                _ = try Config.parse(yaml, source: name)
+                refused = "accepted"
+            } catch {
+                refused = "\(error)"
+            }
+            #expect(refused.hasPrefix("config \(name) is not valid JSON: line 1, column 1: "), "\(refused)")
+            #expect(refused.hasSuffix("(the configuration is JSON; YAML is not read)") == (name != "c.json"), "\(refused)")
+        }
+    }
 }
+
