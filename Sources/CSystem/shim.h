@@ -51,6 +51,12 @@ static inline int llms_start_writeback(int fd) {
     return (int)syscall(SYS_sync_file_range, fd, 0L, 0L, 2U);
 }
 
+/// fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, length): blocks allocated past the file's end,
+/// its size unchanged. Declared by glibc only under _GNU_SOURCE.
+static inline int llms_reserve_blocks(int fd, long length) {
+    return (int)syscall(SYS_fallocate, fd, 1 /* FALLOC_FL_KEEP_SIZE */, 0L, length);
+}
+
 /// epoll_event is packed on x86-64, which Swift does not import faithfully: these
 /// wrappers take and give plain descriptors and event masks.
 static const unsigned int llms_epoll_in = EPOLLIN;

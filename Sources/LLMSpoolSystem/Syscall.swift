@@ -98,6 +98,23 @@ public enum Syscall {
         try bytes.withUnsafeBytes { try writeAll(fd, $0, path: path) }
     }
 
+    /// Exactly `bytes` at `offset`, over what is there.
+    public static func pwriteAll(_ fd: Int32, _ bytes: [UInt8], at offset: Int, path: String? = nil) throws {
+        var done = 0
+        while done < bytes.count {
+            done += try bytes.withUnsafeBytes { buffer in
+                try retrying("pwrite", path) { Glibc.pwrite(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done)) }
+            }
+        }
+    }
+
+    /// Allocates blocks for the file up to `length` bytes without changing its size, so
+    /// that later writes up to there need no free space (`fallocate` `FALLOC_FL_KEEP_SIZE`).
+    /// EOPNOTSUPP where the filesystem cannot (FUSE, NFS before 4.2).
+    public static func reserveBlocks(_ fd: Int32, length: Int, path: String? = nil) throws {
+        _ = try retrying("fallocate", path) { llms_reserve_blocks(fd, length) }
+    }
+
     public static func flock(_ fd: Int32, _ operation: Int32, path: String? = nil) throws {
         _ = try retrying("flock", path) { llms_flock(fd, operation) }
     }

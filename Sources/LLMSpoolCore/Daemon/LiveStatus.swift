@@ -131,8 +131,7 @@ public struct LiveStatus: Sendable, Equatable {
     /// program has now, a daemon on another machine of a shared spool, or a filesystem that
     /// cannot lock, which `status` then reports as before, not running.
     public static func silent(_ layout: SpoolLayout, now: Date = Date()) -> (pid: Int32, updatedAt: Date)? {
-        guard let bytes = try? FileReader.prefix(path: path(layout), limit: 64 << 20),
-              let object = JSONObject.parse(bytes),
+        guard let object = parsed(path(layout)),
               let pid = (object["pid"] as? NSNumber)?.int32Value, pid > 0,
               let updated = (object["updated_at"] as? String).flatMap(Timestamp.date),
               !isFresh(updated, now: now),
@@ -142,11 +141,23 @@ public struct LiveStatus: Sendable, Equatable {
         return holders.contains(pid) ? (pid, updated) : nil
     }
 
+    /// The status file's object. On a full disk the daemon writes it over itself in place
+    /// (`DurableFile.replaceKeepingRoom`), and a read in the instant of that write sees a
+    /// mix: read again, a few times, before taking it for no status.
+    private static func parsed(_ path: String) -> [String: Any]? {
+        for attempt in 0..<3 {
+            if attempt > 0 { usleep(5_000) }
+            // No file (none running, or one being replaced): nothing to read again.
+            guard let bytes = try? FileReader.prefix(path: path, limit: 64 << 20) else { return nil }
+            if let object = JSONObject.parse(bytes) { return object }
+        }
+        return nil
+    }
+
     /// The running daemon's status, or nil when none is running.
     public static func read(_ layout: SpoolLayout, now: Date = Date()) -> LiveStatus? {
         // No status file, or one being replaced: no daemon to report.
-        guard let bytes = try? FileReader.prefix(path: path(layout), limit: 64 << 20),
-              let object = JSONObject.parse(bytes),
+        guard let object = parsed(path(layout)),
               let pid = (object["pid"] as? NSNumber)?.int32Value,
               let updated = (object["updated_at"] as? String).flatMap(Timestamp.date),
               isFresh(updated, now: now),

@@ -424,7 +424,11 @@ public final class SpoolDaemon: Sendable {
                 status.remoteBatches = lane.progress
                 status.intakePaused = watcher.intakePause.withLock { $0 }
                 metrics.remoteBatches(status.remoteBatches)
-                informational(LiveStatus.path(layout)) { try DurableFile.replace(status.encoded(), at: LiveStatus.path(layout), mode: layout.fileMode) }
+                // Kept writable on a full disk, when an operator needs `status` most.
+                informational(LiveStatus.path(layout)) {
+                    let bytes = status.encoded()
+                    try DurableFile.replaceKeepingRoom(bytes, at: LiveStatus.path(layout), mode: layout.fileMode, reserve: max(64 << 10, 2 * bytes.count))
+                }
                 if notifier.enabled {
                     notifier.send("STATUS=\(snapshot.queued) queued, \(snapshot.transferring) in flight, \(snapshot.deferred) waiting to retry")
                     // The watchdog is fed only while both loops show life.

@@ -43,6 +43,47 @@ public enum DurableFile {
         try Syscall.rename(temporary, path)
     }
 
+    /// `replace`, for a small file rewritten all the time that must still be written when
+    /// the disk is full: the live status, which is what an operator reads then. Each new file
+    /// keeps blocks allocated past its end (`reserve` bytes in all); when a new file finds no
+    /// room, the content is written over the old file in place, into its blocks, padded with
+    /// blanks to the old length (JSON allows them), so that no truncation ever shows a short
+    /// file. A reader may see a mix for the instant of the write, and reads again
+    /// (`LiveStatus.read`). Content that does not fit the blocks is not written at all.
+    public static func replaceKeepingRoom(_ bytes: [UInt8], at path: String, mode: mode_t = 0o600, reserve: Int) throws {
+        let temporary = SpoolLayout.temporary(for: path)
+        do {
+            let file = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: mode)
+            try file.writeAll(bytes)
+            do {
+                try Syscall.reserveBlocks(file.rawValue, length: max(reserve, bytes.count), path: temporary)
+            } catch let error as SystemError where error.errno == EOPNOTSUPP || error.isOutOfSpace {
+                // No room kept (a FUSE mount, a disk nearly full): a full disk then finds the
+                // file as it is, and it is not written until there is room.
+            }
+            try file.close()
+            try Syscall.rename(temporary, path)
+        } catch let error as SystemError where error.isOutOfSpace {
+            // The temporary's few blocks are the disk's, not the status's.
+            do {
+                _ = try Syscall.unlinkIfPresent(temporary)
+            } catch {
+                // Left as it is: the next replacement opens it with O_TRUNC.
+            }
+            try overwrite(bytes, at: path, else: error)
+        }
+    }
+
+    /// Writes `bytes` over `path` from its start, padded with blanks to its length, when its
+    /// blocks hold them; else throws `full`.
+    private static func overwrite(_ bytes: [UInt8], at path: String, else full: SystemError) throws {
+        let file = try FileDescriptor.open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK)
+        let info = try file.fstat()
+        guard info.st_mode & S_IFMT == S_IFREG, Int(info.st_blocks) * 512 >= bytes.count else { throw full }
+        let padding = max(0, Int(info.st_size) - bytes.count)
+        try Syscall.pwriteAll(file.rawValue, bytes + [UInt8](repeating: 0x20, count: padding), at: 0, path: path)
+    }
+
     public static func directory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
