@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <sys/xattr.h>
+#include <linux/falloc.h>
 #include <linux/stat.h>
 #include <signal.h>
 #include <unistd.h>
@@ -54,7 +55,7 @@ static inline int llms_start_writeback(int fd) {
 /// fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, length): blocks allocated past the file's end,
 /// its size unchanged. Declared by glibc only under _GNU_SOURCE.
 static inline int llms_reserve_blocks(int fd, long length) {
-    return (int)syscall(SYS_fallocate, fd, 1 /* FALLOC_FL_KEEP_SIZE */, 0L, length);
+    return (int)syscall(SYS_fallocate, fd, FALLOC_FL_KEEP_SIZE, 0L, length);
 }
 
 /// epoll_event is packed on x86-64, which Swift does not import faithfully: these

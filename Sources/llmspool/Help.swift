@@ -141,7 +141,8 @@ enum Help {
     A FILE ending in .jsonl is a batch: copied into outgoing as <name>.jsonl (the file's
     name, or --id), without holding it in memory. With --wait, stderr shows done/total,
     rate and ETA, and the output's path is printed at the end. Exit status: 0 every line
-    succeeded, 2 some did not (or the batch was cancelled or expired), 1 it was refused.
+    succeeded, 2 some did not (or the batch was cancelled or expired), 1 it was refused
+    or its output was lost (removed before it was published; the summary says failed).
     """
 
     static let ask = """
@@ -173,7 +174,8 @@ enum Help {
     one object with counts under queued, in_flight, waiting (also as deferred), done, failed
     and held; with --watch, one object per line (NDJSON). --list is `llmspool queue`.
     Also lists the files left in outgoing because their names cannot be used (unusable),
-    and, with no daemon reporting, the batches in outgoing counted from their journals.
+    and, with no daemon reporting, the batches in outgoing counted from their journals and
+    the batches whose input left while no daemon ran (their end not published yet).
     """
 
     static let queue = """

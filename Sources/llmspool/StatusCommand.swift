@@ -78,7 +78,7 @@ enum StatusCommand {
                     }.joined()
                 }
                 if !owed.isEmpty {
-                    text += "batches whose input left, their end not published (the next daemon to start ends them):\n"
+                    text += "batches whose input left, their end not published yet (a daemon ends them once it runs and can write):\n"
                     text += owed.map { "  \(Logger.escape($0))\n" }.joined()
                 }
             }

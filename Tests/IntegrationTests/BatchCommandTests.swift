@@ -93,14 +93,37 @@ import Testing
         #expect(shown["state"] as? String == "ending", "\(show.stdout)")
         #expect(shown["input"] == nil, "\(show.stdout)")
         let status = try harness.cli(["status", "--spool", harness.layout.root]).stdout
-        #expect(status.contains("batches whose input left, their end not published (the next daemon to start ends them):\n  left\n"), "\(status)")
+        #expect(status.contains("batches whose input left, their end not published yet (a daemon ends them once it runs and can write):\n  left\n"), "\(status)")
         let json = try harness.cli(["status", "--json", "--spool", harness.layout.root]).stdout
         let listed = (JSONObject.parse(Array(json.utf8))?["batches"] as? [[String: Any]]) ?? []
         #expect(listed.contains { $0["name"] as? String == "left" && $0["input_gone"] as? Bool == true }, "\(json)")
         try harness.startDaemon(config: ["concurrency": 1])
         let summary = try BatchTests.waitForSummary(harness, "left", timeout: 30)
         #expect(summary["status"] as? String == "cancelled")
-        let after = try harness.cli(["status", "--spool", harness.layout.root]).stdout
-        #expect(!after.contains("input left"), "\(after)")
+        let ended = JSONObject.parse(Array(try harness.cli(["show", "left", "--spool", harness.layout.root]).stdout.utf8)) ?? [:]
+        #expect(ended["state"] as? String == "ended", "\(ended)")
+    }
+
+    /// A batch whose every line has ended, its end held (a folder at its summary's name):
+    /// `cancel` has nothing to cancel and says so, from the journal, with or without a
+    /// daemon running. Before, it removed the input and printed "cancelled".
+    @Test func cancelRefusesABatchWhoseEveryLineEndedWithOrWithoutADaemon() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon(config: ["concurrency": 2])
+        try Syscall.mkdir(harness.layout.batchSummary("done"), mode: 0o700)
+        try BatchTests.dropBatch(harness, "done", (0..<3).map { BatchTests.line("d-\($0)") })
+        try waitUntil("the end is held", timeout: 60) {
+            (try BatchTests.reported(harness, "done")["publish_failures"] as? Int ?? 0) >= 1
+        }
+        let live = try harness.cli(["cancel", "done", "--spool", harness.layout.root])
+        #expect(live.status != 0 && live.stderr.contains("has ended; nothing is left to cancel (its end is published once it can be: "),
+                "\(live.stderr)")
+        harness.killDaemon()
+        let none = try harness.cli(["cancel", "done.jsonl", "--spool", harness.layout.root])
+        #expect(none.status != 0 && none.stderr.contains("has ended; nothing is left to cancel (its end is published by the daemon)"),
+                "\(none.stderr)")
+        #expect(Syscall.isPresent(harness.layout.batchRequest("done")), "the input stays")
     }
 }

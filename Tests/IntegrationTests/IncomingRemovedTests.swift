@@ -311,7 +311,9 @@ import Testing
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()
-        try harness.startDaemon(config: ["concurrency": 2])
+        let hooks = harness.root + "/hooks.log"
+        let hook = "echo \"$LLMSPOOL_STATUS $LLMSPOOL_BATCH_STATUS ${LLMSPOOL_RESULT:-no-result} $LLMSPOOL_ERROR\" >> \(hooks)"
+        try harness.startDaemon(config: ["concurrency": 2, "on_complete": hook, "on_failure": hook])
         let output = harness.layout.batchOutput("lost")
         try Syscall.mkdir(output, mode: 0o700)
         let count = 4
@@ -322,6 +324,7 @@ import Testing
         try Syscall.unlink(harness.layout.batchPartial("lost"))
         try FileManager.default.removeItem(atPath: output)
         let summary = try BatchTests.waitForSummary(harness, "lost", timeout: 40)
+        #expect(summary["status"] as? String == "failed", "\(summary)")
         #expect(summary["output_file_id"] is NSNull, "\(summary)")
         #expect(summary["error_file_id"] is NSNull, "no errors file could be read from a lost output: \(summary)")
         let errors = (summary["errors"] as? [String: Any])?["data"] as? [[String: Any]]

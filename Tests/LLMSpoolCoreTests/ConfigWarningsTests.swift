@@ -54,7 +54,7 @@ import Testing
 
     @Test func aYAMLConfigIsToldItIsNotRead() {
         let yaml = Array("spool: /var/spool/llmspool\nconcurrency: 4\n".utf8)
-        for name in ["c.yaml", "c.yml", "c.json"] {
+        for name in ["c.yaml", "c.yml", "C.YAML", "c.json"] {
             let refused: String
             do {
                 _ = try Config.parse(yaml, source: name)

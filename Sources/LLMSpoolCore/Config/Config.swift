@@ -186,7 +186,8 @@ public struct Config: Sendable, Equatable {
         } catch {
             let (line, column) = RequestValidator.position(ofByte: min(error.offset, bytes.count), in: bytes)
             // YAML is what most daemons' configs are: said, or the operator hunts for a typo.
-            let yaml = source.hasSuffix(".yaml") || source.hasSuffix(".yml") ? " (the configuration is JSON; YAML is not read)" : ""
+            let lowered = source.lowercased()
+            let yaml = lowered.hasSuffix(".yaml") || lowered.hasSuffix(".yml") ? " (the configuration is JSON; YAML is not read)" : ""
             throw ConfigError("config \(source) is not valid JSON: line \(line), column \(column): \(error.reason)\(yaml)")
         }
         let object: Any

@@ -52,7 +52,8 @@ public final class BatchRunner: @unchecked Sendable {
     /// How a batch ended, for hooks and callers.
     public struct EndReport: Sendable, Equatable {
         public var name: String
-        /// `completed`, `cancelled` or `failed` (refused at validation).
+        /// `completed`, `cancelled`, `expired`, or `failed` (refused at validation, or its
+        /// output lost before it was published).
         public var status: String
         public var total: Int
         public var succeeded: Int
@@ -602,13 +603,14 @@ public final class BatchRunner: @unchecked Sendable {
 
     /// Records a held batch's failure in `retries` (what `status` shows made by `shown` from
     /// the failures in a row) and logs it, the 1st, 2nd, 4th... as an error, and any whose
-    /// step or error differs from the last. The batch's own files have fixed names (their
-    /// temporaries too), so an error's text is the same from try to try unless its cause
-    /// changed.
+    /// step or error differs from the last: a system call's failure by its call, path and
+    /// errno (the batch's own files have fixed names, their temporaries too), another error
+    /// by its text.
     private func held(_ retries: inout BatchRetries<HeldBatch>, _ name: String, _ error: any Error, _ message: String,
                       _ fields: [(String, LogValue)] = [], shown: (Int) -> HeldBatch) {
         let failures = retries.failures(of: name) + 1
-        let cause = (fields.map { "\($0.0)=\($0.1.text)" } + ["\(error)"]).joined(separator: " ")
+        let what = (error as? SystemError).map { "\($0.call) \($0.path ?? "") errno \($0.errno)" } ?? "\(error)"
+        let cause = (fields.map { "\($0.0)=\($0.1.text)" } + [what]).joined(separator: " ")
         let loud = retries.failed(name, reason: "\(error)", cause: cause, detail: shown(failures), now: TransferEngine.monotonic())
         logger.log(loud ? .error : .debug, message, id: name,
                    fields + [("reason", "\(error)"), ("failures", "\(failures)"),
@@ -1545,9 +1547,21 @@ public final class BatchRunner: @unchecked Sendable {
         let held = unpublished.entries[name]?.detail
         // Its `.partial` gone though this run never renamed it, and nothing at the output's
         // name: removed by hand while the end was held. The summary says the answers are lost
-        // rather than name an output that is not there.
-        let outputLost = outputPublished && held?.outputUnnamed == true && !Syscall.isPresent(layout.batchOutput(name))
+        // rather than name an output that is not there. Only on one daemon's spool: on a
+        // shared one another daemon may have taken the end over and published it meanwhile.
+        // A look that fails (ESTALE, EIO) holds the end: a loss said is not taken back.
+        var outputLost = false
+        var lookFailed: (any Error)?
+        if leases == nil && outputPublished && held?.outputUnnamed == true {
+            do {
+                outputLost = try !Syscall.exists(layout.batchOutput(name))
+            } catch {
+                lookFailed = error
+            }
+        }
         summary.outputLost = outputLost
+        let ended: BatchSummary.Status = outputLost ? .failed : status
+        summary.status = ended
         // An end run again whose output is gone: its consumer took it, with the summary it
         // waited for. (Unsure, the end is published again: a summary twice, never none.) Not
         // so for an end of this run tried again, whose summary is known never to have been
@@ -1568,15 +1582,19 @@ public final class BatchRunner: @unchecked Sendable {
                                              hasFailedLines: journal.counts.notSucceeded > 0, layout: layout, hookNote: hookNote(name))
         // A folder at the output's name when the output counts as published (its `.partial`
         // gone): a summary now would point at the folder as the batch's output.
-        let outcome: PublicationExecutor<SpoolFiles>.Result = outputPublished && !outputTaken && Syscall.isFolder(layout.batchOutput(name))
-            ? .failed(at: 0, step: .rename(from: layout.batchPartial(name), to: layout.batchOutput(name)),
-                      error: HeldFile.FolderInTheWay(path: layout.batchOutput(name)))
-            : executor.run(steps)
+        let naming = PublicationStep.rename(from: layout.batchPartial(name), to: layout.batchOutput(name))
+        let outcome: PublicationExecutor<SpoolFiles>.Result = if let lookFailed {
+            .failed(at: 0, step: naming, error: lookFailed)
+        } else if outputPublished && !outputTaken && Syscall.isFolder(layout.batchOutput(name)) {
+            .failed(at: 0, step: naming, error: HeldFile.FolderInTheWay(path: layout.batchOutput(name)))
+        } else {
+            executor.run(steps)
+        }
         switch outcome {
         case .failed(let index, let step, let error):
             // The journal stays: the end is tried again after a pause (and by the next start).
             let written = summaryWritten || steps[..<index].contains(PublicationStep.writeFile(layout.batchSummary(name), summary.encoded()))
-            let renamed = steps[..<index].contains(PublicationStep.rename(from: layout.batchPartial(name), to: layout.batchOutput(name)))
+            let renamed = steps[..<index].contains(naming)
             let unnamed = !renamed && (!outputPublished || held?.outputUnnamed == true)
             self.held(&unpublished, name, error, "cannot publish the batch's end; it is tried again", [("step", LogValue(step.kind))]) { failures in
                 let counts = journal.counts
@@ -1600,8 +1618,8 @@ public final class BatchRunner: @unchecked Sendable {
         let failures = unpublished.succeeded(name)
         if failures > 0 { logger.info("the batch's end is published after failed tries", id: name, ["failures": "\(failures)"]) }
         let counts = journal.counts
-        metrics.batch(status.rawValue)
-        let message = cancelled ? "batch \(status.rawValue)" : "batch done"
+        metrics.batch(ended.rawValue)
+        let message = ended != .completed ? "batch \(ended.rawValue)" : "batch done"
         if outputLost {
             logger.error("the batch's output was removed before it was published; its answers are lost, and its summary says so", id: name,
                          ["summary": LogValue(layout.batchSummary(name)), "lines": "\(journal.header.lines)"])
@@ -1614,7 +1632,7 @@ public final class BatchRunner: @unchecked Sendable {
             logger.info(message, id: name, ["output": LogValue(layout.batchOutput(name)), "lines": "\(journal.header.lines)",
                                             "succeeded": "\(counts.succeeded)", "failed": "\(counts.notSucceeded)"])
         }
-        onEnd(EndReport(name: name, status: status.rawValue, total: journal.header.lines, succeeded: counts.succeeded,
+        onEnd(EndReport(name: name, status: ended.rawValue, total: journal.header.lines, succeeded: counts.succeeded,
                         failed: counts.notSucceeded, outputPath: layout.batchOutput(name), summaryPath: layout.batchSummary(name)))
         return true
     }

@@ -424,10 +424,17 @@ public final class SpoolDaemon: Sendable {
                 status.remoteBatches = lane.progress
                 status.intakePaused = watcher.intakePause.withLock { $0 }
                 metrics.remoteBatches(status.remoteBatches)
-                // Kept writable on a full disk, when an operator needs `status` most.
+                // Kept writable on a full disk, when an operator needs `status` most. Not on a
+                // shared spool, whose daemons all write this one file: written in place, their
+                // writes would interleave.
                 informational(LiveStatus.path(layout)) {
                     let bytes = status.encoded()
-                    try DurableFile.replaceKeepingRoom(bytes, at: LiveStatus.path(layout), mode: layout.fileMode, reserve: max(64 << 10, 2 * bytes.count))
+                    if leases == nil {
+                        try DurableFile.replaceKeepingRoom(bytes, at: LiveStatus.path(layout), mode: layout.fileMode,
+                                                           reserve: max(64 << 10, 2 * bytes.count))
+                    } else {
+                        try DurableFile.replace(bytes, at: LiveStatus.path(layout), mode: layout.fileMode)
+                    }
                 }
                 if notifier.enabled {
                     notifier.send("STATUS=\(snapshot.queued) queued, \(snapshot.transferring) in flight, \(snapshot.deferred) waiting to retry")

@@ -44,8 +44,9 @@ public struct BatchQuery: Sendable {
         // summary): the daemon still lists it.
         if let progress = LiveStatus.read(layout, now: now)?.batches.first(where: { $0.name == name }) { return .running(progress) }
         // Its input left while no daemon reports, its end not published: the journal says
-        // the batch is there, and the next daemon to look ends it.
-        if Syscall.isPresent(layout.batchJournal(name)) { return .running(nil) }
+        // the batch is there, and the next daemon to look ends it. (A folder at the name is
+        // no journal: the daemon leaves it, and a wait for it would never end.)
+        if Syscall.isRegularFile(layout.batchJournal(name)) { return .running(nil) }
         return .unknown
     }
 
@@ -102,13 +103,8 @@ public struct BatchQuery: Sendable {
             guard case .batch(let name) = RequestName.classify(file) else { return nil }
             return name
         }.sorted().compactMap { name in
-            guard let input = try? SpoolFiles(layout: layout).identity(of: layout.batchRequest(name)) else { return nil }
-            do {
-                return (name, try counted(name, input: input))
-            } catch {
-                // Not counted: the journal is not there, not a regular file, or unreadable.
-                return (name, nil)
-            }
+            guard Syscall.isPresent(layout.batchRequest(name)) else { return nil }
+            return (name, fromJournal(name))
         }
     }
 
@@ -120,9 +116,22 @@ public struct BatchQuery: Sendable {
         ((try? Syscall.listDirectory(layout.batches)) ?? []).compactMap { file -> String? in
             guard file.hasSuffix(SpoolLayout.batchJournalSuffix), !file.hasPrefix(SpoolLayout.hiddenPrefix) else { return nil }
             let name = String(file.dropLast(SpoolLayout.batchJournalSuffix.count))
-            guard case .batch = RequestName.classify(name + SpoolLayout.batchSuffix), !Syscall.isPresent(layout.batchRequest(name)) else { return nil }
+            guard case .batch = RequestName.classify(name + SpoolLayout.batchSuffix), !Syscall.isPresent(layout.batchRequest(name)),
+                  Syscall.isRegularFile(layout.batchJournal(name)) else { return nil }
             return name
         }.sorted()
+    }
+
+    /// The counts of the batch in `outgoing` named `name` from its journal: nil when there is
+    /// no input, no journal of it, or one that cannot be read.
+    public func fromJournal(_ name: String) -> BatchProgress? {
+        do {
+            guard let input = try SpoolFiles(layout: layout).identity(of: layout.batchRequest(name)) else { return nil }
+            return try counted(name, input: input)
+        } catch {
+            // Not counted: the journal is not there, not a regular file, or unreadable.
+            return nil
+        }
     }
 
     /// Streams the journal: a million lines' journal is tens of megabytes, and `status

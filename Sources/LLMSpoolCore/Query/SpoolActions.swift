@@ -152,11 +152,13 @@ public struct SpoolActions: Sendable {
                 if let request = Self.existing(layout.outgoing, id), try unlinkUnlessGone(request) { return .request(id: id) }
                 if let held = Self.existing(holdFolder, id), try unlinkUnlessGone(held) { return .held(id: id) }
             case .batch(let batch):
-                // Every line ended, its end waiting to be published: removing the input would
-                // cancel nothing, and "cancelled" would be a lie once the summary says completed.
-                if let ended = LiveStatus.read(layout)?.batches.first(where: { $0.name == batch && $0.publishProblem != nil }) {
+                // Every line ended (its journal says so, whether a daemon runs or not), its end
+                // not published yet: removing the input would cancel nothing, and "cancelled"
+                // would be a lie once the summary says completed.
+                if let ended = BatchQuery(layout: layout).fromJournal(batch), ended.total > 0, ended.done >= ended.total {
+                    let held = LiveStatus.read(layout)?.batches.first { $0.name == batch }?.publishProblem
                     throw ConfigError("\(Logger.escape(name)): every line of batch \(layout.batchRequest(batch)) has ended; nothing is left to "
-                        + "cancel (its end is published once it can be: \(Logger.escape(ended.publishProblem ?? "")))")
+                        + "cancel (its end is published " + (held.map { "once it can be: \(Logger.escape($0)))" } ?? "by the daemon)"))
                 }
                 if try unlinkUnlessGone(layout.batchRequest(batch)) { return .batch(name: batch) }
             }

@@ -45,39 +45,65 @@ public enum DurableFile {
 
     /// `replace`, for a small file rewritten all the time that must still be written when
     /// the disk is full: the live status, which is what an operator reads then. Each new file
-    /// keeps blocks allocated past its end (`reserve` bytes in all); when a new file finds no
-    /// room, the content is written over the old file in place, into its blocks, padded with
-    /// blanks to the old length (JSON allows them), so that no truncation ever shows a short
-    /// file. A reader may see a mix for the instant of the write, and reads again
-    /// (`LiveStatus.read`). Content that does not fit the blocks is not written at all.
+    /// has blocks allocated for `reserve` bytes (past its end when it is smaller); when a new
+    /// file finds no room, or no room for its reserve (which must not be given up for a file
+    /// without one), the content is written over the old file in place, into its blocks,
+    /// padded with blanks to the old length (JSON allows them), so that no truncation ever
+    /// shows a short file. A reader may see a mix for the instant of the write, and reads
+    /// again (`LiveStatus.read`). Content that does not fit the blocks is not written at all.
+    /// Only for a file one process writes: two writing in place would interleave. A
+    /// filesystem that cannot reserve (FUSE) or must copy to overwrite (btrfs, ZFS) gets no
+    /// such room, and a full disk refuses the write as `replace` does.
     public static func replaceKeepingRoom(_ bytes: [UInt8], at path: String, mode: mode_t = 0o600, reserve: Int) throws {
         let temporary = SpoolLayout.temporary(for: path)
         do {
             let file = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: mode)
             try file.writeAll(bytes)
+            var noRoomToKeep: SystemError?
             do {
                 try Syscall.reserveBlocks(file.rawValue, length: max(reserve, bytes.count), path: temporary)
-            } catch let error as SystemError where error.errno == EOPNOTSUPP || error.isOutOfSpace {
-                // No room kept (a FUSE mount, a disk nearly full): a full disk then finds the
-                // file as it is, and it is not written until there is room.
+            } catch let error as SystemError where error.isOutOfSpace {
+                noRoomToKeep = error
+            } catch {
+                // Best effort beyond a full disk: a filesystem that cannot (EOPNOTSUPP on
+                // FUSE) keeps no room, and the status is written as `replace` writes it.
             }
             try file.close()
+            if let noRoomToKeep {
+                // Written over the old file, which keeps its room, when it holds the content;
+                // else the new file goes in without room of its own.
+                do {
+                    try overwrite(bytes, at: path, else: noRoomToKeep)
+                    removeTemporary(temporary)
+                    return
+                } catch let error as SystemError where error == noRoomToKeep {}
+            }
             try Syscall.rename(temporary, path)
         } catch let error as SystemError where error.isOutOfSpace {
             // The temporary's few blocks are the disk's, not the status's.
-            do {
-                _ = try Syscall.unlinkIfPresent(temporary)
-            } catch {
-                // Left as it is: the next replacement opens it with O_TRUNC.
-            }
+            removeTemporary(temporary)
             try overwrite(bytes, at: path, else: error)
         }
     }
 
+    private static func removeTemporary(_ temporary: String) {
+        do {
+            _ = try Syscall.unlinkIfPresent(temporary)
+        } catch {
+            // Left as it is: the next replacement opens it with O_TRUNC.
+        }
+    }
+
     /// Writes `bytes` over `path` from its start, padded with blanks to its length, when its
-    /// blocks hold them; else throws `full`.
-    private static func overwrite(_ bytes: [UInt8], at path: String, else full: SystemError) throws {
-        let file = try FileDescriptor.open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK)
+    /// blocks hold them; else throws `full` (also when there is no file to write over: the
+    /// full disk is what the caller must hear).
+    static func overwrite(_ bytes: [UInt8], at path: String, else full: SystemError) throws {
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK)
+        } catch {
+            throw full
+        }
         let info = try file.fstat()
         guard info.st_mode & S_IFMT == S_IFREG, Int(info.st_blocks) * 512 >= bytes.count else { throw full }
         let padding = max(0, Int(info.st_size) - bytes.count)

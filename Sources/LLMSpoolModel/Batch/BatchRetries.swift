@@ -11,8 +11,8 @@ public struct BatchRetries<Detail: Sendable>: Sendable {
         public var detail: Detail
         /// Looks since the last failure that tried nothing (another daemon held the batch).
         public var idleLooks = 0
-        /// What failed last, in words that stay the same from try to try (the step, the call,
-        /// the path, the errno), unlike a reason that may carry an end time.
+        /// What failed last, in words that stay the same from try to try while the cause
+        /// does (the step, the call, the path, the errno), not the reason shown.
         public var cause: String?
     }
 

@@ -1,9 +1,10 @@
 /// `incoming/<name>.batch.json`, the last file of a batch: OpenAI's Batch object, so that
 /// a program written for OpenAI's batches reads it as it is.
 public struct BatchSummary: Sendable, Equatable {
-    /// `completed`, `cancelled`, or `expired` (`max_lifetime_seconds` passed first).
+    /// `completed`, `cancelled`, or `expired` (`max_lifetime_seconds` passed first); `failed`
+    /// when its output was lost before it was published (`outputLost`).
     public enum Status: String, Sendable {
-        case completed, cancelled, expired
+        case completed, cancelled, expired, failed
     }
 
     public var name: String
@@ -25,7 +26,8 @@ public struct BatchSummary: Sendable, Equatable {
     public var completionWindow: String
     /// The output's `.partial` was removed before it got its name (by hand, while the end was
     /// held): the lines were sent and counted, but their answers are gone. The summary says so
-    /// in `errors` and names no output nor errors file, rather than point at nothing.
+    /// in `errors` (its status `failed`) and names no output nor errors file, rather than
+    /// point at nothing.
     public var outputLost = false
 
     public init(name: String, status: Status, endpoint: String, total: Int, counts: BatchCounts, createdAt: Int, endedAt: Int,
@@ -106,7 +108,7 @@ public struct BatchSummary: Sendable, Equatable {
             ("expires_at", JSONWriter.null),
             ("finalizing_at", ended),
             ("completed_at", status == .completed ? ended : JSONWriter.null),
-            ("failed_at", JSONWriter.null),
+            ("failed_at", status == .failed ? ended : JSONWriter.null),
             ("expired_at", expired ? ended : JSONWriter.null),
             ("cancelling_at", cancelled ? ended : JSONWriter.null),
             ("cancelled_at", cancelled ? ended : JSONWriter.null),
