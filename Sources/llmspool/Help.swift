@@ -220,7 +220,8 @@ enum Help {
     flight stop, the finished ones stay, the others end with error code batch_cancelled,
     and the summary says cancelled. A batch whose every line has ended, its end waiting
     to be published, has nothing left to cancel: that is an error (exit 1), and the batch
-    is left as it is. A request of the ID comes before a batch of the same
+    is left as it is. One that has not started (it cannot be, or the daemon has not read
+    it yet) is removed and leaves no output. A request of the ID comes before a batch of the same
     name. A name of no request and no batch is an error (exit 1). --all cancels every
     request in outgoing (not batch files) after asking on the terminal; --yes skips the
     question (a script without it cancels nothing).

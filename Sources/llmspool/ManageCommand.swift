@@ -90,8 +90,12 @@ enum ManageCommand {
             if CancelTarget.candidates(of: id).contains(.batch(name: id)), Syscall.isPresent(layout.batchRequest(id)) {
                 FileHandle.standardError.write(Data("llmspool: the batch \(layout.batchRequest(id)) is not cancelled; cancel \(id)\(SpoolLayout.batchSuffix) cancels it\n".utf8))
             }
-        case .batch(let name):
-            print("cancelled batch \(name): its finished lines stay, the others end batch_cancelled in \(layout.batchOutput(name))")
+        case .batch(let name, let begun):
+            if begun {
+                print("cancelled batch \(name): its finished lines stay, the others end batch_cancelled in \(layout.batchOutput(name))")
+            } else {
+                print("cancelled batch \(name): it had not started when cancelled, and leaves no output")
+            }
         }
     }
 

@@ -121,9 +121,37 @@ import Testing
         #expect(live.status != 0 && live.stderr.contains("has ended; nothing is left to cancel (its end is published once it can be: "),
                 "\(live.stderr)")
         harness.killDaemon()
+        // With no daemon, `show` tells from the journal that every line ended (it said running).
+        let shown = JSONObject.parse(Array(try harness.cli(["show", "done", "--spool", harness.layout.root]).stdout.utf8)) ?? [:]
+        #expect(shown["state"] as? String == "ending", "\(shown)")
         let none = try harness.cli(["cancel", "done.jsonl", "--spool", harness.layout.root])
         #expect(none.status != 0 && none.stderr.contains("has ended; nothing is left to cancel (its end is published by the daemon)"),
                 "\(none.stderr)")
         #expect(Syscall.isPresent(harness.layout.batchRequest("done")), "the input stays")
     }
+
+    /// With no daemon, `status` names only the journals a daemon would end: one whose
+    /// header reads and whose summary is not out. A file of garbage, a folder, or the
+    /// journal of a batch whose summary is published (a crash before the journal went) is
+    /// no batch waiting for its end; nor is `show z.batch` a batch (`z.batch.jsonl` is a
+    /// name left unusable).
+    @Test func withoutADaemonStatusNamesOnlyJournalsADaemonWouldEnd() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        let input = FileIdentity(device: 1, inode: 2, size: 10, modifiedNanoseconds: 3)
+        let header = BatchJournal.encode(BatchJournal.Header(kind: .openai, lines: 1, createdAt: 1, input: input, endpoint: "/v1/chat/completions"))
+        try FileManager.default.createDirectory(atPath: harness.layout.batches, withIntermediateDirectories: true)
+        for name in ["owed", "published"] { try Data(header).write(to: URL(fileURLWithPath: harness.layout.batchJournal(name))) }
+        try Data("{}\n".utf8).write(to: URL(fileURLWithPath: harness.layout.batchSummary("published")))
+        try Data("garbage\n".utf8).write(to: URL(fileURLWithPath: harness.layout.batchJournal("junk")))
+        try FileManager.default.createDirectory(atPath: harness.layout.batchJournal("folder"), withIntermediateDirectories: true)
+        let status = try harness.cli(["status", "--spool", harness.layout.root]).stdout
+        #expect(status.hasSuffix("(a daemon ends them once it runs and can write):\n  owed\n"), "\(status)")
+        let folder = try harness.cli(["show", "folder", "--spool", harness.layout.root])
+        #expect(folder.status == 1 && !folder.stdout.contains("running"), "a folder at a journal's name is no batch: \(folder.stdout)")
+        try Data("{}\n".utf8).write(to: URL(fileURLWithPath: harness.layout.outgoing + "/z.batch.jsonl"))
+        let reserved = try harness.cli(["show", "z.batch", "--spool", harness.layout.root])
+        #expect(!reserved.stdout.contains("\"running\""), "\(reserved.stdout)")
+    }
 }
+

@@ -57,6 +57,11 @@ import Testing
         let failures = shown["start_failures"] as? Int ?? 0
         #expect(logged >= 1 && logged < failures, "the 1st, 2nd, 4th... failure logged, not each: \(logged) lines for \(failures) failures")
         #expect(harness.log.components(separatedBy: "warning: cannot read the batch's journal").count - 1 == 1, "said once")
+        // A start that failed leaves no empty output behind (before, one stayed in incoming,
+        // for good once the input was removed), and `show` says the batch waits.
+        #expect(!Syscall.isPresent(harness.layout.batchPartial("blocked")))
+        let show = JSONObject.parse(Array(try harness.cli(["show", "blocked", "--spool", harness.layout.root]).stdout.utf8)) ?? [:]
+        #expect(show["state"] as? String == "waiting" && (show["problem"] as? String)?.contains("Is a directory") == true, "\(show)")
         try FileManager.default.removeItem(atPath: journal)
         _ = try BatchTests.waitForSummary(harness, "blocked", timeout: 30)
         try Self.expectAnswers(harness, "blocked", prefix: "j", count: 3)
@@ -141,4 +146,23 @@ import Testing
         #expect(daemon.isRunning, "the daemon keeps running")
         try Self.expectAnswers(harness, "absurd", prefix: "c", count: count)
     }
+
+    /// `cancel` of a batch that could not start says it leaves no output; before, it said
+    /// its lines would end `batch_cancelled` in an output that never came.
+    @Test func cancellingABatchThatNeverStartedSaysItLeavesNoOutput() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try harness.startDaemon()
+        try FileManager.default.createDirectory(atPath: harness.layout.batchJournal("never"), withIntermediateDirectories: true)
+        try BatchTests.dropBatch(harness, "never", Self.lines("n", 3))
+        try waitUntil("the start fails", timeout: 60) { (try BatchTests.reported(harness, "never")["start_failures"] as? Int ?? 0) >= 1 }
+        let cancel = try harness.cli(["cancel", "never", "--spool", harness.layout.root])
+        #expect(cancel.status == 0)
+        #expect(cancel.stdout == "cancelled batch never: it had not started when cancelled, and leaves no output\n", "\(cancel.stdout)")
+        try waitUntil("status lists it no more", timeout: 30) { try BatchTests.reported(harness, "never").isEmpty }
+        #expect(harness.files(in: harness.layout.incoming).isEmpty, "nothing in incoming")
+        #expect(try harness.stubArrivals().isEmpty)
+    }
 }
+

@@ -304,25 +304,49 @@ import Testing
     }
 
     /// While an end is held by a folder at the output's name, the operator removes the
-    /// `.partial`: the answers are gone. Before, the end was then published `completed`,
-    /// its summary naming an output that was never there; now the summary says the output
-    /// was lost (`errors`, no `output_file_id`), and no line is sent again.
-    @Test func aHeldEndWhosePartialOutputIsRemovedSaysItsOutputIsLost() throws {
+    /// `.partial`, empties it, cuts it, puts a link in its place, or removes it and puts a
+    /// file of their own at the output's name (`strangerAtOutput`), or removes it and the
+    /// daemon is restarted before the folder goes (`restart`): the answers are gone.
+    /// Before, the end was published `completed` naming what was (or was not) at the
+    /// output's name, and an emptied or cut `.partial` had every line sent again; now the
+    /// summary says `failed`, the output lost (`errors`, no `output_file_id`), `on_failure`
+    /// runs with it, and no line is sent again.
+    @Test(arguments: ["removed", "emptied", "cut", "link", "strangerAtOutput", "restart"])
+    func aHeldEndWhosePartialOutputIsRemovedSaysItsOutputIsLost(_ how: String) throws {
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()
         let hooks = harness.root + "/hooks.log"
         let hook = "echo \"$LLMSPOOL_STATUS $LLMSPOOL_BATCH_STATUS ${LLMSPOOL_RESULT:-no-result} $LLMSPOOL_ERROR\" >> \(hooks)"
-        try harness.startDaemon(config: ["concurrency": 2, "on_complete": hook, "on_failure": hook])
+        let config: [String: Any] = ["concurrency": 2, "on_complete": hook, "on_failure": hook]
+        try harness.startDaemon(config: config)
         let output = harness.layout.batchOutput("lost")
+        let partial = harness.layout.batchPartial("lost")
         try Syscall.mkdir(output, mode: 0o700)
         let count = 4
         try BatchTests.dropBatch(harness, "lost", (0..<count).map { BatchTests.line("x-\($0)", stub: $0 == 1 ? ["status": 400] : nil) })
         try waitUntil("the end is held", timeout: 60) {
             (try BatchTests.reported(harness, "lost")["publish_failures"] as? Int ?? 0) >= 2
         }
-        try Syscall.unlink(harness.layout.batchPartial("lost"))
-        try FileManager.default.removeItem(atPath: output)
+        // `restart`: removed while no daemon runs; the restarted daemon finds no `.partial`
+        // and a folder at the output's name: no output is anywhere, and it says so. (Were
+        // the folder gone before it looked, nothing would tell the loss from a consumer that
+        // took the output: README.)
+        if how == "restart" { harness.killDaemon() }
+        switch how {
+        case "emptied": try #require(truncate(partial, 0) == 0)
+        case "cut": try #require(truncate(partial, try Syscall.lstat(partial).st_size / 2) == 0)
+        case "link":
+            try Syscall.unlink(partial)
+            try FileManager.default.createSymbolicLink(atPath: partial, withDestinationPath: harness.root + "/elsewhere")
+        default: try Syscall.unlink(partial)
+        }
+        if how == "restart" {
+            try harness.startDaemon(config: config)
+        } else {
+            try FileManager.default.removeItem(atPath: output)
+        }
+        if how == "strangerAtOutput" { try Data("{\"not\":\"the batch's\"}\n".utf8).write(to: URL(fileURLWithPath: output)) }
         let summary = try BatchTests.waitForSummary(harness, "lost", timeout: 40)
         #expect(summary["status"] as? String == "failed", "\(summary)")
         #expect(summary["output_file_id"] is NSNull, "\(summary)")
@@ -331,9 +355,19 @@ import Testing
         #expect(errors?.first?["code"] as? String == "output_removed", "\(summary)")
         let counts = summary["request_counts"] as? [String: Any]
         #expect(counts?["completed"] as? Int == count - 1 && counts?["failed"] as? Int == 1, "the lines as they ended: \(summary)")
-        #expect(!Syscall.isPresent(output) && !Syscall.isPresent(harness.layout.batchErrors("lost")))
+        #expect(!Syscall.isPresent(harness.layout.batchErrors("lost")))
+        #expect(Syscall.isPresent(output) == (how == "strangerAtOutput" || how == "restart"),
+                "the stranger's file (or the folder) is left as it is, and named nowhere")
         #expect(!Syscall.isPresent(harness.layout.batchRequest("lost")), "the input leaves with the end")
-        #expect(harness.log.contains("error: the batch's output was removed before it was published; its answers are lost"), "\(harness.log)")
         #expect(try harness.stubArrivals().count == count, "each line sent once")
+        // Logged just after the summary appears.
+        try waitUntil("the loss is logged", timeout: 10) {
+            harness.log.contains("error: the batch's output was removed before it was published; its answers are lost")
+        }
+        try waitUntil("the hook runs", timeout: 20) { FileManager.default.fileExists(atPath: hooks) }
+        #expect(try String(contentsOfFile: hooks, encoding: .utf8) == "failed failed no-result \(harness.layout.batchSummary("lost"))\n",
+                "on_failure, with the summary that says why and no result")
+        let show = JSONObject.parse(Array(try harness.cli(["show", "lost", "--spool", harness.layout.root]).stdout.utf8)) ?? [:]
+        #expect(show["state"] as? String == "ended" && show["output"] == nil, "no output named: \(show)")
     }
 }

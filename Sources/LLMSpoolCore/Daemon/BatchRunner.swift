@@ -777,6 +777,17 @@ public final class BatchRunner: @unchecked Sendable {
     /// through a network mount can give a size its attribute cache kept, and an output
     /// seen shorter than its journal runs the batch again (`BatchRecovery`); an open
     /// revalidates them (close-to-open).
+    /// What is at the batch's `.partial` name, links not followed.
+    private func partialLook(_ name: String) throws -> HeldEndOutput.Partial {
+        let info: stat
+        do {
+            info = try Syscall.lstat(layout.batchPartial(name))
+        } catch let error as SystemError where error.errno == ENOENT {
+            return .absent
+        }
+        return info.st_mode & S_IFMT == S_IFREG ? .regular(size: Int(info.st_size)) : .other
+    }
+
     private func length(of path: String) throws -> Int? {
         let file: FileDescriptor
         do {
@@ -810,9 +821,16 @@ public final class BatchRunner: @unchecked Sendable {
         // A new file, never an old one truncated: a daemon paused past its lease may still
         // hold an earlier output open (as `resume` takes over its files).
         let outputFD = try FileDescriptor.createNew(partial, O_RDWR | O_APPEND | O_NOFOLLOW, mode: layout.fileMode)
-        try outputFD.fsync()
-        try Syscall.fsyncDirectory(layout.incoming)
-        try DurableFile.write(BatchJournal.encode(header), to: layout.batchJournal(name), mode: layout.fileMode)
+        do {
+            try outputFD.fsync()
+            try Syscall.fsyncDirectory(layout.incoming)
+            try DurableFile.write(BatchJournal.encode(header), to: layout.batchJournal(name), mode: layout.fileMode)
+        } catch {
+            // The empty output just made goes with the start that failed: a batch never
+            // started (its input then removed) would leave it in `incoming` for good.
+            logger.bestEffort("removing the output of a start that failed", id: name) { _ = try Syscall.unlinkIfPresent(partial) }
+            throw error
+        }
         // Readable too: a journal whose name is taken while the batch runs is copied back (`keepJournalNamed`).
         let journalFD = try FileDescriptor.open(layout.batchJournal(name), O_RDWR | O_APPEND | O_NOFOLLOW)
         return Batch(name: name, inputPath: layout.batchRequest(name), fd: fd, identity: identity, index: index,
@@ -991,14 +1009,38 @@ public final class BatchRunner: @unchecked Sendable {
     /// cut back since: the whole path, as at a start, decides.
     private func endAgain(_ name: String, _ journal: BatchJournal) {
         let input: FileIdentity?
-        let partialLength: Int?
+        let partial: HeldEndOutput.Partial
         do {
             input = try SpoolFiles(layout: layout).identity(of: layout.batchRequest(name))
-            partialLength = try length(of: layout.batchPartial(name))
+            partial = try partialLook(name)
         } catch {
-            logger.debug("cannot look at the batch's files; its end is tried again later", id: name, ["reason": "\(error)"])
+            // Counted and shown as any failure of the end: a look that keeps failing (a
+            // link at the `.partial`'s name) must not leave `status` with an old reason.
+            let detail = unpublished.entries[name]?.detail
+            held(&unpublished, name, error, "cannot look at the batch's files; its end is tried again") { failures in
+                var shown = detail ?? HeldBatch(progress: BatchProgress(name: name, total: journal.header.lines, succeeded: journal.counts.succeeded,
+                                                                        failed: journal.counts.notSucceeded, inFlight: 0,
+                                                                        startedAt: Double(journal.header.createdAt),
+                                                                        updatedAt: Date().timeIntervalSince1970, cancelled: false))
+                shown.progress.publishProblem = "\(error)"
+                shown.progress.publishFailures = failures
+                return shown
+            }
             return
         }
+        // Its output lost (gone, cut, replaced) before it got its name, the input still the
+        // batch's or gone: ended as lost, not started again from zero as a cut output would
+        // have it (`publish` judges it again and writes the summary that says so).
+        if leases == nil, unpublished.entries[name]?.detail.outputUnnamed == true,
+           HeldEndOutput.isLost(outputUnnamed: true, partial: partial, committedLength: journal.outputLength),
+           journal.committed.count >= journal.header.lines, input.map({ BatchRecovery.journalNames($0, recorded: journal.header.input) }) ?? true {
+            publish(name: name, fd: nil, identity: journal.header.input, journal: journal, outputPublished: partial == .absent,
+                    status: Self.endStatus(journal))
+            return
+        }
+        // A link or FIFO at the name is not the daemon's: its output already has its name
+        // (else the end was judged lost above).
+        let partialLength: Int? = if case .regular(let size) = partial { size } else { nil }
         guard case .publish(let journal, let published) = BatchRecovery.decide(journal: journal, input: input, partialLength: partialLength) else {
             // The entry stays: a replaced input's old end is published there and its failures
             // counted on; a start afresh forgets it (`consider`).
@@ -1545,16 +1587,17 @@ public final class BatchRunner: @unchecked Sendable {
                                    counts: journal.counts, createdAt: journal.header.createdAt, endedAt: Int(Date().timeIntervalSince1970),
                                    inputFile: layout.batchRequest(name), outputFile: layout.batchOutput(name))
         let held = unpublished.entries[name]?.detail
-        // Its `.partial` gone though this run never renamed it, and nothing at the output's
-        // name: removed by hand while the end was held. The summary says the answers are lost
-        // rather than name an output that is not there. Only on one daemon's spool: on a
-        // shared one another daemon may have taken the end over and published it meanwhile.
-        // A look that fails (ESTALE, EIO) holds the end: a loss said is not taken back.
+        // Its `.partial` gone, cut or replaced though the output never got its name: removed
+        // by hand while the end was held (`HeldEndOutput`). The summary says the answers are
+        // lost rather than name as the output whatever is at its name, or send every line
+        // again. Only on one daemon's spool: on a shared one another daemon may have taken
+        // the end over and published it meanwhile. A look that fails (ESTALE, EIO) holds the
+        // end: a loss said is not taken back.
         var outputLost = false
         var lookFailed: (any Error)?
-        if leases == nil && outputPublished && held?.outputUnnamed == true {
+        if leases == nil, held?.outputUnnamed == true {
             do {
-                outputLost = try !Syscall.exists(layout.batchOutput(name))
+                outputLost = HeldEndOutput.isLost(outputUnnamed: true, partial: try partialLook(name), committedLength: journal.outputLength)
             } catch {
                 lookFailed = error
             }
@@ -1583,9 +1626,13 @@ public final class BatchRunner: @unchecked Sendable {
         // A folder at the output's name when the output counts as published (its `.partial`
         // gone): a summary now would point at the folder as the batch's output.
         let naming = PublicationStep.rename(from: layout.batchPartial(name), to: layout.batchOutput(name))
+        // A folder at the output's name with no `.partial` left: no output is anywhere, and
+        // none ever got its name while the folder stood (said again after a restart, which
+        // knows nothing of the end's earlier tries).
+        let folderAtOutput = outputPublished && !outputTaken && !outputLost && Syscall.isFolder(layout.batchOutput(name))
         let outcome: PublicationExecutor<SpoolFiles>.Result = if let lookFailed {
             .failed(at: 0, step: naming, error: lookFailed)
-        } else if outputPublished && !outputTaken && Syscall.isFolder(layout.batchOutput(name)) {
+        } else if folderAtOutput {
             .failed(at: 0, step: naming, error: HeldFile.FolderInTheWay(path: layout.batchOutput(name)))
         } else {
             executor.run(steps)
@@ -1595,7 +1642,7 @@ public final class BatchRunner: @unchecked Sendable {
             // The journal stays: the end is tried again after a pause (and by the next start).
             let written = summaryWritten || steps[..<index].contains(PublicationStep.writeFile(layout.batchSummary(name), summary.encoded()))
             let renamed = steps[..<index].contains(naming)
-            let unnamed = !renamed && (!outputPublished || held?.outputUnnamed == true)
+            let unnamed = !renamed && (!outputPublished || held?.outputUnnamed == true || folderAtOutput)
             self.held(&unpublished, name, error, "cannot publish the batch's end; it is tried again", [("step", LogValue(step.kind))]) { failures in
                 let counts = journal.counts
                 var shown = BatchProgress(name: name, total: journal.header.lines, succeeded: counts.succeeded, failed: counts.notSucceeded,

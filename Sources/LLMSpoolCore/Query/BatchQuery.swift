@@ -50,9 +50,10 @@ public struct BatchQuery: Sendable {
         return .unknown
     }
 
-    /// Whether `show` should take `name` for a batch's.
+    /// Whether `show` should take `name` for a batch's: a name a batch may have (`z.batch`
+    /// is not: `z.batch.jsonl` is left in outgoing as unusable), and one the spool knows.
     public func isBatch(_ name: String) -> Bool {
-        state(of: name) != .unknown
+        RequestName.classify(name + SpoolLayout.batchSuffix) == .batch(name: name) && state(of: name) != .unknown
     }
 
     /// `show <name>` for a batch: the summary once it ended, the record of a refusal, or the
@@ -60,18 +61,25 @@ public struct BatchQuery: Sendable {
     public func show(_ name: String) -> [String: Any] {
         switch state(of: name) {
         case .ended(let summary, let path):
-            return ["batch": name, "state": "ended", "summary_file": path, "output": layout.batchOutput(name), "summary": summary]
+            var details: [String: Any] = ["batch": name, "state": "ended", "summary_file": path, "summary": summary]
+            // None for an output lost before it was published (its summary names none).
+            if summary["output_file_id"] is String { details["output"] = layout.batchOutput(name) }
+            return details
         case .refused(let record, let path):
             return ["batch": name, "state": "refused", "record_file": path, "record": record]
         case .running(let progress):
             let inputThere = Syscall.isPresent(layout.batchRequest(name))
-            var details: [String: Any] = ["batch": name, "state": Self.phase(progress, inputThere: inputThere).rawValue]
+            // With no daemon reporting, the journal says whether every line ended.
+            let counted = progress ?? (inputThere ? fromJournal(name) : nil)
+            var state = Self.phase(progress, inputThere: inputThere)
+            if progress == nil, let counted, counted.total > 0, counted.done >= counted.total { state = .ending }
+            var details: [String: Any] = ["batch": name, "state": state.rawValue]
             if let problem = progress?.publishProblem ?? progress?.startProblem { details["problem"] = problem }
             // Only the files there: a held end's output may have its name already, and an
             // input removed leaves the batch to end as it is.
             if inputThere { details["input"] = layout.batchRequest(name) }
             if Syscall.isPresent(layout.batchPartial(name)) { details["partial_output"] = layout.batchPartial(name) }
-            if let progress, let object = JSONObject.parse(progress.json()) { details["progress"] = object }
+            if let counted, let object = JSONObject.parse(counted.json()) { details["progress"] = object }
             return details
         case .unknown:
             return ["batch": name, "state": "unknown"]
@@ -116,10 +124,26 @@ public struct BatchQuery: Sendable {
         ((try? Syscall.listDirectory(layout.batches)) ?? []).compactMap { file -> String? in
             guard file.hasSuffix(SpoolLayout.batchJournalSuffix), !file.hasPrefix(SpoolLayout.hiddenPrefix) else { return nil }
             let name = String(file.dropLast(SpoolLayout.batchJournalSuffix.count))
+            // A journal a daemon would end: its header readable, its summary not out (one left
+            // by a crash after the summary only has its files removed).
             guard case .batch = RequestName.classify(name + SpoolLayout.batchSuffix), !Syscall.isPresent(layout.batchRequest(name)),
-                  Syscall.isRegularFile(layout.batchJournal(name)) else { return nil }
+                  !Syscall.isPresent(layout.batchSummary(name)), hasHeader(layout.batchJournal(name)) else { return nil }
             return name
         }.sorted()
+    }
+
+    /// Whether `path` is a regular file whose first line is a journal's header.
+    private func hasHeader(_ path: String) -> Bool {
+        do {
+            let file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+            guard try file.fstat().st_mode & S_IFMT == S_IFREG else { return false }
+            let head = try Syscall.preadAll(file.rawValue, count: 4096, at: 0, path: path)
+            guard let end = head.firstIndex(of: 0x0A) else { return false }
+            return BatchJournal.header(head[..<end]) != nil
+        } catch {
+            // Not one: gone, a link, unreadable.
+            return false
+        }
     }
 
     /// The counts of the batch in `outgoing` named `name` from its journal: nil when there is

@@ -137,7 +137,9 @@ public struct SpoolActions: Sendable {
         case request(id: String)
         case held(id: String)
         /// The batch file of this name: the daemon ends the batch as when its input is deleted.
-        case batch(name: String)
+        /// `begun`: it has a journal (lines may have been sent); else it never started, and
+        /// leaves no output.
+        case batch(name: String, begun: Bool)
     }
 
     /// Cancels a queued, waiting or running request, or a batch file, as deleting its file
@@ -160,7 +162,8 @@ public struct SpoolActions: Sendable {
                     throw ConfigError("\(Logger.escape(name)): every line of batch \(layout.batchRequest(batch)) has ended; nothing is left to "
                         + "cancel (its end is published " + (held.map { "once it can be: \(Logger.escape($0)))" } ?? "by the daemon)"))
                 }
-                if try unlinkUnlessGone(layout.batchRequest(batch)) { return .batch(name: batch) }
+                let begun = Syscall.isRegularFile(layout.batchJournal(batch))
+                if try unlinkUnlessGone(layout.batchRequest(batch)) { return .batch(name: batch, begun: begun) }
             }
         }
         let shown = Logger.escape(name)
