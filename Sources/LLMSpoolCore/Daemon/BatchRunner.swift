@@ -772,22 +772,10 @@ public final class BatchRunner: @unchecked Sendable {
         }
     }
 
-    /// The size of the file at `path`, nil when there is none.
     /// The size of the file at `path` as opened now, nil when there is none: an `lstat`
     /// through a network mount can give a size its attribute cache kept, and an output
     /// seen shorter than its journal runs the batch again (`BatchRecovery`); an open
     /// revalidates them (close-to-open).
-    /// What is at the batch's `.partial` name, links not followed.
-    private func partialLook(_ name: String) throws -> HeldEndOutput.Partial {
-        let info: stat
-        do {
-            info = try Syscall.lstat(layout.batchPartial(name))
-        } catch let error as SystemError where error.errno == ENOENT {
-            return .absent
-        }
-        return info.st_mode & S_IFMT == S_IFREG ? .regular(size: Int(info.st_size)) : .other
-    }
-
     private func length(of path: String) throws -> Int? {
         let file: FileDescriptor
         do {
@@ -796,6 +784,22 @@ public final class BatchRunner: @unchecked Sendable {
             return nil
         }
         return Int(try file.fstat().st_size)
+    }
+
+    /// What is at the batch's `.partial` name, by an open as `length(of:)` looks (a cached
+    /// size could be taken for an output cut); a link is not followed but named `other`.
+    private func partialLook(_ name: String) throws -> HeldEndOutput.Partial {
+        let path = layout.batchPartial(name)
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        } catch let error as SystemError where error.errno == ENOENT {
+            return .absent
+        } catch let error as SystemError where error.errno == ELOOP {
+            return .other
+        }
+        let info = try file.fstat()
+        return info.st_mode & S_IFMT == S_IFREG ? .regular(size: Int(info.st_size)) : .other
     }
 
     private func loadJournal(_ name: String) -> BatchJournal? {
