@@ -311,14 +311,23 @@ import Testing
     /// output's name, and an emptied or cut `.partial` had every line sent again; now the
     /// summary says `failed`, the output lost (`errors`, no `output_file_id`), `on_failure`
     /// runs with it, and no line is sent again.
-    @Test(arguments: ["removed", "emptied", "cut", "link", "strangerAtOutput", "restart"])
-    func aHeldEndWhosePartialOutputIsRemovedSaysItsOutputIsLost(_ how: String) throws {
+    /// `…Shared`: the same with leases (a shared spool, where the end is judged by the
+    /// whole path while this daemon holds the batch's claim); before, the end waited for the
+    /// folder and an emptied `.partial` had every line sent again (on GlusterFS and sshfs too).
+    @Test(arguments: ["removed", "emptied", "cut", "link", "strangerAtOutput", "restart", "removedShared", "emptiedShared"])
+    func aHeldEndWhosePartialOutputIsRemovedSaysItsOutputIsLost(_ variant: String) throws {
+        let shared = variant.hasSuffix("Shared")
+        let how = shared ? String(variant.dropLast("Shared".count)) : variant
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()
         let hooks = harness.root + "/hooks.log"
         let hook = "echo \"$LLMSPOOL_STATUS $LLMSPOOL_BATCH_STATUS ${LLMSPOOL_RESULT:-no-result} $LLMSPOOL_ERROR\" >> \(hooks)"
-        let config: [String: Any] = ["concurrency": 2, "on_complete": hook, "on_failure": hook]
+        var config: [String: Any] = ["concurrency": 2, "on_complete": hook, "on_failure": hook]
+        if shared {
+            config["leases"] = true
+            config["lease_seconds"] = 60
+        }
         try harness.startDaemon(config: config)
         let output = harness.layout.batchOutput("lost")
         let partial = harness.layout.batchPartial("lost")

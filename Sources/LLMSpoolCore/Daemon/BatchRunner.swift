@@ -519,6 +519,18 @@ public final class BatchRunner: @unchecked Sendable {
         // With the fingerprint read in validation: it tells a journal written through another
         // mount, and content changed in place.
         let decision = BatchRecovery.decide(journal: journal, input: identity, partialLength: partialLength)
+        // A held end's output lost before it got its name (as `endAgain` judges it on one
+        // daemon's spool; a shared spool's held end comes this way): ended as lost, not run
+        // again from zero as a cut output would have it. A look that fails leaves the usual
+        // path to judge.
+        if let journal, unpublished.entries[name]?.detail.outputUnnamed == true, judgesItsOwnEnd(name),
+           journal.committed.count >= journal.header.lines, BatchRecovery.journalNames(identity, recorded: journal.header.input),
+           let partial = try? partialLook(name),
+           HeldEndOutput.isLost(outputUnnamed: true, partial: partial, committedLength: journal.outputLength) {
+            publish(name: name, fd: opened.file, identity: identity, journal: journal, outputPublished: partial == .absent,
+                    status: Self.endStatus(journal))
+            return
+        }
         if case .replaced(let journal) = decision {
             // The new file's list is still a temporary: the old one names the old lines.
             if let doubt = listDoubt(name, journal: journal) {
@@ -786,6 +798,14 @@ public final class BatchRunner: @unchecked Sendable {
         return Int(try file.fstat().st_size)
     }
 
+    /// Whether what this daemon knows of `name`'s held end is all there is to know: on one
+    /// daemon's spool always; on a shared one while its claim of the batch is still its own
+    /// (`LeaseManager.stillMine`: the lease names this daemon and was never let lapse), so
+    /// that no other daemon can have taken the end over and published it.
+    private func judgesItsOwnEnd(_ name: String) -> Bool {
+        leases?.stillMine(BatchClaimRules.claimID(batch: name)) ?? true
+    }
+
     /// What is at the batch's `.partial` name, by an open as `length(of:)` looks (a cached
     /// size could be taken for an output cut); a link is not followed but named `other`.
     private func partialLook(_ name: String) throws -> HeldEndOutput.Partial {
@@ -1035,7 +1055,7 @@ public final class BatchRunner: @unchecked Sendable {
         // Its output lost (gone, cut, replaced) before it got its name, the input still the
         // batch's or gone: ended as lost, not started again from zero as a cut output would
         // have it (`publish` judges it again and writes the summary that says so).
-        if leases == nil, unpublished.entries[name]?.detail.outputUnnamed == true,
+        if unpublished.entries[name]?.detail.outputUnnamed == true, judgesItsOwnEnd(name),
            HeldEndOutput.isLost(outputUnnamed: true, partial: partial, committedLength: journal.outputLength),
            journal.committed.count >= journal.header.lines, input.map({ BatchRecovery.journalNames($0, recorded: journal.header.input) }) ?? true {
             publish(name: name, fd: nil, identity: journal.header.input, journal: journal, outputPublished: partial == .absent,
@@ -1594,12 +1614,13 @@ public final class BatchRunner: @unchecked Sendable {
         // Its `.partial` gone, cut or replaced though the output never got its name: removed
         // by hand while the end was held (`HeldEndOutput`). The summary says the answers are
         // lost rather than name as the output whatever is at its name, or send every line
-        // again. Only on one daemon's spool: on a shared one another daemon may have taken
-        // the end over and published it meanwhile. A look that fails (ESTALE, EIO) holds the
-        // end: a loss said is not taken back.
+        // again. On a shared spool only while this daemon has held the batch's claim all
+        // along (`judgesItsOwnEnd`): else another daemon may have taken the end over and
+        // published it meanwhile. A look that fails (ESTALE, EIO) holds the end: a loss said
+        // is not taken back.
         var outputLost = false
         var lookFailed: (any Error)?
-        if leases == nil, held?.outputUnnamed == true {
+        if held?.outputUnnamed == true, judgesItsOwnEnd(name) {
             do {
                 outputLost = HeldEndOutput.isLost(outputUnnamed: true, partial: try partialLook(name), committedLength: journal.outputLength)
             } catch {
