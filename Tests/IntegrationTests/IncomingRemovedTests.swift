@@ -268,7 +268,8 @@ import Testing
         #expect(output.count == count && BatchTests.byID(output).count == count, "every line once")
         #expect(try harness.stubArrivals().count == count, "each line sent once")
         #expect(FileManager.default.fileExists(atPath: harness.layout.batchErrors(name)))
-        #expect(!Syscall.isPresent(harness.layout.batchRequest(name)), "the input leaves with the end")
+        // Removed just after the summary appears (the plan's last steps).
+        try waitUntil("the input leaves with the end", timeout: 10) { !Syscall.isPresent(harness.layout.batchRequest(name)) }
         #expect(harness.log.contains("the batch's end is published after failed tries"))
     }
 
@@ -297,7 +298,8 @@ import Testing
         #expect(published["status"] as? String == "completed")
         let output = try BatchTests.outputLines(taken)
         #expect(output.count == count && BatchTests.byID(output).count == count, "every line in the output the consumer took")
-        #expect(!Syscall.isPresent(harness.layout.batchRequest("taken")), "the input leaves with the end")
+        // Removed just after the summary appears (the plan's last steps).
+        try waitUntil("the input leaves with the end", timeout: 10) { !Syscall.isPresent(harness.layout.batchRequest("taken")) }
         // A sweep (every minute) that found the input without its journal would send them all again.
         #expect(try harness.stubArrivals().count == count, "each line sent once")
         #expect(harness.log.components(separatedBy: "batch accepted id=taken").count - 1 == 1, "the batch is not started again")
@@ -367,7 +369,8 @@ import Testing
         #expect(!Syscall.isPresent(harness.layout.batchErrors("lost")))
         #expect(Syscall.isPresent(output) == (how == "strangerAtOutput" || how == "restart"),
                 "the stranger's file (or the folder) is left as it is, and named nowhere")
-        #expect(!Syscall.isPresent(harness.layout.batchRequest("lost")), "the input leaves with the end")
+        // Removed just after the summary appears (the plan's last steps).
+        try waitUntil("the input leaves with the end", timeout: 10) { !Syscall.isPresent(harness.layout.batchRequest("lost")) }
         #expect(try harness.stubArrivals().count == count, "each line sent once")
         // Logged just after the summary appears.
         try waitUntil("the loss is logged", timeout: 10) {
