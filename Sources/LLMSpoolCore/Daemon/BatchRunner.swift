@@ -523,10 +523,8 @@ public final class BatchRunner: @unchecked Sendable {
         // daemon's spool; a shared spool's held end comes this way): ended as lost, not run
         // again from zero as a cut output would have it. A look that fails leaves the usual
         // path to judge.
-        if let journal, unpublished.entries[name]?.detail.outputUnnamed == true, judgesItsOwnEnd(name),
-           journal.committed.count >= journal.header.lines, BatchRecovery.journalNames(identity, recorded: journal.header.input),
-           let partial = try? partialLook(name),
-           HeldEndOutput.isLost(outputUnnamed: true, partial: partial, committedLength: journal.outputLength) {
+        if let journal, unpublished.entries[name]?.detail.outputUnnamed == true, let partial = try? partialLook(name),
+           endsLost(name, journal, partial: partial, input: identity) {
             publish(name: name, fd: opened.file, identity: identity, journal: journal, outputPublished: partial == .absent,
                     status: Self.endStatus(journal))
             return
@@ -798,6 +796,17 @@ public final class BatchRunner: @unchecked Sendable {
         return Int(try file.fstat().st_size)
     }
 
+    /// Whether `name`'s held end is ended as lost now: its output never got its name, the
+    /// `.partial` is gone, foreign or cut (`HeldEndOutput`), every line is committed, the
+    /// input is still the journal's or gone, and the end is this daemon's to judge.
+    private func endsLost(_ name: String, _ journal: BatchJournal, partial: HeldEndOutput.Partial, input: FileIdentity?) -> Bool {
+        unpublished.entries[name]?.detail.outputUnnamed == true
+            && HeldEndOutput.isLost(outputUnnamed: true, partial: partial, committedLength: journal.outputLength)
+            && journal.committed.count >= journal.header.lines
+            && (input.map { BatchRecovery.journalNames($0, recorded: journal.header.input) } ?? true)
+            && judgesItsOwnEnd(name)
+    }
+
     /// Whether what this daemon knows of `name`'s held end is all there is to know: on one
     /// daemon's spool always; on a shared one while its claim of the batch is still its own
     /// (`LeaseManager.stillMine`: the lease names this daemon and was never let lapse), so
@@ -1055,9 +1064,7 @@ public final class BatchRunner: @unchecked Sendable {
         // Its output lost (gone, cut, replaced) before it got its name, the input still the
         // batch's or gone: ended as lost, not started again from zero as a cut output would
         // have it (`publish` judges it again and writes the summary that says so).
-        if unpublished.entries[name]?.detail.outputUnnamed == true, judgesItsOwnEnd(name),
-           HeldEndOutput.isLost(outputUnnamed: true, partial: partial, committedLength: journal.outputLength),
-           journal.committed.count >= journal.header.lines, input.map({ BatchRecovery.journalNames($0, recorded: journal.header.input) }) ?? true {
+        if endsLost(name, journal, partial: partial, input: input) {
             publish(name: name, fd: nil, identity: journal.header.input, journal: journal, outputPublished: partial == .absent,
                     status: Self.endStatus(journal))
             return
