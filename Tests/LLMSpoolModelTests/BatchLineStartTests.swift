@@ -23,4 +23,12 @@ import Testing
         #expect(BatchLineStart.decide(leaseFilesOnly: true, leaseExpiresAt: .infinity, now: 1_000) == wait, "no number makes a lease last for ever")
         #expect(BatchLineStart.waitSeconds > 0)
     }
+
+    @Test func aCheckedLineWhoseCallReturnedPastItsLeaseMayHaveGoneLate() {
+        #expect(!BatchLineStart.mayHaveGoneLate(leaseFilesOnly: true, checkedUntil: 1_003, returnedAt: 1_000.01), "sent at once")
+        #expect(BatchLineStart.mayHaveGoneLate(leaseFilesOnly: true, checkedUntil: 1_003, returnedAt: 1_003), "returned as the lease ran out")
+        #expect(BatchLineStart.mayHaveGoneLate(leaseFilesOnly: true, checkedUntil: 1_003, returnedAt: 1_040), "paused between check and send")
+        #expect(BatchLineStart.mayHaveGoneLate(leaseFilesOnly: true, checkedUntil: .nan, returnedAt: 1_000), "a number that says nothing is told")
+        #expect(!BatchLineStart.mayHaveGoneLate(leaseFilesOnly: false, checkedUntil: 1_003, returnedAt: 1_040), "a lock keeps the claim through a pause")
+    }
 }

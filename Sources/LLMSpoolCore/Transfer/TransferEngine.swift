@@ -175,6 +175,9 @@ public final class TransferEngine: @unchecked Sendable {
     private var unflushed: [Transfer] = []
     /// Transfers libcurl placed on a connection during the last call, for the scheduler.
     private var placements: [(id: String, connection: Int)] = []
+    /// Batch lines that passed their last check in the libcurl call under way, with the
+    /// lease time they went under (`BatchLineStart.mayHaveGoneLate`).
+    private var passedLastCheck: [(id: String, until: Double)] = []
     private let inbox = Mutex<[Message]>([])
     private let snapshotBox = Mutex(Snapshot())
     private let finished = DispatchSemaphore(value: 0)
@@ -417,7 +420,7 @@ public final class TransferEngine: @unchecked Sendable {
             var running: Int32 = 0
             if let deadline = curlTimerDeadline, TransferEngine.monotonic() >= deadline {
                 curlTimerDeadline = nil
-                checkMulti(curl_multi_socket_action(multi, llms_curl_socket_timeout, 0, &running), "curl_multi_socket_action(timeout)")
+                socketAction(llms_curl_socket_timeout, 0, &running, "curl_multi_socket_action(timeout)")
             }
             flushPartials()
             collectCompleted()
@@ -428,7 +431,7 @@ public final class TransferEngine: @unchecked Sendable {
                 if ready.readable { mask |= CURL_CSELECT_IN }
                 if ready.writable { mask |= CURL_CSELECT_OUT }
                 if ready.failed { mask |= CURL_CSELECT_ERR }
-                checkMulti(curl_multi_socket_action(multi, ready.fd, mask, &running), "curl_multi_socket_action")
+                socketAction(ready.fd, mask, &running, "curl_multi_socket_action")
             }
             flushPartials()
             collectCompleted()
@@ -1142,7 +1145,14 @@ public final class TransferEngine: @unchecked Sendable {
             transfer.placed = { [unowned self] port in placements.append((id, port)) }
         }
         if let leases, let line = BatchLineRef(id: transfer.task.id) {
-            transfer.mayGo = { [unowned leases] in TransferEngine.lineStart(line, leases: leases, now: LeaseManager.now()) == .start }
+            let claim = BatchClaimRules.claimID(batch: line.batch)
+            let id = transfer.task.id
+            transfer.mayGo = { [unowned self, unowned leases] in
+                guard TransferEngine.lineStart(line, leases: leases, now: LeaseManager.now()) == .start else { return false }
+                // Judged once libcurl returns, by `socketAction`.
+                passedLastCheck.append((id, leases.writtenExpiry(claim) ?? .infinity))
+                return true
+            }
         }
         if transfer.placed != nil || transfer.mayGo != nil {
             try CurlHandle.set(handle, CURLOPT_PREREQDATA, pointer: me)
@@ -1339,7 +1349,7 @@ public final class TransferEngine: @unchecked Sendable {
         }
         // After the look, not during it: running a connection can end transfers.
         var running: Int32 = 0
-        for socket in kicks { checkMulti(curl_multi_socket_action(multi, socket, 0, &running), "curl_multi_socket_action(quiet connection)") }
+        for socket in kicks { socketAction(socket, 0, &running, "curl_multi_socket_action(quiet connection)") }
         for transfer in orphans where transfers[transfer.handle] === transfer {
             logger.warning("the connection under the answer closed and libcurl left the attempt waiting; it ends as a transport failure",
                            id: transfer.task.id, ["bytes_received": "\(transfer.bytesReceived)"])
@@ -1350,6 +1360,24 @@ public final class TransferEngine: @unchecked Sendable {
 
     /// A multi-handle call that failed is logged, once a minute at most: the loop goes on,
     /// and the transfers it touches end by their own errors or timers.
+    /// Runs libcurl on `socket`, then tells of the batch lines whose request may have gone
+    /// after their claim's lease time.
+    private func socketAction(_ socket: curl_socket_t, _ mask: Int32, _ running: inout Int32, _ call: String) {
+        checkMulti(curl_multi_socket_action(multi, socket, mask, &running), call)
+        guard !passedLastCheck.isEmpty, let leases else { return }
+        let returnedAt = LeaseManager.now()
+        for (id, until) in passedLastCheck
+        where BatchLineStart.mayHaveGoneLate(leaseFilesOnly: leases.claimsBoundByTime, checkedUntil: until, returnedAt: returnedAt) {
+            // No check before a send can close this window: the daemon stopped between them.
+            logger.warning("the batch line passed its last check before its claim's lease time, but libcurl returned only after it: "
+                           + "the daemon was paused or starved, and its request may have gone after another daemon took the batch over, "
+                           + "which then sends the line again (it may be paid twice)",
+                           id: id, ["lease_time": LogValue(until.isFinite ? Timestamp.string(Date(timeIntervalSince1970: until)) : "none"),
+                                    "returned_at": LogValue(Timestamp.string(Date(timeIntervalSince1970: returnedAt)))])
+        }
+        passedLastCheck.removeAll(keepingCapacity: true)
+    }
+
     private func checkMulti(_ code: CURLMcode, _ call: String) {
         guard code != CURLM_OK else { return }
         let now = TransferEngine.monotonic()

@@ -27,4 +27,13 @@ public enum BatchLineStart {
         guard let expires = leaseExpiresAt, expires.isFinite, now < expires else { return .wait(seconds: waitSeconds) }
         return .start
     }
+
+    /// Whether a line that passed its last check, under a lease that expires at
+    /// `checkedUntil`, may have been sent after that time: libcurl sends the request after the
+    /// check returns, within the same call, so a call that returned at or past the lease time
+    /// was paused or starved somewhere in between (SIGSTOP, a suspended machine). No check
+    /// can close that window; this tells of it. Never for claims held under locks.
+    public static func mayHaveGoneLate(leaseFilesOnly: Bool, checkedUntil: Double, returnedAt: Double) -> Bool {
+        leaseFilesOnly && !(returnedAt < checkedUntil)
+    }
 }
