@@ -72,6 +72,49 @@ import Testing
         #expect(try Syscall.listDirectoryRaw(layout.incoming).count == 1, "no temporary left beside the name")
     }
 
+    /// A daemon paused past its lease after its look at the claim finds the name missing
+    /// because the taker published the work: the claim asked again around the naming, the
+    /// name is not given (lost before) or taken back (lost after), and no temporary stays.
+    @Test(arguments: [1, 2]) func aNameIsNotGivenBackOnceTheClaimIsLost(lostAtAsk: Int) throws {
+        defer { removeSpool() }
+        let path = layout.incoming + "/e.jsonl.partial"
+        let file = try held(path, "committed\n")
+        try Syscall.unlinkIfPresent(path)
+        var asked = 0
+        #expect(throws: HeldFile.ClaimLostDuringTakeover.self) {
+            _ = try HeldFile.giveNameAgain(from: file.rawValue, to: path, flags: O_RDWR | O_APPEND, replacing: false, layout: layout,
+                                           logger: logger, stillMine: {
+                                               asked += 1
+                                               return asked < lostAtAsk
+                                           })
+        }
+        #expect(asked == lostAtAsk)
+        #expect(!Syscall.isPresent(path), "the name stays free")
+        #expect(try Syscall.listDirectoryRaw(layout.incoming).isEmpty, "no temporary left")
+    }
+
+    /// Taken back only while the name still leads to the copy: a file another daemon put
+    /// there meanwhile stays.
+    @Test func aNameTakenBackLeavesAnotherFileUnderIt() throws {
+        defer { removeSpool() }
+        let path = layout.incoming + "/f.jsonl.partial"
+        let file = try held(path, "committed\n")
+        try Syscall.unlinkIfPresent(path)
+        var asked = 0
+        #expect(throws: HeldFile.ClaimLostDuringTakeover.self) {
+            _ = try HeldFile.giveNameAgain(from: file.rawValue, to: path, flags: O_RDWR | O_APPEND, replacing: false, layout: layout,
+                                           logger: logger, stillMine: {
+                                               asked += 1
+                                               guard asked == 2 else { return true }
+                                               // The taker's file under the name, put there after the copy was named.
+                                               try? Syscall.unlink(path)
+                                               try? DurableFile.write(Array("theirs\n".utf8), to: path, syncDirectory: false)
+                                               return false
+                                           })
+        }
+        #expect(try FileReader.prefix(path: path, limit: 100) == Array("theirs\n".utf8))
+    }
+
     /// A daemon paused past its lease still holds the output open; once it is taken over,
     /// what it writes reaches no file a name leads to, and the copy holds the committed
     /// prefix alone.

@@ -812,7 +812,7 @@ public final class BatchRunner: @unchecked Sendable {
     /// (`LeaseManager.stillMine`: the lease names this daemon and was never let lapse), so
     /// that no other daemon can have taken the end over and published it.
     private func judgesItsOwnEnd(_ name: String) -> Bool {
-        leases?.stillMine(BatchClaimRules.claimID(batch: name)) ?? true
+        claimStillMine(name)
     }
 
     /// What is at the batch's `.partial` name, by an open as `length(of:)` looks (a cached
@@ -1411,6 +1411,7 @@ public final class BatchRunner: @unchecked Sendable {
             abandon(batch)
             return
         }
+        BatchTestStop.at("commit", batch: batch.name, logger: logger)
         // Where the journal ended before this group: a write cut short (a full disk) is cut
         // back to it, or the records appended after the torn one once there is room again
         // are never read (recovery stops at the tear), and their lines are sent again.
@@ -1543,6 +1544,7 @@ public final class BatchRunner: @unchecked Sendable {
         for attempted in batch.attempted { answer(attempted, durable: false) }
         batches[batch.name] = nil
         stopping.withLock { _ = $0.remove(batch.name) }
+        BatchTestStop.at("publish", batch: batch.name, logger: logger)
         publish(name: batch.name, fd: batch.input.take(), journalFile: journalFile, identity: batch.identity, journal: batch.journal,
                 outputPublished: false, status: batch.expiring ? .expired : batch.cancelled ? .cancelled : .completed)
         // A newer file under the name waits for this one's end (an end not published is
@@ -1585,7 +1587,16 @@ public final class BatchRunner: @unchecked Sendable {
         case .another where leases != nil: throw OutputTakenOver()
         case .another, .missing: break
         }
-        let copy = try HeldFile.giveNameAgain(from: fd, to: path, flags: O_RDWR | O_APPEND, replacing: leases == nil, layout: layout, logger: logger)
+        let copy: FileDescriptor
+        do {
+            // On a shared spool the claim is asked again around the naming itself: this
+            // daemon's look before the group's writes may be from before a pause, and the
+            // name gone because the taker published the batch and removed it.
+            copy = try HeldFile.giveNameAgain(from: fd, to: path, flags: O_RDWR | O_APPEND, replacing: leases == nil, layout: layout,
+                                              logger: logger, stillMine: { claimStillMine(batch.name) })
+        } catch is HeldFile.ClaimLostDuringTakeover {
+            throw OutputTakenOver()
+        }
         logger.warning("the batch's \(what) was removed while it ran; written again from the file still open", id: batch.name,
                        ["path": LogValue(path), "committed": "\(batch.journal.committed.count)"])
         return copy

@@ -61,8 +61,31 @@ enum HeldFile {
     /// person or a tool can have put it there); on a shared spool it is another daemon's that
     /// took the work over, or one seen missing through a stale cache, and the copy is given
     /// the name only with `link`, which fails (EEXIST) rather than replace it.
+    ///
+    /// `stillMine` is asked just before the name is given and again after: a daemon paused
+    /// past its lease between its own look at the claim and this call finds the name missing
+    /// because the taker published the work and removed it; given back, the name would stand
+    /// for work already ended (a batch's journal, ended again as an orphan). Lost before, the
+    /// copy is not named; lost after, the name is taken back while it still leads to the copy
+    /// (`ClaimLostDuringTakeover` either way).
     static func giveNameAgain(from fd: Int32, to path: String, flags: Int32, replacing: Bool, layout: SpoolLayout,
-                              logger: Logger) throws -> FileDescriptor {
+                              logger: Logger, stillMine: () -> Bool = { true }) throws -> FileDescriptor {
+        let named = try giveNameAgainOnce(from: fd, to: path, flags: flags, replacing: replacing, layout: layout, logger: logger,
+                                          stillMine: stillMine)
+        guard stillMine() else {
+            do {
+                if try name(named.rawValue, path: path) == .held { try Syscall.unlink(path) }
+            } catch {
+                logger.warning("a claim was lost just as a file was given its name again, and the name cannot be taken back",
+                               ["path": LogValue(path), "reason": "\(error)"])
+            }
+            throw ClaimLostDuringTakeover(path: path)
+        }
+        return named
+    }
+
+    private static func giveNameAgainOnce(from fd: Int32, to path: String, flags: Int32, replacing: Bool, layout: SpoolLayout,
+                                          logger: Logger, stillMine: () -> Bool) throws -> FileDescriptor {
         // The name may be lost because the spool's names lead elsewhere now: a copy there
         // would put the output outside the spool, and the next appends with it.
         if let problem = layout.integrityProblem() { throw SpoolElsewhereError(description: problem) }
@@ -75,6 +98,7 @@ enum HeldFile {
         do {
             try copy.copy(from: fd, count: nil, path: path)
             try copy.fsync()
+            guard stillMine() else { throw ClaimLostDuringTakeover(path: path) }
             if replacing {
                 try Syscall.rename(temporary, path)
                 return copy
