@@ -189,7 +189,7 @@ import Testing
         #expect(harness.files(in: harness.layout.outgoing) == ["draft.md", "draft2.json"])
         #expect(harness.files(in: harness.layout.failed).isEmpty)
         try Self.drop(harness, "draft.md", "---\ndraft: false\n---\nHalf a thought, finished.")
-        try waitUntil("the finished draft is answered", timeout: 30) { FileManager.default.fileExists(atPath: harness.layout.result("draft")) }
+        try waitUntil("the finished draft is answered", timeout: 90) { FileManager.default.fileExists(atPath: harness.layout.result("draft")) }
         #expect(try harness.stubArrivals().map(\.prompt) == ["Half a thought, finished."])
         // The request leaves outgoing just after its result appears.
         try waitUntil("only the JSON draft is left", timeout: 10) { harness.files(in: harness.layout.outgoing) == ["draft2.json"] }
