@@ -1358,8 +1358,6 @@ public final class TransferEngine: @unchecked Sendable {
         }
     }
 
-    /// A multi-handle call that failed is logged, once a minute at most: the loop goes on,
-    /// and the transfers it touches end by their own errors or timers.
     /// Runs libcurl on `socket`, then tells of the batch lines whose request may have gone
     /// after their claim's lease time.
     private func socketAction(_ socket: curl_socket_t, _ mask: Int32, _ running: inout Int32, _ call: String) {
@@ -1378,6 +1376,8 @@ public final class TransferEngine: @unchecked Sendable {
         passedLastCheck.removeAll(keepingCapacity: true)
     }
 
+    /// A multi-handle call that failed is logged, once a minute at most: the loop goes on,
+    /// and the transfers it touches end by their own errors or timers.
     private func checkMulti(_ code: CURLMcode, _ call: String) {
         guard code != CURLM_OK else { return }
         let now = TransferEngine.monotonic()
