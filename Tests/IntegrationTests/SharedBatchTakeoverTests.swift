@@ -147,22 +147,24 @@ import Testing
         #expect(!Syscall.isPresent(harness.layout.batchJournal("paused")))
     }
 
-    /// The owner stopped in the middle of a group commit, after its look at the claim and
-    /// before its writes (`LLMSPOOL_TEST_BATCH_STOP`; the same seen by stopping it with gdb
-    /// at the `fdatasync` of its output), and woken only once the other daemon has taken the
-    /// batch over and published it: it finds the names of the output and the journal free.
-    /// Before, it gave them back (`written again from the file still open`), and the other
+    /// The owner stopped after its look at the claim and before what it allows
+    /// (`LLMSPOOL_TEST_BATCH_STOP`): in its first group commit, before the group's writes (the
+    /// same seen by stopping it with gdb at the `fdatasync` of its output), or at the batch's
+    /// end, before the publication. Woken only once the other daemon has taken the batch over
+    /// and published it, it finds the names of the output and the journal free. Before, in a
+    /// commit, it gave them back (`written again from the file still open`), and the other
     /// daemon then ended that journal as an orphan whose input left, publishing `cancelled`
-    /// over the completed batch. Now it asks the claim again around the naming and gives the
-    /// batch up.
-    @Test func anOwnerPausedBetweenItsClaimCheckAndItsWritesRevivesNoNameOfAnEndedBatch() throws {
+    /// over the completed batch; at its end, it logged an error as if the spool had failed.
+    /// Now it asks the claim again around the naming and gives the batch up, and the end
+    /// published stays as it was.
+    @Test(arguments: ["commit", "publish"]) func anOwnerPausedBetweenItsClaimCheckAndItsWritesRevivesNoNameOfAnEndedBatch(point: String) throws {
         let harness = try Harness()
         defer { harness.stop() }
         try harness.startStub()
         // The owner alone at first, so that it is the one to stop; the other started once it has.
         let owner = "d1"
         let victim = try harness.startExtraDaemon(owner, config: Self.config(owner, harness),
-                                                  environment: [SpoolDaemon.leaseFilesVariable: "lease-files", "LLMSPOOL_TEST_BATCH_STOP": "commit"])
+                                                  environment: [SpoolDaemon.leaseFilesVariable: "lease-files", "LLMSPOOL_TEST_BATCH_STOP": point])
         var other: Process?
         defer {
             kill(victim.processIdentifier, SIGCONT)
@@ -171,16 +173,21 @@ import Testing
         }
         let count = 300
         try BatchTests.dropBatch(harness, "b", (0..<count).map { BatchTests.line("p-\($0)", stub: ["latency_ms": 100]) })
-        try waitUntil("the batch's owner stops in its first group commit", timeout: 60) { harness.extraLog(owner).contains("batch test stop") }
+        try waitUntil("the batch's owner stops at \(point)", timeout: 120) { harness.extraLog(owner).contains("batch test stop") }
         other = try harness.startExtraDaemon("d2", config: Self.config("d2", harness), environment: [SpoolDaemon.leaseFilesVariable: "lease-files"])
         // The other daemon takes the batch over once the lease has run out, and ends it.
         let summary = try BatchTests.waitForSummary(harness, "b", timeout: 120)
         #expect(summary["status"] as? String == "completed")
         try waitUntil("the journal of the ended batch goes", timeout: 30) { !Syscall.isPresent(harness.layout.batchJournal("b")) }
+        let published = try Data(contentsOf: URL(fileURLWithPath: harness.layout.batchSummary("b")))
         kill(victim.processIdentifier, SIGCONT)
         try waitUntil("\(owner) finds its claim taken", timeout: 30) {
-            harness.extraLog(owner).contains("the batch's claim was lost to another daemon")
+            let log = harness.extraLog(owner)
+            return log.contains("the batch's claim was lost to another daemon") || log.contains("the batch's end was not published here")
         }
+        let afterStop = harness.extraLog(owner).components(separatedBy: "batch test stop").last ?? ""
+        #expect(!afterStop.contains(" error: "), "nothing failed: \(afterStop.suffix(1500))")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: harness.layout.batchSummary("b"))) == published, "the summary published stays as it was")
         // Named again, they stood before the claim's loss was logged.
         #expect(!Syscall.isPresent(harness.layout.batchJournal("b")), "the ended batch's journal was given its name again")
         #expect(!Syscall.isPresent(harness.layout.batchPartial("b")), "the ended batch's output was given its name again")

@@ -617,12 +617,12 @@ public final class BatchRunner: @unchecked Sendable {
     /// errno (the batch's own files have fixed names, their temporaries too), another error
     /// by its text.
     private func held(_ retries: inout BatchRetries<HeldBatch>, _ name: String, _ error: any Error, _ message: String,
-                      _ fields: [(String, LogValue)] = [], shown: (Int) -> HeldBatch) {
+                      _ fields: [(String, LogValue)] = [], level: Logger.Level = .error, shown: (Int) -> HeldBatch) {
         let failures = retries.failures(of: name) + 1
         let what = (error as? SystemError).map { "\($0.call) \($0.path ?? "") errno \($0.errno)" } ?? "\(error)"
         let cause = (fields.map { "\($0.0)=\($0.1.text)" } + [what]).joined(separator: " ")
         let loud = retries.failed(name, reason: "\(error)", cause: cause, detail: shown(failures), now: TransferEngine.monotonic())
-        logger.log(loud ? .error : .debug, message, id: name,
+        logger.log(loud ? level : .debug, message, id: name,
                    fields + [("reason", "\(error)"), ("failures", "\(failures)"),
                              ("retry_in_seconds", "\(BatchCommitRetry.delay(afterFailures: failures))")])
     }
@@ -1686,7 +1686,13 @@ public final class BatchRunner: @unchecked Sendable {
             let written = summaryWritten || steps[..<index].contains(PublicationStep.writeFile(layout.batchSummary(name), summary.encoded()))
             let renamed = steps[..<index].contains(naming)
             let unnamed = !renamed && (!outputPublished || held?.outputUnnamed == true || folderAtOutput)
-            self.held(&unpublished, name, error, "cannot publish the batch's end; it is tried again", [("step", LogValue(step.kind))]) { failures in
+            // A daemon paused past its lease just before its end finds the files gone because
+            // the taker published them: not an error of the spool's. Held all the same (a
+            // claim look that failed is no proof); the next try forgets it once the journal is gone.
+            let claimLost = leases != nil && !claimStillMine(name)
+            let message = claimLost ? "the batch's end was not published here: its claim is no longer this daemon's, and the daemon that took the batch over publishes it"
+                                    : "cannot publish the batch's end; it is tried again"
+            self.held(&unpublished, name, error, message, [("step", LogValue(step.kind))], level: claimLost ? .warning : .error) { failures in
                 let counts = journal.counts
                 var shown = BatchProgress(name: name, total: journal.header.lines, succeeded: counts.succeeded, failed: counts.notSucceeded,
                                           inFlight: 0, startedAt: Double(journal.header.createdAt), updatedAt: Date().timeIntervalSince1970,
