@@ -74,6 +74,26 @@ import Testing
         #expect(show.stdout.contains("\"state\" : \"running\""), "\(show.stdout)")
     }
 
+    /// A batch dropped while no daemon runs: `show` said `running` for a batch nothing had
+    /// begun (where `status` says `not begun`); now `queued`, and `running` once a daemon runs it.
+    @Test func aBatchNoDaemonHasBegunIsShownQueued() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        try BatchTests.dropBatch(harness, "later", (0..<40).map { BatchTests.line("l-\($0)", stub: ["latency_ms": 100]) })
+        let before = JSONObject.parse(Array(try harness.cli(["show", "later", "--spool", harness.layout.root]).stdout.utf8)) ?? [:]
+        #expect(before["state"] as? String == "queued", "\(before)")
+        #expect(before["input"] as? String == harness.layout.batchRequest("later"))
+        #expect(before["progress"] == nil, "nothing counted yet: \(before)")
+        #expect(try harness.cli(["status", "--spool", harness.layout.root]).stdout.contains("later: not begun"))
+        try harness.startDaemon(config: ["concurrency": 2])
+        try waitUntil("the batch is shown running", timeout: 60) {
+            let shown = JSONObject.parse(Array(try harness.cli(["show", "later", "--spool", harness.layout.root]).stdout.utf8)) ?? [:]
+            return shown["state"] as? String == "running"
+        }
+        _ = try BatchTests.waitForSummary(harness, "later", timeout: 60)
+    }
+
     /// A batch whose input was removed while no daemon ran: its journal is all that is left
     /// until the next daemon ends it. `show` said `unknown` and `status` listed it nowhere;
     /// now both name it, and the next start ends it cancelled.
