@@ -198,6 +198,45 @@ import Testing
         #expect(output.allSatisfy { $0["error"] is NSNull }, "every line answered, none cancelled")
     }
 
+    /// One daemon with lease files, three batches of slow lines queued, paused past its lease
+    /// and woken: every queued line finds the lease expired and waits for its renewal. Each
+    /// such line freed its slot for the next one a call deeper, and the engine's thread
+    /// overflowed its stack (SIGSEGV after 178 waiting lines, 3 runs of 3). Now it goes on.
+    @Test func aDaemonWokenPastItsLeaseWithManyLinesQueuedGoesOn() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let daemon = try harness.startExtraDaemon("d1", config: Self.config("d1", harness),
+                                                  environment: [SpoolDaemon.leaseFilesVariable: "lease-files"])
+        defer {
+            kill(daemon.processIdentifier, SIGCONT)
+            kill(daemon.processIdentifier, SIGTERM)
+        }
+        let names = ["q1", "q2", "q3"]
+        for name in names {
+            try BatchTests.dropBatch(harness, name, (0..<600).map { BatchTests.line("\(name)-\($0)", stub: ["latency_ms": 300]) })
+        }
+        try waitUntil("every batch has output", timeout: 60) { names.allSatisfy { Self.outputLength(harness, $0) > 0 } }
+        // Whether the woken engine starts lines before the keeper renews the lease is a race:
+        // paused again (at most 4 times) until many lines have waited.
+        var waited = 0
+        for _ in 0..<4 where waited < 50 && daemon.isRunning {
+            kill(daemon.processIdentifier, SIGSTOP)
+            let atStop = names.map { Self.outputLength(harness, $0) }
+            // The pause itself, past the lease (3 s).
+            let stoppedAt = Date()
+            while Date().timeIntervalSince(stoppedAt) < 5 { usleep(100_000) }
+            kill(daemon.processIdentifier, SIGCONT)
+            try waitUntil("every batch goes on", timeout: 60) {
+                !daemon.isRunning || zip(names, atStop).allSatisfy { Self.outputLength(harness, $0) > $1 }
+            }
+            waited = harness.extraLog("d1").components(separatedBy: "the line waits for its renewal").count - 1
+        }
+        print("woken past its lease: \(waited) lines waited for the renewal")
+        #expect(daemon.isRunning, "\(harness.extraLog("d1").suffix(3000))")
+        #expect(!harness.extraLog("d1").contains("crashed"))
+    }
+
     /// The owner paused past its lease and the batch's input deleted: the other daemon
     /// ends the batch as cancelled, writing its cancelled lines to copies of its own, so
     /// that the owner, woken, has nothing open that the published output's name leads to.

@@ -593,35 +593,58 @@ public final class TransferEngine: @unchecked Sendable {
         if let newer = replacedInFlight.removeValue(forKey: id) { handle(.event(.arrived(newer))) }
     }
 
+    /// Actions not performed yet, in order; see `apply`.
+    private var pendingActions: [Scheduler.Action] = []
+    private var applying = false
+
+    /// Performs the scheduler's actions in order. Actions that arise while one is performed
+    /// (a start that cannot go yet ends at once and frees its slot for the next queued task)
+    /// are performed after it, by the outermost call, not from inside it: a daemon woken past
+    /// its lease with three batches queued had every waiting line start the next one a call
+    /// deeper, and 178 of them overflowed the engine thread's stack (SIGSEGV).
     private func apply(_ actions: [Scheduler.Action]) {
-        for action in actions {
-            switch action {
-            case .start(let task, let endpoint):
-                begin(task, endpointIndex: endpoint)
-            case .reject(let id, let path, let problem):
-                delegate.rejected(id, path, problem)
-            case .completeEnded(let id, let path):
-                delegate.alreadyEnded(id, path)
-            case .cancelTransfer(let id):
-                if let transfer = transfersByID[id] {
-                    end(transfer, as: .cancelled)
-                } else if awaitingClaim[id] != nil {
-                    cancelledWhileClaiming.insert(id)
-                }
-            case .withdrawn(let id, let identity):
-                forget(id)
-                delegate.withdrawn(id, identity)
-            case .noEndpoint(let task, let message):
-                delegate.unservable(task, message)
-            case .deferToLane(let task, let endpoint):
-                handToLane(task, endpoint: endpoints[endpoint].name)
-            case .rejoinLane(let task):
-                handToLane(task, endpoint: nil)
-            case .withdrawFromLane(let id):
-                delegate.laneWithdrawn(id)
-            case .requestLeft(let id):
-                delegate.requestLeft(id)
+        pendingActions.append(contentsOf: actions)
+        guard !applying else { return }
+        applying = true
+        defer {
+            applying = false
+            pendingActions.removeAll(keepingCapacity: true)
+        }
+        var next = 0
+        while next < pendingActions.count {
+            let action = pendingActions[next]
+            next += 1
+            perform(action)
+        }
+    }
+
+    private func perform(_ action: Scheduler.Action) {
+        switch action {
+        case .start(let task, let endpoint):
+            begin(task, endpointIndex: endpoint)
+        case .reject(let id, let path, let problem):
+            delegate.rejected(id, path, problem)
+        case .completeEnded(let id, let path):
+            delegate.alreadyEnded(id, path)
+        case .cancelTransfer(let id):
+            if let transfer = transfersByID[id] {
+                end(transfer, as: .cancelled)
+            } else if awaitingClaim[id] != nil {
+                cancelledWhileClaiming.insert(id)
             }
+        case .withdrawn(let id, let identity):
+            forget(id)
+            delegate.withdrawn(id, identity)
+        case .noEndpoint(let task, let message):
+            delegate.unservable(task, message)
+        case .deferToLane(let task, let endpoint):
+            handToLane(task, endpoint: endpoints[endpoint].name)
+        case .rejoinLane(let task):
+            handToLane(task, endpoint: nil)
+        case .withdrawFromLane(let id):
+            delegate.laneWithdrawn(id)
+        case .requestLeft(let id):
+            delegate.requestLeft(id)
         }
     }
 
