@@ -198,6 +198,97 @@ import Testing
         #expect(output.allSatisfy { $0["error"] is NSNull }, "every line answered, none cancelled")
     }
 
+    /// The owner paused just before publishing its end; the other daemon publishes it, the
+    /// consumer takes output and summary away and submits a new file of the name, which the
+    /// other daemon begins. Before, the owner, woken, published the new batch's unfinished
+    /// output under the old summary and removed the new batch's journal and list of
+    /// custom_ids (4 runs of 4). Now it asks the claim again just before its plan.
+    @Test func anOwnerWokenAtItsEndLeavesANewBatchOfTheNameAlone() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let owner = try harness.startExtraDaemon("d1", config: Self.config("d1", harness),
+                                                 environment: [SpoolDaemon.leaseFilesVariable: "lease-files", "LLMSPOOL_TEST_BATCH_STOP": "publish"])
+        var other: Process?
+        defer {
+            for daemon in [owner] + (other.map { [$0] } ?? []) {
+                kill(daemon.processIdentifier, SIGCONT)
+                kill(daemon.processIdentifier, SIGTERM)
+            }
+        }
+        try BatchTests.dropBatch(harness, "b", (0..<60).map { BatchTests.line("first-\($0)", stub: ["latency_ms": 50]) })
+        try waitUntil("d1 stops before publishing", timeout: 60) { harness.extraLog("d1").contains("batch test stop") }
+        other = try harness.startExtraDaemon("d2", config: Self.config("d2", harness), environment: [SpoolDaemon.leaseFilesVariable: "lease-files"])
+        let first = try BatchTests.waitForSummary(harness, "b", timeout: 120)
+        #expect((first["request_counts"] as? [String: Any])?["total"] as? Int == 60)
+        try waitUntil("the first batch's files go", timeout: 30) {
+            !Syscall.isPresent(harness.layout.batchJournal("b")) && !Syscall.isPresent(harness.layout.batchRequest("b"))
+        }
+        // The consumer takes the end away and submits the next file of the name.
+        try Syscall.rename(harness.layout.batchOutput("b"), harness.root + "/first.jsonl")
+        try Syscall.rename(harness.layout.batchSummary("b"), harness.root + "/first.batch.json")
+        let count = 200
+        try BatchTests.dropBatch(harness, "b", (0..<count).map { BatchTests.line("second-\($0)", stub: ["latency_ms": 200]) })
+        try waitUntil("d2 runs the new batch", timeout: 60) { Self.outputLength(harness, "b") > 0 }
+        kill(owner.processIdentifier, SIGCONT)
+        try waitUntil("d1 gives its end up", timeout: 30) { harness.extraLog("d1").contains("the batch's end was not published here") }
+        #expect(Syscall.isPresent(harness.layout.batchJournal("b")), "the new batch's journal stays")
+        #expect(Syscall.isPresent(harness.layout.batchIDList("b")), "the new batch's list of custom_ids stays")
+        #expect(!Syscall.isPresent(harness.layout.batchSummary("b")), "no summary of the old batch over the new one")
+        let summary = try BatchTests.waitForSummary(harness, "b", timeout: 120)
+        #expect((summary["request_counts"] as? [String: Any])?["total"] as? Int == count)
+        let output = try BatchTests.outputLines(harness.layout.batchOutput("b"))
+        #expect(output.count == count && BatchTests.byID(output).count == count, "one line per custom_id: \(output.count)")
+        #expect(output.allSatisfy { ($0["custom_id"] as? String)?.hasPrefix("second-") == true })
+    }
+
+    /// The taker paused in its takeover, after its look at the claim and before its copy of
+    /// the journal takes the name (`LLMSPOOL_TEST_BATCH_STOP=takeover`; gdb at that `rename`
+    /// showed the same), while the first owner takes the claim back, runs the batch and
+    /// publishes it. Before, the taker, woken, put its stale copy (nothing committed) under
+    /// the journal's name: a daemon then ended it as an orphan whose input left and published
+    /// `cancelled` over the completed batch, its output emptied (3 runs of 3); woken mid-run,
+    /// it replaced the live journal and about 130 committed lines were sent again. Now the
+    /// copy takes the name only while it still leads to the file copied, and is taken back
+    /// when the claim turns out lost.
+    @Test func aTakerPausedBeforeItsJournalCopyTakesTheNameLeavesTheEndedBatchAlone() throws {
+        let harness = try Harness()
+        defer { harness.stop() }
+        try harness.startStub()
+        let first = try harness.startExtraDaemon("d1", config: Self.config("d1", harness),
+                                                 environment: [SpoolDaemon.leaseFilesVariable: "lease-files", "LLMSPOOL_TEST_BATCH_STOP": "commit"])
+        var taker: Process?
+        defer {
+            for daemon in [first] + (taker.map { [$0] } ?? []) {
+                kill(daemon.processIdentifier, SIGCONT)
+                kill(daemon.processIdentifier, SIGTERM)
+            }
+        }
+        let count = 300
+        try BatchTests.dropBatch(harness, "b", (0..<count).map { BatchTests.line("p-\($0)", stub: ["latency_ms": 100]) })
+        try waitUntil("d1 stops in its first group commit", timeout: 60) { harness.extraLog("d1").contains("batch test stop") }
+        let d2 = try harness.startExtraDaemon("d2", config: Self.config("d2", harness),
+                                              environment: [SpoolDaemon.leaseFilesVariable: "lease-files", "LLMSPOOL_TEST_BATCH_STOP": "takeover"])
+        taker = d2
+        try waitUntil("d2 stops in its takeover's copy", timeout: 60) { harness.extraLog("d2").contains("batch test stop") }
+        kill(first.processIdentifier, SIGCONT)
+        let summary = try BatchTests.waitForSummary(harness, "b", timeout: 120)
+        #expect(summary["status"] as? String == "completed")
+        try waitUntil("the journal of the ended batch goes", timeout: 30) { !Syscall.isPresent(harness.layout.batchJournal("b")) }
+        let published = try Data(contentsOf: URL(fileURLWithPath: harness.layout.batchSummary("b")))
+        kill(d2.processIdentifier, SIGCONT)
+        try waitUntil("d2 finds the batch's files changed hands", timeout: 30) {
+            harness.extraLog("d2").contains("the batch's files changed hands while they were copied")
+        }
+        #expect(!Syscall.isPresent(harness.layout.batchJournal("b")), "the stale copy took the ended batch's journal name")
+        let afterStop = harness.extraLog("d2").components(separatedBy: "batch test stop").last ?? ""
+        #expect(!afterStop.contains(" error: "), "nothing failed: \(afterStop.suffix(1500))")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: harness.layout.batchSummary("b"))) == published, "the summary published stays as it was")
+        let output = try BatchTests.outputLines(harness.layout.batchOutput("b"))
+        #expect(output.count == count && BatchTests.byID(output).count == count, "one line per custom_id: \(output.count)")
+        #expect(output.allSatisfy { $0["error"] is NSNull }, "every line answered, none cancelled")
+    }
+
     /// One daemon with lease files, three batches of slow lines queued, paused past its lease
     /// and woken: every queued line finds the lease expired and waits for its renewal. Each
     /// such line freed its slot for the next one a call deeper, and the engine's thread

@@ -185,4 +185,39 @@ import Testing
         #expect(try HeldFile.name(file.rawValue, path: path) == .held)
         #expect(try Syscall.listDirectoryRaw(layout.incoming).count == 1, "no temporary left")
     }
+
+    /// A taker paused between its look at the claim and its rename, the file replaced
+    /// meanwhile by the daemon that took the claim back (its own copy, with more committed):
+    /// the stale copy is not put over it.
+    @Test func aTakeoverDoesNotReplaceAFileThatChangedWhileItWasCopied() throws {
+        defer { removeSpool() }
+        let path = layout.incoming + "/g.jsonl.partial"
+        _ = try held(path, "committed\n")
+        #expect(throws: HeldFile.NameChangedDuringTakeover.self) {
+            _ = try HeldFile.takeOver(path, length: 10, flags: O_RDWR | O_APPEND, mode: 0o600, stillMine: {
+                try? Syscall.unlink(path)
+                try? DurableFile.write(Array("committed\nmore\n".utf8), to: path, syncDirectory: false)
+                return true
+            })
+        }
+        #expect(try FileReader.prefix(path: path, limit: 100) == Array("committed\nmore\n".utf8))
+        #expect(try Syscall.listDirectoryRaw(layout.incoming).count == 1, "no temporary left")
+    }
+
+    /// The claim lost between the look and the rename: the copy named is taken back.
+    @Test func aTakeoverWhoseClaimIsLostAsItRenamesTakesTheNameBack() throws {
+        defer { removeSpool() }
+        let path = layout.incoming + "/h.jsonl.partial"
+        _ = try held(path, "committed\n")
+        var asked = 0
+        #expect(throws: HeldFile.ClaimLostDuringTakeover.self) {
+            _ = try HeldFile.takeOver(path, length: 10, flags: O_RDWR | O_APPEND, mode: 0o600, stillMine: {
+                asked += 1
+                return asked == 1
+            })
+        }
+        #expect(asked == 2)
+        #expect(!Syscall.isPresent(path), "the copy is not left under the name")
+        #expect(try Syscall.listDirectoryRaw(layout.incoming).isEmpty, "no temporary left")
+    }
 }

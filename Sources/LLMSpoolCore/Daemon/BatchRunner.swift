@@ -601,7 +601,12 @@ public final class BatchRunner: @unchecked Sendable {
             settling[name] = Date().timeIntervalSince1970 + BatchRunner.noRoomRetrySeconds
         } catch {
             let now = Date().timeIntervalSince1970
-            held(&unstarted, name, error, "cannot start the batch; it stays in outgoing and is tried again") { failures in
+            // Another daemon's doing, not the spool's failing: the batch runs there (tried
+            // again all the same, as any start that failed).
+            let takenMeanwhile = error is HeldFile.ClaimLostDuringTakeover || error is HeldFile.NameChangedDuringTakeover
+            held(&unstarted, name, error, takenMeanwhile ? "the batch's files changed hands while they were copied; it is looked at again"
+                                                          : "cannot start the batch; it stays in outgoing and is tried again",
+                 level: takenMeanwhile ? .warning : .error) { failures in
                 var shown = BatchProgress(name: name, total: validator.index.count, succeeded: 0, failed: 0, inFlight: 0, startedAt: now,
                                           updatedAt: now, cancelled: false)
                 shown.startProblem = "\(error)"
@@ -906,9 +911,13 @@ public final class BatchRunner: @unchecked Sendable {
     /// asked room for now, before anything is written.
     private func takeOverJournal(_ name: String, _ journal: BatchJournal, outputLength: Int) throws -> FileDescriptor {
         let (reserve, overflow) = UInt64(max(0, outputLength)).addingReportingOverflow(settings.withLock { $0.minFreeBytes })
+        let stillMine = { [self] in
+            let mine = claimStillMine(name)
+            if mine { BatchTestStop.at("takeover", batch: name, logger: logger) }
+            return mine
+        }
         let file = try HeldFile.takeOver(layout.batchJournal(name), length: journal.validLength, reserve: overflow ? .max : reserve,
-                                         flags: O_RDWR | O_APPEND, mode: layout.fileMode, stillMine: { claimStillMine(name) },
-                                         interrupt: interruptIfStopping)
+                                         flags: O_RDWR | O_APPEND, mode: layout.fileMode, stillMine: stillMine, interrupt: interruptIfStopping)
         try Syscall.fsyncDirectory(layout.batches)
         return file
     }
@@ -1675,6 +1684,12 @@ public final class BatchRunner: @unchecked Sendable {
         let folderAtOutput = outputPublished && !outputTaken && !outputLost && Syscall.isFolder(layout.batchOutput(name))
         let outcome: PublicationExecutor<SpoolFiles>.Result = if let lookFailed {
             .failed(at: 0, step: naming, error: lookFailed)
+        } else if leases != nil, !claimStillMine(name) {
+            // Asked again just before the plan, which acts on the names: a daemon paused past
+            // its lease since its last look may wake after the taker published the batch and
+            // a new file of the name began, whose `.partial`, journal and list of custom_ids
+            // the plan would publish or remove as this batch's.
+            .failed(at: 0, step: naming, error: ClaimLostBeforeEnd())
         } else if folderAtOutput {
             .failed(at: 0, step: naming, error: HeldFile.FolderInTheWay(path: layout.batchOutput(name)))
         } else {
@@ -1787,6 +1802,11 @@ public final class BatchRunner: @unchecked Sendable {
 
 extension BatchRunner {
     /// Another daemon took the batch over and has the output under its own copy.
+    /// The batch's claim is no longer this daemon's when its end is to be published.
+    struct ClaimLostBeforeEnd: Error, CustomStringConvertible {
+        var description: String { "the batch's claim is no longer this daemon's" }
+    }
+
     struct OutputTakenOver: Error, CustomStringConvertible {
         var description: String { "the batch's output is another daemon's now" }
     }

@@ -187,12 +187,33 @@ enum HeldFile {
             guard copied == length else { throw ShorterThanCommitted(path: path, length: copied, committed: length) }
             try copy.fsync()
             guard stillMine() else { throw ClaimLostDuringTakeover(path: path) }
+            // The name must still lead to the file copied: a taker paused here past its lease
+            // would otherwise put its copy over the live file of the daemon that took the claim
+            // back (whose committed lines it lacks), or back under a name that daemon's end removed.
+            guard try name(original.rawValue, path: path) == .held else { throw NameChangedDuringTakeover(path: path) }
             try Syscall.rename(temporary, path)
         } catch {
             removeTemporary(temporary)
             throw error
         }
+        // Asked again once named: the pause may fall between the look above and the rename.
+        // Lost, the name is taken back while it leads to the copy; the other daemon gives its
+        // own file the name again (`giveNameAgain`), or its end has removed it for good.
+        guard stillMine() else {
+            do {
+                if try name(copy.rawValue, path: path) == .held { try Syscall.unlink(path) }
+            } catch {
+                // The name stays with the copy; the error below is what the caller hears.
+            }
+            throw ClaimLostDuringTakeover(path: path)
+        }
         return copy
+    }
+
+    /// The file to take over was replaced or removed while it was copied.
+    struct NameChangedDuringTakeover: Error, CustomStringConvertible {
+        let path: String
+        var description: String { "\(path) was replaced or removed while it was copied (another daemon's doing)" }
     }
 
     /// The filesystem has no room for a takeover's copy.
