@@ -450,7 +450,12 @@ public final class BatchRunner: @unchecked Sendable {
     /// `tookOver`: the claim was taken from a daemon that is gone.
     static func claim(_ id: String, leases: LeaseManager, tookOver: inout Bool) -> BatchClaimRules.Claim {
         tookOver = false
-        let claim: LeaseManager.Claim = leases.holds(id) ? .claimed : leases.claim(id, tookOver: &tookOver)
+        // Held in memory is only what this daemon last knew: woken from a pause past its
+        // lease (before its keeper has looked), it took a new file of the name that another
+        // daemon had begun for its own, started it too, and the other gave it up (130 lines
+        // sent twice, on GlusterFS). The lease file says.
+        let claim: LeaseManager.Claim = leases.holds(id) ? (leases.stillMine(id) ? .claimed : .heldElsewhere)
+                                                         : leases.claim(id, tookOver: &tookOver)
         return switch claim {
         case .claimed: .claimed
         case .heldElsewhere: .heldElsewhere
