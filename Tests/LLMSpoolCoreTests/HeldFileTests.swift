@@ -73,24 +73,32 @@ import Testing
     }
 
     /// A daemon paused past its lease after its look at the claim finds the name missing
-    /// because the taker published the work: the claim asked again around the naming, the
-    /// name is not given (lost before) or taken back (lost after), and no temporary stays.
-    @Test(arguments: [1, 2]) func aNameIsNotGivenBackOnceTheClaimIsLost(lostAtAsk: Int) throws {
+    /// because the taker published the work: not proven its own before the naming, the name
+    /// is not given; proven lost after, it is taken back; no temporary stays either way.
+    @Test(arguments: [false, true]) func aNameIsNotGivenBackOnceTheClaimIsLost(lostAfter: Bool) throws {
         defer { removeSpool() }
         let path = layout.incoming + "/e.jsonl.partial"
         let file = try held(path, "committed\n")
         try Syscall.unlinkIfPresent(path)
-        var asked = 0
         #expect(throws: HeldFile.ClaimLostDuringTakeover.self) {
             _ = try HeldFile.giveNameAgain(from: file.rawValue, to: path, flags: O_RDWR | O_APPEND, replacing: false, layout: layout,
-                                           logger: logger, stillMine: {
-                                               asked += 1
-                                               return asked < lostAtAsk
-                                           })
+                                           logger: logger, stillMine: { lostAfter }, provenLost: { lostAfter })
         }
-        #expect(asked == lostAtAsk)
         #expect(!Syscall.isPresent(path), "the name stays free")
         #expect(try Syscall.listDirectoryRaw(layout.incoming).isEmpty, "no temporary left")
+    }
+
+    /// A claim that cannot be confirmed once the name is given (an unreadable lease) proves
+    /// no loss: the name, the work's only one, stays.
+    @Test func aNameGivenBackStaysWhenTheClaimIsOnlyUnconfirmed() throws {
+        defer { removeSpool() }
+        let path = layout.incoming + "/u.jsonl.partial"
+        let file = try held(path, "committed\n")
+        try Syscall.unlinkIfPresent(path)
+        let copy = try HeldFile.giveNameAgain(from: file.rawValue, to: path, flags: O_RDWR | O_APPEND, replacing: false, layout: layout,
+                                              logger: logger, stillMine: { true }, provenLost: { false })
+        #expect(try HeldFile.name(copy.rawValue, path: path) == .held)
+        #expect(try FileReader.prefix(path: path, limit: 100) == Array("committed\n".utf8))
     }
 
     /// Taken back only while the name still leads to the copy: a file another daemon put
@@ -100,16 +108,13 @@ import Testing
         let path = layout.incoming + "/f.jsonl.partial"
         let file = try held(path, "committed\n")
         try Syscall.unlinkIfPresent(path)
-        var asked = 0
         #expect(throws: HeldFile.ClaimLostDuringTakeover.self) {
             _ = try HeldFile.giveNameAgain(from: file.rawValue, to: path, flags: O_RDWR | O_APPEND, replacing: false, layout: layout,
-                                           logger: logger, stillMine: {
-                                               asked += 1
-                                               guard asked == 2 else { return true }
+                                           logger: logger, stillMine: { true }, provenLost: {
                                                // The taker's file under the name, put there after the copy was named.
                                                try? Syscall.unlink(path)
                                                try? DurableFile.write(Array("theirs\n".utf8), to: path, syncDirectory: false)
-                                               return false
+                                               return true
                                            })
         }
         #expect(try FileReader.prefix(path: path, limit: 100) == Array("theirs\n".utf8))
@@ -204,20 +209,22 @@ import Testing
         #expect(try Syscall.listDirectoryRaw(layout.incoming).count == 1, "no temporary left")
     }
 
-    /// The claim lost between the look and the rename: the copy named is taken back.
-    @Test func aTakeoverWhoseClaimIsLostAsItRenamesTakesTheNameBack() throws {
+    /// The claim proven lost between the look and the rename: the copy named is taken back.
+    /// Only unconfirmed (an unreadable lease), the copy, now the name's only file, stays.
+    @Test(arguments: [true, false]) func aTakeoverWhoseClaimIsLostAsItRenamesTakesTheNameBack(proven: Bool) throws {
         defer { removeSpool() }
         let path = layout.incoming + "/h.jsonl.partial"
         _ = try held(path, "committed\n")
-        var asked = 0
-        #expect(throws: HeldFile.ClaimLostDuringTakeover.self) {
-            _ = try HeldFile.takeOver(path, length: 10, flags: O_RDWR | O_APPEND, mode: 0o600, stillMine: {
-                asked += 1
-                return asked == 1
-            })
+        if proven {
+            #expect(throws: HeldFile.ClaimLostDuringTakeover.self) {
+                _ = try HeldFile.takeOver(path, length: 10, flags: O_RDWR | O_APPEND, mode: 0o600, stillMine: { true }, provenLost: { true })
+            }
+            #expect(!Syscall.isPresent(path), "the copy is not left under the name")
+        } else {
+            let copy = try HeldFile.takeOver(path, length: 10, flags: O_RDWR | O_APPEND, mode: 0o600, stillMine: { true }, provenLost: { false })
+            #expect(try HeldFile.name(copy.rawValue, path: path) == .held)
+            #expect(try FileReader.prefix(path: path, limit: 100) == Array("committed\n".utf8))
         }
-        #expect(asked == 2)
-        #expect(!Syscall.isPresent(path), "the copy is not left under the name")
-        #expect(try Syscall.listDirectoryRaw(layout.incoming).isEmpty, "no temporary left")
+        #expect(try Syscall.listDirectoryRaw(layout.incoming).count == (proven ? 0 : 1), "no temporary left")
     }
 }

@@ -454,8 +454,17 @@ public final class BatchRunner: @unchecked Sendable {
         // lease (before its keeper has looked), it took a new file of the name that another
         // daemon had begun for its own, started it too, and the other gave it up (130 lines
         // sent twice, on GlusterFS). The lease file says.
-        let claim: LeaseManager.Claim = leases.holds(id) ? (leases.stillMine(id) ? .claimed : .heldElsewhere)
-                                                         : leases.claim(id, tookOver: &tookOver)
+        let claim: LeaseManager.Claim
+        if leases.holds(id) {
+            switch leases.claimState(id) {
+            case .mine: claim = .claimed
+            case .lost: claim = .heldElsewhere
+            // Not proven lost: looked at again, nothing held here forgotten.
+            case .unknown: claim = .failed("its lease cannot be confirmed now (unreadable, or its time passed)")
+            }
+        } else {
+            claim = leases.claim(id, tookOver: &tookOver)
+        }
         return switch claim {
         case .claimed: .claimed
         case .heldElsewhere: .heldElsewhere
@@ -922,7 +931,8 @@ public final class BatchRunner: @unchecked Sendable {
             return mine
         }
         let file = try HeldFile.takeOver(layout.batchJournal(name), length: journal.validLength, reserve: overflow ? .max : reserve,
-                                         flags: O_RDWR | O_APPEND, mode: layout.fileMode, stillMine: stillMine, interrupt: interruptIfStopping)
+                                         flags: O_RDWR | O_APPEND, mode: layout.fileMode, stillMine: stillMine,
+                                         provenLost: { claimProvenLost(name) }, logger: logger, interrupt: interruptIfStopping)
         try Syscall.fsyncDirectory(layout.batches)
         return file
     }
@@ -931,7 +941,7 @@ public final class BatchRunner: @unchecked Sendable {
     private func takeOverOutput(_ name: String, length: Int) throws -> FileDescriptor {
         let file = try HeldFile.takeOver(layout.batchPartial(name), length: length, reserve: settings.withLock { $0.minFreeBytes },
                                          flags: O_RDWR | O_APPEND, mode: layout.fileMode, stillMine: { claimStillMine(name) },
-                                         interrupt: interruptIfStopping)
+                                         provenLost: { claimProvenLost(name) }, logger: logger, interrupt: interruptIfStopping)
         try Syscall.fsyncDirectory(layout.incoming)
         logger.info("the batch's journal and output copied as this daemon's own", id: name, ["output_bytes": "\(length)"])
         return file
@@ -939,6 +949,11 @@ public final class BatchRunner: @unchecked Sendable {
 
     private func claimStillMine(_ name: String) -> Bool {
         leases?.stillMine(BatchClaimRules.claimID(batch: name)) ?? true
+    }
+
+    /// Whether the batch's claim is proven another daemon's (or gone), not merely unreadable.
+    private func claimProvenLost(_ name: String) -> Bool {
+        leases?.claimState(BatchClaimRules.claimID(batch: name)) == .lost
     }
 
     /// A stop does not wait for a long copy: the claim is let go, and the batch is taken
@@ -1607,7 +1622,8 @@ public final class BatchRunner: @unchecked Sendable {
             // daemon's look before the group's writes may be from before a pause, and the
             // name gone because the taker published the batch and removed it.
             copy = try HeldFile.giveNameAgain(from: fd, to: path, flags: O_RDWR | O_APPEND, replacing: leases == nil, layout: layout,
-                                              logger: logger, stillMine: { claimStillMine(batch.name) })
+                                              logger: logger, stillMine: { claimStillMine(batch.name) },
+                                              provenLost: { claimProvenLost(batch.name) })
         } catch is HeldFile.ClaimLostDuringTakeover {
             throw OutputTakenOver()
         }
@@ -1693,8 +1709,8 @@ public final class BatchRunner: @unchecked Sendable {
             // Asked again just before the plan, which acts on the names: a daemon paused past
             // its lease since its last look may wake after the taker published the batch and
             // a new file of the name began, whose `.partial`, journal and list of custom_ids
-            // the plan would publish or remove as this batch's.
-            .failed(at: 0, step: naming, error: ClaimLostBeforeEnd())
+            // the plan would publish or remove as this batch's. Unconfirmed, it waits too.
+            .failed(at: 0, step: naming, error: claimProvenLost(name) ? ClaimLostBeforeEnd() as any Error : ClaimUnconfirmedBeforeEnd())
         } else if folderAtOutput {
             .failed(at: 0, step: naming, error: HeldFile.FolderInTheWay(path: layout.batchOutput(name)))
         } else {
@@ -1709,7 +1725,7 @@ public final class BatchRunner: @unchecked Sendable {
             // A daemon paused past its lease just before its end finds the files gone because
             // the taker published them: not an error of the spool's. Held all the same (a
             // claim look that failed is no proof); the next try forgets it once the journal is gone.
-            let claimLost = leases != nil && !claimStillMine(name)
+            let claimLost = error is ClaimLostBeforeEnd || (!(error is ClaimUnconfirmedBeforeEnd) && claimProvenLost(name))
             let message = claimLost ? "the batch's end was not published here: its claim is no longer this daemon's, and the daemon that took the batch over publishes it"
                                     : "cannot publish the batch's end; it is tried again"
             self.held(&unpublished, name, error, message, [("step", LogValue(step.kind))], level: claimLost ? .warning : .error) { failures in
@@ -1806,12 +1822,18 @@ public final class BatchRunner: @unchecked Sendable {
 }
 
 extension BatchRunner {
-    /// Another daemon took the batch over and has the output under its own copy.
     /// The batch's claim is no longer this daemon's when its end is to be published.
     struct ClaimLostBeforeEnd: Error, CustomStringConvertible {
         var description: String { "the batch's claim is no longer this daemon's" }
     }
 
+    /// The batch's claim cannot be confirmed (its lease unreadable now, or its time passed)
+    /// when its end is to be published.
+    struct ClaimUnconfirmedBeforeEnd: Error, CustomStringConvertible {
+        var description: String { "the batch's claim cannot be confirmed now (its lease unreadable, or its time passed)" }
+    }
+
+    /// Another daemon took the batch over and has the output under its own copy.
     struct OutputTakenOver: Error, CustomStringConvertible {
         var description: String { "the batch's output is another daemon's now" }
     }

@@ -73,9 +73,10 @@ public struct BatchQuery: Sendable {
             let counted = progress ?? (inputThere ? fromJournal(name) : nil)
             var state = Self.phase(progress, inputThere: inputThere)
             if progress == nil, let counted, counted.total > 0, counted.done >= counted.total { state = .ending }
-            // No daemon reports it and no journal of this file: not begun, whether or not a
-            // daemon runs (one that does begins it at its next look).
-            if progress == nil, inputThere, counted == nil { state = .queued }
+            // No daemon reports it and no journal at all: not begun, whether or not a daemon
+            // runs (one that does begins it at its next look). A journal that cannot be read
+            // here, or was written through another machine's mount, may be of a run elsewhere.
+            if progress == nil, inputThere, counted == nil, !Syscall.isPresent(layout.batchJournal(name)) { state = .queued }
             var details: [String: Any] = ["batch": name, "state": state.rawValue]
             if let problem = progress?.publishProblem ?? progress?.startProblem { details["problem"] = problem }
             // Only the files there: a held end's output may have its name already, and an
@@ -93,7 +94,7 @@ public struct BatchQuery: Sendable {
     public enum Phase: String {
         /// Its lines are being sent (or, with no daemon reporting, wait for one).
         case running
-        /// In `outgoing`, not begun: no daemon reports it and it has no journal.
+        /// In `outgoing`, not begun: no daemon reports it and nothing is at its journal's name.
         case queued
         /// Every line ended, its end not published yet (`publishProblem`), or its input left
         /// (cancelled) and its end waits for the daemon.

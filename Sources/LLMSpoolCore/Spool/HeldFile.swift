@@ -62,26 +62,33 @@ enum HeldFile {
     /// took the work over, or one seen missing through a stale cache, and the copy is given
     /// the name only with `link`, which fails (EEXIST) rather than replace it.
     ///
-    /// `stillMine` is asked just before the name is given and again after: a daemon paused
-    /// past its lease between its own look at the claim and this call finds the name missing
-    /// because the taker published the work and removed it; given back, the name would stand
-    /// for work already ended (a batch's journal, ended again as an orphan). Lost before, the
-    /// copy is not named; lost after, the name is taken back while it still leads to the copy
-    /// (`ClaimLostDuringTakeover` either way).
+    /// `stillMine` is asked just before the name is given, `provenLost` after: a daemon
+    /// paused past its lease between its own look at the claim and this call finds the name
+    /// missing because the taker published the work and removed it; given back, the name
+    /// would stand for work already ended (a batch's journal, ended again as an orphan). Not
+    /// proven its own before, the copy is not named; proven lost after (a lease that cannot
+    /// be read now proves nothing: the name is the work's only one), the name is taken back
+    /// while it still leads to the copy (`ClaimLostDuringTakeover` either way).
     static func giveNameAgain(from fd: Int32, to path: String, flags: Int32, replacing: Bool, layout: SpoolLayout,
-                              logger: Logger, stillMine: () -> Bool = { true }) throws -> FileDescriptor {
+                              logger: Logger, stillMine: () -> Bool = { true }, provenLost: () -> Bool = { false }) throws -> FileDescriptor {
         let named = try giveNameAgainOnce(from: fd, to: path, flags: flags, replacing: replacing, layout: layout, logger: logger,
                                           stillMine: stillMine)
-        guard stillMine() else {
-            do {
-                if try name(named.rawValue, path: path) == .held { try Syscall.unlink(path) }
-            } catch {
-                logger.warning("a claim was lost just as a file was given its name again, and the name cannot be taken back",
-                               ["path": LogValue(path), "reason": "\(error)"])
-            }
+        if provenLost() {
+            takeBack(path, leadingTo: named, logger: logger)
             throw ClaimLostDuringTakeover(path: path)
         }
         return named
+    }
+
+    /// Removes the name `path` while it leads to the file open as `file`: the claim under
+    /// which it was given was lost.
+    private static func takeBack(_ path: String, leadingTo file: borrowing FileDescriptor, logger: Logger?) {
+        do {
+            if try name(file.rawValue, path: path) == .held { try Syscall.unlink(path) }
+        } catch {
+            logger?.warning("a claim was lost just as a file was given its name, and the name cannot be taken back",
+                           ["path": LogValue(path), "reason": "\(error)"])
+        }
     }
 
     private static func giveNameAgainOnce(from fd: Int32, to path: String, flags: Int32, replacing: Bool, layout: SpoolLayout,
@@ -168,14 +175,16 @@ enum HeldFile {
     /// its lease), this daemon's own: a copy of its first `length` bytes, fsynced, renamed
     /// over the name. Whatever the other daemon writes after goes to a file no name leads
     /// to, and the copy, opened with `flags` and positioned at its end, is returned. Fails
-    /// when the file is shorter than `length`, and when `stillMine`, asked just before the
-    /// rename (a long copy may outlast the claim), says no. Nothing is written unless the
+    /// when the file is shorter than `length`, when `stillMine`, asked just before the
+    /// rename (a long copy may outlast the claim), says no, and when the name no longer leads
+    /// to the file copied (`NameChangedDuringTakeover`). Once renamed, `provenLost` is asked:
+    /// a claim proven lost meanwhile has the name taken back. Nothing is written unless the
     /// filesystem has room for the copy and `reserve` bytes more (`NoRoomToTakeOver`): a
     /// copy cut short by a full disk would fill it to the last byte at every try. `interrupt`
     /// is asked before each chunk and may stop a long copy by throwing (a daemon stopping).
     /// The folder is not fsynced here.
     static func takeOver(_ path: String, length: Int, reserve: UInt64 = 0, flags: Int32, mode: mode_t, stillMine: () -> Bool,
-                         interrupt: () throws -> Void = {}) throws -> FileDescriptor {
+                         provenLost: () -> Bool = { false }, logger: Logger? = nil, interrupt: () throws -> Void = {}) throws -> FileDescriptor {
         let original = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW)
         let free = try Syscall.freeBytes(original.rawValue, path: path)
         let (needed, overflow) = UInt64(max(0, length)).addingReportingOverflow(reserve)
@@ -197,14 +206,11 @@ enum HeldFile {
             throw error
         }
         // Asked again once named: the pause may fall between the look above and the rename.
-        // Lost, the name is taken back while it leads to the copy; the other daemon gives its
-        // own file the name again (`giveNameAgain`), or its end has removed it for good.
-        guard stillMine() else {
-            do {
-                if try name(copy.rawValue, path: path) == .held { try Syscall.unlink(path) }
-            } catch {
-                // The name stays with the copy; the error below is what the caller hears.
-            }
+        // Proven lost (not merely unreadable: the copy is now the name's only file), the
+        // name is taken back while it leads to the copy; the other daemon gives its own file
+        // the name again (`giveNameAgain`), or its end has removed it for good.
+        if provenLost() {
+            takeBack(path, leadingTo: copy, logger: logger)
             throw ClaimLostDuringTakeover(path: path)
         }
         return copy

@@ -459,6 +459,28 @@ public final class LeaseManager: Sendable {
         return holdsLock(id) || lease.expiresAt > LeaseManager.now()
     }
 
+    /// Whose the claim on `id` is, as far as its lease file proves it.
+    public enum ClaimState: Sendable, Equatable {
+        /// `stillMine`.
+        case mine
+        /// Proven not this daemon's: not held here, its lease gone, another's, or ended.
+        case lost
+        /// Not proven either way: the lease cannot be read now (ESTALE, EIO, caught half
+        /// written), or it is this daemon's but its time has passed with nobody taking it yet.
+        case unknown
+    }
+
+    /// `stillMine` with what cannot be told kept apart from a loss: a step that destroys
+    /// (a name taken back) or forgets (a held end) is taken on `.lost` only.
+    public func claimState(_ id: String) -> ClaimState {
+        guard holds(id) else { return .lost }
+        let path = layout.lease(id)
+        guard let lease = read(path) else { return leaseIsGone(path) ? .lost : .unknown }
+        if lease.owner.hasPrefix(Lease.unreadablePrefix) { return .unknown }
+        guard lease.owner == owner, !lease.ended else { return .lost }
+        return holdsLock(id) || lease.expiresAt > LeaseManager.now() ? .mine : .unknown
+    }
+
     /// Whether the claim on `id` is held by a lock this daemon keeps open.
     private func holdsLock(_ id: String) -> Bool {
         !claimsBoundByTime && held.withLock { $0.fds[id]?.isHeld ?? false }

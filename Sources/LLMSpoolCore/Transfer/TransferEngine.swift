@@ -1171,9 +1171,12 @@ public final class TransferEngine: @unchecked Sendable {
             let claim = BatchClaimRules.claimID(batch: line.batch)
             let id = transfer.task.id
             transfer.mayGo = { [unowned self, unowned leases] in
-                guard TransferEngine.lineStart(line, leases: leases, now: LeaseManager.now()) == .start else { return false }
+                // Read once: the lease time the line is judged by is the one it is told by.
+                let expiry = leases.writtenExpiry(claim)
+                guard BatchLineStart.decide(leaseFilesOnly: leases.claimsBoundByTime, leaseExpiresAt: expiry, now: LeaseManager.now()) == .start
+                else { return false }
                 // Judged once libcurl returns, by `socketAction`.
-                passedLastCheck.append((id, leases.writtenExpiry(claim) ?? .infinity))
+                passedLastCheck.append((id, expiry ?? .infinity))
                 return true
             }
         }
