@@ -277,8 +277,12 @@ import Testing
         try waitUntil("the journal of the ended batch goes", timeout: 30) { !Syscall.isPresent(harness.layout.batchJournal("b")) }
         let published = try Data(contentsOf: URL(fileURLWithPath: harness.layout.batchSummary("b")))
         kill(d2.processIdentifier, SIGCONT)
-        try waitUntil("d2 finds the batch's files changed hands", timeout: 30) {
-            harness.extraLog("d2").contains("the batch's files changed hands while they were copied")
+        do {
+            try waitUntil("d2 finds the batch's files changed hands", timeout: 30) {
+                harness.extraLog("d2").contains("the batch's files changed hands while they were copied")
+            }
+        } catch {
+            throw HarnessError("\(error): \(harness.extraLog("d2").split(separator: "\n").filter { !$0.contains(" debug: ") }.suffix(8).joined(separator: "\n"))")
         }
         #expect(!Syscall.isPresent(harness.layout.batchJournal("b")), "the stale copy took the ended batch's journal name")
         let afterStop = harness.extraLog("d2").components(separatedBy: "batch test stop").last ?? ""

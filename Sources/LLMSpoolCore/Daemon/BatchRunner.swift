@@ -460,7 +460,7 @@ public final class BatchRunner: @unchecked Sendable {
             case .mine: claim = .claimed
             case .lost: claim = .heldElsewhere
             // Not proven lost: looked at again, nothing held here forgotten.
-            case .unknown: claim = .failed("its lease cannot be confirmed now (unreadable, or its time passed)")
+            case .unknown, .lapsed: claim = .failed("its lease cannot be confirmed now (unreadable, or its time passed)")
             }
         } else {
             claim = leases.claim(id, tookOver: &tookOver)
@@ -823,15 +823,7 @@ public final class BatchRunner: @unchecked Sendable {
             && HeldEndOutput.isLost(outputUnnamed: true, partial: partial, committedLength: journal.outputLength)
             && journal.committed.count >= journal.header.lines
             && (input.map { BatchRecovery.journalNames($0, recorded: journal.header.input) } ?? true)
-            && judgesItsOwnEnd(name)
-    }
-
-    /// Whether what this daemon knows of `name`'s held end is all there is to know: on one
-    /// daemon's spool always; on a shared one while its claim of the batch is still its own
-    /// (`LeaseManager.stillMine`: the lease names this daemon and was never let lapse), so
-    /// that no other daemon can have taken the end over and published it.
-    private func judgesItsOwnEnd(_ name: String) -> Bool {
-        claimStillMine(name)
+            && claimStillMine(name)
     }
 
     /// What is at the batch's `.partial` name, by an open as `length(of:)` looks (a cached
@@ -932,7 +924,7 @@ public final class BatchRunner: @unchecked Sendable {
         }
         let file = try HeldFile.takeOver(layout.batchJournal(name), length: journal.validLength, reserve: overflow ? .max : reserve,
                                          flags: O_RDWR | O_APPEND, mode: layout.fileMode, stillMine: stillMine,
-                                         provenLost: { claimProvenLost(name) }, logger: logger, interrupt: interruptIfStopping)
+                                         provenLost: { claimLapsedOrLost(name) }, logger: logger, interrupt: interruptIfStopping)
         try Syscall.fsyncDirectory(layout.batches)
         return file
     }
@@ -941,14 +933,26 @@ public final class BatchRunner: @unchecked Sendable {
     private func takeOverOutput(_ name: String, length: Int) throws -> FileDescriptor {
         let file = try HeldFile.takeOver(layout.batchPartial(name), length: length, reserve: settings.withLock { $0.minFreeBytes },
                                          flags: O_RDWR | O_APPEND, mode: layout.fileMode, stillMine: { claimStillMine(name) },
-                                         provenLost: { claimProvenLost(name) }, logger: logger, interrupt: interruptIfStopping)
+                                         provenLost: { claimLapsedOrLost(name) }, logger: logger, interrupt: interruptIfStopping)
         try Syscall.fsyncDirectory(layout.incoming)
         logger.info("the batch's journal and output copied as this daemon's own", id: name, ["output_bytes": "\(length)"])
         return file
     }
 
+    /// Whether the batch's claim is still this daemon's: on one daemon's spool always; on a
+    /// shared one while the lease names this daemon and was never let lapse
+    /// (`LeaseManager.stillMine`), so that no other daemon can have taken the batch, or its
+    /// held end, over meanwhile.
     private func claimStillMine(_ name: String) -> Bool {
         leases?.stillMine(BatchClaimRules.claimID(batch: name)) ?? true
+    }
+
+    /// A takeover's copy renamed over the name is taken back on this too: the lease that
+    /// lapsed during a pause may have let the first owner go on under the old file's name,
+    /// whose live file the copy has just replaced (a lease that cannot be read proves nothing).
+    private func claimLapsedOrLost(_ name: String) -> Bool {
+        let state = leases?.claimState(BatchClaimRules.claimID(batch: name))
+        return state == .lost || state == .lapsed
     }
 
     /// Whether the batch's claim is proven another daemon's (or gone), not merely unreadable.
@@ -1663,12 +1667,12 @@ public final class BatchRunner: @unchecked Sendable {
         // by hand while the end was held (`HeldEndOutput`). The summary says the answers are
         // lost rather than name as the output whatever is at its name, or send every line
         // again. On a shared spool only while this daemon has held the batch's claim all
-        // along (`judgesItsOwnEnd`): else another daemon may have taken the end over and
+        // along (`claimStillMine`): else another daemon may have taken the end over and
         // published it meanwhile. A look that fails (ESTALE, EIO) holds the end: a loss said
         // is not taken back.
         var outputLost = false
         var lookFailed: (any Error)?
-        if held?.outputUnnamed == true, judgesItsOwnEnd(name) {
+        if held?.outputUnnamed == true, claimStillMine(name) {
             do {
                 outputLost = HeldEndOutput.isLost(outputUnnamed: true, partial: try partialLook(name), committedLength: journal.outputLength)
             } catch {
@@ -1705,12 +1709,12 @@ public final class BatchRunner: @unchecked Sendable {
         let folderAtOutput = outputPublished && !outputTaken && !outputLost && Syscall.isFolder(layout.batchOutput(name))
         let outcome: PublicationExecutor<SpoolFiles>.Result = if let lookFailed {
             .failed(at: 0, step: naming, error: lookFailed)
-        } else if leases != nil, !claimStillMine(name) {
+        } else if let claim = leases?.claimState(BatchClaimRules.claimID(batch: name)), claim != .mine {
             // Asked again just before the plan, which acts on the names: a daemon paused past
             // its lease since its last look may wake after the taker published the batch and
             // a new file of the name began, whose `.partial`, journal and list of custom_ids
             // the plan would publish or remove as this batch's. Unconfirmed, it waits too.
-            .failed(at: 0, step: naming, error: claimProvenLost(name) ? ClaimLostBeforeEnd() as any Error : ClaimUnconfirmedBeforeEnd())
+            .failed(at: 0, step: naming, error: claim == .lost ? ClaimLostBeforeEnd() as any Error : ClaimUnconfirmedBeforeEnd())
         } else if folderAtOutput {
             .failed(at: 0, step: naming, error: HeldFile.FolderInTheWay(path: layout.batchOutput(name)))
         } else {

@@ -455,8 +455,7 @@ public final class LeaseManager: Sendable {
     /// from a live owner however late its lease's time reads (a pause, a clock ahead of the
     /// file server's); lease files alone are only as good as their time.
     public func stillMine(_ id: String) -> Bool {
-        guard holds(id), let lease = read(layout.lease(id)), lease.owner == owner, !lease.ended else { return false }
-        return holdsLock(id) || lease.expiresAt > LeaseManager.now()
+        claimState(id) == .mine
     }
 
     /// Whose the claim on `id` is, as far as its lease file proves it.
@@ -465,8 +464,10 @@ public final class LeaseManager: Sendable {
         case mine
         /// Proven not this daemon's: not held here, its lease gone, another's, or ended.
         case lost
-        /// Not proven either way: the lease cannot be read now (ESTALE, EIO, caught half
-        /// written), or it is this daemon's but its time has passed with nobody taking it yet.
+        /// This daemon's lease, its time passed: nobody may have taken it yet, or a taker may
+        /// be at work on the batch under the old one's name (a pause outlasted it).
+        case lapsed
+        /// Not proven either way: the lease cannot be read now (ESTALE, EIO, caught half written).
         case unknown
     }
 
@@ -478,7 +479,7 @@ public final class LeaseManager: Sendable {
         guard let lease = read(path) else { return leaseIsGone(path) ? .lost : .unknown }
         if lease.owner.hasPrefix(Lease.unreadablePrefix) { return .unknown }
         guard lease.owner == owner, !lease.ended else { return .lost }
-        return holdsLock(id) || lease.expiresAt > LeaseManager.now() ? .mine : .unknown
+        return holdsLock(id) || lease.expiresAt > LeaseManager.now() ? .mine : .lapsed
     }
 
     /// Whether the claim on `id` is held by a lock this daemon keeps open.
